@@ -1,0 +1,67 @@
+/* libkreward: the context handle.
+ *
+ * A context owns the loaded run-time libraries (libcuda, NVRTC, CUPTI), the
+ * chosen device, the compile cache and the last error text. It is created on
+ * machines without a GPU too: compile and score work there, and calls that
+ * need a device fail with KR_ENODEVICE and say why.
+ *
+ * A context is used by one thread at a time. Programs, problems and reports
+ * made from it are immutable once created and may be read from any thread. */
+#ifndef KREWARD_CONTEXT_H
+#define KREWARD_CONTEXT_H
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kr_context kr_context;
+
+/* Never use a GPU even when one is present. */
+#define KR_CONTEXT_NO_DEVICE 0x1u
+
+#define KR_CONTEXT_OPTIONS_VERSION 1u
+typedef struct kr_context_options {
+    uint32_t version;            /* KR_CONTEXT_OPTIONS_VERSION */
+    int32_t device;              /* CUDA device ordinal (default 0) */
+    const char *cuda_home;       /* toolkit root for headers; NULL: $CUDA_HOME, the build's, /usr/local/cuda */
+    const char *default_arch;    /* compile target when there is no device; NULL: "sm_90a" */
+    uint64_t cache_memory_bytes; /* in-memory compile cache budget; 0 disables it */
+    const char *cache_dir;       /* on-disk compile cache directory; NULL: none */
+    uint32_t flags;              /* KR_CONTEXT_* */
+} kr_context_options;
+
+#define KR_CONTEXT_OPTIONS_INIT \
+    { KR_CONTEXT_OPTIONS_VERSION, 0, NULL, NULL, (uint64_t)256 << 20, NULL, 0u }
+
+/* Fills *opts with the defaults; version must be KR_CONTEXT_OPTIONS_VERSION. */
+KR_API int kr_context_options_init(kr_context_options *opts, uint32_t version);
+
+/* Creates a context. opts may be NULL for the defaults. Fails only for bad
+ * options or lack of memory: a missing driver or GPU is recorded, not fatal. */
+KR_API int kr_context_new(kr_context **out, const kr_context_options *opts);
+KR_API void kr_context_free(kr_context *ctx);
+
+/* Message for the last failed call on this context ("" when none). Valid
+ * until the next call on the context. */
+KR_API const char *kr_context_errmsg(const kr_context *ctx);
+/* Longer detail for the last failure, e.g. the whole NVRTC log or the
+ * offending text; "" when none. Same lifetime as kr_context_errmsg. */
+KR_API const char *kr_context_errdetail(const kr_context *ctx);
+
+/* 1 when the context has a usable GPU, else 0. */
+KR_API int kr_context_has_device(const kr_context *ctx);
+/* Compile target of the context, e.g. "sm_90a". */
+KR_API const char *kr_context_arch(const kr_context *ctx);
+
+/* What was found on this machine, as a JSON object the caller frees with
+ * kr_free: driver (loaded, version, why not), devices (count, names, compute
+ * capability, memory, SMs, L2), NVRTC (version, supported archs), CUPTI,
+ * CUDA headers, and the cache. */
+KR_API int kr_context_info_json(kr_context *ctx, char **json_out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

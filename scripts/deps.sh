@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what building and testing libkreward needs, from Debian's packages
+# (and PyPI for the Python tests), where it is missing. The CUDA toolkit
+# (headers, NVRTC) is expected at $CUDA_HOME or /usr/local/cuda.
+set -euo pipefail
+need=()
+command -v meson >/dev/null || need+=(meson)
+command -v ninja >/dev/null || need+=(ninja-build)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+command -v cc >/dev/null || need+=(gcc)
+command -v python3 >/dev/null || need+=(python3 python3-pip)
+pkg-config --exists libxxhash 2>/dev/null || need+=(libxxhash-dev)
+pkg-config --exists jansson 2>/dev/null || need+=(libjansson-dev)
+pkg-config --exists cmocka 2>/dev/null || need+=(libcmocka-dev)
+if [ "${KR_WANT_FUZZ:-0}" = 1 ]; then
+  command -v clang >/dev/null || need+=(clang)
+  ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||
+    need+=(libclang-rt-14-dev)
+fi
+if [ ${#need[@]} -gt 0 ]; then
+  echo "deps: installing ${need[*]}"
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+if ! python3 -c 'import pytest' 2>/dev/null; then
+  echo "deps: installing pytest"
+  python3 -m pip install -q pytest 2>/dev/null || python3 -m pip install -q --break-system-packages pytest
+fi
+cuda="${CUDA_HOME:-/usr/local/cuda}"
+if [ ! -f "$cuda/include/nvrtc.h" ]; then
+  echo "deps: no CUDA toolkit headers under $cuda (set CUDA_HOME); libkreward needs them to build" >&2
+  exit 1
+fi

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The whole GPU check in one call, for a GPU machine without package
+# registries (see docs/gpu-machine.md): unpacks the Debian -dev packages
+# carried in .device/debs into a private sysroot, builds, runs the unit, abi
+# and gpu suites and the Python GPU tests, runs the benchmarks, and prints a
+# short summary last. Logs and tables go to $OUT (or ./gpu-check-out).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-$PWD/gpu-check-out}
+mkdir -p "$out"
+S=/tmp/sysroot
+if [ -d .device/debs ]; then
+  mkdir -p $S
+  for f in .device/debs/*.deb; do dpkg -x "$f" $S; done
+  export PKG_CONFIG_PATH=$S/usr/lib/x86_64-linux-gnu/pkgconfig PKG_CONFIG_SYSROOT_DIR=$S
+  export LD_LIBRARY_PATH=$S/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+fi
+build=${BUILD_DIR:-/tmp/build}
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+dirty=$(git status --porcelain 2>/dev/null | grep -qv '^??' && echo "+dirty" || true)
+{
+  echo "== gpu-check at commit $commit$dirty on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
+  [ -f "$build/build.ninja" ] || meson setup "$build" -Dbuildtype=release >/dev/null || exit 1
+  ninja -C "$build" >/dev/null || { ninja -C "$build"; exit 1; }
+  "$build/tools/kreward" info
+  meson test -C "$build" --print-errorlogs --num-processes 1 --suite unit --suite abi --suite gpu
+} 2>&1 | tee "$out/tests.log"
+logs=("$build/meson-logs/testlog.json")
+if [ -d bindings/python/tests ] && python3 -c 'import pytest' 2>/dev/null; then
+  KREWARD_LIBRARY=$(ls "$build"/lib/libkreward.so.0) PYTHONPATH=bindings/python \
+    python3 -m pytest -q bindings/python/tests --junitxml="$out/pytest.xml" 2>&1 | tee "$out/pytest.log" | tail -5
+  logs+=("$out/pytest.xml")
+fi
+for b in "$build"/bench/bench_*; do
+  [ -x "$b" ] || continue
+  echo "== $(basename "$b")" | tee -a "$out/bench.log"
+  timeout 300 "$b" 2>&1 | tee -a "$out/bench.log" | tail -30
+done
+echo "== summary (commit $commit$dirty)"
+python3 scripts/summary.py "${logs[@]}"

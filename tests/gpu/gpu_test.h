@@ -1,0 +1,29 @@
+/* Shared by the gpu suite: skip (exit 77) with a reason where there is no GPU. */
+#ifndef KR_GPU_TEST_H
+#define KR_GPU_TEST_H
+
+#include "../unit/helpers.h"
+
+#include <jansson.h>
+
+/* A context on GPU 0, or exit 77 saying why there is none. */
+static inline kr_context *gpu_context_or_skip(void)
+{
+    kr_context *ctx = NULL;
+    if (kr_context_new(&ctx, NULL) != KR_OK)
+        exit(99);
+    if (!kr_context_has_device(ctx)) {
+        char *info = NULL;
+        kr_context_info_json(ctx, &info);
+        json_t *root = json_loads(info ? info : "{}", 0, NULL);
+        const char *why = json_string_value(json_object_get(json_object_get(root, "device"), "why"));
+        fprintf(stderr, "SKIP: no usable GPU: %s\n", why ? why : "unknown reason");
+        json_decref(root);
+        kr_free(info);
+        kr_context_free(ctx);
+        exit(77);
+    }
+    return ctx;
+}
+
+#endif

@@ -1,0 +1,59 @@
+/* Shared helpers of the unit tests. */
+#ifndef KR_TEST_HELPERS_H
+#define KR_TEST_HELPERS_H
+
+#include <kreward/kreward.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A context that never touches a GPU (unit tests run in CI without one),
+ * targeting sm_90a; cache_dir may be NULL. */
+static inline kr_context *test_context(const char *cache_dir)
+{
+    kr_context_options o;
+    kr_context_options_init(&o, KR_CONTEXT_OPTIONS_VERSION);
+    o.flags = KR_CONTEXT_NO_DEVICE;
+    o.cache_dir = cache_dir;
+    kr_context *ctx = NULL;
+    assert_int_equal(kr_context_new(&ctx, &o), KR_OK);
+    return ctx;
+}
+
+/* A fresh private directory under $TMPDIR; caller removes it with
+ * test_rmtree. */
+static inline char *test_tempdir(void)
+{
+    const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char *path = malloc(strlen(base) + 32);
+    sprintf(path, "%s/krtest-XXXXXX", base);
+    assert_non_null(mkdtemp(path));
+    return path;
+}
+
+static inline void test_rmtree(char *path)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+    assert_int_equal(system(cmd), 0);
+    free(path);
+}
+
+static inline int contains(const char *haystack, const char *needle)
+{
+    return haystack && strstr(haystack, needle) != NULL;
+}
+
+#define assert_contains(h, n)                                                   \
+    do {                                                                        \
+        if (!contains((h), (n)))                                                \
+            fail_msg("expected \"%s\" in:\n%s", (n), (h) ? (h) : "(null)");     \
+    } while (0)
+
+#endif

@@ -1,0 +1,33 @@
+/* `kreward info`: what this machine offers (driver, GPUs, NVRTC, CUPTI). */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int cmd_info(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            printf("usage: kreward info\n\n"
+                   "Prints, as JSON, what libkreward found on this machine: the NVIDIA driver\n"
+                   "and its CUDA version, each GPU (name, compute capability, memory, SMs, L2),\n"
+                   "NVRTC (version, target architectures), CUPTI, the CUDA headers, and the\n"
+                   "compile cache; for anything missing, why.\n");
+            return EXIT_OK;
+        }
+        fprintf(stderr, "kreward info: unknown argument '%s'\n", argv[i]);
+        return EXIT_USAGE;
+    }
+    kr_context *ctx = cli_context(NULL, 0);
+    char *json = NULL;
+    int rc = kr_context_info_json(ctx, &json);
+    if (rc != KR_OK) {
+        cli_report_error(ctx, "info", rc);
+        kr_context_free(ctx);
+        return cli_exit_for(rc);
+    }
+    printf("%s\n", json);
+    kr_free(json);
+    kr_context_free(ctx);
+    return EXIT_OK;
+}
