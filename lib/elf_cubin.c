@@ -237,8 +237,9 @@ int kr__cubin_read_kernels(kr_program *prog, char *why, size_t why_size)
         const section *strtab = &e.sec[symtab->link];
         for (uint64_t off = 24; off + 24 <= symtab->size; off += 24) {
             span s = {file.d + symtab->offset, (size_t)symtab->size};
-            uint32_t name_off;
-            rd32(s, (size_t)off, &name_off);
+            uint32_t name_off = 0;
+            if (rd32(s, (size_t)off, &name_off) != 0)
+                break;
             unsigned char info = s.d[off + 4], other = s.d[off + 5];
             /* template instantiations are weak, plain kernels global */
             int is_func = (info & 0xf) == 2, is_global = (info >> 4) == 1 || (info >> 4) == 2;

@@ -16,12 +16,16 @@ if [ -d .device/debs ]; then
   export LD_LIBRARY_PATH=$S/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 fi
 build=${BUILD_DIR:-/tmp/build}
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-dirty=$(git status --porcelain 2>/dev/null | grep -qv '^??' && echo "+dirty" || true)
+# the device copy has no .git: scripts/device-commit.sh records it in .device/commit
+commit=$(git rev-parse --short HEAD 2>/dev/null || cat .device/commit 2>/dev/null || echo unknown)
+dirty=""
+if git rev-parse HEAD >/dev/null 2>&1; then
+  git status --porcelain | grep -qv '^??' && dirty="+dirty"
+fi
 {
   echo "== gpu-check at commit $commit$dirty on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
   [ -f "$build/build.ninja" ] || meson setup "$build" -Dbuildtype=release >/dev/null || exit 1
-  ninja -C "$build" >/dev/null || { ninja -C "$build"; exit 1; }
+  ninja -C "$build" >/dev/null || { ninja -C "$build" | tail -30; echo "BUILD FAILED"; }
   "$build/tools/kreward" info
   meson test -C "$build" --print-errorlogs --num-processes 1 --suite unit --suite abi --suite gpu
 } 2>&1 | tee "$out/tests.log"
@@ -31,8 +35,7 @@ if [ -d bindings/python/tests ] && python3 -c 'import pytest' 2>/dev/null; then
     python3 -m pytest -q bindings/python/tests --junitxml="$out/pytest.xml" 2>&1 | tee "$out/pytest.log" | tail -5
   logs+=("$out/pytest.xml")
 fi
-for b in "$build"/bench/bench_*; do
-  [ -x "$b" ] || continue
+for b in $(find "$build/bench" -maxdepth 1 -type f -executable -name 'bench_*' | sort); do
   echo "== $(basename "$b")" | tee -a "$out/bench.log"
   timeout 300 "$b" 2>&1 | tee -a "$out/bench.log" | tail -30
 done
