@@ -11,10 +11,12 @@ static const char *SRC =
     "  __syncthreads();\n"
     "  if (i < n) y[i] = buf[255 - threadIdx.x] + c;\n"
     "}\n"
+    /* a dynamically indexed 1 KiB array lives in local memory (ptxas: 1024
+     * bytes stack frame) */
     "extern \"C\" __global__ void __launch_bounds__(128) spill(float* y, int k) {\n"
-    "  volatile float a[64];\n"
-    "  for (int j = 0; j < 64; j++) a[j] = j * k;\n"
-    "  y[threadIdx.x] = a[(threadIdx.x + k) % 64];\n"
+    "  float a[256];\n"
+    "  for (int j = 0; j < 256; j++) a[j] = y[j * k];\n"
+    "  y[threadIdx.x] = a[(threadIdx.x * k) & 255];\n"
     "}\n";
 
 static void resources_are_read(void **state)
@@ -34,7 +36,7 @@ static void resources_are_read(void **state)
     assert_int_equal(kr_program_kernel_attr(p, t, KR_KERNEL_SHARED_STATIC), 1024);
     assert_int_equal(kr_program_kernel_attr(p, t, KR_KERNEL_MAX_THREADS), 1024);
     assert_int_equal(kr_program_kernel_attr(p, s, KR_KERNEL_MAX_THREADS), 128);
-    assert_true(kr_program_kernel_attr(p, s, KR_KERNEL_LOCAL_BYTES) >= 256);
+    assert_true(kr_program_kernel_attr(p, s, KR_KERNEL_LOCAL_BYTES) >= 1024);
     kr_program_free(p);
 }
 
