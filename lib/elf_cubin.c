@@ -4,7 +4,8 @@
  * symbols flagged STO_CUDA_ENTRY (0x10) in st_other. Each kernel's
  * `.nv.info.<name>` section holds attributes; EIATTR_KPARAM_INFO (0x17)
  * records give each parameter's ordinal, offset and size (size in bits 18..31
- * of the last word). The layout was read off cubins from nvcc/NVRTC 13 and is
+ * of the last word); EIATTR_MAX_THREADS (0x05) holds __launch_bounds__.
+ * Records other than sized ones take 4 bytes. The layout was read off cubins from nvcc/NVRTC 13 and is
  * cross-checked against cuFuncGetParamInfo in the gpu tests. Every read is
  * bounds-checked: the input may be junk. */
 #include "program_impl.h"
@@ -16,6 +17,7 @@
 
 #define EM_CUDA 190
 #define STO_CUDA_ENTRY 0x10
+#define EIATTR_MAX_THREADS 0x05 /* __launch_bounds__: x, y, z as three u32 */
 #define EIATTR_KPARAM_INFO 0x17
 #define EIFMT_NVAL 0x01
 #define EIFMT_BVAL 0x02
@@ -187,13 +189,17 @@ static int read_params(const elf *e, kr__kernel *k)
                 if (ord + 1 > count)
                     count = ord + 1;
             }
+            if (attr == EIATTR_MAX_THREADS && len == 12) {
+                uint32_t x = 0, y = 0, z = 0;
+                rd32(s, pos + 4, &x);
+                rd32(s, pos + 8, &y);
+                rd32(s, pos + 12, &z);
+                if (x && y && z)
+                    k->attrs[KR_KERNEL_MAX_THREADS] = (int64_t)x * y * z;
+            }
             pos += 4 + len;
-        } else if (fmt == EIFMT_HVAL) {
+        } else if (fmt == EIFMT_HVAL || fmt == EIFMT_BVAL || fmt == EIFMT_NVAL) {
             pos += 4;
-        } else if (fmt == EIFMT_BVAL) {
-            pos += 3;
-        } else if (fmt == EIFMT_NVAL) {
-            pos += 2;
         } else {
             break; /* unknown format: stop rather than misread */
         }

@@ -31,5 +31,6 @@ void cli_list_add(cli_list *l, const char *s);
 
 int cmd_info(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
+int cmd_problem(int argc, char **argv);
 
 #endif

@@ -11,6 +11,7 @@ static const struct {
 } commands[] = {
     {"info", cmd_info, "what this machine offers: driver, GPUs, NVRTC, CUPTI"},
     {"compile", cmd_compile, "compile a candidate and show its kernels and resources"},
+    {"problem", cmd_problem, "show or check a problem spec"},
 };
 
 static void usage(FILE *to)

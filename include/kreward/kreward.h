@@ -6,5 +6,6 @@
 #include "common.h"
 #include "context.h"
 #include "program.h"
+#include "problem.h"
 
 #endif

@@ -45,6 +45,13 @@ static inline void test_rmtree(char *path)
     free(path);
 }
 
+static inline char *kr__strdup_for_test(const char *s)
+{
+    char *p = malloc(strlen(s) + 1);
+    strcpy(p, s);
+    return p;
+}
+
 static inline int contains(const char *haystack, const char *needle)
 {
     return haystack && strstr(haystack, needle) != NULL;
@@ -52,8 +59,9 @@ static inline int contains(const char *haystack, const char *needle)
 
 #define assert_contains(h, n)                                                   \
     do {                                                                        \
-        if (!contains((h), (n)))                                                \
-            fail_msg("expected \"%s\" in:\n%s", (n), (h) ? (h) : "(null)");     \
+        const char *h_ = (h);                                                   \
+        if (!contains(h_, (n)))                                                 \
+            fail_msg("expected \"%s\" in:\n%s", (n), h_ ? h_ : "(null)");       \
     } while (0)
 
 #endif

@@ -1,0 +1,146 @@
+/* libkreward: problems (what a kernel must compute, on what data) and launch
+ * plans (how to launch a candidate that is only device code).
+ *
+ * A problem is read from JSON (docs/problem-format.md): named dims, several
+ * cases (concrete dim values; one is the timing case), tensors with dtype,
+ * shape expressions, role, input distribution and output tolerances, typed
+ * scalars, and a reference (CUDA source + plan, or golden outputs computed
+ * by the caller). Inputs come from a counter-based generator whose values
+ * are identical on the GPU and on the host. */
+#ifndef KREWARD_PROBLEM_H
+#define KREWARD_PROBLEM_H
+
+#include "program.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kr_problem kr_problem;
+typedef struct kr_plan kr_plan;
+
+/* Pinned: these numbers appear in reports and in the generator. */
+enum kr_dtype {
+    KR_DTYPE_F32 = 1,
+    KR_DTYPE_F16 = 2,
+    KR_DTYPE_BF16 = 3,
+    KR_DTYPE_F64 = 4,
+    KR_DTYPE_I8 = 5,
+    KR_DTYPE_U8 = 6,
+    KR_DTYPE_I32 = 7,
+    KR_DTYPE_I64 = 8,
+    KR_DTYPE_BOOL = 9,
+    KR_DTYPE_FP8_E4M3 = 10,
+    KR_DTYPE_FP8_E5M2 = 11,
+};
+
+enum kr_role { KR_ROLE_IN = 1, KR_ROLE_OUT = 2, KR_ROLE_INOUT = 3 };
+
+enum kr_reference_kind { KR_REFERENCE_SOURCE = 1, KR_REFERENCE_GOLDEN = 2 };
+
+/* Reads a problem from a file; a reference "source" path is relative to it. */
+KR_API int kr_problem_load(kr_context *ctx, kr_problem **out, const char *path);
+/* Parses a problem from memory. name is used in messages (may be NULL); base_dir
+ * resolves a reference source path (NULL: the current directory). */
+KR_API int kr_problem_parse(kr_context *ctx, kr_problem **out, const char *json, size_t len,
+                            const char *name, const char *base_dir);
+KR_API void kr_problem_free(kr_problem *problem);
+
+KR_API const char *kr_problem_name(const kr_problem *problem);
+/* XXH3-128 over the canonical JSON and the reference source: 32 hex digits. */
+KR_API const char *kr_problem_hash(const kr_problem *problem);
+
+KR_API size_t kr_problem_dim_count(const kr_problem *problem);
+KR_API const char *kr_problem_dim_name(const kr_problem *problem, size_t dim);
+
+KR_API size_t kr_problem_case_count(const kr_problem *problem);
+KR_API const char *kr_problem_case_name(const kr_problem *problem, size_t case_index);
+KR_API int64_t kr_problem_case_dim(const kr_problem *problem, size_t case_index, size_t dim);
+KR_API size_t kr_problem_timing_case(const kr_problem *problem);
+
+KR_API size_t kr_problem_tensor_count(const kr_problem *problem);
+KR_API const char *kr_problem_tensor_name(const kr_problem *problem, size_t tensor);
+KR_API int kr_problem_tensor_dtype(const kr_problem *problem, size_t tensor);
+KR_API int kr_problem_tensor_role(const kr_problem *problem, size_t tensor);
+/* Shape of a tensor in a case: writes up to max_dims extents, returns the rank. */
+KR_API size_t kr_problem_tensor_shape(const kr_problem *problem, size_t tensor, size_t case_index,
+                                      int64_t *extents, size_t max_dims);
+KR_API uint64_t kr_problem_tensor_bytes(const kr_problem *problem, size_t tensor,
+                                        size_t case_index);
+KR_API int kr_problem_tensor_tolerance(const kr_problem *problem, size_t tensor, double *rtol,
+                                       double *atol);
+/* Index of a tensor by name, SIZE_MAX when absent. */
+KR_API size_t kr_problem_find_tensor(const kr_problem *problem, const char *name);
+
+KR_API int kr_problem_reference_kind(const kr_problem *problem);
+/* The parsed problem with every case's sizes, as JSON (caller frees). */
+KR_API int kr_problem_json(const kr_problem *problem, char **json_out);
+
+/* Compiles the reference (source problems) and checks its plan against its
+ * kernels in every case; KR_OK for golden problems. */
+KR_API int kr_problem_check_reference(kr_context *ctx, const kr_problem *problem);
+
+/* Dtype helpers: name ("f32", ...) and element size in bytes; 0/NULL if unknown. */
+KR_API const char *kr_dtype_name(int dtype);
+KR_API size_t kr_dtype_size(int dtype);
+
+/* Fills buf (at least kr_problem_tensor_bytes bytes) with the values the GPU
+ * generator produces for this tensor, case and seed: the same bits. Works
+ * for input and in-out tensors. */
+KR_API int kr_problem_generate_host(kr_context *ctx, const kr_problem *problem, size_t tensor,
+                                    size_t case_index, uint64_t seed, void *buf,
+                                    size_t buf_bytes);
+/* The generator seed of a tensor for (evaluation seed, case): the value the
+ * report records is the evaluation seed; this derives the per-case one. */
+KR_API uint64_t kr_problem_case_seed(uint64_t evaluation_seed, size_t case_index);
+
+/* Golden outputs: for problems whose reference is "golden", the caller
+ * computes the outputs from the library's inputs. The library fills every
+ * input in host[] (exactly the bits the GPU saw) and the callback writes
+ * every output (out and inout tensors) in host[], in the problem's tensor
+ * order. Return 0, or non-zero with a message in errbuf. */
+#define KR_GOLDEN_REQUEST_VERSION 1u
+typedef struct kr_golden_request {
+    uint32_t version;
+    uint32_t case_index;
+    uint64_t seed;            /* the case seed (kr_problem_case_seed) */
+    size_t num_tensors;
+    void *const *host;        /* one host buffer per tensor */
+    const uint64_t *bytes;    /* their sizes */
+    const int64_t *dims;      /* the case's dim values, in the problem's dim order */
+    char *errbuf;
+    size_t errbuf_size;
+} kr_golden_request;
+typedef int (*kr_golden_fn)(void *user, const kr_golden_request *request);
+/* Sets the callback (NULL clears it). user must outlive the problem's use. */
+KR_API int kr_problem_set_golden(kr_problem *problem, kr_golden_fn fn, void *user);
+
+/* ---- launch plans ---- */
+
+/* Reads the `// kreward: launch ...` and `// kreward: scratch ...` lines of a
+ * source. KR_ENOTFOUND when it has none. */
+KR_API int kr_plan_from_source(kr_context *ctx, kr_plan **out, const char *source, size_t len,
+                               const char *name);
+/* Parses a plan given as JSON ({"launches": [...], "scratch": [...]}). */
+KR_API int kr_plan_parse_json(kr_context *ctx, kr_plan **out, const char *json, size_t len,
+                              const char *name);
+KR_API void kr_plan_free(kr_plan *plan);
+KR_API size_t kr_plan_launch_count(const kr_plan *plan);
+KR_API const char *kr_plan_launch_kernel(const kr_plan *plan, size_t launch);
+
+/* Checks a plan against a problem and a program, for every case: names
+ * resolve, kernels exist, argument count and sizes match the kernels'
+ * parameters, grid/block/shared memory evaluate and fit the device (or the
+ * target architecture's limits without one). The first problem found is the
+ * context's error, e.g. "plan line 3 (launch k): arg 3 'N' is 8 bytes,
+ * kernel parameter 3 is 4 bytes". */
+KR_API int kr_plan_check(kr_context *ctx, const kr_plan *plan, const kr_problem *problem,
+                         const kr_program *program);
+/* The plan as JSON: launches (kernel, grid, block, smem, args as written)
+ * and scratch buffers. */
+KR_API int kr_plan_json(const kr_plan *plan, char **json_out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

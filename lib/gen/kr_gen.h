@@ -1,0 +1,351 @@
+/* The input generator, shared verbatim by the host (C11) and the GPU (CUDA
+ * C++ through NVRTC): value = f(seed, tensor, index), bit-identical on both.
+ *
+ * Why the same bits: a caller rebuilds inputs on the host (e.g. to compute
+ * golden outputs with PyTorch) and must see exactly what the GPU kernel saw.
+ * So this file uses only operations IEEE 754 fixes exactly: + - * / and sqrt
+ * in double, int<->double and double->float conversions, integer bit work.
+ * No libm transcendental (log/cos/exp are written here as polynomials) and
+ * no fused multiply-add: the host compiles it with -ffp-contract=off (the
+ * default in ISO C mode), NVRTC with --fmad=false.
+ *
+ * Randomness: Philox4x32-10 (Salmon et al., SC'11), key = seed, counter =
+ * (index, tensor, stream tag). */
+#ifndef KR_GEN_H
+#define KR_GEN_H
+
+#ifdef __CUDACC__
+#define KR_GEN_FN static __device__ __forceinline__
+typedef unsigned char kr_u8;
+typedef unsigned short kr_u16;
+typedef unsigned int kr_u32;
+typedef unsigned long long kr_u64;
+typedef long long kr_i64;
+#define KR_GEN_SQRT(x) sqrt(x)
+#define KR_GEN_F2U(f) __float_as_uint(f)
+#define KR_GEN_D2U(d) ((kr_u64)__double_as_longlong(d))
+#define KR_GEN_U2D(u) __longlong_as_double((long long)(u))
+#else
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#define KR_GEN_FN static inline
+typedef uint8_t kr_u8;
+typedef uint16_t kr_u16;
+typedef uint32_t kr_u32;
+typedef uint64_t kr_u64;
+typedef int64_t kr_i64;
+#define KR_GEN_SQRT(x) sqrt(x)
+static inline kr_u32 kr_gen_f2u(float f) { kr_u32 u; memcpy(&u, &f, 4); return u; }
+static inline kr_u64 kr_gen_d2u(double d) { kr_u64 u; memcpy(&u, &d, 8); return u; }
+static inline double kr_gen_u2d(kr_u64 u) { double d; memcpy(&d, &u, 8); return d; }
+#define KR_GEN_F2U(f) kr_gen_f2u(f)
+#define KR_GEN_D2U(d) kr_gen_d2u(d)
+#define KR_GEN_U2D(u) kr_gen_u2d(u)
+#endif
+
+/* dtype numbers: equal to enum kr_dtype in include/kreward/problem.h */
+#define KR_GEN_F32 1
+#define KR_GEN_F16 2
+#define KR_GEN_BF16 3
+#define KR_GEN_F64 4
+#define KR_GEN_I8 5
+#define KR_GEN_U8 6
+#define KR_GEN_I32 7
+#define KR_GEN_I64 8
+#define KR_GEN_BOOL 9
+#define KR_GEN_FP8_E4M3 10
+#define KR_GEN_FP8_E5M2 11
+
+/* distribution kinds: equal to enum kr_dist */
+#define KR_GEN_UNIFORM 1
+#define KR_GEN_NORMAL 2
+#define KR_GEN_INT 3
+#define KR_GEN_PARETO 4
+#define KR_GEN_MIX 5
+#define KR_GEN_BERNOULLI 6
+
+/* One tensor's distribution; passed by value to the GPU kernel, so the
+ * layout is fixed: 8-byte fields first. */
+typedef struct kr_gen_dist {
+    double a, b;          /* uniform: low, high; normal: mean, std; pareto: alpha, scale */
+    double p;             /* bernoulli: P(true); mix: fraction of outliers */
+    double outlier_scale; /* mix: outliers are the base value times this */
+    double clamp;         /* |value| is clamped to this (the dtype's range) */
+    kr_i64 ilo, ihi;      /* int: inclusive range */
+    kr_u32 kind;          /* KR_GEN_UNIFORM ... */
+    kr_u32 base_kind;     /* mix: the base distribution (uniform, normal, pareto) */
+    kr_u32 dtype;         /* KR_GEN_F32 ... */
+    kr_u32 pad;
+} kr_gen_dist;
+
+KR_GEN_FN kr_u32 kr_gen_mulhi(kr_u32 a, kr_u32 b, kr_u32 *lo)
+{
+    kr_u64 p = (kr_u64)a * b;
+    *lo = (kr_u32)p;
+    return (kr_u32)(p >> 32);
+}
+
+/* Philox4x32 with 10 rounds: c is the counter in, the random words out. */
+KR_GEN_FN void kr_gen_philox(kr_u32 c[4], kr_u32 k0, kr_u32 k1)
+{
+    for (int r = 0; r < 10; r++) {
+        kr_u32 lo0, lo1;
+        kr_u32 hi0 = kr_gen_mulhi(0xD2511F53u, c[0], &lo0);
+        kr_u32 hi1 = kr_gen_mulhi(0xCD9E8D57u, c[2], &lo1);
+        kr_u32 n0 = hi1 ^ c[1] ^ k0, n2 = hi0 ^ c[3] ^ k1;
+        c[0] = n0;
+        c[1] = lo1;
+        c[2] = n2;
+        c[3] = lo0;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+}
+
+/* Uniform in [0, 1) with 53 random bits. */
+KR_GEN_FN double kr_gen_u01(kr_u32 hi, kr_u32 lo)
+{
+    return ((double)(hi >> 5) * 67108864.0 + (double)(lo >> 6)) * (1.0 / 9007199254740992.0);
+}
+
+/* ln(x) for x > 0: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), then
+ * ln(m) = 2 atanh(s), s = (m-1)/(m+1), |s| < 0.172, series to s^23. */
+KR_GEN_FN double kr_gen_log(double x)
+{
+    kr_u64 bits = KR_GEN_D2U(x);
+    int e = (int)((bits >> 52) & 0x7ff) - 1023;
+    double m = KR_GEN_U2D((bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull);
+    if (m > 1.4142135623730951) {
+        m = m * 0.5;
+        e += 1;
+    }
+    double s = (m - 1.0) / (m + 1.0), s2 = s * s;
+    double t = 1.0 / 23;
+    t = t * s2 + 1.0 / 21;
+    t = t * s2 + 1.0 / 19;
+    t = t * s2 + 1.0 / 17;
+    t = t * s2 + 1.0 / 15;
+    t = t * s2 + 1.0 / 13;
+    t = t * s2 + 1.0 / 11;
+    t = t * s2 + 1.0 / 9;
+    t = t * s2 + 1.0 / 7;
+    t = t * s2 + 1.0 / 5;
+    t = t * s2 + 1.0 / 3;
+    t = t * s2 + 1.0;
+    return 2.0 * s * t + (double)e * 0.6931471805599453;
+}
+
+/* e^x for |x| < 700: x = k ln2 + r, |r| <= ln2/2, Taylor to r^14, times 2^k. */
+KR_GEN_FN double kr_gen_exp(double x)
+{
+    double kf = x * 1.4426950408889634;
+    kr_i64 k = (kr_i64)(kf < 0 ? kf - 0.5 : kf + 0.5);
+    double r = x - (double)k * 0.6931471805599453;
+    double t = 1.0 / 87178291200.0;
+    t = t * r + 1.0 / 6227020800.0;
+    t = t * r + 1.0 / 479001600.0;
+    t = t * r + 1.0 / 39916800.0;
+    t = t * r + 1.0 / 3628800.0;
+    t = t * r + 1.0 / 362880.0;
+    t = t * r + 1.0 / 40320.0;
+    t = t * r + 1.0 / 5040.0;
+    t = t * r + 1.0 / 720.0;
+    t = t * r + 1.0 / 120.0;
+    t = t * r + 1.0 / 24.0;
+    t = t * r + 1.0 / 6.0;
+    t = t * r + 0.5;
+    t = t * r + 1.0;
+    t = t * r + 1.0;
+    return t * KR_GEN_U2D((kr_u64)(k + 1023) << 52);
+}
+
+/* cos(2 pi u) for u in [0, 1): quadrant from u, then Taylor polynomials of
+ * sin and cos on [0, pi/2) (to x^21 and x^22: error below 1e-16). */
+KR_GEN_FN double kr_gen_cos2pi(double u)
+{
+    double q4 = u * 4.0;
+    int q = (int)q4;
+    double x = (q4 - (double)q) * 1.5707963267948966, x2 = x * x;
+    double c = 1.0 / 1124000727777607680000.0; /* 22! */
+    c = c * -x2 + 1.0 / 2432902008176640000.0;    /* 20! */
+    c = c * -x2 + 1.0 / 6402373705728000.0;       /* 18! */
+    c = c * -x2 + 1.0 / 20922789888000.0;
+    c = c * -x2 + 1.0 / 87178291200.0;
+    c = c * -x2 + 1.0 / 479001600.0;
+    c = c * -x2 + 1.0 / 3628800.0;
+    c = c * -x2 + 1.0 / 40320.0;
+    c = c * -x2 + 1.0 / 720.0;
+    c = c * -x2 + 1.0 / 24.0;
+    c = c * -x2 + 0.5;
+    c = c * -x2 + 1.0;
+    double s = 1.0 / 51090942171709440000.0;  /* 21! */
+    s = s * -x2 + 1.0 / 121645100408832000.0;     /* 19! */
+    s = s * -x2 + 1.0 / 355687428096000.0;        /* 17! */
+    s = s * -x2 + 1.0 / 1307674368000.0;
+    s = s * -x2 + 1.0 / 6227020800.0;
+    s = s * -x2 + 1.0 / 39916800.0;
+    s = s * -x2 + 1.0 / 362880.0;
+    s = s * -x2 + 1.0 / 5040.0;
+    s = s * -x2 + 1.0 / 120.0;
+    s = s * -x2 + 1.0 / 6.0;
+    s = s * -x2 + 1.0;
+    s = s * x;
+    /* cos(q pi/2 + x) */
+    return q == 0 ? c : q == 1 ? -s : q == 2 ? -c : s;
+}
+
+KR_GEN_FN double kr_gen_base(kr_u32 kind, const kr_gen_dist *d, const kr_u32 w[4])
+{
+    if (kind == KR_GEN_UNIFORM)
+        return d->a + (d->b - d->a) * kr_gen_u01(w[0], w[1]);
+    if (kind == KR_GEN_NORMAL) {
+        double u1 = 1.0 - kr_gen_u01(w[0], w[1]); /* (0, 1] */
+        double r = KR_GEN_SQRT(-2.0 * kr_gen_log(u1));
+        return d->a + d->b * r * kr_gen_cos2pi(kr_gen_u01(w[2], w[3]));
+    }
+    /* pareto, symmetric: scale * (u^(-1/alpha) - 1) with a random sign */
+    double u = 1.0 - kr_gen_u01(w[0], w[1]);
+    double v = d->b * (kr_gen_exp(-kr_gen_log(u) / d->a) - 1.0);
+    return (w[2] & 1u) ? -v : v;
+}
+
+/* float -> a small float format (mbits mantissa bits, exponent bias),
+ * round to nearest even, saturating at max_code; used for f16 and fp8. The
+ * caller has clamped |f| to the format's range. */
+KR_GEN_FN kr_u32 kr_gen_to_small(float f, int mbits, int bias, kr_u32 max_code, int total_bits)
+{
+    kr_u32 x = KR_GEN_F2U(f);
+    kr_u32 sign = (x >> 31) << (total_bits - 1);
+    kr_u32 a = x & 0x7fffffffu;
+    if (a < 0x00800000u)
+        return sign; /* zero or an f32 subnormal: far below every target's range */
+    int e = (int)(a >> 23) - 127;
+    kr_u32 code;
+    if (e < 1 - bias) {
+        int shift = 24 - bias - mbits - e;
+        kr_u32 m = (a & 0x7fffffu) | 0x800000u;
+        if (shift >= 32)
+            return sign;
+        kr_u32 half = 1u << (shift - 1);
+        code = (m + half - 1 + ((m >> shift) & 1u)) >> shift;
+    } else {
+        int shift = 23 - mbits;
+        kr_u32 m = a & 0x7fffffu;
+        kr_u32 half = 1u << (shift - 1);
+        kr_u32 r = (m + half - 1 + ((m >> shift) & 1u)) >> shift;
+        code = ((kr_u32)(e + bias) << mbits) + r; /* a carry out of r bumps the exponent */
+    }
+    if (code > max_code)
+        code = max_code;
+    return sign | code;
+}
+
+KR_GEN_FN kr_u16 kr_gen_to_bf16(float f)
+{
+    kr_u32 x = KR_GEN_F2U(f);
+    return (kr_u16)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+KR_GEN_FN int kr_gen_dtype_size(kr_u32 dtype)
+{
+    switch (dtype) {
+    case KR_GEN_F64:
+    case KR_GEN_I64:
+        return 8;
+    case KR_GEN_F32:
+    case KR_GEN_I32:
+        return 4;
+    case KR_GEN_F16:
+    case KR_GEN_BF16:
+        return 2;
+    default:
+        return 1;
+    }
+}
+
+/* Computes element `index` of a tensor and stores it at out + index*size. */
+KR_GEN_FN void kr_gen_element(const kr_gen_dist *d, kr_u64 seed, kr_u32 tensor, kr_u64 index,
+                              kr_u8 *out)
+{
+    kr_u32 w[4] = {(kr_u32)index, (kr_u32)(index >> 32), tensor, 0x6b726777u /* "krgw" */};
+    kr_gen_philox(w, (kr_u32)seed, (kr_u32)(seed >> 32));
+    kr_u8 *dst = out + index * (kr_u64)kr_gen_dtype_size(d->dtype);
+    kr_i64 iv = 0;
+    double v = 0.0;
+    int is_int = d->kind == KR_GEN_INT || d->kind == KR_GEN_BERNOULLI;
+    if (d->kind == KR_GEN_INT) {
+        kr_u64 range = (kr_u64)(d->ihi - d->ilo) + 1u; /* 0 means the whole 2^64 */
+        kr_u64 r = ((kr_u64)w[0] << 32) | w[1];
+        iv = d->ilo + (kr_i64)(range ? r % range : r);
+    } else if (d->kind == KR_GEN_BERNOULLI) {
+        iv = kr_gen_u01(w[0], w[1]) < d->p;
+    } else if (d->kind == KR_GEN_MIX) {
+        kr_u32 w2[4] = {w[2], w[3], w[0] ^ w[1], 0x6d697821u /* "mix!" */};
+        kr_gen_philox(w2, (kr_u32)seed ^ 0x5bd1e995u, tensor);
+        v = kr_gen_base(d->base_kind, d, w);
+        if (kr_gen_u01(w2[0], w2[1]) < d->p)
+            v = v * d->outlier_scale;
+    } else {
+        v = kr_gen_base(d->kind, d, w);
+    }
+    if (is_int)
+        v = (double)iv;
+    if (v > d->clamp)
+        v = d->clamp;
+    if (v < -d->clamp)
+        v = -d->clamp;
+    switch (d->dtype) {
+    case KR_GEN_F64: {
+        kr_u64 u = KR_GEN_D2U(v);
+        for (int i = 0; i < 8; i++)
+            dst[i] = (kr_u8)(u >> (8 * i));
+        break;
+    }
+    case KR_GEN_F32: {
+        kr_u32 u = KR_GEN_F2U((float)v);
+        for (int i = 0; i < 4; i++)
+            dst[i] = (kr_u8)(u >> (8 * i));
+        break;
+    }
+    case KR_GEN_F16: {
+        kr_u32 u = kr_gen_to_small((float)v, 10, 15, 0x7bffu, 16);
+        dst[0] = (kr_u8)u;
+        dst[1] = (kr_u8)(u >> 8);
+        break;
+    }
+    case KR_GEN_BF16: {
+        kr_u16 u = kr_gen_to_bf16((float)v);
+        dst[0] = (kr_u8)u;
+        dst[1] = (kr_u8)(u >> 8);
+        break;
+    }
+    case KR_GEN_FP8_E4M3:
+        dst[0] = (kr_u8)kr_gen_to_small((float)v, 3, 7, 0x7eu, 8);
+        break;
+    case KR_GEN_FP8_E5M2:
+        dst[0] = (kr_u8)kr_gen_to_small((float)v, 2, 15, 0x7bu, 8);
+        break;
+    default: { /* integers and bool: the value is integral and within range */
+        kr_i64 x = is_int ? iv : (kr_i64)v;
+        int n = kr_gen_dtype_size(d->dtype);
+        for (int i = 0; i < n; i++)
+            dst[i] = (kr_u8)((kr_u64)x >> (8 * i));
+        break;
+    }
+    }
+}
+
+#ifdef __CUDACC__
+/* One thread per element in a grid-stride loop: stores are coalesced and
+ * the Philox work hides under the memory traffic. */
+extern "C" __global__ void kr_generate(kr_u8 *out, kr_u64 n, kr_gen_dist d, kr_u64 seed,
+                                       kr_u32 tensor)
+{
+    kr_u64 stride = (kr_u64)gridDim.x * blockDim.x;
+    for (kr_u64 i = (kr_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        kr_gen_element(&d, seed, tensor, i, out);
+}
+#endif
+
+#endif

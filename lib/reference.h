@@ -1,0 +1,11 @@
+/* A problem's reference: compiled program and launch plan. */
+#ifndef KR_REFERENCE_H
+#define KR_REFERENCE_H
+
+#include "kreward/problem.h"
+
+/* Compiles the reference source and reads its plan (JSON from the problem,
+ * else the source's annotations), checked for every case. */
+int kr__reference_build(kr_context *ctx, const kr_problem *p, kr_program **prog, kr_plan **plan);
+
+#endif

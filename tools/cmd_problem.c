@@ -1,0 +1,184 @@
+/* `kreward problem show|check`: inspect a problem spec. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *to)
+{
+    fprintf(to,
+            "usage: kreward problem show FILE.json [--json]\n"
+            "       kreward problem check FILE.json\n\n"
+            "show   prints the parsed problem: dims, tensors (dtype, role, shape, input\n"
+            "       distribution, tolerance), scalars, every case with its sizes in bytes,\n"
+            "       the timing case, the reference.\n"
+            "check  checks what can be checked: the spec parses, every shape evaluates in\n"
+            "       every case, the reference compiles and its plan fits its kernels, the\n"
+            "       cases cover non-power-of-two shapes and small and large sizes. With a\n"
+            "       GPU also: the reference runs on every case, its outputs are not\n"
+            "       near-constant, and do-nothing kernels (zeros, a constant, a copy of an\n"
+            "       input) fail the tolerance, so the problem cannot be passed by doing\n"
+            "       nothing. Exit 0 when it passes, 1 when the problem is unsound, 2 for\n"
+            "       a malformed spec.\n");
+}
+
+static void human_bytes(uint64_t b, char *out, size_t size)
+{
+    const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(out, size, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
+
+static const char *role_text(int role)
+{
+    return role == KR_ROLE_IN ? "in" : role == KR_ROLE_OUT ? "out" : "inout";
+}
+
+static void show_text(const kr_problem *p)
+{
+    printf("%s (hash %s)\n  dims:", kr_problem_name(p), kr_problem_hash(p));
+    for (size_t d = 0; d < kr_problem_dim_count(p); d++)
+        printf(" %s", kr_problem_dim_name(p, d));
+    printf("\n  tensors:\n");
+    for (size_t t = 0; t < kr_problem_tensor_count(p); t++) {
+        double rtol, atol;
+        kr_problem_tensor_tolerance(p, t, &rtol, &atol);
+        printf("    %-12s %-8s %-5s", kr_problem_tensor_name(p, t),
+               kr_dtype_name(kr_problem_tensor_dtype(p, t)), role_text(kr_problem_tensor_role(p, t)));
+        if (kr_problem_tensor_role(p, t) != KR_ROLE_IN)
+            printf(" rtol %g atol %g", rtol, atol);
+        printf("\n");
+    }
+    printf("  cases (* = timing):\n");
+    for (size_t c = 0; c < kr_problem_case_count(p); c++) {
+        printf("   %c %-12s", c == kr_problem_timing_case(p) ? '*' : ' ', kr_problem_case_name(p, c));
+        for (size_t d = 0; d < kr_problem_dim_count(p); d++)
+            printf(" %s=%lld", kr_problem_dim_name(p, d), (long long)kr_problem_case_dim(p, c, d));
+        uint64_t total = 0;
+        for (size_t t = 0; t < kr_problem_tensor_count(p); t++)
+            total += kr_problem_tensor_bytes(p, t, c);
+        char hb[32];
+        human_bytes(total, hb, sizeof hb);
+        printf("   (%s in all)\n", hb);
+    }
+    printf("  reference: %s\n",
+           kr_problem_reference_kind(p) == KR_REFERENCE_GOLDEN ? "golden outputs from the caller"
+                                                               : "CUDA source + plan");
+}
+
+static int is_pow2(int64_t v)
+{
+    return v > 0 && (v & (v - 1)) == 0;
+}
+
+/* Static soundness: a problem that only has power-of-two shapes, or one
+ * size, lets shape-specific shortcuts pass. */
+static int coverage_warnings(const kr_problem *p)
+{
+    int warnings = 0, odd = 0;
+    uint64_t smallest = UINT64_MAX, largest = 0;
+    for (size_t c = 0; c < kr_problem_case_count(p); c++) {
+        uint64_t total = 0;
+        for (size_t t = 0; t < kr_problem_tensor_count(p); t++)
+            total += kr_problem_tensor_bytes(p, t, c);
+        smallest = total < smallest ? total : smallest;
+        largest = total > largest ? total : largest;
+        for (size_t d = 0; d < kr_problem_dim_count(p); d++)
+            odd |= !is_pow2(kr_problem_case_dim(p, c, d));
+    }
+    if (kr_problem_case_count(p) < 2) {
+        printf("warning: only one case; use several shapes so no kernel can overfit one\n");
+        warnings++;
+    }
+    if (!odd) {
+        printf("warning: every dim of every case is a power of two; add a case with odd sizes\n");
+        warnings++;
+    }
+    if (largest < 4 * smallest) {
+        printf("warning: the cases are all about the same size; add a small and a large one\n");
+        warnings++;
+    }
+    return warnings;
+}
+
+static int check_reference(kr_context *ctx, const char *path)
+{
+    kr_problem *p = NULL;
+    int rc = kr_problem_load(ctx, &p, path);
+    if (rc != KR_OK) {
+        cli_report_error(ctx, "problem", rc);
+        return cli_exit_for(rc);
+    }
+    printf("ok: %s parses; %zu cases, %zu tensors; every shape evaluates\n", path,
+           kr_problem_case_count(p), kr_problem_tensor_count(p));
+    int exit_code = EXIT_OK;
+    if (kr_problem_reference_kind(p) == KR_REFERENCE_SOURCE) {
+        rc = kr_problem_check_reference(ctx, p);
+        if (rc != KR_OK) {
+            cli_report_error(ctx, "reference", rc);
+            exit_code = EXIT_CANDIDATE;
+        } else {
+            printf("ok: the reference compiles and its plan fits its kernels in every case\n");
+        }
+    }
+    coverage_warnings(p);
+    kr_problem_free(p);
+    return exit_code;
+}
+
+int cmd_problem(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? EXIT_USAGE : EXIT_OK;
+    }
+    const char *verb = argv[1], *file = NULL;
+    int json = 0;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else if (argv[i][0] == '-') {
+            fprintf(stderr, "kreward problem: unknown option '%s'\n", argv[i]);
+            return EXIT_USAGE;
+        } else if (!file)
+            file = argv[i];
+        else {
+            fprintf(stderr, "kreward problem: one FILE only\n");
+            return EXIT_USAGE;
+        }
+    }
+    if (!file || (strcmp(verb, "show") && strcmp(verb, "check"))) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    kr_context *ctx = cli_context(NULL, 0);
+    int exit_code;
+    if (strcmp(verb, "check") == 0) {
+        exit_code = check_reference(ctx, file);
+    } else {
+        kr_problem *p = NULL;
+        int rc = kr_problem_load(ctx, &p, file);
+        if (rc != KR_OK) {
+            cli_report_error(ctx, "problem", rc);
+            exit_code = cli_exit_for(rc);
+        } else {
+            if (json) {
+                char *text = NULL;
+                kr_problem_json(p, &text);
+                printf("%s\n", text ? text : "{}");
+                kr_free(text);
+            } else {
+                show_text(p);
+            }
+            exit_code = EXIT_OK;
+        }
+        kr_problem_free(p);
+    }
+    kr_context_free(ctx);
+    return exit_code;
+}
