@@ -206,6 +206,11 @@ static int parse_launch(kr_context *ctx, kr_plan *plan, const char *rest, int li
             return kr__fail(ctx, KR_EPLAN, "%s: %s: expected key=value or key=(...) at '%s'",
                             plan->name, l->where, key);
         int bad = 0;
+        int repeated = (strcmp(key, "grid") == 0 && l->num_grid) ||
+                       (strcmp(key, "block") == 0 && l->num_block) ||
+                       (strcmp(key, "smem") == 0 && l->smem) || (strcmp(key, "args") == 0 && have_args);
+        if (repeated)
+            return kr__fail(ctx, KR_EPLAN, "%s: %s: %s given twice", plan->name, l->where, key);
         if (strcmp(key, "grid") == 0)
             bad = set_dims(l->grid, &l->num_grid, v, n);
         else if (strcmp(key, "block") == 0)
@@ -250,7 +255,7 @@ static int parse_scratch(kr_context *ctx, kr_plan *plan, const char *rest, int l
         int r = next_pair(&rest, key, sizeof key, &v, &n);
         if (r == 0)
             break;
-        if (r > 0 && v && strcmp(key, "bytes") == 0)
+        if (r > 0 && v && strcmp(key, "bytes") == 0 && !s->bytes)
             s->bytes = kr__strndup(v, n);
         else if (r > 0 && !v && (strcmp(key, "zero") == 0 || strcmp(key, "poison") == 0))
             s->zero = strcmp(key, "zero") == 0;

@@ -178,6 +178,10 @@ static void plan_errors(void **state)
     expect_plan_error(f, "// kreward: scratch t bytes=N-33\n// kreward: launch narrow grid=1 block=1 args=(t, N)",
                       KR_EPLAN, "(scratch t), case 'small': 0 bytes");
     expect_plan_error(f, "// kreward: scratch t\n", KR_EPLAN, "scratch t needs bytes=EXPR");
+    expect_plan_error(f, "// kreward: launch rows grid=(1) grid=(2) block=(32) args=(x, y, M, N, eps)",
+                      KR_EPLAN, "grid given twice");
+    expect_plan_error(f, "// kreward: scratch t bytes=4 bytes=8\n", KR_EPLAN,
+                      "scratch takes bytes=EXPR and zero or poison, not 'bytes'");
 }
 
 static void json_plans(void **state)
