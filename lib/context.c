@@ -1,6 +1,7 @@
 /* Context lifecycle: options, device selection, and the capabilities query. */
 #include "context_impl.h"
 #include "cache.h"
+#include "gpu.h"
 #include "nvrtc_api.h"
 #include "strbuf.h"
 #include "version_gen.h"
@@ -120,7 +121,10 @@ void kr_context_free(kr_context *ctx)
 {
     if (!ctx)
         return;
-    if (ctx->cu)
+    kr__gpu_free(ctx);
+    /* a poisoned context may still run a hung kernel: releasing it would
+     * block; the driver reclaims it when the process exits */
+    if (ctx->cu && !ctx->poisoned)
         kr__cuda()->cuDevicePrimaryCtxRelease(ctx->dev);
     kr__mem_cache_free(ctx->cache);
     free(ctx->cuda_home);

@@ -6,6 +6,7 @@
 #include "cuda_api.h"
 
 struct kr__mem_cache;
+struct kr__gpu;
 
 struct kr_context {
     /* options, strings owned */
@@ -33,6 +34,8 @@ struct kr_context {
      * for the rest of the process: every later device call fails with this */
     int poisoned;
     char poison_why[512];
+
+    struct kr__gpu *gpu;  /* stream, builtin kernels: created on first GPU use (gpu.c) */
 };
 
 /* Sets the error text and returns code. */

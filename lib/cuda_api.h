@@ -47,6 +47,7 @@
     X(cuMemsetD8, 3020)                               \
     X(cuMemsetD32, 3020)                              \
     X(cuMemsetD8Async, 3020)                          \
+    X(cuMemsetD16Async, 3020)                         \
     X(cuMemsetD32Async, 3020)                         \
     X(cuMemHostAlloc, 2020)                           \
     X(cuMemFreeHost, 2000)                            \

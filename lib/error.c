@@ -32,6 +32,7 @@ static const struct {
     {KR_ESTATE, "KR_ESTATE", "invalid state for this call"},
     {KR_EFAULT, "KR_EFAULT", "kernel fault"},
     {KR_ECANCELED, "KR_ECANCELED", "cancelled"},
+    {KR_EUNSOUND, "KR_EUNSOUND", "the problem can be passed without computing it"},
 };
 
 const char *kr_strerror(int code)

@@ -127,6 +127,20 @@ static int check_reference(kr_context *ctx, const char *path)
         }
     }
     coverage_warnings(p);
+    if (exit_code == EXIT_OK) {
+        char *summary = NULL;
+        rc = kr_problem_sanity(ctx, p, &summary);
+        if (summary)
+            printf("%s", summary);
+        kr_free(summary);
+        if (rc == KR_ENODEVICE) {
+            printf("not checked: running the reference and the do-nothing kernels needs an "
+                   "NVIDIA GPU (%s)\n", kr_context_errmsg(ctx));
+        } else if (rc != KR_OK) {
+            cli_report_error(ctx, "problem", rc);
+            exit_code = rc == KR_EUNSOUND ? EXIT_CANDIDATE : cli_exit_for(rc);
+        }
+    }
     kr_problem_free(p);
     return exit_code;
 }

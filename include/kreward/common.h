@@ -42,6 +42,7 @@ enum kr_status {
     KR_ESTATE = -18,       /* the call is not valid in the object's current state */
     KR_EFAULT = -19,       /* a kernel faulted (illegal address, trap) */
     KR_ECANCELED = -20,    /* cancelled by the caller */
+    KR_EUNSOUND = -21,     /* a problem can be passed without computing it */
 };
 
 /* Text for a status code; never NULL, also for unknown codes. */

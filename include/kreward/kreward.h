@@ -7,5 +7,7 @@
 #include "context.h"
 #include "program.h"
 #include "problem.h"
+#include "report.h"
+#include "evaluate.h"
 
 #endif

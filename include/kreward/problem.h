@@ -80,6 +80,12 @@ KR_API int kr_problem_json(const kr_problem *problem, char **json_out);
  * kernels in every case; KR_OK for golden problems. */
 KR_API int kr_problem_check_reference(kr_context *ctx, const kr_problem *problem);
 
+/* GPU soundness checks: the reference (or golden callback) runs on every
+ * case, its outputs are not near-constant, and do-nothing outputs (zeros, a
+ * constant, a copy of an input) fail the tolerance on at least one case. On
+ * KR_OK or KR_EUNSOUND, *summary (caller frees) lists each check. */
+KR_API int kr_problem_sanity(kr_context *ctx, const kr_problem *problem, char **summary);
+
 /* Dtype helpers: name ("f32", ...) and element size in bytes; 0/NULL if unknown. */
 KR_API const char *kr_dtype_name(int dtype);
 KR_API size_t kr_dtype_size(int dtype);

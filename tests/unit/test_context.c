@@ -14,7 +14,7 @@ static void versions(void **state)
 static void status_texts(void **state)
 {
     (void)state;
-    for (int code = 0; code >= KR_ECANCELED; code--) {
+    for (int code = 0; code >= KR_EUNSOUND; code--) {
         assert_string_not_equal(kr_strerror(code), "unknown status code");
         assert_string_not_equal(kr_status_name(code), "KR_UNKNOWN");
     }

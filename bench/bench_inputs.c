@@ -1,0 +1,89 @@
+/* bench/inputs: how fast the GPU generator fills tensors (goal: >= 1 TB/s
+ * for f32 uniform on an H200), against a device-to-device copy of the same
+ * size (the memory ceiling, counted as bytes written) and the host
+ * generator (the alternative for golden inputs). */
+#include "clock.h"
+#include "dtype.h"
+#include "gpu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double time_gpu(kr_context *ctx, CUdeviceptr d, uint64_t n, const kr_gen_dist *dist, int reps)
+{
+    kr__k_generate(ctx, d, n, dist, 1, 0); /* warm */
+    kr__gpu_wait(ctx, 60, "warm");
+    double t0 = kr__now();
+    for (int i = 0; i < reps; i++)
+        kr__k_generate(ctx, d, n, dist, (uint64_t)i + 2, 0);
+    kr__gpu_wait(ctx, 60, "bench");
+    return (kr__now() - t0) / reps;
+}
+
+int main(void)
+{
+    kr_context *ctx;
+    if (kr_context_new(&ctx, NULL) != KR_OK || !kr_context_has_device(ctx)) {
+        printf("bench_inputs: needs a GPU (skipped)\n");
+        return 0;
+    }
+    kr__gpu *g;
+    if (kr__gpu_get(ctx, &g) != KR_OK) {
+        printf("bench_inputs: %s\n", kr_context_errmsg(ctx));
+        return 1;
+    }
+    const uint64_t bytes = (uint64_t)1 << 30;
+    CUdeviceptr d, d2;
+    kr__cuda()->cuMemAlloc(&d, bytes);
+    kr__cuda()->cuMemAlloc(&d2, bytes);
+    /* the ceiling: a copy writes `bytes` and reads as many */
+    kr__cuda()->cuMemcpyDtoDAsync(d2, d, bytes, g->stream);
+    kr__gpu_wait(ctx, 60, "copy");
+    double t0 = kr__now();
+    for (int i = 0; i < 10; i++)
+        kr__cuda()->cuMemcpyDtoDAsync(d2, d, bytes, g->stream);
+    kr__gpu_wait(ctx, 60, "copy");
+    double copy = (kr__now() - t0) / 10;
+    printf("GPU input generation, 1 GiB per tensor (H200: goal >= 1000 GB/s for f32 uniform)\n\n");
+    printf("| dtype | dist | GPU GB/s written | vs copy (write GB/s %.0f) | host GB/s (1 core) | GPU/host |\n",
+           bytes / copy / 1e9);
+    printf("|---|---|---|---|---|---|\n");
+    static const struct {
+        unsigned dtype, kind;
+        const char *name;
+    } rows[] = {{KR_GEN_F32, KR_GEN_UNIFORM, "uniform"}, {KR_GEN_F32, KR_GEN_NORMAL, "normal"},
+                {KR_GEN_F32, KR_GEN_PARETO, "pareto"},  {KR_GEN_BF16, KR_GEN_NORMAL, "normal"},
+                {KR_GEN_F16, KR_GEN_MIX, "mix"},        {KR_GEN_I32, KR_GEN_INT, "int"},
+                {KR_GEN_F64, KR_GEN_NORMAL, "normal"}};
+    unsigned char *host = malloc(1 << 26);
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        kr_gen_dist dist;
+        memset(&dist, 0, sizeof dist);
+        dist.kind = rows[r].kind;
+        dist.base_kind = KR_GEN_NORMAL;
+        dist.dtype = rows[r].dtype;
+        dist.a = rows[r].kind == KR_GEN_PARETO ? 1.5 : -1;
+        dist.b = 1;
+        dist.p = 0.01;
+        dist.outlier_scale = 100;
+        dist.ilo = -100;
+        dist.ihi = 100;
+        dist.clamp = kr__dtype_max((int)rows[r].dtype);
+        uint64_t n = bytes / (uint64_t)kr__dtype_size((int)rows[r].dtype);
+        double t = time_gpu(ctx, d, n, &dist, 10);
+        uint64_t hn = ((uint64_t)1 << 26) / (uint64_t)kr__dtype_size((int)rows[r].dtype);
+        double h0 = kr__now();
+        for (uint64_t i = 0; i < hn; i++)
+            kr_gen_element(&dist, 7, 0, i, host);
+        double ht = kr__now() - h0;
+        double gpu = bytes / t / 1e9, cpu = (double)(1 << 26) / ht / 1e9;
+        printf("| %s | %s | %.0f | %.0f %% | %.2f | %.0fx |\n", kr__dtype_name((int)rows[r].dtype),
+               rows[r].name, gpu, 100 * gpu / (bytes / copy / 1e9), cpu, gpu / cpu);
+    }
+    free(host);
+    kr__cuda()->cuMemFree(d);
+    kr__cuda()->cuMemFree(d2);
+    kr_context_free(ctx);
+    return 0;
+}
