@@ -2,6 +2,7 @@
 #include "context_impl.h"
 #include "cache.h"
 #include "gpu.h"
+#include "trace.h"
 #include "nvrtc_api.h"
 #include "strbuf.h"
 #include "version_gen.h"
@@ -81,6 +82,11 @@ static void open_device(kr_context *ctx)
     cu->cuDeviceGetAttribute(&ctx->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, ctx->dev);
     arch_for(ctx->cc_major, ctx->cc_minor, ctx->arch, sizeof ctx->arch);
     ctx->has_device = 1;
+    /* kernel tracing must start before any module is loaded */
+    if (ctx->flags & KR_CONTEXT_NO_TRACE)
+        kr__strlcpy(ctx->trace_why, "disabled by KR_CONTEXT_NO_TRACE", sizeof ctx->trace_why);
+    else
+        kr__trace_start(ctx->cuda_home, ctx->trace_why, sizeof ctx->trace_why);
 }
 
 int kr_context_new(kr_context **out, const kr_context_options *opts)

@@ -29,6 +29,7 @@ struct kr_context {
     int cc_major, cc_minor;
     char device_name[256];
     char arch[32];        /* compile target, e.g. "sm_90a" */
+    char trace_why[512];  /* why CUPTI tracing is off, "" when on */
 
     /* a sticky CUDA error (illegal address, trap) poisons the CUDA context
      * for the rest of the process: every later device call fails with this */

@@ -146,7 +146,11 @@ int kr_context_info_json(kr_context *ctx, char **json_out)
     json_object_set_new(dev, "compile_arch", json_string(ctx->arch));
     json_object_set_new(o, "device", dev);
     json_object_set_new(o, "nvrtc", nvrtc_json(kr__nvrtc(ctx->cuda_home)));
-    json_object_set_new(o, "cupti", cupti_json(kr__cupti(ctx->cuda_home)));
+    json_t *cupti = cupti_json(kr__cupti(ctx->cuda_home));
+    json_object_set_new(cupti, "tracing", json_boolean(ctx->has_device && !ctx->trace_why[0]));
+    if (ctx->trace_why[0])
+        json_object_set_new(cupti, "tracing_why", json_string(ctx->trace_why));
+    json_object_set_new(o, "cupti", cupti);
     json_object_set_new(o, "toolkit", toolkit_json(ctx));
     json_object_set_new(o, "cache", cache_json(ctx));
     *json_out = json_dumps(o, JSON_INDENT(2));

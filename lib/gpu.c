@@ -56,7 +56,7 @@ static int compile_builtins(kr_context *ctx, kr__gpu *g)
     } fns[] = {{&g->f_generate, "kr_generate"},   {&g->f_compare, "kr_compare"},
                {&g->f_hash, "kr_hash"},           {&g->f_check_bytes, "kr_check_bytes"},
                {&g->f_bitdiff, "kr_bitdiff"},     {&g->f_spin_until, "kr_spin_until"},
-               {&g->f_spin_cycles, "kr_spin_cycles"}};
+               {&g->f_spin_cycles, "kr_spin_cycles"}, {&g->f_fma_peak, "kr_fma_peak"}};
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
         CU(kr__cuda()->cuModuleGetFunction(fns[i].fn, g->builtins->module, fns[i].name),
            "cuModuleGetFunction (builtins)");
@@ -234,10 +234,11 @@ int kr__k_compare(kr_context *ctx, CUdeviceptr got, CUdeviceptr want, uint64_t n
     return launch(ctx, ctx->gpu->f_compare, n, params, "comparing outputs");
 }
 
-int kr__k_bitdiff(kr_context *ctx, CUdeviceptr a, CUdeviceptr b, uint64_t bytes, CUdeviceptr count)
+int kr__k_bitdiff(kr_context *ctx, CUdeviceptr a, CUdeviceptr b, uint64_t n, uint32_t elem,
+                  CUdeviceptr count)
 {
-    void *params[] = {&a, &b, &bytes, &count};
-    return launch(ctx, ctx->gpu->f_bitdiff, bytes, params, "comparing runs");
+    void *params[] = {&a, &b, &n, &elem, &count};
+    return launch(ctx, ctx->gpu->f_bitdiff, n, params, "comparing runs");
 }
 
 int kr__dbuf_alloc(kr_context *ctx, kr__dbuf *b, uint64_t bytes, const char *what)

@@ -23,11 +23,14 @@ typedef struct kr__gpu {
     CUstream stream;
     kr_program *builtins;
     CUfunction f_generate, f_compare, f_hash, f_check_bytes, f_bitdiff, f_spin_until,
-        f_spin_cycles;
+        f_spin_cycles, f_fma_peak;
+    double peak_bytes_per_s;    /* measured device copy bandwidth (read + write), 0 until measured */
+    double peak_flops;          /* measured fp32 FMA rate */
     CUdeviceptr slots_dev;      /* KR__SLOTS x 8 bytes */
     unsigned long long *slots;  /* pinned host mirror */
     size_t slots_used;
-    int *flag;                  /* host-mapped flag for kr_spin_until */
+    int *flag;                  /* host-mapped page: [0] the flag for kr_spin_until,
+                                   then the clock probe's ns (u64 at byte 16) and cycles (at 24) */
     CUdeviceptr flag_dev;
     void *pinned;               /* host staging for reference outputs, grown as needed */
     size_t pinned_bytes;
@@ -66,7 +69,9 @@ int kr__k_check_bytes(kr_context *ctx, CUdeviceptr p, uint64_t n, unsigned value
                       CUdeviceptr count, CUdeviceptr first);
 int kr__k_compare(kr_context *ctx, CUdeviceptr got, CUdeviceptr want, uint64_t n, int dtype,
                   double rtol, double atol, uint32_t poison, CUdeviceptr stats);
-int kr__k_bitdiff(kr_context *ctx, CUdeviceptr a, CUdeviceptr b, uint64_t bytes, CUdeviceptr count);
+/* Counts elements of elem bytes whose bits differ. */
+int kr__k_bitdiff(kr_context *ctx, CUdeviceptr a, CUdeviceptr b, uint64_t n, uint32_t elem,
+                  CUdeviceptr count);
 
 /* A device buffer with canary guard zones before and after. */
 #define KR__GUARD_BYTES 65536u

@@ -20,6 +20,9 @@ typedef struct kr_context kr_context;
 
 /* Never use a GPU even when one is present. */
 #define KR_CONTEXT_NO_DEVICE 0x1u
+/* Do not start CUPTI kernel tracing (e.g. to profile the caller with nsys);
+ * benchmarks then time with events only. Also: KREWARD_CUPTI=0. */
+#define KR_CONTEXT_NO_TRACE 0x2u
 
 #define KR_CONTEXT_OPTIONS_VERSION 1u
 typedef struct kr_context_options {

@@ -183,14 +183,19 @@ extern "C" __global__ void kr_check_bytes(const kr_u8 *p, kr_u64 n, kr_u32 value
     }
 }
 
-/* Counts elements whose bits differ between two buffers (determinism). */
-extern "C" __global__ void kr_bitdiff(const kr_u8 *a, const kr_u8 *b, kr_u64 bytes,
+/* Counts elements (elem bytes each) whose bits differ between two buffers:
+ * the determinism check compares it with the unwritten count. */
+extern "C" __global__ void kr_bitdiff(const kr_u8 *a, const kr_u8 *b, kr_u64 n, kr_u32 elem,
                                       unsigned long long *count)
 {
     unsigned long long c = 0;
     kr_u64 stride = (kr_u64)gridDim.x * blockDim.x;
-    for (kr_u64 i = (kr_u64)blockIdx.x * blockDim.x + threadIdx.x; i < bytes; i += stride)
-        c += a[i] != b[i];
+    for (kr_u64 i = (kr_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        int differs = 0;
+        for (kr_u32 k = 0; k < elem; k++)
+            differs |= a[i * elem + k] != b[i * elem + k];
+        c += differs;
+    }
     for (int off = 16; off > 0; off >>= 1)
         c += __shfl_down_sync(0xffffffffu, c, off);
     if ((threadIdx.x & 31) == 0 && c)
@@ -215,7 +220,8 @@ extern "C" __global__ void kr_spin_until(volatile int *flag, kr_u64 timeout_ns)
 /* Busy-waits a given number of SM clock cycles: a kernel of known duration
  * for timing tests, and the clock probe (cycles and ns over the same span
  * give the SM clock). */
-extern "C" __global__ void kr_spin_cycles(long long cycles, kr_u64 *ns_out, long long *cycles_out)
+extern "C" __global__ void kr_spin_cycles(long long cycles, volatile kr_u64 *ns_out,
+                                          volatile long long *cycles_out)
 {
     kr_u64 t0, t1;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
@@ -227,4 +233,23 @@ extern "C" __global__ void kr_spin_cycles(long long cycles, kr_u64 *ns_out, long
         *ns_out = t1 - t0;
         *cycles_out = c1 - c0;
     }
+}
+
+/* Peak fp32 FMA rate: independent FMA chains per thread, no memory traffic.
+ * out is written so the compiler keeps the work. */
+extern "C" __global__ void kr_fma_peak(float *out, int iterations)
+{
+    float a = threadIdx.x * 1e-7f, b = 1.0000001f, c0 = 0.5f, c1 = 0.25f, c2 = 0.125f, c3 = 0.0625f;
+    for (int i = 0; i < iterations; i++) {
+        c0 = fmaf(a, b, c0);
+        c1 = fmaf(a, b, c1);
+        c2 = fmaf(a, b, c2);
+        c3 = fmaf(a, b, c3);
+        c0 = fmaf(c1, b, c0);
+        c1 = fmaf(c2, b, c1);
+        c2 = fmaf(c3, b, c2);
+        c3 = fmaf(c0, b, c3);
+    }
+    if (c0 + c1 + c2 + c3 == 12345.0f)
+        out[0] = c0;
 }

@@ -25,6 +25,10 @@ typedef long long kr_i64;
 #define KR_GEN_F2U(f) __float_as_uint(f)
 #define KR_GEN_D2U(d) ((kr_u64)__double_as_longlong(d))
 #define KR_GEN_U2D(u) __longlong_as_double((long long)(u))
+/* full-width stores: tensors are 256-byte aligned and elements naturally */
+#define KR_GEN_STORE16(p, v) (*(kr_u16 *)(p) = (kr_u16)(v))
+#define KR_GEN_STORE32(p, v) (*(kr_u32 *)(p) = (kr_u32)(v))
+#define KR_GEN_STORE64(p, v) (*(kr_u64 *)(p) = (kr_u64)(v))
 #else
 #include <math.h>
 #include <stdint.h>
@@ -42,6 +46,10 @@ static inline double kr_gen_u2d(kr_u64 u) { double d; memcpy(&d, &u, 8); return 
 #define KR_GEN_F2U(f) kr_gen_f2u(f)
 #define KR_GEN_D2U(d) kr_gen_d2u(d)
 #define KR_GEN_U2D(u) kr_gen_u2d(u)
+/* the host is little-endian like the GPU; memcpy keeps unaligned buffers legal */
+#define KR_GEN_STORE16(p, v) do { kr_u16 t_ = (kr_u16)(v); memcpy((p), &t_, 2); } while (0)
+#define KR_GEN_STORE32(p, v) do { kr_u32 t_ = (kr_u32)(v); memcpy((p), &t_, 4); } while (0)
+#define KR_GEN_STORE64(p, v) do { kr_u64 t_ = (kr_u64)(v); memcpy((p), &t_, 8); } while (0)
 #endif
 
 /* dtype numbers: equal to enum kr_dtype in include/kreward/problem.h */
@@ -296,43 +304,33 @@ KR_GEN_FN void kr_gen_element(const kr_gen_dist *d, kr_u64 seed, kr_u32 tensor, 
     if (v < -d->clamp)
         v = -d->clamp;
     switch (d->dtype) {
-    case KR_GEN_F64: {
-        kr_u64 u = KR_GEN_D2U(v);
-        for (int i = 0; i < 8; i++)
-            dst[i] = (kr_u8)(u >> (8 * i));
+    case KR_GEN_F64:
+        KR_GEN_STORE64(dst, KR_GEN_D2U(v));
         break;
-    }
-    case KR_GEN_F32: {
-        kr_u32 u = KR_GEN_F2U((float)v);
-        for (int i = 0; i < 4; i++)
-            dst[i] = (kr_u8)(u >> (8 * i));
+    case KR_GEN_F32:
+        KR_GEN_STORE32(dst, KR_GEN_F2U((float)v));
         break;
-    }
-    case KR_GEN_F16: {
-        kr_u32 u = kr_gen_to_small((float)v, 10, 15, 0x7bffu, 16);
-        dst[0] = (kr_u8)u;
-        dst[1] = (kr_u8)(u >> 8);
+    case KR_GEN_F16:
+        KR_GEN_STORE16(dst, kr_gen_to_small((float)v, 10, 15, 0x7bffu, 16));
         break;
-    }
-    case KR_GEN_BF16: {
-        kr_u16 u = kr_gen_to_bf16((float)v);
-        dst[0] = (kr_u8)u;
-        dst[1] = (kr_u8)(u >> 8);
+    case KR_GEN_BF16:
+        KR_GEN_STORE16(dst, kr_gen_to_bf16((float)v));
         break;
-    }
     case KR_GEN_FP8_E4M3:
         dst[0] = (kr_u8)kr_gen_to_small((float)v, 3, 7, 0x7eu, 8);
         break;
     case KR_GEN_FP8_E5M2:
         dst[0] = (kr_u8)kr_gen_to_small((float)v, 2, 15, 0x7bu, 8);
         break;
-    default: { /* integers and bool: the value is integral and within range */
-        kr_i64 x = is_int ? iv : (kr_i64)v;
-        int n = kr_gen_dtype_size(d->dtype);
-        for (int i = 0; i < n; i++)
-            dst[i] = (kr_u8)((kr_u64)x >> (8 * i));
+    case KR_GEN_I64:
+        KR_GEN_STORE64(dst, (kr_u64)(is_int ? iv : (kr_i64)v));
         break;
-    }
+    case KR_GEN_I32:
+        KR_GEN_STORE32(dst, (kr_u32)(is_int ? iv : (kr_i64)v));
+        break;
+    default: /* one-byte integers and bool: integral and within range */
+        dst[0] = (kr_u8)(is_int ? iv : (kr_i64)v);
+        break;
     }
 }
 

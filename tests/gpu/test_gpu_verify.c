@@ -127,6 +127,10 @@ static void cheats_are_caught(void **state)
 {
     (void)state;
     expect(g_vadd, "writes nothing", K(""), KR_VERDICT_INCORRECT, KR_FLAG_UNWRITTEN);
+    /* unwritten outputs differ between runs only by their poison: no race */
+    kr_report *r = judge(g_vadd, K(""));
+    assert_false(kr_report_flags(r) & KR_FLAG_RACE);
+    kr_report_free(r);
     expect(g_vadd, "writes half", K("if (i < n / 2) c[i] = a[i] + b[i];"), KR_VERDICT_INCORRECT,
            KR_FLAG_UNWRITTEN);
     expect(g_vadd, "returns the input", K("if (i < n) c[i] = a[i];"), KR_VERDICT_INCORRECT, 0);
@@ -135,6 +139,10 @@ static void cheats_are_caught(void **state)
            KR_FLAG_SHAPE_SPECIFIC | KR_FLAG_UNWRITTEN);
     expect(g_vadd, "mutates its inputs", K("if (i < n) { c[i] = a[i] + b[i]; a[i] = 0; }"),
            KR_VERDICT_INCORRECT, KR_FLAG_INPUT_MUTATED);
+    /* the second run gets fresh inputs, so the kernel is not called racy */
+    r = judge(g_vadd, K("if (i < n) { c[i] = a[i] + b[i]; a[i] = 0; }"));
+    assert_false(kr_report_flags(r) & KR_FLAG_RACE);
+    kr_report_free(r);
     expect(g_vadd, "writes past its output",
            "// kreward: launch k grid=(cdiv(N+1,256)) block=(256) args=(a, b, c, N)\n"
            "extern \"C\" __global__ void k(float* a, float* b, float* c, long long n) {\n"
@@ -176,9 +184,10 @@ static void plan_and_memory_errors(void **state)
     /* an argument of the wrong size is the candidate's fault: invalid_plan */
     kr_report *r = judge(g_vadd,
         "// kreward: launch k grid=(cdiv(N,256)) block=(256) args=(a, b, c, N)\n"
-        "extern \"C\" __global__ void k(float* a, float* b, float* c, float n) {}\n");
+        "extern \"C\" __global__ void k(float* a, float* b, float* c, char n) {}\n");
     assert_int_equal(kr_report_verdict(r), KR_VERDICT_INVALID_PLAN);
-    assert_contains(kr_report_text(r, "message"), "arg 3 'N' is an integer");
+    assert_contains(kr_report_text(r, "message"), "arg 3 'N' is an integer (passed as 4 or 8 "
+                                                  "bytes), kernel parameter 3 is 1 bytes");
     kr_report_free(r);
     /* 3 x 64 GiB on a 141 GB card: a clear error, no crash */
     const char *huge =

@@ -1,0 +1,252 @@
+/* gpu: kr_benchmark measures what it should and cannot be fooled easily. */
+#include "gpu_test.h"
+
+#include "program_impl.h"
+
+#include <math.h>
+
+static kr_context *g_ctx;
+
+#define SPEC(N, bytes, ref_body)                                                               \
+    "{\"name\": \"p\", \"dims\": [\"N\"], \"cases\": [{\"N\": " N "}],"                          \
+    " \"tensors\": [{\"name\": \"a\", \"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"in\"},"  \
+    "  {\"name\": \"c\", \"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"out\"}],"             \
+    " \"bytes\": \"" bytes "\","                                                                 \
+    " \"reference\": {\"cuda\": \"// kreward: launch k grid=(cdiv(N,256)) block=(256) args=(a, c, N)\\n" \
+    "extern \\\"C\\\" __global__ void k(const float* a, float* c, long long n) {"               \
+    " long long i = blockIdx.x * 256ll + threadIdx.x; if (i < n) " ref_body "; }\"}}"
+
+static kr_problem *problem(const char *text)
+{
+    kr_problem *p = NULL;
+    if (kr_problem_parse(g_ctx, &p, text, strlen(text), "p.json", NULL) != KR_OK)
+        fail_msg("%s", kr_context_errmsg(g_ctx));
+    return p;
+}
+
+static kr_report *bench(kr_problem *p, const char *src, const kr_bench_options *o,
+                        const kr_baseline *base)
+{
+    kr_program *prog;
+    kr_plan *plan;
+    if (kr_compile(g_ctx, &prog, src, 0, NULL) != KR_OK)
+        fail_msg("%s\n%s", kr_context_errmsg(g_ctx), kr_context_errdetail(g_ctx));
+    assert_int_equal(kr_plan_from_source(g_ctx, &plan, src, 0, "c.cu"), KR_OK);
+    kr_report *r = NULL;
+    int rc = kr_benchmark(g_ctx, p, prog, plan, o, base, &r);
+    if (rc != KR_OK)
+        fail_msg("benchmark: %s", kr_context_errmsg(g_ctx));
+    char *json = NULL;
+    kr_report_json(r, &json);
+    char *t = strstr(json, "\"timing\"");
+    printf("%s\n", t ? t : json);
+    kr_free(json);
+    kr_plan_free(plan);
+    kr_program_free(prog);
+    return r;
+}
+
+static double metric(kr_report *r, const char *key)
+{
+    double v = NAN;
+    if (kr_report_get(r, key, &v) != KR_OK)
+        fail_msg("no metric %s", key);
+    return v;
+}
+
+#define COPY "// kreward: launch k grid=(cdiv(N,256)) block=(256) args=(a, c, N)\n"                 \
+    "extern \"C\" __global__ void k(const float* a, float* c, long long n) {\n"                    \
+    "  long long i = blockIdx.x * 256ll + threadIdx.x; if (i < n) c[i] = a[i]; }\n"
+
+static void spin_of_known_length(void **state)
+{
+    (void)state;
+    kr_problem *p = problem(SPEC("1024", "8*N", "c[i] = a[i]"));
+    const char *spin =
+        "// kreward: launch k grid=(1) block=(32) args=(a, c, N)\n"
+        "extern \"C\" __global__ void k(const float* a, float* c, long long n) {\n"
+        "  long long t0 = clock64(); while (clock64() - t0 < 200000) { }\n"
+        "  c[threadIdx.x] = a[threadIdx.x]; }\n";
+    kr_bench_options o;
+    kr_bench_options_init(&o, KR_BENCH_OPTIONS_VERSION, KR_BENCH_FAST);
+    o.flags = KR_BENCH_NO_CHECK;
+    kr_report *r = bench(p, spin, &o, NULL);
+    double us = metric(r, "time_us"), mhz = metric(r, "sm_clock_mhz");
+    double expected = 200000.0 / mhz;
+    printf("spin: %.2f us measured, %.2f us expected at %.0f MHz\n", us, expected, mhz);
+    assert_true(fabs(us - expected) < 0.05 * expected + 2.0);
+    kr_report_free(r);
+    kr_problem_free(p);
+}
+
+static void flush_makes_reads_cold(void **state)
+{
+    (void)state;
+    /* 2 x 20 MB fits the 60 MB L2: warm reads hit it, flushed ones cannot */
+    kr_problem *p = problem(SPEC("5000000", "8*N", "c[i] = a[i]"));
+    kr_bench_options o;
+    kr_bench_options_init(&o, KR_BENCH_OPTIONS_VERSION, KR_BENCH_FAST);
+    o.flags = KR_BENCH_NO_CHECK;
+    o.buffer_sets = 1;
+    kr_report *cold = bench(p, COPY, &o, NULL);
+    o.flags |= KR_BENCH_NO_FLUSH;
+    kr_report *warm = bench(p, COPY, &o, NULL);
+    double c = metric(cold, "time_us"), w = metric(warm, "time_us");
+    printf("copy 20 MB: cold %.2f us, warm %.2f us\n", c, w);
+    assert_true(c > 1.2 * w);
+    kr_report_free(cold);
+    kr_report_free(warm);
+    kr_problem_free(p);
+}
+
+static void kernel_against_itself(void **state)
+{
+    (void)state;
+    kr_problem *p = problem(SPEC("4000000", "8*N", "c[i] = a[i]"));
+    kr_bench_options o;
+    kr_bench_options_init(&o, KR_BENCH_OPTIONS_VERSION, KR_BENCH_PRECISE);
+    o.max_time_s = 2;
+    kr_program *same;
+    kr_plan *plan;
+    assert_int_equal(kr_compile(g_ctx, &same, COPY, 0, NULL), KR_OK);
+    assert_int_equal(kr_plan_from_source(g_ctx, &plan, COPY, 0, "c.cu"), KR_OK);
+    kr_baseline base = KR_BASELINE_INIT;
+    base.kind = KR_BASELINE_PROGRAM;
+    base.program = same;
+    base.plan = plan;
+    base.name = "itself";
+    kr_report *r = bench(p, COPY, &o, &base);
+    double s = metric(r, "speedup"), lo = metric(r, "speedup_low"), hi = metric(r, "speedup_high");
+    printf("self speedup %.4f [%.4f, %.4f]\n", s, lo, hi);
+    assert_true(lo <= 1.0 && hi >= 1.0);
+    assert_true(fabs(s - 1) < 0.05);
+    assert_true(metric(r, "timed_checks") >= 1);
+    assert_false(kr_report_flags(r) & KR_FLAG_TIMED_OUTPUT_WRONG);
+    kr_report_free(r);
+    kr_plan_free(plan);
+    kr_program_free(same);
+    kr_problem_free(p);
+}
+
+/* The callback launches the real work (a ~1 ms spin) on a side stream and a
+ * tiny kernel on the given one: events on the given stream would see
+ * microseconds; CUPTI sees the side stream. */
+typedef struct {
+    CUfunction spin, tiny;
+    CUstream side;
+} cheat;
+
+static int side_stream_baseline(void *user, void *stream, const uint64_t *tensors, size_t n,
+                                char *err, size_t err_size)
+{
+    (void)n;
+    (void)err;
+    (void)err_size;
+    cheat *c = user;
+    long long cycles = 2000000;
+    CUdeviceptr a = tensors[0], out = tensors[1];
+    void *spin_params[] = {&cycles, &a};
+    void *tiny_params[] = {&a, &out};
+    kr__cuda()->cuLaunchKernel(c->spin, 1, 1, 1, 32, 1, 1, 0, c->side, spin_params, NULL);
+    kr__cuda()->cuLaunchKernel(c->tiny, 1, 1, 1, 32, 1, 1, 0, (CUstream)stream, tiny_params, NULL);
+    return 0;
+}
+
+static void side_stream_work_is_seen(void **state)
+{
+    (void)state;
+    kr_problem *p = problem(SPEC("1024", "8*N", "c[i] = a[i]"));
+    kr_program *helpers;
+    assert_int_equal(kr_compile(g_ctx, &helpers,
+        "extern \"C\" __global__ void spin(long long cycles, float* a) {\n"
+        "  long long t0 = clock64(); while (clock64() - t0 < cycles) { } if (a[0] == 12345.f) a[1] = 0; }\n"
+        "extern \"C\" __global__ void tiny(const float* a, float* c) { c[threadIdx.x] = a[threadIdx.x]; }\n",
+        0, NULL), KR_OK);
+    cheat c;
+    c.spin = helpers->kernels[kr_program_find_kernel(helpers, "spin")].fn;
+    c.tiny = helpers->kernels[kr_program_find_kernel(helpers, "tiny")].fn;
+    assert_int_equal(kr__cuda()->cuStreamCreate(&c.side, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    kr_baseline base = KR_BASELINE_INIT;
+    base.kind = KR_BASELINE_CALLBACK;
+    base.fn = side_stream_baseline;
+    base.user = &c;
+    base.name = "hides work on a side stream";
+    kr_bench_options o;
+    kr_bench_options_init(&o, KR_BENCH_OPTIONS_VERSION, KR_BENCH_FAST);
+    o.flags = KR_BENCH_NO_CHECK;
+    kr_report *r = bench(p, COPY, &o, &base);
+    double base_us = metric(r, "baseline_us"), ev = metric(r, "baseline_event_us");
+    printf("side-stream baseline: %.1f us (its events on the given stream: %.1f us)\n", base_us, ev);
+    assert_true(kr_report_flags(r) & KR_FLAG_SIDE_STREAM);
+    assert_true(base_us > 500); /* the hidden millisecond is counted */
+    kr_report_free(r);
+    kr__cuda()->cuStreamDestroy(c.side);
+    kr_program_free(helpers);
+    kr_problem_free(p);
+}
+
+static void skipping_reads_is_implausible(void **state)
+{
+    (void)state;
+    /* claims to read two 1 GiB inputs and write one; writes only */
+    kr_problem *p = problem(SPEC("268435456", "12*N", "c[i] = a[i]"));
+    const char *lazy =
+        "// kreward: launch k grid=(cdiv(N,256)) block=(256) args=(a, c, N)\n"
+        "extern \"C\" __global__ void k(const float* a, float* c, long long n) {\n"
+        "  long long i = blockIdx.x * 256ll + threadIdx.x; if (i < n) c[i] = 1.0f; }\n";
+    kr_bench_options o;
+    kr_bench_options_init(&o, KR_BENCH_OPTIONS_VERSION, KR_BENCH_FAST);
+    o.flags = KR_BENCH_NO_CHECK;
+    o.buffer_sets = 1;
+    kr_report *r = bench(p, lazy, &o, NULL);
+    printf("lazy: %.1f us, %.0f GB/s claimed vs peak %.0f GB/s\n", metric(r, "time_us"),
+           metric(r, "achieved_gbps"), metric(r, "peak_gbps"));
+    assert_true(kr_report_flags(r) & KR_FLAG_IMPLAUSIBLE_SPEED);
+    kr_report_free(r);
+    kr_problem_free(p);
+}
+
+static void graph_mode_and_timed_checks(void **state)
+{
+    (void)state;
+    kr_problem *p = problem(SPEC("100003", "8*N", "c[i] = a[i]"));
+    kr_bench_options o;
+    kr_bench_options_init(&o, KR_BENCH_OPTIONS_VERSION, KR_BENCH_FAST);
+    o.flags = KR_BENCH_GRAPH;
+    o.check_fraction = 1.0;
+    kr_report *r = bench(p, COPY, &o, NULL);
+    assert_false(kr_report_flags(r) & KR_FLAG_TIMED_OUTPUT_WRONG);
+    assert_true(metric(r, "timed_checks") >= metric(r, "time_samples"));
+    kr_report_free(r);
+    /* a kernel that is wrong only on odd-numbered calls: caught while timed */
+    const char *sneaky =
+        "// kreward: launch k grid=(cdiv(N,256)) block=(256) args=(a, c, N)\n"
+        "__device__ unsigned calls;\n"
+        "extern \"C\" __global__ void k(const float* a, float* c, long long n) {\n"
+        "  long long i = blockIdx.x * 256ll + threadIdx.x;\n"
+        "  unsigned k = calls; __syncthreads();\n"
+        "  if (i < n) c[i] = (k & 1) ? 0.f : a[i];\n"
+        "  if (i == 0) atomicAdd(&calls, 1u); }\n";
+    o.flags = 0;
+    r = bench(p, sneaky, &o, NULL);
+    assert_true(kr_report_flags(r) & KR_FLAG_TIMED_OUTPUT_WRONG);
+    assert_int_equal(kr_report_verdict(r), KR_VERDICT_INCORRECT);
+    kr_report_free(r);
+    kr_problem_free(p);
+}
+
+int main(void)
+{
+    g_ctx = gpu_context_or_skip();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(spin_of_known_length),
+        cmocka_unit_test(flush_makes_reads_cold),
+        cmocka_unit_test(kernel_against_itself),
+        cmocka_unit_test(side_stream_work_is_seen),
+        cmocka_unit_test(skipping_reads_is_implausible),
+        cmocka_unit_test(graph_mode_and_timed_checks),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    kr_context_free(g_ctx);
+    return rc;
+}
