@@ -60,10 +60,11 @@ typedef struct {
     "    for (int k = 0; k < 16; k++) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];\n"          \
     "    __syncthreads(); }\n"                                                                    \
     "  if (r < n && col < n) c[(long long)r * n + col] = acc; }\n"
+/* two passes over the input, nothing written: all of it can sit in L2 */
 #define TWICE "// kreward: launch k grid=(cdiv(N,256)) block=(256) args=(a, c, N)\n"             \
     "extern \"C\" __global__ void k(const float* a, float* c, long long n) {\n"                \
     "  long long i = blockIdx.x * 256ll + threadIdx.x;\n"                                         \
-    "  if (i < n) { float v = a[i]; c[i] = v + a[n - 1 - i]; } }\n"
+    "  if (i < n) { float v = a[i] + a[(i + n / 2) % n]; if (v == 12345.f) c[0] = v; } }\n"
 
 static const row rows[] = {
     {"copy 1K floats", P1("1024", ""), COPY},
@@ -92,11 +93,12 @@ static int load(const row *r, item *it)
     return 0;
 }
 
-static double kr_median(item *it, uint32_t preset, uint32_t flags, double *wall)
+static double kr_median(item *it, uint32_t preset, uint32_t flags, double *wall, uint32_t sets)
 {
     kr_bench_options o;
     kr_bench_options_init(&o, KR_BENCH_OPTIONS_VERSION, preset);
     o.flags = flags | KR_BENCH_NO_CHECK;
+    o.buffer_sets = sets;
     kr_report *r = NULL;
     double t0 = kr__now();
     int rc = kr_benchmark(ctx, it->p, it->prog, it->plan, &o, NULL, &r);
@@ -207,7 +209,7 @@ int main(void)
         double meds[10], sum = 0;
         for (int rep = 0; rep < 10; rep++) {
             double w;
-            meds[rep] = kr_median(&it, KR_BENCH_FAST, 0, &w);
+            meds[rep] = kr_median(&it, KR_BENCH_FAST, 0, &w, 0);
             sum += meds[rep];
             wall += w;
         }
@@ -225,9 +227,10 @@ int main(void)
     item it = {0};
     row twice = {"read 40 MB twice", P1("10000000", ""), TWICE};
     if (load(&twice, &it) == 0) {
-        double cold = kr_median(&it, KR_BENCH_FAST, 0, NULL);
-        double warm = kr_median(&it, KR_BENCH_FAST, KR_BENCH_NO_FLUSH, NULL);
-        printf("\nL2 flush effect, kernel reading 40 MB twice (writes 40 MB): cold %.2f us, warm %.2f us "
+        /* one buffer set, so a warm run finds its own input in L2 */
+        double cold = kr_median(&it, KR_BENCH_FAST, 0, NULL, 1);
+        double warm = kr_median(&it, KR_BENCH_FAST, KR_BENCH_NO_FLUSH, NULL, 1);
+        printf("\nL2 flush effect, kernel reading 40 MB twice: cold %.2f us, warm %.2f us "
                "(warm is %.0f %% faster)\n", cold, warm, 100 * (cold / warm - 1));
         kr_plan_free(it.plan);
         kr_program_free(it.prog);

@@ -342,6 +342,10 @@ static int one_sample(bstate *b, int which, size_t k, int timed)
         return rc;
     if ((rc = kr__gpu_wait(b->ctx, 10 + b->o.max_time_s, "a timed sample")) != KR_OK)
         return rc;
+    /* a callback may have put work on other streams: let it finish inside
+     * this sample, where CUPTI attributes it (trusted, in-process code) */
+    if (s->callback)
+        CU(cu->cuCtxSynchronize(), "cuCtxSynchronize after the baseline callback");
     float ms = 0;
     CU(cu->cuEventElapsedTime(&ms, b->ev_start, b->ev_stop), "cuEventElapsedTime");
     volatile uint64_t *probe = (volatile uint64_t *)((char *)g->flag + 16);
@@ -385,9 +389,11 @@ static int measure(bstate *b, double *wall)
             rc = one_sample(b, w, k++ % b->sets, 0);
     kr__trace_discard();
     while (rc == KR_OK) {
+        /* both sides walk the same sets in the same order: no side is tied
+         * to buffers that happen to sit better in memory */
         for (int w = 0; w < 2 && rc == KR_OK; w++)
             if (b->s[w].active && b->s[w].n < b->o.max_samples)
-                rc = one_sample(b, w, k++ % b->sets, 1);
+                rc = one_sample(b, w, b->s[w].n % b->sets, 1);
         int done = side_done(b, &b->s[0]) && side_done(b, &b->s[1]);
         if (done || (kr__now() - t0 > b->o.max_time_s && b->s[0].n >= 3))
             break;
@@ -396,10 +402,11 @@ static int measure(bstate *b, double *wall)
     return rc;
 }
 
-/* CUPTI: per sample, every kernel between its spin kernel and its clock
- * probe (records are in start order; the probe and the next sample's spin
- * kernel end the window), on any stream; the span from the first start to
- * the last end, plus the whole of any side-stream kernel started early. */
+/* CUPTI: per sample (records in start order, each sample opened by its spin
+ * kernel), the kernels on the sample's stream between the spin kernel and
+ * the clock probe, and every kernel on any other stream until the next
+ * sample; the span from the first start to the last end, plus the whole of
+ * any side-stream kernel that started while the stream was blocked. */
 static int cupti_times(bstate *b, double *out[2], size_t n_out[2], int *side_stream,
                        int *device_launched)
 {
@@ -412,19 +419,27 @@ static int cupti_times(bstate *b, double *out[2], size_t n_out[2], int *side_str
         if (r[i].marker != 1)
             continue;
         uint64_t lo = UINT64_MAX, hi = 0, hidden = 0;
-        for (size_t j = i + 1; j < n && r[j].marker == 0; j++) {
-            if (r[j].stream != r[i].stream) {
+        int probe_seen = 0;
+        for (size_t j = i + 1; j < n && r[j].marker != 1; j++) {
+            if (r[j].marker == 2) {
+                probe_seen = 1;
+                continue;
+            }
+            if (r[j].stream == r[i].stream) {
+                /* on the sample's own stream the window ends at the probe;
+                 * what follows is the engine's own checking and setup */
+                if (probe_seen || r[j].start < r[i].end)
+                    continue;
+            } else {
                 *side_stream = 1;
                 /* work on another stream that started while the sample's
-                 * stream was still blocked is outside the window: it counts
-                 * in full, so hiding work never makes anything look faster */
+                 * stream was still blocked counts in full, so hiding work
+                 * there never makes anything look faster */
                 if (r[j].start < r[i].end) {
                     hidden += r[j].end - r[j].start;
                     continue;
                 }
             }
-            if (r[j].start < r[i].end)
-                continue;
             lo = r[j].start < lo ? r[j].start : lo;
             hi = r[j].end > hi ? r[j].end : hi;
             *device_launched |= r[j].device_launched;

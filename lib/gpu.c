@@ -210,7 +210,8 @@ int kr__k_generate(kr_context *ctx, CUdeviceptr out, uint64_t n, const kr_gen_di
 {
     kr_gen_dist dist = *d;
     void *params[] = {&out, &n, &dist, &seed, &tensor};
-    return launch(ctx, ctx->gpu->f_generate, n, params, "generating inputs");
+    uint64_t groups = n / (uint64_t)kr_gen_per_call(d) + 1;
+    return launch(ctx, ctx->gpu->f_generate, groups, params, "generating inputs");
 }
 
 int kr__k_hash(kr_context *ctx, CUdeviceptr p, uint64_t bytes, uint64_t key, CUdeviceptr out)

@@ -149,8 +149,9 @@ int kr_problem_generate_host(kr_context *ctx, const kr_problem *p, size_t t, siz
         return kr__fail(ctx, KR_ETOOBIG, "tensor '%s' needs %llu bytes, the buffer has %zu",
                         x->name, (unsigned long long)bytes, buf_bytes);
     uint64_t n = bytes / (uint64_t)kr__dtype_size(x->dtype);
-    for (uint64_t i = 0; i < n; i++)
-        kr_gen_element(&x->dist, seed, (kr_u32)t, i, buf);
+    uint64_t per = (uint64_t)kr_gen_per_call(&x->dist);
+    for (uint64_t g = 0; g * per < n; g++)
+        kr_gen_group(&x->dist, seed, (kr_u32)t, g, n, buf);
     return KR_OK;
 }
 

@@ -29,6 +29,7 @@ fi
   "$build/tools/kreward" info
   meson test -C "$build" --print-errorlogs --num-processes 1 --suite unit --suite abi --suite gpu
 } 2>&1 | tee "$out/tests.log"
+cp "$build/meson-logs/testlog.txt" "$out/testlog.txt" 2>/dev/null
 logs=("$build/meson-logs/testlog.json")
 if [ -d bindings/python/tests ] && python3 -c 'import pytest' 2>/dev/null; then
   KREWARD_LIBRARY=$(ls "$build"/lib/libkreward.so.0) PYTHONPATH=bindings/python \

@@ -170,7 +170,8 @@ KR_GEN_FN double kr_gen_exp(double x)
 
 /* cos(2 pi u) for u in [0, 1): quadrant from u, then Taylor polynomials of
  * sin and cos on [0, pi/2) (to x^21 and x^22: error below 1e-16). */
-KR_GEN_FN double kr_gen_cos2pi(double u)
+/* and sin(2 pi u) into *sin_out */
+KR_GEN_FN double kr_gen_cossin2pi(double u, double *sin_out)
 {
     double q4 = u * 4.0;
     int q = (int)q4;
@@ -199,18 +200,53 @@ KR_GEN_FN double kr_gen_cos2pi(double u)
     s = s * -x2 + 1.0 / 6.0;
     s = s * -x2 + 1.0;
     s = s * x;
-    /* cos(q pi/2 + x) */
+    /* cos(q pi/2 + x) and sin(q pi/2 + x) */
+    *sin_out = q == 0 ? s : q == 1 ? c : q == 2 ? -s : -c;
     return q == 0 ? c : q == 1 ? -s : q == 2 ? -c : s;
 }
 
-KR_GEN_FN double kr_gen_base(kr_u32 kind, const kr_gen_dist *d, const kr_u32 w[4])
+KR_GEN_FN double kr_gen_cos2pi(double u)
 {
-    if (kind == KR_GEN_UNIFORM)
-        return d->a + (d->b - d->a) * kr_gen_u01(w[0], w[1]);
+    double s;
+    return kr_gen_cossin2pi(u, &s);
+}
+
+/* How many elements one Philox call (4 words) serves: cheap distributions
+ * use one word per element, normal pairs share Box-Muller's cos and sin.
+ * Part of the definition of the values: host and GPU agree on it. */
+KR_GEN_FN int kr_gen_per_call(const kr_gen_dist *d)
+{
+    if (d->kind == KR_GEN_UNIFORM)
+        return d->dtype == KR_GEN_F64 ? 1 : 4;
+    if (d->kind == KR_GEN_INT)
+        return (kr_u64)(d->ihi - d->ilo) < 0xffffffffull ? 4 : 1;
+    if (d->kind == KR_GEN_BERNOULLI)
+        return 4;
+    if (d->kind == KR_GEN_NORMAL)
+        return 2;
+    return 1;
+}
+
+/* Uniform in [0, 1) from one word: 24 bits, exact in float and double. */
+KR_GEN_FN double kr_gen_u24(kr_u32 w)
+{
+    return (double)(w >> 8) * (1.0 / 16777216.0);
+}
+
+/* The continuous distributions (also a mix's base); lane picks the word or
+ * the half of a Box-Muller pair. */
+KR_GEN_FN double kr_gen_base(kr_u32 kind, const kr_gen_dist *d, const kr_u32 w[4], int lane,
+                             int per_call)
+{
+    if (kind == KR_GEN_UNIFORM) {
+        double u = per_call == 4 ? kr_gen_u24(w[lane]) : kr_gen_u01(w[0], w[1]);
+        return d->a + (d->b - d->a) * u;
+    }
     if (kind == KR_GEN_NORMAL) {
         double u1 = 1.0 - kr_gen_u01(w[0], w[1]); /* (0, 1] */
-        double r = KR_GEN_SQRT(-2.0 * kr_gen_log(u1));
-        return d->a + d->b * r * kr_gen_cos2pi(kr_gen_u01(w[2], w[3]));
+        double r = KR_GEN_SQRT(-2.0 * kr_gen_log(u1)), sn;
+        double cs = kr_gen_cossin2pi(kr_gen_u01(w[2], w[3]), &sn);
+        return d->a + d->b * r * (lane ? sn : cs);
     }
     /* pareto, symmetric: scale * (u^(-1/alpha) - 1) with a random sign */
     double u = 1.0 - kr_gen_u01(w[0], w[1]);
@@ -272,30 +308,41 @@ KR_GEN_FN int kr_gen_dtype_size(kr_u32 dtype)
     }
 }
 
-/* Computes element `index` of a tensor and stores it at out + index*size. */
-KR_GEN_FN void kr_gen_element(const kr_gen_dist *d, kr_u64 seed, kr_u32 tensor, kr_u64 index,
-                              kr_u8 *out)
+/* Philox words for a group of elements (counter = group, tensor, tag). */
+KR_GEN_FN void kr_gen_words(kr_u64 seed, kr_u32 tensor, kr_u64 group, kr_u32 w[4])
 {
-    kr_u32 w[4] = {(kr_u32)index, (kr_u32)(index >> 32), tensor, 0x6b726777u /* "krgw" */};
+    w[0] = (kr_u32)group;
+    w[1] = (kr_u32)(group >> 32);
+    w[2] = tensor;
+    w[3] = 0x6b726777u; /* "krgw" */
     kr_gen_philox(w, (kr_u32)seed, (kr_u32)(seed >> 32));
-    kr_u8 *dst = out + index * (kr_u64)kr_gen_dtype_size(d->dtype);
+}
+
+/* Computes one element from its group's words and stores it at dst. */
+KR_GEN_FN void kr_gen_store(const kr_gen_dist *d, const kr_u32 w[4], int lane, int per_call,
+                            kr_u64 seed, kr_u32 tensor, kr_u8 *dst)
+{
     kr_i64 iv = 0;
     double v = 0.0;
     int is_int = d->kind == KR_GEN_INT || d->kind == KR_GEN_BERNOULLI;
     if (d->kind == KR_GEN_INT) {
-        kr_u64 range = (kr_u64)(d->ihi - d->ilo) + 1u; /* 0 means the whole 2^64 */
-        kr_u64 r = ((kr_u64)w[0] << 32) | w[1];
-        iv = d->ilo + (kr_i64)(range ? r % range : r);
+        if (per_call == 4) {
+            iv = d->ilo + (kr_i64)(w[lane] % (kr_u32)(d->ihi - d->ilo + 1));
+        } else {
+            kr_u64 range = (kr_u64)(d->ihi - d->ilo) + 1u; /* 0 means the whole 2^64 */
+            kr_u64 r = ((kr_u64)w[0] << 32) | w[1];
+            iv = d->ilo + (kr_i64)(range ? r % range : r);
+        }
     } else if (d->kind == KR_GEN_BERNOULLI) {
-        iv = kr_gen_u01(w[0], w[1]) < d->p;
+        iv = kr_gen_u24(w[lane]) < d->p;
     } else if (d->kind == KR_GEN_MIX) {
         kr_u32 w2[4] = {w[2], w[3], w[0] ^ w[1], 0x6d697821u /* "mix!" */};
         kr_gen_philox(w2, (kr_u32)seed ^ 0x5bd1e995u, tensor);
-        v = kr_gen_base(d->base_kind, d, w);
+        v = kr_gen_base(d->base_kind, d, w, 0, 1);
         if (kr_gen_u01(w2[0], w2[1]) < d->p)
             v = v * d->outlier_scale;
     } else {
-        v = kr_gen_base(d->kind, d, w);
+        v = kr_gen_base(d->kind, d, w, lane, per_call);
     }
     if (is_int)
         v = (double)iv;
@@ -334,15 +381,42 @@ KR_GEN_FN void kr_gen_element(const kr_gen_dist *d, kr_u64 seed, kr_u32 tensor, 
     }
 }
 
+/* Computes element `index` of a tensor and stores it at out + index*size:
+ * the definition every generator path agrees with. */
+KR_GEN_FN void kr_gen_element(const kr_gen_dist *d, kr_u64 seed, kr_u32 tensor, kr_u64 index,
+                              kr_u8 *out)
+{
+    int per = kr_gen_per_call(d);
+    kr_u32 w[4];
+    kr_gen_words(seed, tensor, index / (kr_u64)per, w);
+    kr_gen_store(d, w, (int)(index % (kr_u64)per), per, seed, tensor,
+                 out + index * (kr_u64)kr_gen_dtype_size(d->dtype));
+}
+
+/* Elements [group*per, group*per + per) clipped to n: one Philox call. */
+KR_GEN_FN void kr_gen_group(const kr_gen_dist *d, kr_u64 seed, kr_u32 tensor, kr_u64 group,
+                            kr_u64 n, kr_u8 *out)
+{
+    int per = kr_gen_per_call(d), size = kr_gen_dtype_size(d->dtype);
+    kr_u32 w[4];
+    kr_gen_words(seed, tensor, group, w);
+    for (int lane = 0; lane < per; lane++) {
+        kr_u64 i = group * (kr_u64)per + (kr_u64)lane;
+        if (i < n)
+            kr_gen_store(d, w, lane, per, seed, tensor, out + i * (kr_u64)size);
+    }
+}
+
 #ifdef __CUDACC__
-/* One thread per element in a grid-stride loop: stores are coalesced and
- * the Philox work hides under the memory traffic. */
+/* One thread per group of elements in a grid-stride loop: one Philox call
+ * feeds up to four neighbouring stores. */
 extern "C" __global__ void kr_generate(kr_u8 *out, kr_u64 n, kr_gen_dist d, kr_u64 seed,
                                        kr_u32 tensor)
 {
+    kr_u64 per = (kr_u64)kr_gen_per_call(&d), groups = (n + per - 1) / per;
     kr_u64 stride = (kr_u64)gridDim.x * blockDim.x;
-    for (kr_u64 i = (kr_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-        kr_gen_element(&d, seed, tensor, i, out);
+    for (kr_u64 g = (kr_u64)blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += stride)
+        kr_gen_group(&d, seed, tensor, g, n, out);
 }
 #endif
 

@@ -4,6 +4,7 @@
 #include "helpers.h"
 
 #include "dtype.h"
+#include "gpu.h"
 #include "gen/kr_gen.h"
 
 #include <math.h>
@@ -275,6 +276,23 @@ static void never_constant(void **state)
     kr_context_free(ctx);
 }
 
+/* The device side (generator, compare, hash, canaries, spin) compiles:
+ * checked here so a broken kernel never waits for a GPU run. */
+static void builtin_kernels_compile(void **state)
+{
+    (void)state;
+    kr_context *ctx = test_context(NULL);
+    kr_program *p = NULL;
+    if (kr__builtins_compile(ctx, &p) != KR_OK)
+        fail_msg("%s\n%s", kr_context_errmsg(ctx), kr_context_errdetail(ctx));
+    const char *names[] = {"kr_generate", "kr_compare", "kr_hash", "kr_check_bytes", "kr_bitdiff",
+                           "kr_spin_until", "kr_spin_cycles", "kr_fma_peak"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        assert_int_not_equal(kr_program_find_kernel(p, names[i]), SIZE_MAX);
+    kr_program_free(p);
+    kr_context_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -285,6 +303,7 @@ int main(void)
         cmocka_unit_test(rounding_into_small_formats),
         cmocka_unit_test(polynomial_math),
         cmocka_unit_test(never_constant),
+        cmocka_unit_test(builtin_kernels_compile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
