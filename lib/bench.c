@@ -389,11 +389,14 @@ static int measure(bstate *b, double *wall)
             rc = one_sample(b, w, k++ % b->sets, 0);
     kr__trace_discard();
     while (rc == KR_OK) {
-        /* both sides walk the same sets in the same order: no side is tied
-         * to buffers that happen to sit better in memory */
-        for (int w = 0; w < 2 && rc == KR_OK; w++)
+        /* both sides walk the same sets in the same order (no side is tied
+         * to buffers that happen to sit better in memory), and take turns
+         * going first in a round (no side always follows the other) */
+        for (int i = 0; i < 2 && rc == KR_OK; i++) {
+            int w = (int)((b->s[0].n + (size_t)i) & 1);
             if (b->s[w].active && b->s[w].n < b->o.max_samples)
                 rc = one_sample(b, w, b->s[w].n % b->sets, 1);
+        }
         int done = side_done(b, &b->s[0]) && side_done(b, &b->s[1]);
         if (done || (kr__now() - t0 > b->o.max_time_s && b->s[0].n >= 3))
             break;
@@ -415,26 +418,40 @@ static int cupti_times(bstate *b, double *out[2], size_t n_out[2], int *side_str
     if (kr__trace_collect(&r, &n) != 0)
         return -1;
     size_t sample = 0, found = 0;
+    uint64_t pending = 0; /* other-stream work since the last probe */
+    uint32_t own = 0;     /* the engine's stream, as CUPTI numbers it */
+    for (size_t i = 0; i < n; i++)
+        if (r[i].marker == 1) {
+            own = r[i].stream;
+            break;
+        }
     for (size_t i = 0; i < n && sample < b->num_order; i++) {
-        if (r[i].marker != 1)
+        if (r[i].marker != 1) {
+            /* another stream's kernel that started before this sample's spin
+             * kernel (e.g. launched by a callback while the stream was still
+             * flushing) belongs to the sample that follows */
+            if (r[i].marker == 0 && r[i].stream != own) {
+                pending += r[i].end - r[i].start;
+                *side_stream = 1;
+            }
             continue;
-        uint64_t lo = UINT64_MAX, hi = 0, hidden = 0;
+        }
+        uint64_t lo = UINT64_MAX, hi = 0, hidden = pending;
+        pending = 0;
         int probe_seen = 0;
-        for (size_t j = i + 1; j < n && r[j].marker != 1; j++) {
+        size_t j = i + 1;
+        for (; j < n && r[j].marker != 1 && !probe_seen; j++) {
             if (r[j].marker == 2) {
                 probe_seen = 1;
                 continue;
             }
             if (r[j].stream == r[i].stream) {
-                /* on the sample's own stream the window ends at the probe;
-                 * what follows is the engine's own checking and setup */
-                if (probe_seen || r[j].start < r[i].end)
+                if (r[j].start < r[i].end)
                     continue;
             } else {
                 *side_stream = 1;
-                /* work on another stream that started while the sample's
-                 * stream was still blocked counts in full, so hiding work
-                 * there never makes anything look faster */
+                /* started while the sample's stream was blocked: counts in
+                 * full, so hiding work never makes anything look faster */
                 if (r[j].start < r[i].end) {
                     hidden += r[j].end - r[j].start;
                     continue;
@@ -444,6 +461,7 @@ static int cupti_times(bstate *b, double *out[2], size_t n_out[2], int *side_str
             hi = r[j].end > hi ? r[j].end : hi;
             *device_launched |= r[j].device_launched;
         }
+        i = j - 1; /* after the probe: the engine's own kernels, then the next sample */
         int which = b->order[sample++];
         if (hi > lo || hidden) {
             out[which][n_out[which]++] = (double)((hi > lo ? hi - lo : 0) + hidden) * 1e-3;

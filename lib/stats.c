@@ -57,10 +57,29 @@ static uint64_t next(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static double resampled_median(const double *v, size_t n, double *tmp, uint64_t *state)
+/* Half the smallest gap between distinct values: the timer's resolution.
+ * GPU timestamps come in steps (e.g. 32 ns): without smoothing, a bootstrap
+ * of tied samples returns the same median every time and a zero-width,
+ * overconfident interval. */
+static double half_resolution(const double *v, size_t n)
+{
+    double *s = malloc(n * sizeof *s), gap = INFINITY;
+    if (!s)
+        return 0;
+    memcpy(s, v, n * sizeof *s);
+    qsort(s, n, sizeof *s, cmp);
+    for (size_t i = 1; i < n; i++)
+        if (s[i] > s[i - 1] && s[i] - s[i - 1] < gap)
+            gap = s[i] - s[i - 1];
+    free(s);
+    return isfinite(gap) ? gap / 2 : 0;
+}
+
+/* A smoothed bootstrap draw: resample, then jitter within the resolution. */
+static double resampled_median(const double *v, size_t n, double h, double *tmp, uint64_t *state)
 {
     for (size_t i = 0; i < n; i++)
-        tmp[i] = v[next(state) % n];
+        tmp[i] = v[next(state) % n] + h * ((double)(next(state) >> 11) * (2.0 / 9007199254740992.0) - 1.0);
     qsort(tmp, n, sizeof *tmp, cmp);
     return kr__percentile(tmp, n, 0.5);
 }
@@ -78,9 +97,10 @@ void kr__ratio_interval(const double *a, size_t na, const double *b, size_t nb, 
         return;
     }
     uint64_t state = 0x6b72657761726421ull;
+    double ha = half_resolution(a, na), hb = half_resolution(b, nb);
     for (int r = 0; r < ROUNDS; r++) {
-        double ma = resampled_median(a, na, tmp, &state);
-        double mb = resampled_median(b, nb, tmp, &state);
+        double ma = resampled_median(a, na, ha, tmp, &state);
+        double mb = resampled_median(b, nb, hb, tmp, &state);
         ratios[r] = ma / mb;
     }
     qsort(ratios, ROUNDS, sizeof *ratios, cmp);

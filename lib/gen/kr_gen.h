@@ -29,6 +29,19 @@ typedef long long kr_i64;
 #define KR_GEN_STORE16(p, v) (*(kr_u16 *)(p) = (kr_u16)(v))
 #define KR_GEN_STORE32(p, v) (*(kr_u32 *)(p) = (kr_u32)(v))
 #define KR_GEN_STORE64(p, v) (*(kr_u64 *)(p) = (kr_u64)(v))
+/* one 4-, 8-, 16- or 32-byte store of a staged group */
+#define KR_GEN_STORE_WIDE(p, src, bytes)                                              \
+    do {                                                                              \
+        if ((bytes) == 16)                                                            \
+            *(uint4 *)(p) = *(const uint4 *)(src);                                    \
+        else if ((bytes) == 8)                                                        \
+            *(uint2 *)(p) = *(const uint2 *)(src);                                    \
+        else if ((bytes) == 4)                                                        \
+            *(kr_u32 *)(p) = *(const kr_u32 *)(src);                                  \
+        else                                                                          \
+            for (int b_ = 0; b_ < (bytes); b_ += 16)                                  \
+                *(uint4 *)((p) + b_) = *(const uint4 *)((const kr_u8 *)(src) + b_);   \
+    } while (0)
 #else
 #include <math.h>
 #include <stdint.h>
@@ -50,6 +63,7 @@ static inline double kr_gen_u2d(kr_u64 u) { double d; memcpy(&d, &u, 8); return 
 #define KR_GEN_STORE16(p, v) do { kr_u16 t_ = (kr_u16)(v); memcpy((p), &t_, 2); } while (0)
 #define KR_GEN_STORE32(p, v) do { kr_u32 t_ = (kr_u32)(v); memcpy((p), &t_, 4); } while (0)
 #define KR_GEN_STORE64(p, v) do { kr_u64 t_ = (kr_u64)(v); memcpy((p), &t_, 8); } while (0)
+#define KR_GEN_STORE_WIDE(p, src, bytes) memcpy((p), (src), (size_t)(bytes))
 #endif
 
 /* dtype numbers: equal to enum kr_dtype in include/kreward/problem.h */
@@ -393,15 +407,26 @@ KR_GEN_FN void kr_gen_element(const kr_gen_dist *d, kr_u64 seed, kr_u32 tensor, 
                  out + index * (kr_u64)kr_gen_dtype_size(d->dtype));
 }
 
-/* Elements [group*per, group*per + per) clipped to n: one Philox call. */
+/* Elements [group*per, group*per + per) clipped to n: one Philox call. A
+ * whole group is built in registers and written with one wide store (on the
+ * GPU the destination is aligned to the group's size). */
 KR_GEN_FN void kr_gen_group(const kr_gen_dist *d, kr_u64 seed, kr_u32 tensor, kr_u64 group,
                             kr_u64 n, kr_u8 *out)
 {
     int per = kr_gen_per_call(d), size = kr_gen_dtype_size(d->dtype);
     kr_u32 w[4];
     kr_gen_words(seed, tensor, group, w);
+    kr_u64 first = group * (kr_u64)per;
+    if (first + (kr_u64)per <= n && per * size >= 4) {
+        kr_u64 staged[4]; /* up to 4 elements of 8 bytes */
+        kr_u8 *tmp = (kr_u8 *)staged;
+        for (int lane = 0; lane < per; lane++)
+            kr_gen_store(d, w, lane, per, seed, tensor, tmp + lane * size);
+        KR_GEN_STORE_WIDE(out + first * (kr_u64)size, staged, per * size);
+        return;
+    }
     for (int lane = 0; lane < per; lane++) {
-        kr_u64 i = group * (kr_u64)per + (kr_u64)lane;
+        kr_u64 i = first + (kr_u64)lane;
         if (i < n)
             kr_gen_store(d, w, lane, per, seed, tensor, out + i * (kr_u64)size);
     }
