@@ -29,19 +29,8 @@ typedef long long kr_i64;
 #define KR_GEN_STORE16(p, v) (*(kr_u16 *)(p) = (kr_u16)(v))
 #define KR_GEN_STORE32(p, v) (*(kr_u32 *)(p) = (kr_u32)(v))
 #define KR_GEN_STORE64(p, v) (*(kr_u64 *)(p) = (kr_u64)(v))
-/* one 4-, 8-, 16- or 32-byte store of a staged group */
-#define KR_GEN_STORE_WIDE(p, src, bytes)                                              \
-    do {                                                                              \
-        if ((bytes) == 16)                                                            \
-            *(uint4 *)(p) = *(const uint4 *)(src);                                    \
-        else if ((bytes) == 8)                                                        \
-            *(uint2 *)(p) = *(const uint2 *)(src);                                    \
-        else if ((bytes) == 4)                                                        \
-            *(kr_u32 *)(p) = *(const kr_u32 *)(src);                                  \
-        else                                                                          \
-            for (int b_ = 0; b_ < (bytes); b_ += 16)                                  \
-                *(uint4 *)((p) + b_) = *(const uint4 *)((const kr_u8 *)(src) + b_);   \
-    } while (0)
+#define KR_GEN_STORE128(p, lo, hi)                                                    \
+    (*(ulonglong2 *)(p) = make_ulonglong2((kr_u64)(lo), (kr_u64)(hi)))
 #else
 #include <math.h>
 #include <stdint.h>
@@ -63,7 +52,8 @@ static inline double kr_gen_u2d(kr_u64 u) { double d; memcpy(&d, &u, 8); return 
 #define KR_GEN_STORE16(p, v) do { kr_u16 t_ = (kr_u16)(v); memcpy((p), &t_, 2); } while (0)
 #define KR_GEN_STORE32(p, v) do { kr_u32 t_ = (kr_u32)(v); memcpy((p), &t_, 4); } while (0)
 #define KR_GEN_STORE64(p, v) do { kr_u64 t_ = (kr_u64)(v); memcpy((p), &t_, 8); } while (0)
-#define KR_GEN_STORE_WIDE(p, src, bytes) memcpy((p), (src), (size_t)(bytes))
+#define KR_GEN_STORE128(p, lo, hi)                                                    \
+    do { kr_u64 t_[2] = {(kr_u64)(lo), (kr_u64)(hi)}; memcpy((p), t_, 16); } while (0)
 #endif
 
 /* dtype numbers: equal to enum kr_dtype in include/kreward/problem.h */
@@ -241,6 +231,12 @@ KR_GEN_FN int kr_gen_per_call(const kr_gen_dist *d)
     return 1;
 }
 
+/* w[lane] without a dynamic index, so the words stay in registers on the GPU */
+KR_GEN_FN kr_u32 kr_gen_word(const kr_u32 w[4], int lane)
+{
+    return lane == 0 ? w[0] : lane == 1 ? w[1] : lane == 2 ? w[2] : w[3];
+}
+
 /* Uniform in [0, 1) from one word: 24 bits, exact in float and double. */
 KR_GEN_FN double kr_gen_u24(kr_u32 w)
 {
@@ -253,7 +249,7 @@ KR_GEN_FN double kr_gen_base(kr_u32 kind, const kr_gen_dist *d, const kr_u32 w[4
                              int per_call)
 {
     if (kind == KR_GEN_UNIFORM) {
-        double u = per_call == 4 ? kr_gen_u24(w[lane]) : kr_gen_u01(w[0], w[1]);
+        double u = per_call == 4 ? kr_gen_u24(kr_gen_word(w, lane)) : kr_gen_u01(w[0], w[1]);
         return d->a + (d->b - d->a) * u;
     }
     if (kind == KR_GEN_NORMAL) {
@@ -332,23 +328,23 @@ KR_GEN_FN void kr_gen_words(kr_u64 seed, kr_u32 tensor, kr_u64 group, kr_u32 w[4
     kr_gen_philox(w, (kr_u32)seed, (kr_u32)(seed >> 32));
 }
 
-/* Computes one element from its group's words and stores it at dst. */
-KR_GEN_FN void kr_gen_store(const kr_gen_dist *d, const kr_u32 w[4], int lane, int per_call,
-                            kr_u64 seed, kr_u32 tensor, kr_u8 *dst)
+/* One element's bits, from its group's words. */
+KR_GEN_FN kr_u64 kr_gen_bits(const kr_gen_dist *d, const kr_u32 w[4], int lane, int per_call,
+                             kr_u64 seed, kr_u32 tensor)
 {
     kr_i64 iv = 0;
     double v = 0.0;
     int is_int = d->kind == KR_GEN_INT || d->kind == KR_GEN_BERNOULLI;
     if (d->kind == KR_GEN_INT) {
         if (per_call == 4) {
-            iv = d->ilo + (kr_i64)(w[lane] % (kr_u32)(d->ihi - d->ilo + 1));
+            iv = d->ilo + (kr_i64)(kr_gen_word(w, lane) % (kr_u32)(d->ihi - d->ilo + 1));
         } else {
             kr_u64 range = (kr_u64)(d->ihi - d->ilo) + 1u; /* 0 means the whole 2^64 */
             kr_u64 r = ((kr_u64)w[0] << 32) | w[1];
             iv = d->ilo + (kr_i64)(range ? r % range : r);
         }
     } else if (d->kind == KR_GEN_BERNOULLI) {
-        iv = kr_gen_u24(w[lane]) < d->p;
+        iv = kr_gen_u24(kr_gen_word(w, lane)) < d->p;
     } else if (d->kind == KR_GEN_MIX) {
         kr_u32 w2[4] = {w[2], w[3], w[0] ^ w[1], 0x6d697821u /* "mix!" */};
         kr_gen_philox(w2, (kr_u32)seed ^ 0x5bd1e995u, tensor);
@@ -366,33 +362,35 @@ KR_GEN_FN void kr_gen_store(const kr_gen_dist *d, const kr_u32 w[4], int lane, i
         v = -d->clamp;
     switch (d->dtype) {
     case KR_GEN_F64:
-        KR_GEN_STORE64(dst, KR_GEN_D2U(v));
-        break;
+        return KR_GEN_D2U(v);
     case KR_GEN_F32:
-        KR_GEN_STORE32(dst, KR_GEN_F2U((float)v));
-        break;
+        return KR_GEN_F2U((float)v);
     case KR_GEN_F16:
-        KR_GEN_STORE16(dst, kr_gen_to_small((float)v, 10, 15, 0x7bffu, 16));
-        break;
+        return kr_gen_to_small((float)v, 10, 15, 0x7bffu, 16);
     case KR_GEN_BF16:
-        KR_GEN_STORE16(dst, kr_gen_to_bf16((float)v));
-        break;
+        return kr_gen_to_bf16((float)v);
     case KR_GEN_FP8_E4M3:
-        dst[0] = (kr_u8)kr_gen_to_small((float)v, 3, 7, 0x7eu, 8);
-        break;
+        return kr_gen_to_small((float)v, 3, 7, 0x7eu, 8);
     case KR_GEN_FP8_E5M2:
-        dst[0] = (kr_u8)kr_gen_to_small((float)v, 2, 15, 0x7bu, 8);
-        break;
+        return kr_gen_to_small((float)v, 2, 15, 0x7bu, 8);
     case KR_GEN_I64:
-        KR_GEN_STORE64(dst, (kr_u64)(is_int ? iv : (kr_i64)v));
-        break;
     case KR_GEN_I32:
-        KR_GEN_STORE32(dst, (kr_u32)(is_int ? iv : (kr_i64)v));
-        break;
+        return (kr_u64)(is_int ? iv : (kr_i64)v) & (d->dtype == KR_GEN_I32 ? 0xffffffffull : ~0ull);
     default: /* one-byte integers and bool: integral and within range */
-        dst[0] = (kr_u8)(is_int ? iv : (kr_i64)v);
-        break;
+        return (kr_u64)(is_int ? iv : (kr_i64)v) & 0xffu;
     }
+}
+
+KR_GEN_FN void kr_gen_put(kr_u8 *dst, kr_u64 bits, int size)
+{
+    if (size == 8)
+        KR_GEN_STORE64(dst, bits);
+    else if (size == 4)
+        KR_GEN_STORE32(dst, bits);
+    else if (size == 2)
+        KR_GEN_STORE16(dst, bits);
+    else
+        dst[0] = (kr_u8)bits;
 }
 
 /* Computes element `index` of a tensor and stores it at out + index*size:
@@ -400,16 +398,15 @@ KR_GEN_FN void kr_gen_store(const kr_gen_dist *d, const kr_u32 w[4], int lane, i
 KR_GEN_FN void kr_gen_element(const kr_gen_dist *d, kr_u64 seed, kr_u32 tensor, kr_u64 index,
                               kr_u8 *out)
 {
-    int per = kr_gen_per_call(d);
+    int per = kr_gen_per_call(d), size = kr_gen_dtype_size(d->dtype);
     kr_u32 w[4];
     kr_gen_words(seed, tensor, index / (kr_u64)per, w);
-    kr_gen_store(d, w, (int)(index % (kr_u64)per), per, seed, tensor,
-                 out + index * (kr_u64)kr_gen_dtype_size(d->dtype));
+    kr_gen_put(out + index * (kr_u64)size, kr_gen_bits(d, w, (int)(index % (kr_u64)per), per, seed, tensor), size);
 }
 
 /* Elements [group*per, group*per + per) clipped to n: one Philox call. A
- * whole group is built in registers and written with one wide store (on the
- * GPU the destination is aligned to the group's size). */
+ * whole group is packed in registers and written with wide stores (the
+ * destination is aligned to the group's size on the GPU). */
 KR_GEN_FN void kr_gen_group(const kr_gen_dist *d, kr_u64 seed, kr_u32 tensor, kr_u64 group,
                             kr_u64 n, kr_u8 *out)
 {
@@ -417,18 +414,30 @@ KR_GEN_FN void kr_gen_group(const kr_gen_dist *d, kr_u64 seed, kr_u32 tensor, kr
     kr_u32 w[4];
     kr_gen_words(seed, tensor, group, w);
     kr_u64 first = group * (kr_u64)per;
-    if (first + (kr_u64)per <= n && per * size >= 4) {
-        kr_u64 staged[4]; /* up to 4 elements of 8 bytes */
-        kr_u8 *tmp = (kr_u8 *)staged;
-        for (int lane = 0; lane < per; lane++)
-            kr_gen_store(d, w, lane, per, seed, tensor, tmp + lane * size);
-        KR_GEN_STORE_WIDE(out + first * (kr_u64)size, staged, per * size);
+    kr_u8 *dst = out + first * (kr_u64)size;
+    if (first + (kr_u64)per <= n && per >= 2) {
+        kr_u64 b0 = kr_gen_bits(d, w, 0, per, seed, tensor), b1 = kr_gen_bits(d, w, 1, per, seed, tensor);
+        kr_u64 b2 = 0, b3 = 0;
+        if (per == 4) {
+            b2 = kr_gen_bits(d, w, 2, per, seed, tensor);
+            b3 = kr_gen_bits(d, w, 3, per, seed, tensor);
+        }
+        int bits = 8 * size, bytes = per * size;
+        if (bytes <= 8) /* packed little-endian into one word */
+            kr_gen_put(dst, b0 | b1 << bits | (per == 4 ? b2 << (2 * bits) | b3 << (3 * bits) : 0), bytes);
+        else if (size == 4) /* four f32/i32: 16 bytes */
+            KR_GEN_STORE128(dst, b0 | b1 << 32, b2 | b3 << 32);
+        else { /* 8-byte elements */
+            KR_GEN_STORE128(dst, b0, b1);
+            if (per == 4)
+                KR_GEN_STORE128(dst + 16, b2, b3);
+        }
         return;
     }
     for (int lane = 0; lane < per; lane++) {
         kr_u64 i = first + (kr_u64)lane;
         if (i < n)
-            kr_gen_store(d, w, lane, per, seed, tensor, out + i * (kr_u64)size);
+            kr_gen_put(out + i * (kr_u64)size, kr_gen_bits(d, w, lane, per, seed, tensor), size);
     }
 }
 
