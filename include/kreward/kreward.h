@@ -9,5 +9,6 @@
 #include "problem.h"
 #include "report.h"
 #include "evaluate.h"
+#include "score.h"
 
 #endif

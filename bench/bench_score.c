@@ -1,0 +1,65 @@
+/* bench/score: the cost of scoring one report with each preset (goal: under
+ * 1 us per term), against a hand-written C expression of the same formula
+ * (the floor: what a trainer would write inline). */
+#include <kreward/kreward.h>
+
+#include "clock.h"
+
+#include <math.h>
+#include <stdio.h>
+
+int main(void)
+{
+    kr_context_options o = KR_CONTEXT_OPTIONS_INIT;
+    o.flags = KR_CONTEXT_NO_DEVICE;
+    kr_context *ctx;
+    if (kr_context_new(&ctx, &o) != KR_OK)
+        return 1;
+    kr_report *r;
+    kr_report_new(&r);
+    kr_report_set_verdict(r, KR_VERDICT_PASSED);
+    const char *metrics[] = {"speedup", "speedup_low", "speedup_high", "time_us", "baseline_us",
+                             "memory_bytes", "code_lines", "roofline_fraction", "correct",
+                             "compile_seconds", "max_abs_error", "rel_l2_error"};
+    for (size_t i = 0; i < sizeof metrics / sizeof metrics[0]; i++)
+        kr_report_set(r, metrics[i], 1.5 + (double)i);
+    kr_report_set(r, "memory_bytes", 2e9);
+    printf("Scoring cost per report (%zu metrics in the report), median of 5 runs x 200000 reports\n\n",
+           sizeof metrics / sizeof metrics[0]);
+    printf("| preset | terms | ns per report | ns per term |\n|---|---|---|---|\n");
+    for (const char *const *p = kr_reward_presets(); *p; p++) {
+        kr_reward *w;
+        if (kr_reward_preset(ctx, &w, *p) != KR_OK)
+            return 1;
+        double v, best = 1e9;
+        for (int rep = 0; rep < 5; rep++) {
+            double t0 = kr__now();
+            for (int i = 0; i < 200000; i++)
+                kr_reward_score(w, r, &v);
+            double dt = (kr__now() - t0) / 200000;
+            best = dt < best ? dt : best;
+        }
+        size_t terms = kr_report_term_count(r);
+        printf("| %s | %zu | %.0f | %.0f |\n", *p, terms, best * 1e9, best * 1e9 / (double)terms);
+        kr_reward_free(w);
+    }
+    /* the floor: the Makora formula inline on the same report getters */
+    volatile double sink = 0;
+    double best = 1e9;
+    for (int rep = 0; rep < 5; rep++) {
+        double t0 = kr__now();
+        for (int i = 0; i < 200000; i++) {
+            double s, mem, lines;
+            kr_report_get(r, "speedup", &s);
+            kr_report_get(r, "memory_bytes", &mem);
+            kr_report_get(r, "code_lines", &lines);
+            sink += 10 + 5 * log(s) - 0.2 * mem / 1e9 - 0.01 * (lines > 100 ? lines - 100 : 0);
+        }
+        double dt = (kr__now() - t0) / 200000;
+        best = dt < best ? dt : best;
+    }
+    printf("| makora, inline C | 4 | %.0f | %.0f |\n", best * 1e9, best * 1e9 / 4);
+    kr_report_free(r);
+    kr_context_free(ctx);
+    return 0;
+}

@@ -1,0 +1,298 @@
+/* Rewards: every preset against hand-computed values on synthetic reports;
+ * gates, weights, version checks, plugins, bad configurations. */
+#include "helpers.h"
+
+#include <math.h>
+
+static kr_context *ctx;
+
+static kr_report *report(int verdict, double speedup, uint64_t flags)
+{
+    kr_report *r;
+    assert_int_equal(kr_report_new(&r), KR_OK);
+    kr_report_set_verdict(r, verdict);
+    if (speedup > 0)
+        kr_report_set(r, "speedup", speedup);
+    kr_report_set(r, "memory_bytes", 2e9);
+    kr_report_set(r, "code_lines", 150);
+    kr_report_set_flags(r, flags);
+    return r;
+}
+
+static double score(const char *preset, kr_report *r)
+{
+    kr_reward *w;
+    if (kr_reward_preset(ctx, &w, preset) != KR_OK)
+        fail_msg("preset %s: %s", preset, kr_context_errmsg(ctx));
+    double v = NAN;
+    if (kr_reward_score(w, r, &v) != KR_OK)
+        fail_msg("score %s: %s", preset, kr_context_errmsg(ctx));
+    assert_true(v == kr_report_reward(r));
+    kr_reward_free(w);
+    kr_report_free(r);
+    return v;
+}
+
+#define NEAR(a, b) assert_true(fabs((a) - (b)) < 1e-9)
+
+static void makora(void **state)
+{
+    (void)state;
+    /* 10 + 5 ln 2 + 2 (-0.1 x 2 GB) - 0.01 x (150 - 100) */
+    NEAR(score("makora", report(KR_VERDICT_PASSED, 2, 0)), 10 + 5 * log(2.0) - 0.4 - 0.5);
+    NEAR(score("makora", report(KR_VERDICT_COMPILE_ERROR, 0, 0)), -10);
+    NEAR(score("makora", report(KR_VERDICT_INCORRECT, 0, 0)), -5 - 0.5);
+    NEAR(score("makora", report(KR_VERDICT_FAULT, 0, 0)), -5 - 0.5);
+}
+
+static void kernelgym(void **state)
+{
+    (void)state;
+    NEAR(score("kernelgym", report(KR_VERDICT_PASSED, 4, 0)), 0.5 + 0.5 * 3 + 0.5 * 1);
+    kr_report *r = report(KR_VERDICT_PASSED, 1.5, 0);
+    kr_report_set(r, "time_coverage", 0.5);
+    NEAR(score("kernelgym", r), 0.5 + 0.75 + 0.25);
+    NEAR(score("kernelgym", report(KR_VERDICT_INCORRECT, 0, 0)), 0);
+    NEAR(score("kernelgym", report(KR_VERDICT_PASSED, 4, KR_FLAG_IMPLAUSIBLE_SPEED)), 0);
+    NEAR(score("kernelgym_default", report(KR_VERDICT_PASSED, 1.02, 0)), 1.0);
+    NEAR(score("kernelgym_default", report(KR_VERDICT_PASSED, 1.0, 0)), 0.5);
+    NEAR(score("kernelgym_default", report(KR_VERDICT_INCORRECT, 0, 0)), 0);
+}
+
+static void kernelgym_tiers(void **state)
+{
+    (void)state;
+    NEAR(score("kernelgym_tiers", report(KR_VERDICT_COMPILE_ERROR, 0, 0)), -0.5);
+    NEAR(score("kernelgym_tiers", report(KR_VERDICT_INCORRECT, 0, 0)), -0.3);
+    NEAR(score("kernelgym_tiers", report(KR_VERDICT_PASSED, 0.9, 0)), -0.1);
+    NEAR(score("kernelgym_tiers", report(KR_VERDICT_PASSED, 1.0, 0)), 0.2);
+    NEAR(score("kernelgym_tiers", report(KR_VERDICT_PASSED, 1.3, 0)), 0.4);
+    NEAR(score("kernelgym_tiers", report(KR_VERDICT_PASSED, 1.5, 0)), 0.6);
+    NEAR(score("kernelgym_tiers", report(KR_VERDICT_PASSED, 2.5, 0)), 0.8);
+    NEAR(score("kernelgym_tiers", report(KR_VERDICT_PASSED, 3.0, 0)), 1.0);
+    NEAR(score("kernelgym_tiers", report(KR_VERDICT_PASSED, 3.0, KR_FLAG_IMPLAUSIBLE_SPEED)), -1);
+}
+
+static void cuda_agent_kevin_fast_p(void **state)
+{
+    (void)state;
+    NEAR(score("cuda_agent", report(KR_VERDICT_INCORRECT, 0, 0)), -1);
+    NEAR(score("cuda_agent", report(KR_VERDICT_PASSED, 1.02, 0)), 1);
+    NEAR(score("cuda_agent", report(KR_VERDICT_PASSED, 1.1, 0)), 2);
+    kr_report *r = report(KR_VERDICT_PASSED, 1.1, 0);
+    kr_report_set(r, "speedup_vs_compiled", 1.06);
+    NEAR(score("cuda_agent", r), 3);
+    r = report(KR_VERDICT_PASSED, 1.1, 0);
+    kr_report_set(r, "speedup_vs_compiled", 1.02);
+    NEAR(score("cuda_agent", r), 2);
+    NEAR(score("kevin", report(KR_VERDICT_PASSED, 1.5, 0)), 0.3 + 1.5);
+    NEAR(score("kevin", report(KR_VERDICT_INCORRECT, 0, 0)), 0);
+    NEAR(score("fast_p", report(KR_VERDICT_PASSED, 1.0, 0)), 0);
+    NEAR(score("fast_p", report(KR_VERDICT_PASSED, 1.01, 0)), 1);
+    NEAR(score("fast_p", report(KR_VERDICT_INCORRECT, 3, 0)), 0);
+    const char *const *names = kr_reward_presets();
+    size_t n = 0;
+    while (names[n])
+        n++;
+    assert_int_equal(n, 7);
+}
+
+static void gates_weights_and_breakdown(void **state)
+{
+    (void)state;
+    kr_reward *w;
+    assert_int_equal(kr_reward_new(ctx, &w), KR_OK);
+    assert_int_equal(kr_reward_add(w, "correct", "{\"pass\": 2, \"fail\": -1}", 3, KR_GATE_DEFAULT), KR_OK);
+    assert_int_equal(kr_reward_add(w, "speedup", NULL, 0.5, KR_GATE_DEFAULT), KR_OK);
+    /* an explicit gate overrides the term's default */
+    assert_int_equal(kr_reward_add(w, "speedup", "{\"mode\": \"clipped\", \"max\": 2}", 1, KR_GATE_COMPILED), KR_OK);
+    kr_report *r = report(KR_VERDICT_INCORRECT, 4, 0);
+    double v;
+    assert_int_equal(kr_reward_score(w, r, &v), KR_OK);
+    NEAR(v, 3 * -1 + 0 + 2);
+    assert_int_equal(kr_report_term_count(r), 3);
+    assert_string_equal(kr_report_term_name(r, 1), "speedup");
+    assert_false(kr_report_term_counted(r, 1));
+    assert_true(kr_report_term_counted(r, 2));
+    NEAR(kr_report_term_value(r, 0), -1);
+    NEAR(kr_report_term_weight(r, 0), 3);
+    char *json;
+    assert_int_equal(kr_report_json(r, &json), KR_OK);
+    assert_contains(json, "\"counted\": false");
+    kr_free(json);
+    assert_int_equal(kr_reward_json(w, &json), KR_OK);
+    assert_contains(json, "\"gate\": \"compiled\"");
+    kr_free(json);
+    /* a gated speed term never fails for a missing metric */
+    kr_report_free(r);
+    r = report(KR_VERDICT_COMPILE_ERROR, 0, 0);
+    assert_int_equal(kr_reward_score(w, r, &v), KR_OK);
+    kr_report_free(r);
+    kr_reward_free(w);
+}
+
+static int eval_half(void *s, const kr_report *r, double *v, char *e, size_t n)
+{
+    (void)s; (void)r; (void)e; (void)n;
+    *v = 0.5;
+    return 0;
+}
+
+static void term_versions(void **state)
+{
+    (void)state;
+    kr_reward *w;
+    kr_reward_new(ctx, &w);
+    kr_term_def newer = {KR_TERM_VERSION + 1, 0, "newer", "", NULL, eval_half, NULL};
+    assert_int_equal(kr_reward_register(w, &newer, sizeof newer), KR_EVERSION);
+    assert_contains(kr_context_errmsg(ctx), "update libkreward");
+    /* an older, shorter table (no destroy) is accepted; the missing field is NULL */
+    kr_term_def older = {KR_TERM_VERSION, 0, "older", "", NULL, eval_half, NULL};
+    assert_int_equal(kr_reward_register(w, &older, offsetof(kr_term_def, destroy)), KR_OK);
+    assert_int_equal(kr_reward_register(w, &older, sizeof older), KR_EINVAL); /* duplicate name */
+    assert_int_equal(kr_reward_add(w, "older", NULL, 2, KR_GATE_ALWAYS), KR_OK);
+    kr_report *r = report(KR_VERDICT_PASSED, 1, 0);
+    double v;
+    assert_int_equal(kr_reward_score(w, r, &v), KR_OK);
+    NEAR(v, 1.0);
+    kr_term_def nameless = {KR_TERM_VERSION, 0, NULL, "", NULL, eval_half, NULL};
+    assert_int_equal(kr_reward_register(w, &nameless, sizeof nameless), KR_EINVAL);
+    assert_int_equal(kr_reward_register(w, &older, 8), KR_EINVAL);
+    kr_report_free(r);
+    kr_reward_free(w);
+}
+
+static void plugins(void **state)
+{
+    (void)state;
+    const char *path = getenv("KR_TEST_PLUGIN"), *newer = getenv("KR_TEST_PLUGIN_NEWER");
+    if (!path || !newer)
+        skip();
+    kr_reward *w;
+    kr_reward_new(ctx, &w);
+    assert_int_equal(kr_reward_load_plugin(w, path), KR_OK);
+    assert_int_equal(kr_reward_add(w, "plugin_lines", NULL, 1, KR_GATE_ALWAYS), KR_OK);
+    kr_report *r = report(KR_VERDICT_PASSED, 1, 0);
+    double v;
+    assert_int_equal(kr_reward_score(w, r, &v), KR_OK);
+    NEAR(v, -0.15);
+    /* a term returning NaN: an error naming it, or the fallback */
+    assert_int_equal(kr_reward_add(w, "plugin_nan", NULL, 1, KR_GATE_ALWAYS), KR_OK);
+    assert_int_equal(kr_reward_score(w, r, &v), KR_EPLUGIN);
+    assert_contains(kr_context_errmsg(ctx), "term 'plugin_nan' returned NaN");
+    assert_int_equal(kr_report_term_count(r), 0);
+    kr_reward_set_fallback(w, -7);
+    assert_int_equal(kr_reward_score(w, r, &v), KR_OK);
+    NEAR(v, -7);
+    kr_report_free(r);
+    kr_reward_free(w);
+    kr_reward_new(ctx, &w);
+    assert_int_equal(kr_reward_load_plugin(w, newer), KR_EVERSION);
+    assert_contains(kr_context_errmsg(ctx), "built against a newer libkreward");
+    assert_int_equal(kr_reward_load_plugin(w, "/nonexistent/plugin.so"), KR_ENOTFOUND);
+    kr_reward_free(w);
+    /* plugins from a JSON configuration */
+    char json[4300];
+    snprintf(json, sizeof json, "{\"plugins\": [\"%s\"], \"terms\": [{\"term\": \"plugin_lines\", \"weight\": 10}]}", path);
+    assert_int_equal(kr_reward_from_json(ctx, &w, json, 0), KR_OK);
+    r = report(KR_VERDICT_PASSED, 1, 0);
+    assert_int_equal(kr_reward_score(w, r, &v), KR_OK);
+    NEAR(v, -1.5);
+    kr_report_free(r);
+    kr_reward_free(w);
+}
+
+static void bad_configurations(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *json;
+        const char *expected;
+    } bad[] = {
+        {"{", "reward configuration:1:"},
+        {"[]", "is a JSON object"},
+        {"{}", "has no terms"},
+        {"{\"terms\": [{\"term\": \"nope\"}]}", "terms[0]: unknown term 'nope'"},
+        {"{\"terms\": [{\"weight\": 1}]}", "needs \"term\""},
+        {"{\"terms\": [{\"term\": \"correct\", \"weight\": \"x\"}]}", "\"weight\" must be a number"},
+        {"{\"terms\": [{\"term\": \"correct\", \"gate\": \"sometimes\"}]}", "\"gate\" is always"},
+        {"{\"terms\": [{\"term\": \"correct\", \"config\": {\"pas\": 1}}]}", "unknown config key 'pas'"},
+        {"{\"terms\": [{\"term\": \"speedup\", \"config\": {\"mode\": \"cubic\"}}]}", "mode must be linear"},
+        {"{\"terms\": [{\"term\": \"speedup\", \"config\": {\"mode\": \"tiers\", \"tiers\": [[2, 1], [1, 2]]}}]}", "rising speedups"},
+        {"{\"terms\": [{\"term\": \"metric\"}]}", "\"metric\" names the report metric"},
+        {"{\"terms\": [{\"term\": \"flags\", \"config\": {\"penalties\": {\"sparkly\": 1}}}]}", "'sparkly' is not a flag"},
+        {"{\"preset\": \"nope\"}", "unknown preset 'nope'"},
+        {"{\"preset\": \"kevin\", \"colour\": 1}", "unknown field 'colour'"},
+        {"{\"version\": 2, \"preset\": \"kevin\"}", "version 2 is not supported"},
+        {"{\"terms\": [{\"term\": \"correct\"}], \"fallback\": \"x\"}", "\"fallback\" must be"},
+        {"{\"terms\": [{\"term\": \"correct\"}], \"flag_overrides\": {\"x\": 1}}", "'x' is not a flag"},
+        {"{\"terms\": [{\"term\": \"correct\", \"term\": \"speedup\"}]}", "duplicate"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        kr_reward *w = (kr_reward *)0x1;
+        int rc = kr_reward_from_json(ctx, &w, bad[i].json, 0);
+        if (rc == KR_OK || !contains(kr_context_errmsg(ctx), bad[i].expected))
+            fail_msg("config %zu: %s \"%s\", expected \"...%s...\"", i, kr_status_name(rc),
+                     kr_context_errmsg(ctx), bad[i].expected);
+        assert_null(w);
+    }
+    /* a term error names the term; the report keeps no partial breakdown */
+    kr_reward *w;
+    assert_int_equal(kr_reward_from_json(ctx, &w, "{\"terms\": [{\"term\": \"speedup\", \"gate\": \"always\", \"config\": {\"mode\": \"log\"}}]}", 0), KR_OK);
+    kr_report *r = report(KR_VERDICT_PASSED, 0, 0);
+    double v;
+    assert_int_equal(kr_reward_score(w, r, &v), KR_EPLUGIN);
+    assert_contains(kr_context_errmsg(ctx), "term 'speedup' failed: the report has no 'speedup'");
+    kr_report_set(r, "speedup", -1);
+    assert_int_equal(kr_reward_score(w, r, &v), KR_EPLUGIN);
+    assert_contains(kr_context_errmsg(ctx), "log needs a positive speedup");
+    kr_report_free(r);
+    kr_reward_free(w);
+}
+
+static void report_by_hand(void **state)
+{
+    (void)state;
+    kr_report *r;
+    kr_report_new(&r);
+    assert_int_equal(kr_report_get(r, "time_us", NULL), KR_ENOTFOUND);
+    assert_int_equal(kr_report_set(r, "time_us", 12.5), KR_OK);
+    assert_int_equal(kr_report_set(r, "time_us", 13), KR_OK);
+    double v;
+    assert_int_equal(kr_report_get(r, "time_us", &v), KR_OK);
+    assert_true(v == 13);
+    assert_int_equal(kr_report_metric_count(r), 1);
+    assert_int_equal(kr_report_set_text(r, "feedback", "hello"), KR_OK);
+    assert_string_equal(kr_report_text(r, "feedback"), "hello");
+    assert_null(kr_report_text(r, "nothing"));
+    assert_int_equal(kr_report_set_verdict(r, 99), KR_EINVAL);
+    assert_string_equal(kr_verdict_name(KR_VERDICT_COMPILE_ERROR), "compile_error");
+    assert_int_equal(kr_verdict_from_name("timeout"), KR_VERDICT_TIMEOUT);
+    assert_string_equal(kr_flag_name(KR_FLAG_RACE), "race");
+    assert_int_equal(kr_flag_from_name("side_stream"), KR_FLAG_SIDE_STREAM);
+    kr_report_set(r, "bad", NAN);
+    char *json;
+    assert_int_equal(kr_report_json(r, &json), KR_OK);
+    assert_contains(json, "\"bad\": null");
+    kr_free(json);
+    kr_report_free(r);
+}
+
+int main(void)
+{
+    ctx = test_context(NULL);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(makora),
+        cmocka_unit_test(kernelgym),
+        cmocka_unit_test(kernelgym_tiers),
+        cmocka_unit_test(cuda_agent_kevin_fast_p),
+        cmocka_unit_test(gates_weights_and_breakdown),
+        cmocka_unit_test(term_versions),
+        cmocka_unit_test(plugins),
+        cmocka_unit_test(bad_configurations),
+        cmocka_unit_test(report_by_hand),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    kr_context_free(ctx);
+    return rc;
+}
