@@ -207,11 +207,10 @@ int main(void)
             continue;
         double cupti, event, wall = 0;
         plain(&it, &cupti, &event);
-        double meds[10], sum = 0;
+        double meds[10];
         for (int rep = 0; rep < 10; rep++) {
             double w;
             meds[rep] = kr_median(&it, KR_BENCH_FAST, 0, &w, 0);
-            sum += meds[rep];
             wall += w;
         }
         kr__summary s;
