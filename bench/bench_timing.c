@@ -64,7 +64,7 @@ typedef struct {
 #define TWICE "// kreward: launch k grid=(cdiv(N,256)) block=(256) args=(a, c, N)\n"             \
     "extern \"C\" __global__ void k(const float* a, float* c, long long n) {\n"                \
     "  long long i = blockIdx.x * 256ll + threadIdx.x;\n"                                         \
-    "  long long h = n / 2;\n"                                                                  \
+    "  long long h = n >> 1;\n"                                                                  \
     "  if (i < n) { float v = a[i] + a[i < h ? i + h : i - h]; if (v == 12345.f) c[0] = v; } }\n"
 
 static const row rows[] = {

@@ -69,6 +69,7 @@ int main(void)
         kr_bench_options bo;
         kr_bench_options_init(&bo, KR_BENCH_OPTIONS_VERSION, KR_BENCH_FAST);
         bo.flags = KR_BENCH_NO_CHECK;
+        r = NULL; /* a fresh report: kr_benchmark adds to an existing one */
         kr_benchmark(ctx, p, prog, plan, &bo, NULL, &r);
         double cand = 0, ref = 0;
         kr_report_get(r, "time_us", &cand);
