@@ -32,5 +32,7 @@ void cli_list_add(cli_list *l, const char *s);
 int cmd_info(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
 int cmd_problem(int argc, char **argv);
+int cmd_evaluate(int argc, char **argv);
+int cmd_suite(int argc, char **argv);
 
 #endif

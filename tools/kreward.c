@@ -12,6 +12,8 @@ static const struct {
     {"info", cmd_info, "what this machine offers: driver, GPUs, NVRTC, CUPTI"},
     {"compile", cmd_compile, "compile a candidate and show its kernels and resources"},
     {"problem", cmd_problem, "show or check a problem spec"},
+    {"evaluate", cmd_evaluate, "compile, verify, time and score one candidate"},
+    {"suite", cmd_suite, "evaluate every candidate of a suite directory"},
 };
 
 static void usage(FILE *to)

@@ -5,6 +5,7 @@
 
 #include "problem.h"
 #include "report.h"
+#include "score.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -110,6 +111,35 @@ typedef struct kr_baseline {
 KR_API int kr_benchmark(kr_context *ctx, const kr_problem *problem, const kr_program *candidate,
                         const kr_plan *plan, const kr_bench_options *opts,
                         const kr_baseline *baseline, kr_report **report);
+
+/* ---- evaluate: all of it in one call ---- */
+
+#define KR_EVALUATE_NO_BENCH 0x1u   /* verify only */
+
+#define KR_EVALUATE_OPTIONS_VERSION 1u
+typedef struct kr_evaluate_options {
+    uint32_t version;                    /* KR_EVALUATE_OPTIONS_VERSION */
+    uint32_t flags;                      /* KR_EVALUATE_* */
+    const kr_compile_options *compile;   /* NULL: defaults */
+    const kr_verify_options *verify;     /* NULL: defaults */
+    const kr_bench_options *bench;       /* NULL: the fast preset */
+    const kr_baseline *baseline;         /* NULL: the problem's reference */
+    kr_reward *reward;                   /* NULL: not scored */
+    const char *name;                    /* the candidate's file name, for messages */
+} kr_evaluate_options;
+
+#define KR_EVALUATE_OPTIONS_INIT { KR_EVALUATE_OPTIONS_VERSION, 0u, NULL, NULL, NULL, NULL, NULL, NULL }
+KR_API int kr_evaluate_options_init(kr_evaluate_options *opts, uint32_t version);
+
+/* The environment step: compile the candidate source, read its launch plan,
+ * verify, benchmark against the baseline, score. Every outcome is a report
+ * (*out is always set): a compile error, a plan that does not fit, a wrong
+ * or faulting kernel are verdicts, and the report's "feedback" text says
+ * what a model should fix. Returns KR_OK when the candidate was judged;
+ * KR_ENODEVICE (verdict not_run, compile checks done) without a GPU; other
+ * errors when the environment failed (the report's message says why). */
+KR_API int kr_evaluate(kr_context *ctx, const kr_problem *problem, const char *source, size_t len,
+                       const kr_evaluate_options *opts, kr_report **out);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,168 @@
+/* Options shared by `kreward evaluate` and `kreward suite`, and summaries. */
+#include "cli_eval.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *eval_options_help(void)
+{
+    return "  --preset fast|precise  timing budget (default fast: RL; precise: leaderboards)\n"
+           "  --reward NAME|FILE     reward preset (makora, kernelgym, kernelgym_default,\n"
+           "                         kernelgym_tiers, cuda_agent, kevin, fast_p) or a JSON\n"
+           "                         configuration file (default makora)\n"
+           "  --seed N               fixed evaluation seed (default: fresh from the OS)\n"
+           "  --no-bench             verify only\n"
+           "  --cache-dir DIR        on-disk compile cache (default $KREWARD_CACHE_DIR)\n"
+           "  --require-gpu          exit 3 when there is no GPU to verify on\n"
+           "  --json                 print the report(s) as JSON\n";
+}
+
+int eval_parse_option(int argc, char **argv, int *i, eval_args *a)
+{
+    const char *s = argv[*i];
+    const char *const with_value[] = {"--preset", "--reward", "--seed", "--cache-dir"};
+    for (size_t k = 0; k < 4; k++) {
+        if (strcmp(s, with_value[k]) != 0)
+            continue;
+        if (*i + 1 >= argc) {
+            fprintf(stderr, "kreward: %s needs a value\n", s);
+            return -1;
+        }
+        const char *v = argv[++*i];
+        if (k == 0) {
+            if (strcmp(v, "fast") && strcmp(v, "precise")) {
+                fprintf(stderr, "kreward: --preset is fast or precise, not '%s'\n", v);
+                return -1;
+            }
+            a->preset = v;
+        } else if (k == 1) {
+            a->reward = v;
+        } else if (k == 2) {
+            char *end;
+            a->seed = strtoull(v, &end, 0);
+            if (*end || !a->seed) {
+                fprintf(stderr, "kreward: --seed takes a non-zero integer\n");
+                return -1;
+            }
+        } else {
+            a->cache_dir = v;
+        }
+        return 1;
+    }
+    if (strcmp(s, "--no-bench") == 0)
+        a->no_bench = 1;
+    else if (strcmp(s, "--json") == 0)
+        a->json = 1;
+    else if (strcmp(s, "--require-gpu") == 0)
+        a->require_gpu = 1;
+    else
+        return 0;
+    return 1;
+}
+
+int eval_prepare(kr_context *ctx, const eval_args *a, eval_setup *s)
+{
+    memset(s, 0, sizeof *s);
+    kr_evaluate_options_init(&s->eval, KR_EVALUATE_OPTIONS_VERSION);
+    kr_verify_options_init(&s->verify, KR_VERIFY_OPTIONS_VERSION);
+    s->verify.seed = a->seed;
+    kr_bench_options_init(&s->bench, KR_BENCH_OPTIONS_VERSION,
+                          a->preset && !strcmp(a->preset, "precise") ? KR_BENCH_PRECISE : KR_BENCH_FAST);
+    s->bench.seed = a->seed;
+    s->eval.verify = &s->verify;
+    s->eval.bench = &s->bench;
+    s->eval.flags = a->no_bench ? KR_EVALUATE_NO_BENCH : 0;
+    const char *reward = a->reward ? a->reward : "makora";
+    int rc;
+    int is_preset = 0;
+    for (const char *const *p = kr_reward_presets(); *p; p++)
+        is_preset |= strcmp(*p, reward) == 0;
+    if (is_preset) {
+        rc = kr_reward_preset(ctx, &s->reward, reward);
+    } else {
+        size_t len;
+        char *text = cli_read_file(reward, &len);
+        if (!text)
+            return -1;
+        rc = kr_reward_from_json(ctx, &s->reward, text, len);
+        free(text);
+    }
+    if (rc != KR_OK) {
+        cli_report_error(ctx, "reward", rc);
+        return -1;
+    }
+    snprintf(s->reward_name, sizeof s->reward_name, "%s", reward);
+    s->eval.reward = s->reward;
+    return 0;
+}
+
+void eval_release(eval_setup *s)
+{
+    kr_reward_free(s->reward);
+    s->reward = NULL;
+}
+
+static double get(const kr_report *r, const char *key)
+{
+    double v = NAN;
+    kr_report_get(r, key, &v);
+    return v;
+}
+
+void eval_print(FILE *to, const kr_report *r, const char *reward_name)
+{
+    const char *problem = kr_report_text(r, "problem"), *cand = kr_report_text(r, "candidate");
+    fprintf(to, "%s / %s: %s\n", problem ? problem : "?", cand ? cand : "candidate",
+            kr_verdict_name(kr_report_verdict(r)));
+    uint64_t flags = kr_report_flags(r);
+    if (flags) {
+        fprintf(to, "  flags:");
+        for (int i = 0; i < 64; i++)
+            if (flags & (1ull << i))
+                fprintf(to, " %s", kr_flag_name(1ull << i));
+        fprintf(to, "\n");
+    }
+    const char *fb = kr_report_text(r, "feedback"), *msg = kr_report_text(r, "message");
+    if (fb)
+        fprintf(to, "  %s\n", fb);
+    else if (msg)
+        fprintf(to, "  %s\n", msg);
+    double t = get(r, "time_us");
+    if (!isnan(t)) {
+        fprintf(to, "  time %.2f us (p10 %.2f, p90 %.2f; %.0f samples)", t, get(r, "time_p10_us"),
+                get(r, "time_p90_us"), get(r, "time_samples"));
+        if (!isnan(get(r, "baseline_us")))
+            fprintf(to, ", baseline %.2f us", get(r, "baseline_us"));
+        fprintf(to, "\n");
+        if (!isnan(get(r, "speedup")))
+            fprintf(to, "  speedup %.3fx [%.3f, %.3f]", get(r, "speedup"), get(r, "speedup_low"),
+                    get(r, "speedup_high"));
+        if (!isnan(get(r, "achieved_gbps")))
+            fprintf(to, "; %.0f GB/s, %.0f %% of the roofline floor", get(r, "achieved_gbps"),
+                    100 * get(r, "roofline_fraction"));
+        fprintf(to, "\n");
+    }
+    if (kr_report_term_count(r)) {
+        fprintf(to, "  reward %.4g (%s):", kr_report_reward(r), reward_name);
+        for (size_t i = 0; i < kr_report_term_count(r); i++)
+            fprintf(to, "%s %s %.4g%s", i ? "," : "", kr_report_term_name(r, i),
+                    kr_report_term_value(r, i), kr_report_term_counted(r, i) ? "" : " (gated)");
+        fprintf(to, "\n");
+    }
+}
+
+int eval_exit_code(const kr_report *r, int require_gpu)
+{
+    switch (kr_report_verdict(r)) {
+    case KR_VERDICT_PASSED:
+        return EXIT_OK;
+    case KR_VERDICT_NOT_RUN:
+        return require_gpu ? EXIT_ENVIRONMENT : EXIT_OK;
+    case KR_VERDICT_ERROR:
+    case KR_VERDICT_NONE:
+        return EXIT_INTERNAL;
+    default:
+        return EXIT_CANDIDATE;
+    }
+}

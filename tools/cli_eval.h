@@ -1,0 +1,39 @@
+/* Options shared by `kreward evaluate` and `kreward suite`, and the
+ * human-readable summary of a report. */
+#ifndef KREWARD_CLI_EVAL_H
+#define KREWARD_CLI_EVAL_H
+
+#include "cli.h"
+
+typedef struct {
+    const char *preset;      /* fast | precise */
+    const char *reward;      /* preset name or JSON file */
+    const char *cache_dir;
+    uint64_t seed;
+    int no_bench;
+    int json;
+    int require_gpu;
+} eval_args;
+
+/* Consumes one option at argv[*i] if it is an evaluation option: 1 taken,
+ * 0 not one of ours, -1 malformed (message printed). */
+int eval_parse_option(int argc, char **argv, int *i, eval_args *a);
+const char *eval_options_help(void);
+
+/* Builds the options (and reward) for kr_evaluate; -1 with a message. */
+typedef struct {
+    kr_evaluate_options eval;
+    kr_verify_options verify;
+    kr_bench_options bench;
+    kr_reward *reward;
+    char reward_name[256];
+} eval_setup;
+int eval_prepare(kr_context *ctx, const eval_args *a, eval_setup *s);
+void eval_release(eval_setup *s);
+
+/* Multi-line summary for people. */
+void eval_print(FILE *to, const kr_report *r, const char *reward_name);
+/* Exit code for a report: 0 passed, 1 the candidate failed, 0/3 not run. */
+int eval_exit_code(const kr_report *r, int require_gpu);
+
+#endif
