@@ -1,0 +1,22 @@
+// Fast: one block per row, one pass to reduce, one to write.
+// kreward: launch rmsnorm_block grid=(M) block=(256) args=(x, w, y, N, eps)
+extern "C" __global__ void rmsnorm_block(const float* __restrict__ x, const float* __restrict__ w,
+                                         float* __restrict__ y, int n, float eps)
+{
+    __shared__ float scratch[8];
+    const float* in = x + (long long)blockIdx.x * n;
+    float q = 0;
+    for (int j = threadIdx.x; j < n; j += 256)
+        q += in[j] * in[j];
+    for (int off = 16; off > 0; off >>= 1)
+        q += __shfl_xor_sync(0xffffffffu, q, off);
+    if ((threadIdx.x & 31) == 0)
+        scratch[threadIdx.x >> 5] = q;
+    __syncthreads();
+    float t = 0;
+    for (int i = 0; i < 8; i++)
+        t += scratch[i];
+    float inv = rsqrtf(t / n + eps);
+    for (int j = threadIdx.x; j < n; j += 256)
+        y[(long long)blockIdx.x * n + j] = in[j] * inv * w[j];
+}

@@ -1,0 +1,15 @@
+// Fast: a 2D grid (no division), coalesced rows, enough threads in flight.
+// kreward: launch bias_gelu grid=(cdiv(N, 256), min(M, 4096)) block=(256) args=(x, bias, y, M, N)
+extern "C" __global__ void bias_gelu(const float* __restrict__ x, const float* __restrict__ bias,
+                                     float* __restrict__ y, int m, int n)
+{
+    int col = blockIdx.x * 256 + threadIdx.x;
+    if (col >= n)
+        return;
+    float b = bias[col];
+    for (int row = blockIdx.y; row < m; row += gridDim.y) {
+        long long i = (long long)row * n + col;
+        float v = x[i] + b;
+        y[i] = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    }
+}
