@@ -50,7 +50,10 @@ static void open_device(kr_context *ctx)
 {
     const kr__cuda_api *cu = kr__cuda();
     if (ctx->flags & KR_CONTEXT_NO_DEVICE) {
-        kr__strlcpy(ctx->device_why, "disabled by KR_CONTEXT_NO_DEVICE", sizeof ctx->device_why);
+        const char *env = getenv("KREWARD_DEVICE");
+        kr__strlcpy(ctx->device_why, env && !strcmp(env, "none") ? "disabled by KREWARD_DEVICE=none"
+                                                                 : "disabled by KR_CONTEXT_NO_DEVICE",
+                    sizeof ctx->device_why);
         return;
     }
     if (!cu->loaded) {
@@ -105,6 +108,10 @@ int kr_context_new(kr_context **out, const kr_context_options *opts)
         return KR_ENOMEM;
     ctx->device_ordinal = o.device;
     ctx->flags = o.flags;
+    /* KREWARD_DEVICE=none: compile-only, also for programs that cannot pass options */
+    const char *env = getenv("KREWARD_DEVICE");
+    if (env && strcmp(env, "none") == 0)
+        ctx->flags |= KR_CONTEXT_NO_DEVICE;
     ctx->cuda_home = kr__resolve_cuda_home(o.cuda_home);
     ctx->default_arch = kr__strdup(o.default_arch ? o.default_arch : "sm_90a");
     ctx->cache_dir = o.cache_dir && *o.cache_dir ? kr__strdup(o.cache_dir) : NULL;
