@@ -388,12 +388,12 @@ static int measure(bstate *b, double *wall)
         if (b->s[w].active)
             rc = one_sample(b, w, k++ % b->sets, 0);
     kr__trace_discard();
-    while (rc == KR_OK) {
+    for (size_t round = 0; rc == KR_OK; round++) {
         /* both sides walk the same sets in the same order (no side is tied
          * to buffers that happen to sit better in memory), and take turns
          * going first in a round (no side always follows the other) */
-        for (int i = 0; i < 2 && rc == KR_OK; i++) {
-            int w = (int)((b->s[0].n + (size_t)i) & 1);
+        for (size_t i = 0; i < 2 && rc == KR_OK; i++) {
+            int w = (int)((round + i) & 1);
             if (b->s[w].active && b->s[w].n < b->o.max_samples)
                 rc = one_sample(b, w, b->s[w].n % b->sets, 1);
         }

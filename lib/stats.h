@@ -15,7 +15,8 @@ typedef struct kr__summary {
 void kr__summarize(double *v, size_t n, kr__summary *out);
 /* Percentile q in [0,1] of sorted values, linearly interpolated. */
 double kr__percentile(const double *sorted, size_t n, double q);
-/* 95 % interval of median(a)/median(b) by bootstrap (deterministic). */
+/* An interval for median(a)/median(b): the ratio of the medians' own 95 %
+ * order-statistic intervals (conservative). */
 void kr__ratio_interval(const double *a, size_t na, const double *b, size_t nb, double *lo,
                         double *hi);
 

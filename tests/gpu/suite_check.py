@@ -26,5 +26,7 @@ slow_fast = [l for l in lines if l["candidate"].endswith("fast.cu")
              and not (l["report"]["metrics"].get("speedup") or 0) > 1]
 for l in slow_fast:
     print(f"NOT FASTER {l['problem']}/{l['candidate']}: speedup {l['report']['metrics'].get('speedup')}")
+if lines:
+    print("one report's timing:", json.dumps(lines[0]["report"].get("timing"), indent=1)[:3000])
 print(f"{len(lines)} candidates, {len(bad)} unexpected, {len(slow_fast)} fast ones not faster")
 sys.exit(1 if bad or slow_fast or run.returncode not in (0, 1) else 0)
