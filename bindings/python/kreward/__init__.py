@@ -1,0 +1,14 @@
+"""kreward: honest, fast rewards for RL on GPU kernels (binding of libkreward)."""
+from . import _lib
+from .completion import completion_text, extract_code
+from .context import Baseline, Context
+from .core import Plan, Problem, Program, Report
+from .errors import KrewardError
+from .evaluator import Evaluator
+from .reward import Reward, presets
+
+__version__ = _lib.text(_lib.fn.version())
+library_path = _lib.path
+
+__all__ = ["Baseline", "Context", "Evaluator", "KrewardError", "Plan", "Problem", "Program",
+           "Report", "Reward", "completion_text", "extract_code", "presets", "library_path"]

@@ -1,0 +1,115 @@
+"""GPU: PyTorch golden outputs, a Triton kernel, a torch.compile baseline,
+and a trainer adapter, end to end (pytest -m gpu on a GPU machine)."""
+import pytest
+
+import kreward
+from conftest import EXAMPLES
+
+pytestmark = pytest.mark.gpu
+
+SOFTMAX_GOLDEN = {
+    "name": "softmax_torch",
+    "dims": ["M", "N"],
+    "cases": [{"name": "small", "M": 3, "N": 33}, {"name": "odd", "M": 333, "N": 1025},
+              {"name": "large", "M": 8192, "N": 2048, "timing": True}],
+    "tensors": [{"name": "x", "dtype": "f32", "shape": ["M", "N"], "role": "in",
+                 "init": {"dist": "uniform", "low": -20, "high": 20}},
+                {"name": "y", "dtype": "f32", "shape": ["M", "N"], "role": "out",
+                 "tolerance": {"rtol": 1e-4, "atol": 1e-6}}],
+    "reference": {"golden": True},
+    "bytes": "8*M*N",
+}
+
+
+@pytest.fixture
+def gpu():
+    with kreward.Context() as c:
+        yield c
+
+
+def softmax_candidate():
+    src = (EXAMPLES / "l2_softmax" / "candidates" / "fast.cu").read_text()
+    return src
+
+
+def test_torch_golden_end_to_end(gpu):
+    torch = pytest.importorskip("torch")
+    from kreward.torch_interop import golden_from_torch, torch_baseline
+    problem = gpu.parse_problem(SOFTMAX_GOLDEN)
+    golden_from_torch(problem, lambda x: torch.softmax(x, dim=-1))
+    eager = torch_baseline(problem, lambda x: torch.softmax(x, dim=-1), name="torch eager")
+    report = gpu.evaluate(problem, softmax_candidate(), reward="kevin", baseline=eager)
+    print(report.to_json())
+    assert report.verdict == "passed", report.feedback
+    assert report["baseline_us"] > 0 and report["speedup"] > 0
+    # a wrong candidate fails against the torch outputs
+    wrong = (EXAMPLES / "l2_softmax" / "candidates" / "wrong.cu").read_text()
+    bad = gpu.evaluate(problem, wrong, verify_only=True)
+    assert bad.verdict == "incorrect"
+
+
+def test_golden_exception_is_raised(gpu):
+    pytest.importorskip("torch")
+    problem = gpu.parse_problem(SOFTMAX_GOLDEN)
+
+    def broken(request):
+        raise RuntimeError("golden failed on purpose")
+    problem.set_golden(broken)
+    with pytest.raises(RuntimeError, match="golden failed on purpose"):
+        gpu.evaluate(problem, softmax_candidate(), verify_only=True)
+
+
+def test_torch_compile_baseline(gpu):
+    torch = pytest.importorskip("torch")
+    from kreward.torch_interop import torch_baseline
+    problem = gpu.load_problem(str(EXAMPLES / "l3_bias_gelu" / "problem.json"))
+    fn = lambda x, bias: torch.nn.functional.gelu(x + bias)  # noqa: E731
+    compiled = torch_baseline(problem, fn, compile=True)
+    src = (EXAMPLES / "l3_bias_gelu" / "candidates" / "fast.cu").read_text()
+    report = gpu.evaluate(problem, src, baseline=compiled)
+    d = report.to_dict()
+    print(d["timing"])
+    assert report.verdict == "passed"
+    assert d["timing"]["baseline"]["name"] == "torch.compile"
+    assert report["baseline_us"] > 1 and report["speedup"] > 0
+
+
+def test_triton_kernel_end_to_end(gpu):
+    torch = pytest.importorskip("torch")
+    triton = pytest.importorskip("triton")
+    import triton.language as tl
+    from kreward.triton_interop import evaluate_triton
+
+    @triton.jit
+    def add_kernel(a, b, c, n, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(c + offs, tl.load(a + offs, mask=mask) + tl.load(b + offs, mask=mask), mask=mask)
+
+    x = torch.zeros(17, device="cuda")  # 17: no divisibility specialisation for n
+    compiled = add_kernel.warmup(x, x, x, 17, BLOCK=1024, grid=(1,))
+    problem = gpu.load_problem(str(EXAMPLES / "l1_vector_add" / "problem.json"))
+    report = evaluate_triton(gpu, problem, compiled, grid=["cdiv(N, 1024)"], args=["a", "b", "c", "N"],
+                             reward="kernelgym")
+    print(report.to_json())
+    assert report.verdict == "passed", report.feedback
+    assert report["speedup"] > 1
+
+
+def test_trainer_adapter_on_gpu(vadd):
+    from kreward import trainers
+    src = (EXAMPLES / "l1_vector_add" / "candidates" / "fast.cu").read_text()
+    ev = kreward.Evaluator(reward="makora")
+    trainers.set_evaluator(ev)
+    try:
+        out = trainers.compute_score("kernels", f"```cuda\n{src}\n```", vadd)
+        assert out["verdict"] == "passed" and out["score"] > 10
+        f = trainers.make_trl_reward(problem=vadd)
+        wrong = (EXAMPLES / "l1_vector_add" / "candidates" / "wrong.cu").read_text()
+        scores = f(prompts=["p", "p"], completions=[f"```cuda\n{src}\n```", f"```cuda\n{wrong}\n```"],
+                   completion_ids=None)
+        assert scores[0] > 10 and scores[1] == -5
+    finally:
+        trainers.set_evaluator(None)
+        ev.close()
