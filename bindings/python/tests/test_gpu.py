@@ -13,7 +13,7 @@ SOFTMAX_GOLDEN = {
     "cases": [{"name": "small", "M": 3, "N": 33}, {"name": "odd", "M": 333, "N": 1025},
               {"name": "large", "M": 8192, "N": 2048, "timing": True}],
     "tensors": [{"name": "x", "dtype": "f32", "shape": ["M", "N"], "role": "in",
-                 "init": {"dist": "uniform", "low": -20, "high": 20}},
+                 "init": {"dist": "uniform", "low": -100, "high": 100}},
                 {"name": "y", "dtype": "f32", "shape": ["M", "N"], "role": "out",
                  "tolerance": {"rtol": 1e-4, "atol": 1e-6}}],
     "reference": {"golden": True},
