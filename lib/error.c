@@ -57,28 +57,31 @@ static void set_detail(kr_context *ctx, const char *detail)
     ctx->errdetail = detail ? kr__strdup(detail) : NULL;
 }
 
-int kr__fail(kr_context *ctx, int code, const char *fmt, ...)
+static int vfail(kr_context *ctx, int code, const char *detail, const char *fmt, va_list ap)
 {
     if (!ctx)
         return code;
+    vsnprintf(ctx->errmsg, sizeof ctx->errmsg, fmt, ap);
+    set_detail(ctx, detail);
+    return code;
+}
+
+int kr__fail(kr_context *ctx, int code, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ctx->errmsg, sizeof ctx->errmsg, fmt, ap);
+    int rc = vfail(ctx, code, NULL, fmt, ap);
     va_end(ap);
-    set_detail(ctx, NULL);
-    return code;
+    return rc;
 }
 
 int kr__fail_detail(kr_context *ctx, int code, const char *detail, const char *fmt, ...)
 {
-    if (!ctx)
-        return code;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ctx->errmsg, sizeof ctx->errmsg, fmt, ap);
+    int rc = vfail(ctx, code, detail, fmt, ap);
     va_end(ap);
-    set_detail(ctx, detail);
-    return code;
+    return rc;
 }
 
 void kr__clear_error(kr_context *ctx)

@@ -235,3 +235,9 @@ def take_string(ptr):
 
 def encode(s):
     return s.encode("utf-8") if isinstance(s, str) else s
+
+
+def write_error(errbuf, size, exc):
+    """Puts an exception's text into a C error buffer (for callbacks)."""
+    msg = f"{type(exc).__name__}: {exc}".encode("utf-8", "replace")[: max(0, size - 1)]
+    ctypes.memmove(errbuf, msg + b"\0", len(msg) + 1)

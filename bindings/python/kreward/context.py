@@ -259,8 +259,7 @@ def _baseline_struct(baseline):
                 return 0
             except BaseException as e:
                 baseline.error = e
-                msg = f"{type(e).__name__}: {e}".encode()[: errsize - 1]
-                ctypes.memmove(errbuf, msg + b"\0", len(msg) + 1)
+                _lib.write_error(errbuf, errsize, e)
                 return 1
         cb = _lib.BASELINE_FN(trampoline)
         keep.append(cb)

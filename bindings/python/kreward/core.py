@@ -162,8 +162,7 @@ class Problem(_Handle):
                 return 0
             except BaseException as e:  # reported through the library, re-raised after
                 problem._golden_error = e
-                msg = f"{type(e).__name__}: {e}".encode()[: req.errbuf_size - 1]
-                ctypes.memmove(req.errbuf, msg + b"\0", len(msg) + 1)
+                _lib.write_error(req.errbuf, req.errbuf_size, e)
                 return 1
 
         self._golden = _lib.GOLDEN_FN(trampoline)

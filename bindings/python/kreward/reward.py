@@ -62,8 +62,7 @@ class Reward(_Handle):
                 return 0
             except BaseException as e:
                 reward._py_error = e
-                msg = f"{type(e).__name__}: {e}".encode()[: errsize - 1]
-                ctypes.memmove(errbuf, msg + b"\0", len(msg) + 1)
+                _lib.write_error(errbuf, errsize, e)
                 return 1
 
         cb = _lib.TERM_EVAL(evaluate)
