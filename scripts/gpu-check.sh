@@ -30,6 +30,11 @@ fi
   meson test -C "$build" --print-errorlogs --num-processes 1 --suite unit --suite abi --suite gpu
 } 2>&1 | tee "$out/tests.log"
 cp "$build/meson-logs/testlog.txt" "$out/testlog.txt" 2>/dev/null
+# what a user sees for one good and one wrong candidate
+for c in fast wrong; do
+  "$build/tools/kreward" evaluate examples/problems/l2_softmax/problem.json \
+    examples/problems/l2_softmax/candidates/$c.cu 2>&1 | tee -a "$out/evaluate.log"
+done
 logs=("$build/meson-logs/testlog.json")
 if [ -d bindings/python/tests ] && python3 -c 'import pytest' 2>/dev/null; then
   KREWARD_LIBRARY=$(ls "$build"/lib/libkreward.so.0) PYTHONPATH=bindings/python \
