@@ -223,9 +223,16 @@ int main(void)
         kr_program_free(it.prog);
         kr_problem_free(it.p);
     }
-    /* L2 flush effect: a kernel reading 40 MB (10M floats) twice */
+    /* L2 flush effect: a kernel reading 40 MB (10M floats) twice. Its output
+     * is one float, so preparing a sample (regenerating the input, poisoning
+     * the output) leaves the input in L2 unless the flush evicts it. */
     item it = {0};
-    row twice = {"read 40 MB twice", P1("10000000", ""), TWICE};
+    row twice = {"read 40 MB twice",
+                 "{\"name\": \"p\", \"dims\": [\"N\"], \"cases\": [{\"N\": 10000000}],"
+                 " \"tensors\": [{\"name\": \"a\", \"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"in\"},"
+                 "  {\"name\": \"c\", \"dtype\": \"f32\", \"shape\": [1], \"role\": \"out\"}],"
+                 " \"reference\": {\"golden\": true}}",
+                 TWICE};
     if (load(&twice, &it) == 0) {
         /* one buffer set, so a warm run finds its own input in L2 */
         double cold = kr_median(&it, KR_BENCH_FAST, 0, NULL, 1);
