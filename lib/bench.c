@@ -672,14 +672,11 @@ static int setup(bstate *b, const kr_program *cand, const kr_plan *plan, const k
     if ((rc = bind_side(b, &b->s[0], cand, plan)) != KR_OK)
         return rc;
     if (p->reference_kind == KR_REFERENCE_SOURCE) {
-        kr_program *rp;
-        kr_plan *rplan;
-        if ((rc = kr__reference_build(b->ctx, p, &rp, &rplan)) != KR_OK)
+        rc = kr__reference_bind(b->ctx, p, &b->ref);
+        b->has_ref = 1; /* teardown unbinds whatever the bind left */
+        if (rc != KR_OK)
             return rc;
-        rc = kr__plan_bind(b->ctx, rplan, p, rp, &b->ref);
-        b->ref.program = rp;
-        b->ref.plan = rplan;
-        b->has_ref = 1;
+        const kr_plan *rplan = b->ref.plan;
         for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++)
             if (is_output(p, t))
                 rc = kr__dbuf_alloc(b->ctx, &b->want[t], p->cases[b->c].bytes[t], "a reference copy");
@@ -745,13 +742,7 @@ static void teardown(bstate *b)
     for (size_t i = 0; i < MAX_S; i++)
         kr__dbuf_free(b->ctx, &b->ref_scratch[i]);
     kr__dbuf_free(b->ctx, &b->flush);
-    if (b->has_ref) {
-        kr_program *rp = (kr_program *)b->ref.program;
-        kr_plan *rplan = (kr_plan *)b->ref.plan;
-        kr__plan_unbind(&b->ref);
-        kr_plan_free(rplan);
-        kr_program_free(rp);
-    }
+    kr__reference_unbind(&b->ref);
     if (alive && b->ev_start)
         cu->cuEventDestroy(b->ev_start);
     if (alive && b->ev_stop)

@@ -1,5 +1,6 @@
 /* A problem's reference: compiled program and launch plan. */
 #include "context_impl.h"
+#include "plan_impl.h"
 #include "problem_impl.h"
 #include "reference.h"
 
@@ -46,4 +47,32 @@ int kr_problem_check_reference(kr_context *ctx, const kr_problem *p)
     kr_plan_free(plan);
     kr_program_free(prog);
     return rc;
+}
+
+int kr__reference_bind(kr_context *ctx, const kr_problem *p, kr__bound_plan *out)
+{
+    kr_program *prog;
+    kr_plan *plan;
+    memset(out, 0, sizeof *out);
+    int rc = kr__reference_build(ctx, p, &prog, &plan);
+    if (rc != KR_OK)
+        return rc;
+    rc = kr__plan_bind(ctx, plan, p, prog, out);
+    /* set even on failure, so unbind frees them */
+    out->program = prog;
+    out->plan = plan;
+    return rc;
+}
+
+void kr__reference_unbind(kr__bound_plan *bp)
+{
+    kr_program *prog = (kr_program *)bp->program;
+    kr_plan *plan = (kr_plan *)bp->plan;
+    if (!prog && !plan)
+        return;
+    if (plan)
+        kr__plan_unbind(bp);
+    kr_plan_free(plan);
+    kr_program_free(prog);
+    memset(bp, 0, sizeof *bp);
 }

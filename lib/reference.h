@@ -8,4 +8,10 @@
  * else the source's annotations), checked for every case. */
 int kr__reference_build(kr_context *ctx, const kr_problem *p, kr_program **prog, kr_plan **plan);
 
+/* Builds the reference and binds its plan to the problem; the bound plan
+ * owns the program and the plan until kr__reference_unbind. */
+struct kr__bound_plan;
+int kr__reference_bind(kr_context *ctx, const kr_problem *p, struct kr__bound_plan *out);
+void kr__reference_unbind(struct kr__bound_plan *bp);
+
 #endif

@@ -641,16 +641,9 @@ static int setup_reference(vstate *v)
     if (v->p->num_tensors > MAX_T)
         return kr__fail(v->ctx, KR_EUNSUPPORTED, "at most %d tensors", MAX_T);
     if (v->p->reference_kind == KR_REFERENCE_SOURCE) {
-        kr_program *rp;
-        kr_plan *rplan;
         /* compiled through the cache: the first verify of a problem pays for it */
-        if ((rc = kr__reference_build(v->ctx, v->p, &rp, &rplan)) != KR_OK)
-            return rc;
-        rc = kr__plan_bind(v->ctx, rplan, v->p, rp, &v->ref);
+        rc = kr__reference_bind(v->ctx, v->p, &v->ref);
         v->has_ref = 1;
-        /* the bound plan keeps pointers: the program and plan live until teardown */
-        v->ref.program = rp;
-        v->ref.plan = rplan;
     }
     return rc;
 }
@@ -671,13 +664,7 @@ static int setup(vstate *v, const kr_program *cand, const kr_plan *plan)
 static void teardown(vstate *v)
 {
     kr__plan_unbind(&v->cand);
-    if (v->has_ref) {
-        kr_program *rp = (kr_program *)v->ref.program;
-        kr_plan *rplan = (kr_plan *)v->ref.plan;
-        kr__plan_unbind(&v->ref);
-        kr_plan_free(rplan);
-        kr_program_free(rp);
-    }
+    kr__reference_unbind(&v->ref);
     kr__buf_free(&v->feedback);
 }
 
