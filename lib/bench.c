@@ -32,6 +32,8 @@
 #define MAX_S 64
 #define PROBE_CYCLES 20000
 #define SPIN_TIMEOUT_NS 2000000000ull
+/* relative: the smallest speedup difference the benchmark claims to resolve */
+#define SPEEDUP_RESOLUTION 0.005
 
 enum { SIDE_CANDIDATE = 0, SIDE_BASELINE = 1 };
 
@@ -609,6 +611,12 @@ static void results(bstate *b, kr_report *r, double wall)
     if (b->s[1].active && n[0] && n[1]) {
         double lo, hi;
         kr__ratio_interval(times[1], n[1], times[0], n[0], &lo, &hi);
+        /* sampling cannot see systematic differences: a kernel timed against
+         * itself came out 0.2 % apart on the H200 (each side writes its own
+         * output buffers, placed differently), so the interval is widened
+         * by a resolution below which no speedup is claimed */
+        lo *= 1 - SPEEDUP_RESOLUTION;
+        hi *= 1 + SPEEDUP_RESOLUTION;
         kr_report_set(r, "speedup", sum[1].median / sum[0].median);
         kr_report_set(r, "speedup_low", lo);
         kr_report_set(r, "speedup_high", hi);
