@@ -612,8 +612,10 @@ static void results(bstate *b, kr_report *r, double wall)
         double lo, hi;
         kr__ratio_interval(times[1], n[1], times[0], n[0], &lo, &hi);
         /* sampling cannot see systematic differences: a kernel timed against
-         * itself came out 0.2 % apart on the H200 (each side writes its own
-         * output buffers, placed differently), so the interval is widened
+         * itself came out 0.2 % apart on the H200, twice (likely cause: each
+         * side writes its own output buffers, placed differently; they cannot
+         * be shared, or a stale-output candidate would pass the timed checks),
+         * so the interval is widened
          * by a resolution below which no speedup is claimed */
         lo *= 1 - SPEEDUP_RESOLUTION;
         hi *= 1 + SPEEDUP_RESOLUTION;
