@@ -615,8 +615,8 @@ static void results(bstate *b, kr_report *r, double wall)
          * itself came out 0.2 % apart on the H200, twice (likely cause: each
          * side writes its own output buffers, placed differently; they cannot
          * be shared, or a stale-output candidate would pass the timed checks),
-         * so the interval is widened
-         * by a resolution below which no speedup is claimed */
+         * so the interval is widened by a resolution below which no speedup
+         * is claimed */
         lo *= 1 - SPEEDUP_RESOLUTION;
         hi *= 1 + SPEEDUP_RESOLUTION;
         kr_report_set(r, "speedup", sum[1].median / sum[0].median);
