@@ -6,7 +6,9 @@
 
 #include <string.h>
 
-int kr__reference_build(kr_context *ctx, const kr_problem *p, kr_program **prog, kr_plan **plan)
+/* Compiles the reference source and reads its plan (JSON from the problem,
+ * else the source's annotations), checked for every case. */
+static int reference_build(kr_context *ctx, const kr_problem *p, kr_program **prog, kr_plan **plan)
 {
     *prog = NULL;
     *plan = NULL;
@@ -43,7 +45,7 @@ int kr_problem_check_reference(kr_context *ctx, const kr_problem *p)
         return KR_OK;
     kr_program *prog;
     kr_plan *plan;
-    int rc = kr__reference_build(ctx, p, &prog, &plan);
+    int rc = reference_build(ctx, p, &prog, &plan);
     kr_plan_free(plan);
     kr_program_free(prog);
     return rc;
@@ -54,7 +56,7 @@ int kr__reference_bind(kr_context *ctx, const kr_problem *p, kr__bound_plan *out
     kr_program *prog;
     kr_plan *plan;
     memset(out, 0, sizeof *out);
-    int rc = kr__reference_build(ctx, p, &prog, &plan);
+    int rc = reference_build(ctx, p, &prog, &plan);
     if (rc != KR_OK)
         return rc;
     rc = kr__plan_bind(ctx, plan, p, prog, out);
