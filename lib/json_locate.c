@@ -16,6 +16,16 @@ static void ws(scan *sc)
         sc->pos++;
 }
 
+/* Skips white space, then the one character c: 0, or -1 where c is not next. */
+static int expect(scan *sc, char c)
+{
+    ws(sc);
+    if (sc->pos >= sc->len || sc->s[sc->pos] != c)
+        return -1;
+    sc->pos++;
+    return 0;
+}
+
 static int skip_string(scan *sc)
 {
     if (sc->pos >= sc->len || sc->s[sc->pos] != '"')
@@ -69,47 +79,31 @@ static int skip_value(scan *sc)
 /* Moves to the value of `key` in the object starting at pos. */
 static int enter_key(scan *sc, const char *key, size_t klen)
 {
-    ws(sc);
-    if (sc->pos >= sc->len || sc->s[sc->pos] != '{')
+    if (expect(sc, '{') != 0)
         return -1;
-    sc->pos++;
     for (;;) {
         ws(sc);
-        if (sc->pos >= sc->len || sc->s[sc->pos] != '"')
-            return -1;
         size_t start = sc->pos + 1;
-        if (skip_string(sc) != 0)
+        if (skip_string(sc) != 0) /* also where the key is not a string */
             return -1;
         size_t n = sc->pos - 1 - start;
-        ws(sc);
-        if (sc->pos >= sc->len || sc->s[sc->pos] != ':')
+        if (expect(sc, ':') != 0)
             return -1;
-        sc->pos++;
         ws(sc);
         if (n == klen && memcmp(sc->s + start, key, klen) == 0)
             return 0;
-        if (skip_value(sc) != 0)
+        if (skip_value(sc) != 0 || expect(sc, ',') != 0)
             return -1;
-        ws(sc);
-        if (sc->pos >= sc->len || sc->s[sc->pos] != ',')
-            return -1;
-        sc->pos++;
     }
 }
 
 static int enter_index(scan *sc, long index)
 {
-    ws(sc);
-    if (sc->pos >= sc->len || sc->s[sc->pos] != '[')
+    if (expect(sc, '[') != 0)
         return -1;
-    sc->pos++;
     for (long i = 0; i < index; i++) {
-        if (skip_value(sc) != 0)
+        if (skip_value(sc) != 0 || expect(sc, ',') != 0)
             return -1;
-        ws(sc);
-        if (sc->pos >= sc->len || sc->s[sc->pos] != ',')
-            return -1;
-        sc->pos++;
     }
     ws(sc);
     return sc->pos < sc->len && sc->s[sc->pos] != ']' ? 0 : -1;
