@@ -172,9 +172,9 @@ KR_GEN_FN double kr_gen_exp(double x)
     return t * KR_GEN_U2D((kr_u64)(k + 1023) << 52);
 }
 
-/* cos(2 pi u) for u in [0, 1): quadrant from u, then Taylor polynomials of
- * sin and cos on [0, pi/2) (to x^21 and x^22: error below 1e-16). */
-/* and sin(2 pi u) into *sin_out */
+/* cos(2 pi u) for u in [0, 1), and sin(2 pi u) into *sin_out: quadrant from
+ * u, then Taylor polynomials of sin and cos on [0, pi/2) (to x^21 and x^22:
+ * error below 1e-16). */
 KR_GEN_FN double kr_gen_cossin2pi(double u, double *sin_out)
 {
     double q4 = u * 4.0;
