@@ -5,8 +5,8 @@
  * a memory cache hit, a disk cache hit (fresh context, memory cache off).
  * Medians over several runs; prints one table. Targets (issue 2): memory
  * hit <= 50 us, disk hit <= 2 ms, cold overhead <= 10 %. */
-#include "clock.h"
-#include "nvrtc_api.h"
+#include "common/clock.h"
+#include "driver/nvrtc_api.h"
 
 #include <kreward/kreward.h>
 #include <stdio.h>
@@ -82,7 +82,7 @@ static double timed_compile(kr_context *ctx, const char *src, uint32_t flags, in
     o.flags = flags;
     kr_program *p;
     double t0 = kr__now();
-    int rc = kr_compile(ctx, &p, src, 0, &o);
+    int rc = kr_compile(&p, ctx, src, 0, &o);
     double dt = kr__now() - t0;
     if (rc != KR_OK || (expect_cache >= 0 && kr_program_cache_result(p) != expect_cache)) {
         fprintf(stderr, "unexpected compile result: %s\n", kr_context_errmsg(ctx));

@@ -2,9 +2,9 @@
  * for f32 uniform on an H200), against a device-to-device copy of the same
  * size (the memory ceiling, counted as bytes written) and the host
  * generator (the alternative for golden inputs). */
-#include "clock.h"
-#include "dtype.h"
-#include "gpu.h"
+#include "common/clock.h"
+#include "common/dtype.h"
+#include "engine/engine.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,11 +13,11 @@
 static double time_gpu(kr_context *ctx, CUdeviceptr d, uint64_t n, const kr_gen_dist *dist, int reps)
 {
     kr__k_generate(ctx, d, n, dist, 1, 0); /* warm */
-    kr__gpu_wait(ctx, 60, "warm");
+    kr__engine_wait(ctx, 60, "warm");
     double t0 = kr__now();
     for (int i = 0; i < reps; i++)
         kr__k_generate(ctx, d, n, dist, (uint64_t)i + 2, 0);
-    kr__gpu_wait(ctx, 60, "bench");
+    kr__engine_wait(ctx, 60, "bench");
     return (kr__now() - t0) / reps;
 }
 
@@ -28,8 +28,8 @@ int main(void)
         printf("bench_inputs: needs a GPU (skipped)\n");
         return 0;
     }
-    kr__gpu *g;
-    if (kr__gpu_get(ctx, &g) != KR_OK) {
+    kr__engine *g;
+    if (kr__engine_get(ctx, &g) != KR_OK) {
         printf("bench_inputs: %s\n", kr_context_errmsg(ctx));
         return 1;
     }
@@ -39,11 +39,11 @@ int main(void)
     kr__cuda()->cuMemAlloc(&d2, bytes);
     /* the ceiling: a copy writes `bytes` and reads as many */
     kr__cuda()->cuMemcpyDtoDAsync(d2, d, bytes, g->stream);
-    kr__gpu_wait(ctx, 60, "copy");
+    kr__engine_wait(ctx, 60, "copy");
     double t0 = kr__now();
     for (int i = 0; i < 10; i++)
         kr__cuda()->cuMemcpyDtoDAsync(d2, d, bytes, g->stream);
-    kr__gpu_wait(ctx, 60, "copy");
+    kr__engine_wait(ctx, 60, "copy");
     double copy = (kr__now() - t0) / 10;
     printf("GPU input generation, 1 GiB per tensor (H200: goal >= 1000 GB/s for f32 uniform)\n\n");
     printf("| dtype | dist | GPU GB/s written | vs copy (write GB/s %.0f) | host GB/s (1 core) | GPU/host |\n",

@@ -3,7 +3,7 @@
  * (the floor: what a trainer would write inline). */
 #include <kreward/kreward.h>
 
-#include "clock.h"
+#include "common/clock.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -29,13 +29,13 @@ int main(void)
     printf("| preset | terms | ns per report | ns per term |\n|---|---|---|---|\n");
     for (const char *const *p = kr_reward_presets(); *p; p++) {
         kr_reward *w;
-        if (kr_reward_preset(ctx, &w, *p) != KR_OK)
+        if (kr_reward_preset(&w, ctx, *p) != KR_OK)
             return 1;
         double v, best = 1e9;
         for (int rep = 0; rep < 5; rep++) {
             double t0 = kr__now();
             for (int i = 0; i < 200000; i++)
-                kr_reward_score(w, r, &v);
+                kr_reward_score(&v, w, r);
             double dt = (kr__now() - t0) / 200000;
             best = dt < best ? dt : best;
         }
@@ -50,9 +50,9 @@ int main(void)
         double t0 = kr__now();
         for (int i = 0; i < 200000; i++) {
             double s, mem, lines;
-            kr_report_get(r, "speedup", &s);
-            kr_report_get(r, "memory_bytes", &mem);
-            kr_report_get(r, "code_lines", &lines);
+            kr_report_get(&s, r, "speedup");
+            kr_report_get(&mem, r, "memory_bytes");
+            kr_report_get(&lines, r, "code_lines");
             sink += 10 + 5 * log(s) - 0.2 * mem / 1e9 - 0.01 * (lines > 100 ? lines - 100 : 0);
         }
         double dt = (kr__now() - t0) / 200000;

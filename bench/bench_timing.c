@@ -10,11 +10,11 @@
  * (triton.testing.do_bench is compared in bench/timing_vs_do_bench.py.) */
 #include <kreward/kreward.h>
 
-#include "clock.h"
-#include "gpu.h"
-#include "program_impl.h"
-#include "stats.h"
-#include "trace.h"
+#include "common/clock.h"
+#include "engine/engine.h"
+#include "compile/program_impl.h"
+#include "common/stats.h"
+#include "driver/trace.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -85,9 +85,9 @@ typedef struct {
 
 static int load(const row *r, item *it)
 {
-    if (kr_problem_parse(ctx, &it->p, r->problem, strlen(r->problem), "p.json", NULL) != KR_OK ||
-        kr_compile(ctx, &it->prog, r->source, 0, NULL) != KR_OK ||
-        kr_plan_from_source(ctx, &it->plan, r->source, 0, "c.cu") != KR_OK) {
+    if (kr_problem_parse(&it->p, ctx, r->problem, strlen(r->problem), "p.json", NULL) != KR_OK ||
+        kr_compile(&it->prog, ctx, r->source, 0, NULL) != KR_OK ||
+        kr_plan_from_source(&it->plan, ctx, r->source, 0, "c.cu") != KR_OK) {
         fprintf(stderr, "%s: %s\n", r->label, kr_context_errmsg(ctx));
         return -1;
     }
@@ -101,13 +101,14 @@ static double kr_median(item *it, uint32_t preset, uint32_t flags, double *wall,
     o.flags = flags | KR_BENCH_NO_CHECK;
     o.buffer_sets = sets;
     kr_report *r = NULL;
+    kr_report_new(&r);
     double t0 = kr__now();
-    int rc = kr_benchmark(ctx, it->p, it->prog, it->plan, &o, NULL, &r);
+    int rc = kr_benchmark(r, ctx, it->p, it->prog, it->plan, &o, NULL);
     if (wall)
         *wall = kr__now() - t0;
     double v = NAN;
     if (rc == KR_OK)
-        kr_report_get(r, "time_us", &v);
+        kr_report_get(&v, r, "time_us");
     else
         fprintf(stderr, "benchmark: %s\n", kr_context_errmsg(ctx));
     kr_report_free(r);
@@ -119,7 +120,7 @@ static void plain(item *it, double *cupti_us, double *event_us)
 {
     enum { REPS = 50 };
     const kr__cuda_api *cu = kr__cuda();
-    kr__gpu *g = ctx->gpu;
+    kr__engine *g = kr__engine_of(ctx);
     const kr_problem *p = it->p;
     CUdeviceptr bufs[8] = {0}, flush;
     size_t nt = kr_problem_tensor_count(p);
@@ -193,8 +194,8 @@ int main(void)
         printf("bench_timing: needs a GPU (skipped)\n");
         return 0;
     }
-    kr__gpu *g;
-    if (kr__gpu_get(ctx, &g) != KR_OK || !kr__trace_active()) {
+    kr__engine *g;
+    if (kr__engine_get(ctx, &g) != KR_OK || !kr__trace_active()) {
         printf("bench_timing: needs CUPTI tracing (%s)\n", ctx->trace_why);
         return 1;
     }

@@ -4,7 +4,7 @@
  * fresh buffers, canaries, hashes and comparisons. */
 #include <kreward/kreward.h>
 
-#include "clock.h"
+#include "common/clock.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -39,21 +39,23 @@ int main(void)
         kr_problem *p;
         kr_program *prog;
         kr_plan *plan;
-        if (kr_problem_parse(ctx, &p, spec, strlen(spec), "p.json", NULL) != KR_OK ||
-            kr_compile(ctx, &prog, SRC, 0, NULL) != KR_OK ||
-            kr_plan_from_source(ctx, &plan, SRC, 0, "c.cu") != KR_OK) {
+        if (kr_problem_parse(&p, ctx, spec, strlen(spec), "p.json", NULL) != KR_OK ||
+            kr_compile(&prog, ctx, SRC, 0, NULL) != KR_OK ||
+            kr_plan_from_source(&plan, ctx, SRC, 0, "c.cu") != KR_OK) {
             printf("setup failed: %s\n", kr_context_errmsg(ctx));
             return 1;
         }
         kr_verify_options vo = KR_VERIFY_OPTIONS_INIT;
         vo.seeds_per_case = 1;
         kr_report *r = NULL;
-        kr_verify(ctx, p, prog, plan, &vo, &r); /* warm: builtins, reference compile */
+        kr_report_new(&r);
+        kr_verify(r, ctx, p, prog, plan, &vo); /* warm: builtins, reference compile */
         kr_report_free(r);
         double best = 1e9, best2 = 1e9;
         for (int rep = 0; rep < 5; rep++) {
             double t0 = kr__now();
-            kr_verify(ctx, p, prog, plan, &vo, &r);
+            kr_report_new(&r);
+            kr_verify(r, ctx, p, prog, plan, &vo);
             double dt = kr__now() - t0;
             best = dt < best ? dt : best;
             kr_report_free(r);
@@ -61,7 +63,8 @@ int main(void)
         vo.seeds_per_case = 2;
         for (int rep = 0; rep < 3; rep++) {
             double t0 = kr__now();
-            kr_verify(ctx, p, prog, plan, &vo, &r);
+            kr_report_new(&r);
+            kr_verify(r, ctx, p, prog, plan, &vo);
             double dt = kr__now() - t0;
             best2 = dt < best2 ? dt : best2;
             kr_report_free(r);
@@ -69,11 +72,11 @@ int main(void)
         kr_bench_options bo;
         kr_bench_options_init(&bo, KR_BENCH_OPTIONS_VERSION, KR_BENCH_FAST);
         bo.flags = KR_BENCH_NO_CHECK;
-        r = NULL; /* a fresh report: kr_benchmark adds to an existing one */
-        kr_benchmark(ctx, p, prog, plan, &bo, NULL, &r);
+        kr_report_new(&r); /* a fresh report: kr_benchmark adds to an existing one */
+        kr_benchmark(r, ctx, p, prog, plan, &bo, NULL);
         double cand = 0, ref = 0;
-        kr_report_get(r, "time_us", &cand);
-        kr_report_get(r, "baseline_us", &ref);
+        kr_report_get(&cand, r, "time_us");
+        kr_report_get(&ref, r, "baseline_us");
         kr_report_free(r);
         double kernels = (2 * cand + ref) * 1e-3;
         printf("| %.0f | %.2f | %.3f | %.2f | %.2f |\n", sizes[i] * 4 / 1048576.0, best * 1e3,

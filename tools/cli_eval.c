@@ -79,13 +79,13 @@ int eval_prepare(kr_context *ctx, const eval_args *a, eval_setup *s)
     for (const char *const *p = kr_reward_presets(); *p; p++)
         is_preset |= strcmp(*p, reward) == 0;
     if (is_preset) {
-        rc = kr_reward_preset(ctx, &s->reward, reward);
+        rc = kr_reward_preset(&s->reward, ctx, reward);
     } else {
         size_t len;
         char *text = cli_read_file(reward, &len);
         if (!text)
             return -1;
-        rc = kr_reward_from_json(ctx, &s->reward, text, len);
+        rc = kr_reward_from_json(&s->reward, ctx, text, len);
         free(text);
     }
     if (rc != KR_OK) {
@@ -106,7 +106,7 @@ void eval_release(eval_setup *s)
 static double get(const kr_report *r, const char *key)
 {
     double v = NAN;
-    kr_report_get(r, key, &v);
+    kr_report_get(&v, r, key);
     return v;
 }
 

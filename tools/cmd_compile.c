@@ -130,7 +130,7 @@ static void print_text(const kr_program *p, int has_device)
             printf(" params (");
             for (int64_t j = 0; j < np; j++) {
                 uint32_t size = 0;
-                kr_program_kernel_param(p, i, (size_t)j, NULL, &size);
+                kr_program_kernel_param(NULL, &size, p, i, (size_t)j);
                 printf("%s%u", j ? ", " : "", size);
             }
             printf(") bytes;");
@@ -151,8 +151,9 @@ static void print_text(const kr_program *p, int has_device)
 
 static int write_image(const kr_program *p, const char *path)
 {
-    size_t len;
-    const void *img = kr_program_binary(p, &len, NULL);
+    size_t len = 0;
+    const void *img = NULL;
+    kr_program_binary(&img, &len, NULL, p);
     FILE *f = fopen(path, "wb");
     if (!f || fwrite(img, 1, len, f) != len || fclose(f) != 0) {
         fprintf(stderr, "kreward compile: cannot write %s\n", path);
@@ -179,15 +180,15 @@ int cmd_compile(int argc, char **argv)
         return EXIT_USAGE;
     kr_context *ctx = cli_context(a.cache_dir, 0);
     kr_program *prog = NULL;
-    int rc = is_binary_name(a.file) ? kr_program_from_binary(ctx, &prog, src, len, a.file)
-                                    : kr_compile(ctx, &prog, src, len ? len : 1, &a.opts);
+    int rc = is_binary_name(a.file) ? kr_program_from_binary(&prog, ctx, src, len, a.file)
+                                    : kr_compile(&prog, ctx, src, len ? len : 1, &a.opts);
     int exit_code = cli_exit_for(rc);
     if (rc != KR_OK) {
         cli_report_error(ctx, "compile", rc);
     } else {
         if (a.json) {
             char *json = NULL;
-            kr_program_json(prog, &json);
+            kr_program_json(&json, prog);
             printf("%s\n", json ? json : "{}");
             kr_free(json);
         } else {

@@ -50,7 +50,7 @@ int cmd_evaluate(int argc, char **argv)
     kr_context *ctx = cli_context(a.cache_dir, 0);
     kr_problem *p = NULL;
     eval_setup s;
-    int rc = kr_problem_load(ctx, &p, files[0]);
+    int rc = kr_problem_load(&p, ctx, files[0]);
     int exit_code = EXIT_OK;
     if (rc != KR_OK) {
         cli_report_error(ctx, "problem", rc);
@@ -61,10 +61,14 @@ int cmd_evaluate(int argc, char **argv)
         const char *base = strrchr(files[1], '/');
         s.eval.name = base ? base + 1 : files[1];
         kr_report *r = NULL;
-        rc = kr_evaluate(ctx, p, src, len, &s.eval, &r);
+        if (kr_report_new(&r) != KR_OK) {
+            fprintf(stderr, "kreward evaluate: out of memory\n");
+            exit(EXIT_INTERNAL);
+        }
+        rc = kr_evaluate(r, ctx, p, src, len, &s.eval);
         if (a.json) {
             char *json = NULL;
-            kr_report_json(r, &json);
+            kr_report_json(&json, r);
             printf("%s\n", json ? json : "{}");
             kr_free(json);
         } else {

@@ -20,7 +20,7 @@ int cmd_info(int argc, char **argv)
     }
     kr_context *ctx = cli_context(NULL, 0);
     char *json = NULL;
-    int rc = kr_context_info_json(ctx, &json);
+    int rc = kr_context_info_json(&json, ctx);
     if (rc != KR_OK) {
         cli_report_error(ctx, "info", rc);
         kr_context_free(ctx);

@@ -47,7 +47,7 @@ static void show_text(const kr_problem *p)
     printf("\n  tensors:\n");
     for (size_t t = 0; t < kr_problem_tensor_count(p); t++) {
         double rtol, atol;
-        kr_problem_tensor_tolerance(p, t, &rtol, &atol);
+        kr_problem_tensor_tolerance(&rtol, &atol, p, t);
         printf("    %-12s %-8s %-5s", kr_problem_tensor_name(p, t),
                kr_dtype_name(kr_problem_tensor_dtype(p, t)), role_text(kr_problem_tensor_role(p, t)));
         if (kr_problem_tensor_role(p, t) != KR_ROLE_IN)
@@ -109,7 +109,7 @@ static int coverage_warnings(const kr_problem *p)
 static int check_reference(kr_context *ctx, const char *path)
 {
     kr_problem *p = NULL;
-    int rc = kr_problem_load(ctx, &p, path);
+    int rc = kr_problem_load(&p, ctx, path);
     if (rc != KR_OK) {
         cli_report_error(ctx, "problem", rc);
         return cli_exit_for(rc);
@@ -129,7 +129,7 @@ static int check_reference(kr_context *ctx, const char *path)
     coverage_warnings(p);
     if (exit_code == EXIT_OK) {
         char *summary = NULL;
-        rc = kr_problem_sanity(ctx, p, &summary);
+        rc = kr_problem_sanity(&summary, ctx, p);
         if (summary)
             printf("%s", summary);
         kr_free(summary);
@@ -176,14 +176,14 @@ int cmd_problem(int argc, char **argv)
         exit_code = check_reference(ctx, file);
     } else {
         kr_problem *p = NULL;
-        int rc = kr_problem_load(ctx, &p, file);
+        int rc = kr_problem_load(&p, ctx, file);
         if (rc != KR_OK) {
             cli_report_error(ctx, "problem", rc);
             exit_code = cli_exit_for(rc);
         } else {
             if (json) {
                 char *text = NULL;
-                kr_problem_json(p, &text);
+                kr_problem_json(&text, p);
                 printf("%s\n", text ? text : "{}");
                 kr_free(text);
             } else {

@@ -84,18 +84,19 @@ static void worker(const eval_args *a, const char *problem_path, const char *can
     eval_setup s;
     size_t len;
     char *src = cli_read_file(cand_path, &len);
-    int rc = kr_problem_load(ctx, &p, problem_path);
+    if (kr_report_new(&r) != KR_OK)
+        _exit(EXIT_INTERNAL);
+    int rc = kr_problem_load(&p, ctx, problem_path);
     if (rc == KR_OK && src && eval_prepare(ctx, a, &s) == 0) {
         s.eval.name = cand_name;
-        kr_evaluate(ctx, p, src, len, &s.eval, &r);
+        kr_evaluate(r, ctx, p, src, len, &s.eval);
         eval_release(&s);
     } else {
-        kr_report_new(&r);
         kr_report_set_verdict(r, KR_VERDICT_ERROR);
         kr_report_set_text(r, "message", src ? kr_context_errmsg(ctx) : "cannot read the candidate");
     }
     char *json = NULL;
-    kr_report_json(r, &json);
+    kr_report_json(&json, r);
     size_t n = json ? strlen(json) : 0, off = 0;
     while (off < n) {
         ssize_t w = write(fd, json + off, n - off);

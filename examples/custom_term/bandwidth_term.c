@@ -46,7 +46,7 @@ static int bandwidth_evaluate(void *state, const kr_report *r, double *value, ch
 {
     const bandwidth_state *s = state;
     double got, peak;
-    if (kr_report_get(r, "achieved_gbps", &got) != KR_OK || kr_report_get(r, "peak_gbps", &peak) != KR_OK) {
+    if (kr_report_get(&got, r, "achieved_gbps") != KR_OK || kr_report_get(&peak, r, "peak_gbps") != KR_OK) {
         snprintf(err, n, "needs achieved_gbps and peak_gbps (the problem must give \"bytes\")");
         return 1;
     }

@@ -1,8 +1,24 @@
-/* libkreward: status codes, export macro, versions and memory ownership.
+/* libkreward: status codes, export macro, versions, element types, memory
+ * ownership, and the conventions every other header follows.
  *
- * Every public call returns an int status: 0 (KR_OK) on success, a negative
- * KR_E* code on failure. The numeric values are part of the ABI and never
- * change or get reused; new codes are only appended. */
+ * Conventions (docs/api.md says more):
+ * - Every call that can fail returns an int status: 0 (KR_OK) or a negative
+ *   KR_E* code. The numeric values are ABI: never changed, never reused.
+ * - A pointer the library writes a result through comes first: the new
+ *   handle (kr_x **out), the JSON text (char **json_out), the number. An
+ *   engine verb (verify, benchmark, evaluate) writes into the report it is
+ *   given, which comes first too. The handle acted on follows; inputs last.
+ *   On failure *out is NULL, never a half-built object.
+ * - kr_<object>_free(NULL) does nothing. Strings the library allocates for
+ *   the caller are freed with kr_free; `const char *` results belong to the
+ *   handle they came from and live as long as it does.
+ * - Versioned structs begin with `uint32_t version`. Fields are only ever
+ *   appended, with a version bump; the library accepts any version up to its
+ *   own and reads only the prefix the caller's version had, so a program
+ *   built against an older header keeps working. A newer version than the
+ *   library knows is refused with KR_EVERSION.
+ * - Enumerations are passed as `int` to and from functions, and stored as
+ *   `uint32_t` in versioned structs (a fixed size whatever the compiler). */
 #ifndef KREWARD_COMMON_H
 #define KREWARD_COMMON_H
 
@@ -47,7 +63,7 @@ enum kr_status {
 
 /* Text for a status code; never NULL, also for unknown codes. */
 KR_API const char *kr_strerror(int code);
-/* Symbolic name of a status code, e.g. "KR_EPARSE". */
+/* Symbolic name of a status code, e.g. "KR_EPARSE"; "KR_UNKNOWN" for others. */
 KR_API const char *kr_status_name(int code);
 
 /* "MAJOR.MINOR.PATCH" of the library that is loaded. */
@@ -57,12 +73,32 @@ KR_API uint32_t kr_version_number(void);
 
 /* Version of the ABI (bumped only with the soname). A binding compares it with
  * KR_ABI_VERSION it was written for. */
-#define KR_ABI_VERSION 0u
+#define KR_ABI_VERSION 1u
 KR_API uint32_t kr_abi_version(void);
 
 /* Frees memory the library handed to the caller (strings, JSON texts).
  * kr_free(NULL) does nothing. */
 KR_API void kr_free(void *ptr);
+
+/* Element types of tensors. Pinned: these numbers appear in reports and in
+ * the input generator. */
+enum kr_dtype {
+    KR_DTYPE_F32 = 1,
+    KR_DTYPE_F16 = 2,
+    KR_DTYPE_BF16 = 3,
+    KR_DTYPE_F64 = 4,
+    KR_DTYPE_I8 = 5,
+    KR_DTYPE_U8 = 6,
+    KR_DTYPE_I32 = 7,
+    KR_DTYPE_I64 = 8,
+    KR_DTYPE_BOOL = 9,
+    KR_DTYPE_FP8_E4M3 = 10,
+    KR_DTYPE_FP8_E5M2 = 11,
+};
+
+/* Name ("f32", ...) and element size in bytes of a dtype; NULL / 0 if unknown. */
+KR_API const char *kr_dtype_name(int dtype);
+KR_API size_t kr_dtype_size(int dtype);
 
 #ifdef __cplusplus
 }

@@ -1,12 +1,20 @@
 /* libkreward: the context handle.
  *
  * A context owns the loaded run-time libraries (libcuda, NVRTC, CUPTI), the
- * chosen device, the compile cache and the last error text. It is created on
- * machines without a GPU too: compile and score work there, and calls that
- * need a device fail with KR_ENODEVICE and say why.
+ * chosen device and the engine's state on it (stream, builtin kernels), the
+ * compile cache and the last error text. It is created on machines without
+ * a GPU too: compile and score work there, and calls that need a device
+ * fail with KR_ENODEVICE and say why.
  *
- * A context is used by one thread at a time. Programs, problems and reports
- * made from it are immutable once created and may be read from any thread. */
+ * Threads: a context and everything that runs through it (compile,
+ * verify, benchmark, evaluate) is used by one thread at a time; use one
+ * context per thread for parallel work. Its compile cache is locked and may
+ * be shared with other processes through cache_dir.
+ *
+ * Lifetimes: programs and rewards made from a context belong to it: free
+ * them before it, and pass them only to calls on it (calls on another
+ * context fail with KR_EINVAL). Problems, plans and reports are values: they
+ * hold no device state and work with any context. */
 #ifndef KREWARD_CONTEXT_H
 #define KREWARD_CONTEXT_H
 
@@ -38,7 +46,8 @@ typedef struct kr_context_options {
 #define KR_CONTEXT_OPTIONS_INIT \
     { KR_CONTEXT_OPTIONS_VERSION, 0, NULL, NULL, (uint64_t)256 << 20, NULL, 0u }
 
-/* Fills *opts with the defaults; version must be KR_CONTEXT_OPTIONS_VERSION. */
+/* Fills the fields that existed in `version` (<= KR_CONTEXT_OPTIONS_VERSION)
+ * with their defaults. */
 KR_API int kr_context_options_init(kr_context_options *opts, uint32_t version);
 
 /* Creates a context. opts may be NULL for the defaults. Fails only for bad
@@ -62,7 +71,7 @@ KR_API const char *kr_context_arch(const kr_context *ctx);
  * kr_free: driver (loaded, version, why not), devices (count, names, compute
  * capability, memory, SMs, L2), NVRTC (version, supported archs), CUPTI,
  * CUDA headers, and the cache. */
-KR_API int kr_context_info_json(kr_context *ctx, char **json_out);
+KR_API int kr_context_info_json(char **json_out, kr_context *ctx);
 
 #ifdef __cplusplus
 }

@@ -1,48 +1,36 @@
-/* libkreward: problems (what a kernel must compute, on what data) and launch
- * plans (how to launch a candidate that is only device code).
+/* libkreward: problems: what a kernel must compute, on what data.
  *
  * A problem is read from JSON (docs/problem-format.md): named dims, several
  * cases (concrete dim values; one is the timing case), tensors with dtype,
  * shape expressions, role, input distribution and output tolerances, typed
  * scalars, and a reference (CUDA source + plan, or golden outputs computed
  * by the caller). Inputs come from a counter-based generator whose values
- * are identical on the GPU and on the host. */
+ * are identical on the GPU and on the host.
+ *
+ * A problem is a value: it holds no device state, may outlive the context
+ * it was parsed with and may be used by several contexts and threads at
+ * once. It is immutable once parsed, except for kr_problem_set_golden,
+ * which must not be called while the problem is in use. */
 #ifndef KREWARD_PROBLEM_H
 #define KREWARD_PROBLEM_H
 
-#include "program.h"
+#include "context.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct kr_problem kr_problem;
-typedef struct kr_plan kr_plan;
-
-/* Pinned: these numbers appear in reports and in the generator. */
-enum kr_dtype {
-    KR_DTYPE_F32 = 1,
-    KR_DTYPE_F16 = 2,
-    KR_DTYPE_BF16 = 3,
-    KR_DTYPE_F64 = 4,
-    KR_DTYPE_I8 = 5,
-    KR_DTYPE_U8 = 6,
-    KR_DTYPE_I32 = 7,
-    KR_DTYPE_I64 = 8,
-    KR_DTYPE_BOOL = 9,
-    KR_DTYPE_FP8_E4M3 = 10,
-    KR_DTYPE_FP8_E5M2 = 11,
-};
 
 enum kr_role { KR_ROLE_IN = 1, KR_ROLE_OUT = 2, KR_ROLE_INOUT = 3 };
 
 enum kr_reference_kind { KR_REFERENCE_SOURCE = 1, KR_REFERENCE_GOLDEN = 2 };
 
 /* Reads a problem from a file; a reference "source" path is relative to it. */
-KR_API int kr_problem_load(kr_context *ctx, kr_problem **out, const char *path);
+KR_API int kr_problem_load(kr_problem **out, kr_context *ctx, const char *path);
 /* Parses a problem from memory. name is used in messages (may be NULL); base_dir
  * resolves a reference source path (NULL: the current directory). */
-KR_API int kr_problem_parse(kr_context *ctx, kr_problem **out, const char *json, size_t len,
+KR_API int kr_problem_parse(kr_problem **out, kr_context *ctx, const char *json, size_t len,
                             const char *name, const char *base_dir);
 KR_API void kr_problem_free(kr_problem *problem);
 
@@ -63,18 +51,18 @@ KR_API const char *kr_problem_tensor_name(const kr_problem *problem, size_t tens
 KR_API int kr_problem_tensor_dtype(const kr_problem *problem, size_t tensor);
 KR_API int kr_problem_tensor_role(const kr_problem *problem, size_t tensor);
 /* Shape of a tensor in a case: writes up to max_dims extents, returns the rank. */
-KR_API size_t kr_problem_tensor_shape(const kr_problem *problem, size_t tensor, size_t case_index,
-                                      int64_t *extents, size_t max_dims);
+KR_API size_t kr_problem_tensor_shape(int64_t *extents, size_t max_dims, const kr_problem *problem,
+                                      size_t tensor, size_t case_index);
 KR_API uint64_t kr_problem_tensor_bytes(const kr_problem *problem, size_t tensor,
                                         size_t case_index);
-KR_API int kr_problem_tensor_tolerance(const kr_problem *problem, size_t tensor, double *rtol,
-                                       double *atol);
+KR_API int kr_problem_tensor_tolerance(double *rtol, double *atol, const kr_problem *problem,
+                                       size_t tensor);
 /* Index of a tensor by name, SIZE_MAX when absent. */
 KR_API size_t kr_problem_find_tensor(const kr_problem *problem, const char *name);
 
 KR_API int kr_problem_reference_kind(const kr_problem *problem);
 /* The parsed problem with every case's sizes, as JSON (caller frees). */
-KR_API int kr_problem_json(const kr_problem *problem, char **json_out);
+KR_API int kr_problem_json(char **json_out, const kr_problem *problem);
 
 /* Compiles the reference (source problems) and checks its plan against its
  * kernels in every case; KR_OK for golden problems. */
@@ -84,18 +72,14 @@ KR_API int kr_problem_check_reference(kr_context *ctx, const kr_problem *problem
  * case, its outputs are not near-constant, and do-nothing outputs (zeros, a
  * constant, a copy of an input) fail the tolerance on at least one case. On
  * KR_OK or KR_EUNSOUND, *summary (caller frees) lists each check. */
-KR_API int kr_problem_sanity(kr_context *ctx, const kr_problem *problem, char **summary);
-
-/* Dtype helpers: name ("f32", ...) and element size in bytes; 0/NULL if unknown. */
-KR_API const char *kr_dtype_name(int dtype);
-KR_API size_t kr_dtype_size(int dtype);
+KR_API int kr_problem_sanity(char **summary, kr_context *ctx, const kr_problem *problem);
 
 /* Fills buf (at least kr_problem_tensor_bytes bytes) with the values the GPU
  * generator produces for this tensor, case and seed: the same bits. Works
  * for input and in-out tensors. */
-KR_API int kr_problem_generate_host(kr_context *ctx, const kr_problem *problem, size_t tensor,
-                                    size_t case_index, uint64_t seed, void *buf,
-                                    size_t buf_bytes);
+KR_API int kr_problem_generate_host(void *buf, size_t buf_bytes, kr_context *ctx,
+                                    const kr_problem *problem, size_t tensor, size_t case_index,
+                                    uint64_t seed);
 /* The generator seed of a tensor for (evaluation seed, case): the value the
  * report records is the evaluation seed; this derives the per-case one. */
 KR_API uint64_t kr_problem_case_seed(uint64_t evaluation_seed, size_t case_index);
@@ -118,33 +102,12 @@ typedef struct kr_golden_request {
     size_t errbuf_size;
 } kr_golden_request;
 typedef int (*kr_golden_fn)(void *user, const kr_golden_request *request);
-/* Sets the callback (NULL clears it). user must outlive the problem's use. */
-KR_API int kr_problem_set_golden(kr_problem *problem, kr_golden_fn fn, void *user);
-
-/* ---- launch plans ---- */
-
-/* Reads the `// kreward: launch ...` and `// kreward: scratch ...` lines of a
- * source. KR_ENOTFOUND when it has none. */
-KR_API int kr_plan_from_source(kr_context *ctx, kr_plan **out, const char *source, size_t len,
-                               const char *name);
-/* Parses a plan given as JSON ({"launches": [...], "scratch": [...]}). */
-KR_API int kr_plan_parse_json(kr_context *ctx, kr_plan **out, const char *json, size_t len,
-                              const char *name);
-KR_API void kr_plan_free(kr_plan *plan);
-KR_API size_t kr_plan_launch_count(const kr_plan *plan);
-KR_API const char *kr_plan_launch_kernel(const kr_plan *plan, size_t launch);
-
-/* Checks a plan against a problem and a program, for every case: names
- * resolve, kernels exist, argument count and sizes match the kernels'
- * parameters, grid/block/shared memory evaluate and fit the device (or the
- * target architecture's limits without one). The first problem found is the
- * context's error, e.g. "plan line 3 (launch k): arg 3 'N' is 8 bytes,
- * kernel parameter 3 is 4 bytes". */
-KR_API int kr_plan_check(kr_context *ctx, const kr_plan *plan, const kr_problem *problem,
-                         const kr_program *program);
-/* The plan as JSON: launches (kernel, grid, block, smem, args as written)
- * and scratch buffers. */
-KR_API int kr_plan_json(const kr_plan *plan, char **json_out);
+/* Sets the callback (fn NULL clears it). The problem owns user from here on:
+ * destroy(user) is called (when not NULL) once the callback is replaced or
+ * the problem is freed. The callback may be called from any thread that
+ * evaluates the problem. */
+KR_API int kr_problem_set_golden(kr_problem *problem, kr_golden_fn fn, void *user,
+                                 void (*destroy)(void *user));
 
 #ifdef __cplusplus
 }

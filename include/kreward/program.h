@@ -5,7 +5,11 @@
  * device exists, what each kernel uses. Programs come from CUDA C++ source
  * through NVRTC (kr_compile) or from a binary another compiler produced, e.g.
  * a Triton cubin (kr_program_from_binary). Compiles are cached by an XXH3-128
- * key over source, options, target, NVRTC version and library version. */
+ * key over source, options, target, NVRTC version and library version.
+ *
+ * A program belongs to the context it was made with (its module is loaded
+ * there): free it before the context, and pass it only to calls on that
+ * context. It is immutable once made and may be read from any thread. */
 #ifndef KREWARD_PROGRAM_H
 #define KREWARD_PROGRAM_H
 
@@ -17,7 +21,7 @@ extern "C" {
 
 typedef struct kr_program kr_program;
 
-#define KR_COMPILE_OPTIONS_VERSION 1u
+#define KR_COMPILE_OPTIONS_VERSION 2u
 typedef struct kr_compile_options {
     uint32_t version;                    /* KR_COMPILE_OPTIONS_VERSION */
     const char *name;                    /* file name shown in the log; NULL: "candidate.cu" */
@@ -36,33 +40,36 @@ typedef struct kr_compile_options {
     uint64_t max_source_bytes;           /* 0: 1 MiB */
     double time_limit_s;                 /* 0: none; cancels through NVRTC's flow callback */
     uint32_t flags;                      /* KR_COMPILE_* */
+    /* version 2 */
+    uint64_t max_log_bytes;              /* compile log kept per program; 0: 64 KiB (the rest is cut) */
 } kr_compile_options;
 
 /* Skip the compile cache (neither read nor written). */
 #define KR_COMPILE_NO_CACHE 0x1u
 
 #define KR_COMPILE_OPTIONS_INIT \
-    { KR_COMPILE_OPTIONS_VERSION, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0, 0, 0, 0.0, 0u }
+    { KR_COMPILE_OPTIONS_VERSION, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0, 0, 0, 0.0, 0u, 0 }
 
+/* Fills the fields that existed in `version` with their defaults. */
 KR_API int kr_compile_options_init(kr_compile_options *opts, uint32_t version);
 
 /* Compiles CUDA C++ source (len bytes; len 0 means NUL-terminated) into a
  * program. On failure *out is NULL, the context's errmsg says what failed and
  * its errdetail holds the NVRTC log. */
-KR_API int kr_compile(kr_context *ctx, kr_program **out, const char *source, size_t len,
+KR_API int kr_compile(kr_program **out, kr_context *ctx, const char *source, size_t len,
                       const kr_compile_options *opts);
 
 /* Wraps a CUBIN (ELF) or PTX text produced elsewhere (e.g. by Triton).
  * name is for messages and may be NULL. PTX is kept as is and JIT-compiled
  * by the driver when loaded. */
-KR_API int kr_program_from_binary(kr_context *ctx, kr_program **out, const void *data, size_t len,
+KR_API int kr_program_from_binary(kr_program **out, kr_context *ctx, const void *data, size_t len,
                                   const char *name);
 
 KR_API void kr_program_free(kr_program *prog);
 
 enum kr_binary_kind { KR_BINARY_CUBIN = 1, KR_BINARY_PTX = 2 };
-/* The image (CUBIN or PTX) and its kind. */
-KR_API const void *kr_program_binary(const kr_program *prog, size_t *len, int *kind);
+/* The image (CUBIN or PTX), its length and kind (any out may be NULL). */
+KR_API int kr_program_binary(const void **data, size_t *len, int *kind, const kr_program *prog);
 KR_API const char *kr_program_log(const kr_program *prog);
 KR_API const char *kr_program_arch(const kr_program *prog);
 /* Seconds NVRTC took for the compile that produced the image (the original
@@ -96,11 +103,11 @@ enum kr_kernel_attr {
  * a device; parameters are read from the CUBIN without one). */
 KR_API int64_t kr_program_kernel_attr(const kr_program *prog, size_t kernel, int attr);
 /* Offset and size in bytes of parameter `param` of kernel `kernel`. */
-KR_API int kr_program_kernel_param(const kr_program *prog, size_t kernel, size_t param,
-                                   uint32_t *offset, uint32_t *size);
+KR_API int kr_program_kernel_param(uint32_t *offset, uint32_t *size, const kr_program *prog,
+                                   size_t kernel, size_t param);
 
 /* Everything above as a JSON object (caller frees with kr_free). */
-KR_API int kr_program_json(const kr_program *prog, char **json_out);
+KR_API int kr_program_json(char **json_out, const kr_program *prog);
 
 #ifdef __cplusplus
 }

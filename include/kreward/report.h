@@ -4,7 +4,11 @@
  *
  * Reports can be created and filled by hand, so reward terms are unit-tested
  * on a machine without a GPU. Metric keys are documented in
- * docs/report-format.md; any other key may be set for custom terms. */
+ * docs/report-format.md; any other key may be set for custom terms.
+ *
+ * One report travels through an evaluation: the engine verbs (kr_verify,
+ * kr_benchmark, kr_evaluate) and kr_reward_score write into the report they
+ * are given. A report is used by one thread at a time. */
 #ifndef KREWARD_REPORT_H
 #define KREWARD_REPORT_H
 
@@ -60,7 +64,7 @@ KR_API uint64_t kr_flag_from_name(const char *name);
 
 /* Named numbers ("time_us", "speedup", "correct", ...). get returns
  * KR_ENOTFOUND when the metric was never set. */
-KR_API int kr_report_get(const kr_report *report, const char *key, double *value);
+KR_API int kr_report_get(double *value, const kr_report *report, const char *key);
 KR_API int kr_report_set(kr_report *report, const char *key, double value);
 KR_API size_t kr_report_metric_count(const kr_report *report);
 KR_API const char *kr_report_metric_name(const kr_report *report, size_t i);
@@ -80,7 +84,7 @@ KR_API double kr_report_term_weight(const kr_report *report, size_t i);
 KR_API int kr_report_term_counted(const kr_report *report, size_t i);    /* 0 when gated off */
 
 /* The whole report as JSON (docs/report-format.md); caller frees. */
-KR_API int kr_report_json(const kr_report *report, char **json_out);
+KR_API int kr_report_json(char **json_out, const kr_report *report);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
 /* libFuzzer: the expression parser and evaluator never crash, overflow
  * silently or read out of bounds. */
-#include "expr.h"
+#include "common/expr.h"
 
 #include <stdint.h>
 #include <stdlib.h>

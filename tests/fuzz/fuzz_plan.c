@@ -28,8 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         kr_context_options o = KR_CONTEXT_OPTIONS_INIT;
         o.flags = KR_CONTEXT_NO_DEVICE;
         if (kr_context_new(&ctx, &o) != KR_OK ||
-            kr_problem_parse(ctx, &problem, PROBLEM, strlen(PROBLEM), "p.json", NULL) != KR_OK ||
-            kr_compile(ctx, &program, KERNELS, 0, NULL) != KR_OK)
+            kr_problem_parse(&problem, ctx, PROBLEM, strlen(PROBLEM), "p.json", NULL) != KR_OK ||
+            kr_compile(&program, ctx, KERNELS, 0, NULL) != KR_OK)
             abort();
     }
     /* length 0 means "NUL-terminated" in the API: hand it a terminated copy */
@@ -37,11 +37,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(text, data, size);
     text[size] = '\0';
     kr_plan *plan = NULL;
-    if (kr_plan_from_source(ctx, &plan, text, size, "fuzz.cu") == KR_OK ||
-        kr_plan_parse_json(ctx, &plan, text, size, "fuzz.json") == KR_OK) {
+    if (kr_plan_from_source(&plan, ctx, text, size, "fuzz.cu") == KR_OK ||
+        kr_plan_parse_json(&plan, ctx, text, size, "fuzz.json") == KR_OK) {
         kr_plan_check(ctx, plan, problem, program);
         char *json = NULL;
-        kr_plan_json(plan, &json);
+        kr_plan_json(&json, plan);
         kr_free(json);
         kr_plan_free(plan);
     }

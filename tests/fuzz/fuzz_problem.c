@@ -19,15 +19,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (memmem(data, size, "source", 6))
         return 0;
     kr_problem *p = NULL;
-    if (kr_problem_parse(ctx, &p, (const char *)data, size, "fuzz.json", NULL) == KR_OK) {
+    if (kr_problem_parse(&p, ctx, (const char *)data, size, "fuzz.json", NULL) == KR_OK) {
         char *json = NULL;
-        kr_problem_json(p, &json);
+        kr_problem_json(&json, p);
         kr_free(json);
         unsigned char buf[4096];
         for (size_t t = 0; t < kr_problem_tensor_count(p); t++)
             if (kr_problem_tensor_role(p, t) != KR_ROLE_OUT &&
                 kr_problem_tensor_bytes(p, t, 0) <= sizeof buf)
-                kr_problem_generate_host(ctx, p, t, 0, 1, buf, sizeof buf);
+                kr_problem_generate_host(buf, sizeof buf, ctx, p, t, 0, 1);
         kr_problem_free(p);
     }
     return 0;

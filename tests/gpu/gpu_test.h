@@ -14,7 +14,7 @@ static inline kr_context *gpu_context_or_skip(void)
         exit(99);
     if (!kr_context_has_device(ctx)) {
         char *info = NULL;
-        kr_context_info_json(ctx, &info);
+        kr_context_info_json(&info, ctx);
         json_t *root = json_loads(info ? info : "{}", 0, NULL);
         const char *why = json_string_value(json_object_get(json_object_get(root, "device"), "why"));
         fprintf(stderr, "SKIP: no usable GPU: %s\n", why ? why : "unknown reason");

@@ -1,7 +1,7 @@
 /* gpu: kr_benchmark measures what it should and cannot be fooled easily. */
 #include "gpu_test.h"
 
-#include "program_impl.h"
+#include "compile/program_impl.h"
 
 #include <math.h>
 
@@ -19,7 +19,7 @@ static kr_context *g_ctx;
 static kr_problem *problem(const char *text)
 {
     kr_problem *p = NULL;
-    if (kr_problem_parse(g_ctx, &p, text, strlen(text), "p.json", NULL) != KR_OK)
+    if (kr_problem_parse(&p, g_ctx, text, strlen(text), "p.json", NULL) != KR_OK)
         fail_msg("%s", kr_context_errmsg(g_ctx));
     return p;
 }
@@ -29,15 +29,15 @@ static kr_report *bench(kr_problem *p, const char *src, const kr_bench_options *
 {
     kr_program *prog;
     kr_plan *plan;
-    if (kr_compile(g_ctx, &prog, src, 0, NULL) != KR_OK)
+    if (kr_compile(&prog, g_ctx, src, 0, NULL) != KR_OK)
         fail_msg("%s\n%s", kr_context_errmsg(g_ctx), kr_context_errdetail(g_ctx));
-    assert_int_equal(kr_plan_from_source(g_ctx, &plan, src, 0, "c.cu"), KR_OK);
+    assert_int_equal(kr_plan_from_source(&plan, g_ctx, src, 0, "c.cu"), KR_OK);
     kr_report *r = NULL;
-    int rc = kr_benchmark(g_ctx, p, prog, plan, o, base, &r);
+    int rc = kr_benchmark((r = test_report()), g_ctx, p, prog, plan, o, base);
     if (rc != KR_OK)
         fail_msg("benchmark: %s", kr_context_errmsg(g_ctx));
     char *json = NULL;
-    kr_report_json(r, &json);
+    kr_report_json(&json, r);
     char *t = strstr(json, "\"timing\"");
     printf("%s\n", t ? t : json);
     kr_free(json);
@@ -49,7 +49,7 @@ static kr_report *bench(kr_problem *p, const char *src, const kr_bench_options *
 static double metric(kr_report *r, const char *key)
 {
     double v = NAN;
-    if (kr_report_get(r, key, &v) != KR_OK)
+    if (kr_report_get(&v, r, key) != KR_OK)
         fail_msg("no metric %s", key);
     return v;
 }
@@ -108,8 +108,8 @@ static void kernel_against_itself(void **state)
     o.max_time_s = 2;
     kr_program *same;
     kr_plan *plan;
-    assert_int_equal(kr_compile(g_ctx, &same, COPY, 0, NULL), KR_OK);
-    assert_int_equal(kr_plan_from_source(g_ctx, &plan, COPY, 0, "c.cu"), KR_OK);
+    assert_int_equal(kr_compile(&same, g_ctx, COPY, 0, NULL), KR_OK);
+    assert_int_equal(kr_plan_from_source(&plan, g_ctx, COPY, 0, "c.cu"), KR_OK);
     kr_baseline base = KR_BASELINE_INIT;
     base.kind = KR_BASELINE_PROGRAM;
     base.program = same;
@@ -157,7 +157,7 @@ static void side_stream_work_is_seen(void **state)
     (void)state;
     kr_problem *p = problem(SPEC("1024", "8*N", "c[i] = a[i]"));
     kr_program *helpers;
-    assert_int_equal(kr_compile(g_ctx, &helpers,
+    assert_int_equal(kr_compile(&helpers, g_ctx,
         "extern \"C\" __global__ void spin(long long cycles, float* a) {\n"
         "  long long t0 = clock64(); while (clock64() - t0 < cycles) { } if (a[0] == 12345.f) a[1] = 0; }\n"
         "extern \"C\" __global__ void tiny(const float* a, float* c) { c[threadIdx.x] = a[threadIdx.x]; }\n",

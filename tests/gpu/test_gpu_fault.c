@@ -24,18 +24,18 @@ static void fault_then_poisoned(void **state)
     kr_problem *p;
     kr_program *prog;
     kr_plan *plan;
-    assert_int_equal(kr_problem_parse(ctx, &p, PROBLEM, strlen(PROBLEM), "p.json", NULL), KR_OK);
-    assert_int_equal(kr_compile(ctx, &prog, CANDIDATE, 0, NULL), KR_OK);
-    assert_int_equal(kr_plan_from_source(ctx, &plan, CANDIDATE, 0, "c.cu"), KR_OK);
+    assert_int_equal(kr_problem_parse(&p, ctx, PROBLEM, strlen(PROBLEM), "p.json", NULL), KR_OK);
+    assert_int_equal(kr_compile(&prog, ctx, CANDIDATE, 0, NULL), KR_OK);
+    assert_int_equal(kr_plan_from_source(&plan, ctx, CANDIDATE, 0, "c.cu"), KR_OK);
     kr_report *r = NULL;
-    assert_int_equal(kr_verify(ctx, p, prog, plan, NULL, &r), KR_OK);
+    assert_int_equal(kr_verify((r = test_report()), ctx, p, prog, plan, NULL), KR_OK);
     printf("%s: %s\n", kr_verdict_name(kr_report_verdict(r)), kr_report_text(r, "message"));
     assert_int_equal(kr_report_verdict(r), KR_VERDICT_FAULT);
     /* CUDA_ERROR_ILLEGAL_ADDRESS or, far outside any mapping, INVALID_ADDRESS_SPACE */
     assert_contains(kr_report_text(r, "message"), "the kernel faulted: ");
     assert_contains(kr_report_text(r, "message"), "ADDRESS");
     kr_report_free(r);
-    assert_int_equal(kr_verify(ctx, p, prog, plan, NULL, &r), KR_EPOISONED);
+    assert_int_equal(kr_verify((r = test_report()), ctx, p, prog, plan, NULL), KR_EPOISONED);
     assert_int_equal(kr_report_verdict(r), KR_VERDICT_ERROR);
     assert_contains(kr_report_text(r, "message"), "unusable after an earlier fault");
     kr_report_free(r);

@@ -2,16 +2,16 @@
  * for every dtype and distribution. */
 #include "gpu_test.h"
 
-#include "dtype.h"
-#include "gpu.h"
+#include "common/dtype.h"
+#include "engine/engine.h"
 
 static kr_context *g_ctx;
 
 static void same_bits(void **state)
 {
     (void)state;
-    kr__gpu *g;
-    assert_int_equal(kr__gpu_get(g_ctx, &g), KR_OK);
+    kr__engine *g;
+    assert_int_equal(kr__engine_get(g_ctx, &g), KR_OK);
     static const unsigned dtypes[] = {KR_GEN_F32, KR_GEN_F16, KR_GEN_BF16, KR_GEN_F64,
                                       KR_GEN_I8, KR_GEN_U8, KR_GEN_I32, KR_GEN_I64,
                                       KR_GEN_BOOL, KR_GEN_FP8_E4M3, KR_GEN_FP8_E5M2};
@@ -41,7 +41,7 @@ static void same_bits(void **state)
             for (uint64_t i = 0; i < n; i++)
                 kr_gen_element(&dist, 0x1234567887654321ull, 5, i, host);
             assert_int_equal(kr__k_generate(g_ctx, d, n, &dist, 0x1234567887654321ull, 5), KR_OK);
-            assert_int_equal(kr__gpu_wait(g_ctx, 30, "generate"), KR_OK);
+            assert_int_equal(kr__engine_wait(g_ctx, 30, "generate"), KR_OK);
             assert_int_equal(kr__cuda()->cuMemcpyDtoH(dev, d, n * (uint64_t)size), CUDA_SUCCESS);
             if (memcmp(host, dev, n * (uint64_t)size) != 0) {
                 uint64_t i = 0;

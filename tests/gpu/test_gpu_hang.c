@@ -3,7 +3,7 @@
  * recovers). A process of its own. */
 #include "gpu_test.h"
 
-#include "clock.h"
+#include "common/clock.h"
 
 #include <unistd.h>
 
@@ -27,21 +27,21 @@ static void hang_times_out(void **state)
     kr_problem *p;
     kr_program *prog;
     kr_plan *plan;
-    assert_int_equal(kr_problem_parse(ctx, &p, PROBLEM, strlen(PROBLEM), "p.json", NULL), KR_OK);
-    assert_int_equal(kr_compile(ctx, &prog, CANDIDATE, 0, NULL), KR_OK);
-    assert_int_equal(kr_plan_from_source(ctx, &plan, CANDIDATE, 0, "c.cu"), KR_OK);
+    assert_int_equal(kr_problem_parse(&p, ctx, PROBLEM, strlen(PROBLEM), "p.json", NULL), KR_OK);
+    assert_int_equal(kr_compile(&prog, ctx, CANDIDATE, 0, NULL), KR_OK);
+    assert_int_equal(kr_plan_from_source(&plan, ctx, CANDIDATE, 0, "c.cu"), KR_OK);
     kr_verify_options o = KR_VERIFY_OPTIONS_INIT;
     o.timeout_s = 1.0;
     kr_report *r = NULL;
     double t0 = kr__now();
-    assert_int_equal(kr_verify(ctx, p, prog, plan, &o, &r), KR_OK);
+    assert_int_equal(kr_verify((r = test_report()), ctx, p, prog, plan, &o), KR_OK);
     double took = kr__now() - t0;
     printf("%s after %.2f s: %s\n", kr_verdict_name(kr_report_verdict(r)), took,
            kr_report_text(r, "message"));
     assert_int_equal(kr_report_verdict(r), KR_VERDICT_TIMEOUT);
     assert_true(took < 5.0);
     kr_report_free(r);
-    assert_int_equal(kr_verify(ctx, p, prog, plan, &o, &r), KR_EPOISONED);
+    assert_int_equal(kr_verify((r = test_report()), ctx, p, prog, plan, &o), KR_EPOISONED);
     kr_report_free(r);
     /* freeing must not block on the hung kernel */
     kr_plan_free(plan);

@@ -23,11 +23,11 @@ static void resources_are_read(void **state)
 {
     (void)state;
     kr_program *p = NULL;
-    int rc = kr_compile(g_ctx, &p, SRC, 0, NULL);
+    int rc = kr_compile(&p, g_ctx, SRC, 0, NULL);
     if (rc != KR_OK)
         fail_msg("%s", kr_context_errmsg(g_ctx));
     char *json = NULL;
-    kr_program_json(p, &json);
+    kr_program_json(&json, p);
     printf("%s\n", json);
     assert_contains(json, "\"loaded\": true");
     kr_free(json);
@@ -46,8 +46,8 @@ static void elf_params_match_driver(void **state)
     (void)state;
     kr_context *cpu = test_context(NULL);
     kr_program *on_gpu = NULL, *from_elf = NULL;
-    assert_int_equal(kr_compile(g_ctx, &on_gpu, SRC, 0, NULL), KR_OK);
-    assert_int_equal(kr_compile(cpu, &from_elf, SRC, 0, NULL), KR_OK);
+    assert_int_equal(kr_compile(&on_gpu, g_ctx, SRC, 0, NULL), KR_OK);
+    assert_int_equal(kr_compile(&from_elf, cpu, SRC, 0, NULL), KR_OK);
     for (size_t k = 0; k < kr_program_kernel_count(on_gpu); k++) {
         const char *name = kr_program_kernel_name(on_gpu, k);
         size_t e = kr_program_find_kernel(from_elf, name);
@@ -55,8 +55,8 @@ static void elf_params_match_driver(void **state)
         assert_int_equal(n, kr_program_kernel_attr(from_elf, e, KR_KERNEL_NUM_PARAMS));
         for (int64_t i = 0; i < n; i++) {
             uint32_t o1, s1, o2, s2;
-            assert_int_equal(kr_program_kernel_param(on_gpu, k, (size_t)i, &o1, &s1), KR_OK);
-            assert_int_equal(kr_program_kernel_param(from_elf, e, (size_t)i, &o2, &s2), KR_OK);
+            assert_int_equal(kr_program_kernel_param(&o1, &s1, on_gpu, k, (size_t)i), KR_OK);
+            assert_int_equal(kr_program_kernel_param(&o2, &s2, from_elf, e, (size_t)i), KR_OK);
             assert_int_equal(o1, o2);
             assert_int_equal(s1, s2);
         }
@@ -73,7 +73,7 @@ static void device_arch_and_info(void **state)
     printf("device arch: %s\n", arch);
     assert_true(strncmp(arch, "sm_", 3) == 0);
     char *info = NULL;
-    assert_int_equal(kr_context_info_json(g_ctx, &info), KR_OK);
+    assert_int_equal(kr_context_info_json(&info, g_ctx), KR_OK);
     assert_contains(info, "\"usable\": true");
     assert_contains(info, "\"multiprocessors\"");
     kr_free(info);
@@ -88,9 +88,9 @@ static void foreign_arch_does_not_load(void **state)
     kr_compile_options_init(&o, KR_COMPILE_OPTIONS_VERSION);
     o.arch = strcmp(kr_context_arch(g_ctx), "sm_75") == 0 ? "sm_90" : "sm_75";
     kr_program *p = NULL;
-    assert_int_equal(kr_compile(g_ctx, &p, SRC, 0, &o), KR_OK);
+    assert_int_equal(kr_compile(&p, g_ctx, SRC, 0, &o), KR_OK);
     char *json = NULL;
-    kr_program_json(p, &json);
+    kr_program_json(&json, p);
     assert_contains(json, "\"loaded\": false");
     assert_contains(json, "load_error");
     kr_free(json);

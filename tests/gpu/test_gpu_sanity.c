@@ -8,9 +8,9 @@ static kr_context *g_ctx;
 static int sanity_of(const char *text, char **summary)
 {
     kr_problem *p = NULL;
-    if (kr_problem_parse(g_ctx, &p, text, strlen(text), "p.json", NULL) != KR_OK)
+    if (kr_problem_parse(&p, g_ctx, text, strlen(text), "p.json", NULL) != KR_OK)
         fail_msg("%s", kr_context_errmsg(g_ctx));
-    int rc = kr_problem_sanity(g_ctx, p, summary);
+    int rc = kr_problem_sanity(summary, g_ctx, p);
     printf("%s\n%s", kr_status_name(rc), *summary ? *summary : kr_context_errmsg(g_ctx));
     kr_problem_free(p);
     return rc;
@@ -76,10 +76,10 @@ static void bundled_examples_are_sound(void **state)
     while (fgets(path, sizeof path, ls)) {
         path[strcspn(path, "\n")] = '\0';
         kr_problem *p = NULL;
-        if (kr_problem_load(g_ctx, &p, path) != KR_OK)
+        if (kr_problem_load(&p, g_ctx, path) != KR_OK)
             fail_msg("%s", kr_context_errmsg(g_ctx));
         char *summary = NULL;
-        int rc = kr_problem_sanity(g_ctx, p, &summary);
+        int rc = kr_problem_sanity(&summary, g_ctx, p);
         if (rc != KR_OK)
             fail_msg("%s: %s\n%s", path, kr_context_errmsg(g_ctx), summary ? summary : "");
         kr_free(summary);

@@ -32,7 +32,7 @@ static const char *ROWSUM =
 static kr_problem *make_problem(const char *text)
 {
     kr_problem *p = NULL;
-    if (kr_problem_parse(g_ctx, &p, text, strlen(text), "p.json", NULL) != KR_OK)
+    if (kr_problem_parse(&p, g_ctx, text, strlen(text), "p.json", NULL) != KR_OK)
         fail_msg("%s", kr_context_errmsg(g_ctx));
     return p;
 }
@@ -59,12 +59,12 @@ static kr_report *judge(kr_problem *p, const char *src)
 {
     kr_program *prog = NULL;
     kr_plan *plan = NULL;
-    if (kr_compile(g_ctx, &prog, src, 0, NULL) != KR_OK)
+    if (kr_compile(&prog, g_ctx, src, 0, NULL) != KR_OK)
         fail_msg("compile: %s\n%s", kr_context_errmsg(g_ctx), kr_context_errdetail(g_ctx));
-    if (kr_plan_from_source(g_ctx, &plan, src, 0, "cand.cu") != KR_OK)
+    if (kr_plan_from_source(&plan, g_ctx, src, 0, "cand.cu") != KR_OK)
         fail_msg("plan: %s", kr_context_errmsg(g_ctx));
     kr_report *r = NULL;
-    int rc = kr_verify(g_ctx, p, prog, plan, NULL, &r);
+    int rc = kr_verify((r = test_report()), g_ctx, p, prog, plan, NULL);
     if (rc != KR_OK)
         fail_msg("verify: %s (%s)", kr_status_name(rc), kr_context_errmsg(g_ctx));
     printf("  -> %s, flags 0x%llx: %s\n", kr_verdict_name(kr_report_verdict(r)),
@@ -80,7 +80,7 @@ static void expect(kr_problem *p, const char *label, const char *src, int verdic
     kr_report *r = judge(p, src);
     if (kr_report_verdict(r) != verdict || (kr_report_flags(r) & flags) != flags) {
         char *json = NULL;
-        kr_report_json(r, &json);
+        kr_report_json(&json, r);
         fail_msg("%s: expected %s with flags 0x%llx, got %s 0x%llx\n%s", label,
                  kr_verdict_name(verdict), (unsigned long long)flags,
                  kr_verdict_name(kr_report_verdict(r)), (unsigned long long)kr_report_flags(r), json);
@@ -118,7 +118,7 @@ static void honest_kernels_pass(void **state)
         "  int i = blockIdx.x * 256 + threadIdx.x; if (i < r) y[i] = acc[i]; }\n");
     assert_int_equal(kr_report_verdict(r), KR_VERDICT_PASSED);
     double v;
-    assert_int_equal(kr_report_get(r, "correct", &v), KR_OK);
+    assert_int_equal(kr_report_get(&v, r, "correct"), KR_OK);
     assert_true(v == 1);
     kr_report_free(r);
 }
@@ -171,7 +171,7 @@ static void feedback_explains(void **state)
     assert_contains(fb, "the last 524288 elements were never written");
     assert_false(contains(fb, "0x")); /* no seeds */
     char *json = NULL;
-    assert_int_equal(kr_report_json(r, &json), KR_OK);
+    assert_int_equal(kr_report_json(&json, r), KR_OK);
     assert_contains(json, "\"seed\": \"0x");
     assert_contains(json, "\"first_mismatches\"");
     kr_free(json);
@@ -201,9 +201,9 @@ static void plan_and_memory_errors(void **state)
     kr_program *prog;
     kr_plan *plan;
     const char *src = K("if (i < n) c[i] = a[i] + b[i];");
-    assert_int_equal(kr_compile(g_ctx, &prog, src, 0, NULL), KR_OK);
-    assert_int_equal(kr_plan_from_source(g_ctx, &plan, src, 0, "c.cu"), KR_OK);
-    int rc = kr_verify(g_ctx, p, prog, plan, NULL, &r);
+    assert_int_equal(kr_compile(&prog, g_ctx, src, 0, NULL), KR_OK);
+    assert_int_equal(kr_plan_from_source(&plan, g_ctx, src, 0, "c.cu"), KR_OK);
+    int rc = kr_verify((r = test_report()), g_ctx, p, prog, plan, NULL);
     printf("huge: %s: %s\n", kr_status_name(rc), kr_report_text(r, "message"));
     assert_int_equal(rc, KR_ENOMEM);
     assert_int_equal(kr_report_verdict(r), KR_VERDICT_ERROR);

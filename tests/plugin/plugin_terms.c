@@ -1,7 +1,7 @@
 /* A reward-term plugin for the tests: one exported entry symbol listing two
  * terms. Built twice: as is, and with PLUGIN_FORMAT raised to pretend it was
  * built against a newer libkreward (it must be refused). */
-#include <kreward/score.h>
+#include <kreward/reward.h>
 
 #include <stdio.h>
 
@@ -13,7 +13,7 @@ static int eval_lines(void *state, const kr_report *r, double *v, char *err, siz
 {
     (void)state;
     double lines;
-    if (kr_report_get(r, "code_lines", &lines) != KR_OK) {
+    if (kr_report_get(&lines, r, "code_lines") != KR_OK) {
         snprintf(err, n, "no code_lines in the report");
         return 1;
     }

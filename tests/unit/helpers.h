@@ -52,6 +52,22 @@ static inline char *kr__strdup_for_test(const char *s)
     return p;
 }
 
+/* A new, empty report (the engine verbs write into one). */
+static inline kr_report *test_report(void)
+{
+    kr_report *r = NULL;
+    assert_int_equal(kr_report_new(&r), KR_OK);
+    return r;
+}
+
+/* A program's image (len and kind may be NULL). */
+static inline const void *image_of(const kr_program *prog, size_t *len, int *kind)
+{
+    const void *data = NULL;
+    assert_int_equal(kr_program_binary(&data, len, kind, prog), KR_OK);
+    return data;
+}
+
 static inline int contains(const char *haystack, const char *needle)
 {
     return haystack && strstr(haystack, needle) != NULL;

@@ -11,7 +11,7 @@ static kr_program *compile_for(kr_context *ctx, const char *arch)
     kr_compile_options_init(&o, KR_COMPILE_OPTIONS_VERSION);
     o.arch = arch;
     kr_program *p = NULL;
-    assert_int_equal(kr_compile(ctx, &p, SRC, 0, &o), KR_OK);
+    assert_int_equal(kr_compile(&p, ctx, SRC, 0, &o), KR_OK);
     return p;
 }
 
@@ -23,7 +23,7 @@ static void expect_params(const kr_program *p, const char *kernel, const uint32_
     assert_int_equal(kr_program_kernel_attr(p, k, KR_KERNEL_NUM_PARAMS), (int64_t)n);
     for (size_t i = 0; i < n; i++) {
         uint32_t off, size;
-        assert_int_equal(kr_program_kernel_param(p, k, i, &off, &size), KR_OK);
+        assert_int_equal(kr_program_kernel_param(&off, &size, p, k, i), KR_OK);
         assert_int_equal(size, sizes[i]);
         assert_int_equal(off, offsets[i]);
     }
@@ -38,9 +38,9 @@ static void cubin_roundtrip(void **state)
     kr_context *ctx = test_context(NULL);
     kr_program *src = compile_for(ctx, "sm_90a");
     size_t len;
-    const void *img = kr_program_binary(src, &len, NULL);
+    const void *img = image_of(src, &len, NULL);
     kr_program *bin = NULL;
-    assert_int_equal(kr_program_from_binary(ctx, &bin, img, len, "mix.cubin"), KR_OK);
+    assert_int_equal(kr_program_from_binary(&bin, ctx, img, len, "mix.cubin"), KR_OK);
     assert_int_equal(kr_program_kernel_count(bin), 2);
     assert_string_equal(kr_program_arch(bin), "sm_90");
     assert_int_equal(kr_program_cache_result(bin), KR_CACHE_SKIPPED);
@@ -57,9 +57,9 @@ static void ptx_roundtrip(void **state)
     kr_context *ctx = test_context(NULL);
     kr_program *src = compile_for(ctx, "compute_90a");
     size_t len;
-    const void *img = kr_program_binary(src, &len, NULL);
+    const void *img = image_of(src, &len, NULL);
     kr_program *bin = NULL;
-    assert_int_equal(kr_program_from_binary(ctx, &bin, img, len, "mix.ptx"), KR_OK);
+    assert_int_equal(kr_program_from_binary(&bin, ctx, img, len, "mix.ptx"), KR_OK);
     assert_string_equal(kr_program_arch(bin), "sm_90a");
     expect_params(bin, "mix", MIX_SIZES, MIX_OFFSETS, 5);
     kr_program_free(src);
@@ -83,7 +83,7 @@ static void ptx_by_hand(void **state)
         ")\n{\n ret;\n}\n";
     kr_context *ctx = test_context(NULL);
     kr_program *p = NULL;
-    assert_int_equal(kr_program_from_binary(ctx, &p, ptx, sizeof ptx - 1, "tri.ptx"), KR_OK);
+    assert_int_equal(kr_program_from_binary(&p, ctx, ptx, sizeof ptx - 1, "tri.ptx"), KR_OK);
     assert_int_equal(kr_program_kernel_count(p), 1);
     static const uint32_t sizes[] = {8, 4, 16, 1}, offsets[] = {0, 8, 16, 32};
     expect_params(p, "tri_kernel", sizes, offsets, 4);
@@ -96,9 +96,9 @@ static void not_a_binary(void **state)
     (void)state;
     kr_context *ctx = test_context(NULL);
     kr_program *p = NULL;
-    assert_int_equal(kr_program_from_binary(ctx, &p, "hello world", 11, "x.bin"), KR_EPARSE);
+    assert_int_equal(kr_program_from_binary(&p, ctx, "hello world", 11, "x.bin"), KR_EPARSE);
     assert_contains(kr_context_errmsg(ctx), "neither a CUBIN");
-    assert_int_equal(kr_program_from_binary(ctx, &p, "", 0, "x.bin"), KR_EINVAL);
+    assert_int_equal(kr_program_from_binary(&p, ctx, "", 0, "x.bin"), KR_EINVAL);
 
     /* an x86-64 ELF is not a CUDA binary */
     size_t n = 0;
@@ -107,21 +107,21 @@ static void not_a_binary(void **state)
     unsigned char head[4096];
     n = fread(head, 1, sizeof head, f);
     fclose(f);
-    assert_int_equal(kr_program_from_binary(ctx, &p, head, n, "exe"), KR_EPARSE);
+    assert_int_equal(kr_program_from_binary(&p, ctx, head, n, "exe"), KR_EPARSE);
     assert_contains(kr_context_errmsg(ctx), "not a CUDA binary");
 
     /* a truncated CUBIN */
     kr_program *src = compile_for(ctx, "sm_90a");
     size_t len;
-    const unsigned char *img = kr_program_binary(src, &len, NULL);
+    const unsigned char *img = image_of(src, &len, NULL);
     for (size_t cut = 16; cut < len; cut += len / 7) {
-        int rc = kr_program_from_binary(ctx, &p, img, cut, "cut.cubin");
+        int rc = kr_program_from_binary(&p, ctx, img, cut, "cut.cubin");
         assert_int_not_equal(rc, KR_OK);
         assert_null(p);
     }
     /* a fatbinary header */
     static const unsigned char fatbin[16] = {0x50, 0xed, 0x55, 0xba, 1, 0, 16, 0};
-    assert_int_equal(kr_program_from_binary(ctx, &p, fatbin, sizeof fatbin, "f.fatbin"),
+    assert_int_equal(kr_program_from_binary(&p, ctx, fatbin, sizeof fatbin, "f.fatbin"),
                      KR_EUNSUPPORTED);
     kr_program_free(src);
     kr_context_free(ctx);
@@ -133,7 +133,7 @@ static void corrupted_cubin_never_crashes(void **state)
     kr_context *ctx = test_context(NULL);
     kr_program *src = compile_for(ctx, "sm_90a");
     size_t len;
-    const unsigned char *img = kr_program_binary(src, &len, NULL);
+    const unsigned char *img = image_of(src, &len, NULL);
     unsigned char *copy = malloc(len);
     srand(7);
     for (int round = 0; round < 300; round++) {
@@ -141,7 +141,7 @@ static void corrupted_cubin_never_crashes(void **state)
         for (int flips = 0; flips < 8; flips++)
             copy[4 + (size_t)rand() % (len - 4)] = (unsigned char)rand();
         kr_program *p = NULL;
-        int rc = kr_program_from_binary(ctx, &p, copy, len, "fuzzed.cubin");
+        int rc = kr_program_from_binary(&p, ctx, copy, len, "fuzzed.cubin");
         assert_true(rc == KR_OK || rc == KR_EPARSE || rc == KR_ENOTFOUND);
         kr_program_free(p);
     }

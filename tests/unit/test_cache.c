@@ -1,7 +1,7 @@
 /* The compile cache: memory LRU, disk entries, corruption, several processes. */
 #include "helpers.h"
 
-#include "cache.h"
+#include "common/cache.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,7 +16,7 @@ static kr_program *compile(kr_context *ctx, const char *const *defines, size_t n
     o.defines = defines;
     o.num_defines = ndef;
     kr_program *p = NULL;
-    int rc = kr_compile(ctx, &p, SRC, 0, &o);
+    int rc = kr_compile(&p, ctx, SRC, 0, &o);
     if (rc != KR_OK)
         fail_msg("compile: %s", kr_context_errmsg(ctx));
     return p;
@@ -36,7 +36,7 @@ static void memory_hit_and_miss(void **state)
     assert_string_equal(kr_program_hash(a), kr_program_hash(b));
     assert_string_not_equal(kr_program_hash(a), kr_program_hash(c));
     size_t la, lb;
-    const void *ia = kr_program_binary(a, &la, NULL), *ib = kr_program_binary(b, &lb, NULL);
+    const void *ia = image_of(a, &la, NULL), *ib = image_of(b, &lb, NULL);
     assert_int_equal(la, lb);
     assert_memory_equal(ia, ib, la);
     assert_int_equal(kr_program_kernel_count(b), 1);
@@ -57,7 +57,7 @@ static void no_cache_flag(void **state)
     kr_compile_options_init(&o, KR_COMPILE_OPTIONS_VERSION);
     o.flags = KR_COMPILE_NO_CACHE;
     kr_program *p = NULL;
-    assert_int_equal(kr_compile(ctx, &p, SRC, 0, &o), KR_OK);
+    assert_int_equal(kr_compile(&p, ctx, SRC, 0, &o), KR_OK);
     assert_int_equal(kr_program_cache_result(p), KR_CACHE_SKIPPED);
     kr_program_free(p);
     kr_context_free(ctx);

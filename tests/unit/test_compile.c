@@ -10,7 +10,7 @@ static const char *ADD_SRC =
 static void compile_ok(kr_context *ctx, const char *src, const kr_compile_options *o,
                        kr_program **out)
 {
-    int rc = kr_compile(ctx, out, src, 0, o);
+    int rc = kr_compile(out, ctx, src, 0, o);
     if (rc != KR_OK)
         fail_msg("compile failed: %s\n%s", kr_context_errmsg(ctx), kr_context_errdetail(ctx));
 }
@@ -27,17 +27,17 @@ static void plain_kernel(void **state)
     assert_int_equal(kr_program_kernel_attr(p, 0, KR_KERNEL_NUM_PARAMS), 4);
     uint32_t sizes[4], offsets[4];
     for (size_t i = 0; i < 4; i++)
-        assert_int_equal(kr_program_kernel_param(p, 0, i, &offsets[i], &sizes[i]), KR_OK);
+        assert_int_equal(kr_program_kernel_param(&offsets[i], &sizes[i], p, 0, i), KR_OK);
     assert_int_equal(sizes[0], 8);
     assert_int_equal(sizes[2], 8);
     assert_int_equal(sizes[3], 4);
     assert_int_equal(offsets[3], 24);
-    assert_int_equal(kr_program_kernel_param(p, 0, 4, NULL, NULL), KR_ENOTFOUND);
+    assert_int_equal(kr_program_kernel_param(NULL, NULL, p, 0, 4), KR_ENOTFOUND);
     /* without a device resources are unknown, never invented */
     assert_int_equal(kr_program_kernel_attr(p, 0, KR_KERNEL_REGISTERS), -1);
     size_t len = 0;
     int kind = 0;
-    const unsigned char *img = kr_program_binary(p, &len, &kind);
+    const unsigned char *img = image_of(p, &len, &kind);
     assert_int_equal(kind, KR_BINARY_CUBIN);
     assert_true(len > 64);
     assert_memory_equal(img, "\177ELF", 4);
@@ -118,11 +118,11 @@ static void defines_reach_the_source(void **state)
     compile_ok(ctx, src, &o, &p);
     kr_program_free(p);
     o.defines = bad;
-    assert_int_equal(kr_compile(ctx, &p, src, 0, &o), KR_ECOMPILE);
+    assert_int_equal(kr_compile(&p, ctx, src, 0, &o), KR_ECOMPILE);
     assert_null(p);
     assert_contains(kr_context_errdetail(ctx), "BLOCK must be 128");
     o.defines = junk;
-    assert_int_equal(kr_compile(ctx, &p, src, 0, &o), KR_EINVAL);
+    assert_int_equal(kr_compile(&p, ctx, src, 0, &o), KR_EINVAL);
     assert_contains(kr_context_errmsg(ctx), "1BLOCK=3");
     kr_context_free(ctx);
 }
@@ -135,7 +135,7 @@ static void syntax_error_has_log_with_line(void **state)
     kr_compile_options_init(&o, KR_COMPILE_OPTIONS_VERSION);
     o.name = "bad.cu";
     kr_program *p = (kr_program *)0x1;
-    int rc = kr_compile(ctx, &p, "extern \"C\" __global__ void f(float* x) {\n  x[0] = 1\n}\n",
+    int rc = kr_compile(&p, ctx, "extern \"C\" __global__ void f(float* x) {\n  x[0] = 1\n}\n",
                         0, &o);
     assert_int_equal(rc, KR_ECOMPILE);
     assert_null(p);
@@ -150,7 +150,7 @@ static void missing_include(void **state)
     (void)state;
     kr_context *ctx = test_context(NULL);
     kr_program *p = NULL;
-    assert_int_equal(kr_compile(ctx, &p, "#include \"no_such_header.cuh\"\n__global__ void f(){}\n",
+    assert_int_equal(kr_compile(&p, ctx, "#include \"no_such_header.cuh\"\n__global__ void f(){}\n",
                                 0, NULL),
                      KR_ECOMPILE);
     assert_contains(kr_context_errdetail(ctx), "no_such_header.cuh");
@@ -162,41 +162,41 @@ static void bad_inputs(void **state)
     (void)state;
     kr_context *ctx = test_context(NULL);
     kr_program *p = NULL;
-    assert_int_equal(kr_compile(ctx, &p, "", 0, NULL), KR_EINVAL);
+    assert_int_equal(kr_compile(&p, ctx, "", 0, NULL), KR_EINVAL);
     assert_contains(kr_context_errmsg(ctx), "empty source");
-    assert_int_equal(kr_compile(ctx, &p, NULL, 0, NULL), KR_EINVAL);
-    assert_int_equal(kr_compile(NULL, &p, ADD_SRC, 0, NULL), KR_EINVAL);
+    assert_int_equal(kr_compile(&p, ctx, NULL, 0, NULL), KR_EINVAL);
+    assert_int_equal(kr_compile(&p, NULL, ADD_SRC, 0, NULL), KR_EINVAL);
 
     static const char junk[] = "\x7f\x45\x4c\x46\x02\x01\x00\x00garbage";
-    assert_int_equal(kr_compile(ctx, &p, junk, sizeof junk - 1, NULL), KR_EPARSE);
+    assert_int_equal(kr_compile(&p, ctx, junk, sizeof junk - 1, NULL), KR_EPARSE);
     assert_contains(kr_context_errmsg(ctx), "binary data");
 
-    assert_int_equal(kr_compile(ctx, &p, "qz!! %% ]] not c++ at all ((", 0, NULL), KR_ECOMPILE);
+    assert_int_equal(kr_compile(&p, ctx, "qz!! %% ]] not c++ at all ((", 0, NULL), KR_ECOMPILE);
 
     kr_compile_options o;
     kr_compile_options_init(&o, KR_COMPILE_OPTIONS_VERSION);
     o.max_source_bytes = 16;
-    assert_int_equal(kr_compile(ctx, &p, ADD_SRC, 0, &o), KR_ETOOBIG);
+    assert_int_equal(kr_compile(&p, ctx, ADD_SRC, 0, &o), KR_ETOOBIG);
     assert_contains(kr_context_errmsg(ctx), "over the limit of 16");
 
     kr_compile_options_init(&o, KR_COMPILE_OPTIONS_VERSION);
     const char *extra[] = {"--no-such-nvrtc-option"};
     o.extra_options = extra;
     o.num_extra_options = 1;
-    assert_int_equal(kr_compile(ctx, &p, ADD_SRC, 0, &o), KR_EINVAL);
+    assert_int_equal(kr_compile(&p, ctx, ADD_SRC, 0, &o), KR_EINVAL);
     assert_contains(kr_context_errmsg(ctx), "option");
 
     kr_compile_options_init(&o, KR_COMPILE_OPTIONS_VERSION);
     o.arch = "sm_13";
-    assert_int_equal(kr_compile(ctx, &p, ADD_SRC, 0, &o), KR_EINVAL);
+    assert_int_equal(kr_compile(&p, ctx, ADD_SRC, 0, &o), KR_EINVAL);
     assert_contains(kr_context_errmsg(ctx), "unknown target architecture 'sm_13'");
     assert_contains(kr_context_errmsg(ctx), "sm_90");
     o.arch = "banana";
-    assert_int_equal(kr_compile(ctx, &p, ADD_SRC, 0, &o), KR_EINVAL);
+    assert_int_equal(kr_compile(&p, ctx, ADD_SRC, 0, &o), KR_EINVAL);
 
     kr_compile_options_init(&o, KR_COMPILE_OPTIONS_VERSION);
     o.version = 99;
-    assert_int_equal(kr_compile(ctx, &p, ADD_SRC, 0, &o), KR_EVERSION);
+    assert_int_equal(kr_compile(&p, ctx, ADD_SRC, 0, &o), KR_EVERSION);
     assert_null(p);
     assert_int_equal(kr_compile_options_init(&o, 99), KR_EVERSION);
     kr_context_free(ctx);
@@ -224,7 +224,7 @@ static void time_limit_cancels(void **state)
     o.time_limit_s = 1e-6;
     o.flags = KR_COMPILE_NO_CACHE;
     kr_program *p = NULL;
-    int rc = kr_compile(ctx, &p,
+    int rc = kr_compile(&p, ctx,
                         "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
                         "extern \"C\" __global__ void k(__half* x) { x[0] = __float2half(1.f); }\n",
                         0, &o);
@@ -244,7 +244,7 @@ static void ptx_target(void **state)
     kr_program *p = NULL;
     compile_ok(ctx, ADD_SRC, &o, &p);
     int kind = 0;
-    const char *text = kr_program_binary(p, NULL, &kind);
+    const char *text = image_of(p, NULL, &kind);
     assert_int_equal(kind, KR_BINARY_PTX);
     assert_contains(text, ".entry add");
     assert_int_equal(kr_program_kernel_attr(p, 0, KR_KERNEL_PARAM_BYTES), 28);
@@ -259,7 +259,7 @@ static void program_json(void **state)
     kr_program *p = NULL;
     compile_ok(ctx, ADD_SRC, NULL, &p);
     char *json = NULL;
-    assert_int_equal(kr_program_json(p, &json), KR_OK);
+    assert_int_equal(kr_program_json(&json, p), KR_OK);
     assert_contains(json, "\"name\": \"add\"");
     assert_contains(json, "\"registers\": null");
     assert_contains(json, "\"cache\": \"miss\"");

@@ -1,7 +1,7 @@
 /* The integer expression evaluator: precedence, cdiv, overflow, errors. */
 #include "helpers.h"
 
-#include "expr.h"
+#include "common/expr.h"
 
 #include <limits.h>
 

@@ -3,9 +3,9 @@
  * produces the same bits.) */
 #include "helpers.h"
 
-#include "dtype.h"
-#include "gpu.h"
-#include "gen/kr_gen.h"
+#include "common/dtype.h"
+#include "engine/engine.h"
+#include "problem/kr_gen.h"
 
 #include <math.h>
 
@@ -256,10 +256,10 @@ static void never_constant(void **state)
                  " \"reference\": {\"golden\": true}}",
                  kr__dtype_name(dtypes[k]));
         kr_problem *p = NULL;
-        assert_int_equal(kr_problem_parse(ctx, &p, spec, strlen(spec), "p.json", NULL), KR_OK);
+        assert_int_equal(kr_problem_parse(&p, ctx, spec, strlen(spec), "p.json", NULL), KR_OK);
         unsigned char buf[8000];
-        assert_int_equal(kr_problem_generate_host(ctx, p, 0, 0, kr_problem_case_seed(99, 0), buf,
-                                                  sizeof buf), KR_OK);
+        assert_int_equal(kr_problem_generate_host(buf, sizeof buf, ctx, p, 0, 0,
+                                                  kr_problem_case_seed(99, 0)), KR_OK);
         int distinct = 0;
         for (int i = 1; i < 1000; i++)
             distinct += kr__dtype_load(dtypes[k], buf, (uint64_t)i) !=
@@ -267,8 +267,8 @@ static void never_constant(void **state)
         if (distinct < (dtypes[k] == KR_DTYPE_BOOL ? 300 : 500))
             fail_msg("%s: only %d changes in 1000 values", kr__dtype_name(dtypes[k]), distinct);
         /* outputs are not generated; small buffers are refused */
-        assert_int_equal(kr_problem_generate_host(ctx, p, 1, 0, 1, buf, sizeof buf), KR_EINVAL);
-        assert_int_equal(kr_problem_generate_host(ctx, p, 0, 0, 1, buf, 10), KR_ETOOBIG);
+        assert_int_equal(kr_problem_generate_host(buf, sizeof buf, ctx, p, 1, 0, 1), KR_EINVAL);
+        assert_int_equal(kr_problem_generate_host(buf, 10, ctx, p, 0, 0, 1), KR_ETOOBIG);
         kr_problem_free(p);
     }
     assert_int_not_equal(kr_problem_case_seed(1, 0), kr_problem_case_seed(1, 1));

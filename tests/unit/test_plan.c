@@ -2,7 +2,7 @@
  * parameters (read from the CUBIN, no GPU) and every case of a problem. */
 #include "helpers.h"
 
-#include "plan_impl.h"
+#include "problem/plan_impl.h"
 
 static const char *PROBLEM =
     "{\"name\": \"p\", \"dims\": [\"M\", \"N\"],\n"
@@ -28,9 +28,9 @@ static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
     f->ctx = test_context(NULL);
-    assert_int_equal(kr_problem_parse(f->ctx, &f->problem, PROBLEM, strlen(PROBLEM), "p.json", NULL),
+    assert_int_equal(kr_problem_parse(&f->problem, f->ctx, PROBLEM, strlen(PROBLEM), "p.json", NULL),
                      KR_OK);
-    assert_int_equal(kr_compile(f->ctx, &f->program, KERNELS, 0, NULL), KR_OK);
+    assert_int_equal(kr_compile(&f->program, f->ctx, KERNELS, 0, NULL), KR_OK);
     *state = f;
     return 0;
 }
@@ -49,7 +49,7 @@ static int teardown(void **state)
 static int check_text(fixture *f, const char *src)
 {
     kr_plan *plan = NULL;
-    int rc = kr_plan_from_source(f->ctx, &plan, src, 0, "cand.cu");
+    int rc = kr_plan_from_source(&plan, f->ctx, src, 0, "cand.cu");
     if (rc == KR_OK)
         rc = kr_plan_check(f->ctx, plan, f->problem, f->program);
     kr_plan_free(plan);
@@ -73,14 +73,14 @@ static void annotations_parse(void **state)
         "// kreward: launch rows grid=(cdiv(M, 4), 1) block=(128) smem=min(N, 1024)*4 args=(x, y, M, N, eps)\n"
         "   //   kreward:   launch narrow grid=1 block=(256) args=(tmp, M*N)\n";
     kr_plan *plan = NULL;
-    assert_int_equal(kr_plan_from_source(f->ctx, &plan, src, 0, "cand.cu"), KR_OK);
+    assert_int_equal(kr_plan_from_source(&plan, f->ctx, src, 0, "cand.cu"), KR_OK);
     assert_int_equal(kr_plan_launch_count(plan), 2);
     assert_string_equal(kr_plan_launch_kernel(plan, 0), "rows");
     assert_string_equal(kr_plan_launch_kernel(plan, 1), "narrow");
     if (kr_plan_check(f->ctx, plan, f->problem, f->program) != KR_OK)
         fail_msg("%s", kr_context_errmsg(f->ctx));
     char *json = NULL;
-    assert_int_equal(kr_plan_json(plan, &json), KR_OK);
+    assert_int_equal(kr_plan_json(&json, plan), KR_OK);
     assert_contains(json, "\"init\": \"poison\"");
     assert_contains(json, "cdiv(M, 4)");
     kr_free(json);
@@ -116,7 +116,7 @@ static void int_args_follow_the_parameter_size(void **state)
 {
     fixture *f = *state;
     kr_plan *plan = NULL;
-    assert_int_equal(kr_plan_from_source(f->ctx, &plan,
+    assert_int_equal(kr_plan_from_source(&plan, f->ctx,
                                          "// kreward: launch rows64 grid=(M) block=(32) args=(x, y, M, N*M)",
                                          0, "c.cu"), KR_OK);
     kr__bound_plan bp;
@@ -134,7 +134,7 @@ static void plan_errors(void **state)
 {
     fixture *f = *state;
     kr_plan *plan = NULL;
-    assert_int_equal(kr_plan_from_source(f->ctx, &plan, "__global__ void k() {}\n", 0, "c.cu"),
+    assert_int_equal(kr_plan_from_source(&plan, f->ctx, "__global__ void k() {}\n", 0, "c.cu"),
                      KR_ENOTFOUND);
     assert_contains(kr_context_errmsg(f->ctx), "no launch plan");
     expect_plan_error(f, "\n// kreward: lunch rows grid=1 block=1 args=()", KR_EPLAN,
@@ -191,20 +191,20 @@ static void json_plans(void **state)
                        "\"block\": [128], \"smem\": 0, \"args\": [\"x\", \"y\", \"M\", \"N\", \"eps\"]}],"
                        " \"scratch\": [{\"name\": \"t\", \"bytes\": \"N*4\", \"init\": \"zero\"}]}";
     kr_plan *plan = NULL;
-    assert_int_equal(kr_plan_parse_json(f->ctx, &plan, good, 0, "plan.json"), KR_OK);
+    assert_int_equal(kr_plan_parse_json(&plan, f->ctx, good, 0, "plan.json"), KR_OK);
     if (kr_plan_check(f->ctx, plan, f->problem, f->program) != KR_OK)
         fail_msg("%s", kr_context_errmsg(f->ctx));
     kr_plan_free(plan);
-    assert_int_equal(kr_plan_parse_json(f->ctx, &plan, "{\"launches\": []}", 0, "plan.json"),
+    assert_int_equal(kr_plan_parse_json(&plan, f->ctx, "{\"launches\": []}", 0, "plan.json"),
                      KR_EPLAN);
-    assert_int_equal(kr_plan_parse_json(f->ctx, &plan, "{\"launches\": [{\"kernel\": \"rows\", "
+    assert_int_equal(kr_plan_parse_json(&plan, f->ctx, "{\"launches\": [{\"kernel\": \"rows\", "
                                         "\"grid\": [1], \"block\": [1], \"args\": [], \"x\": 1}]}",
                                         0, "plan.json"), KR_EPLAN);
     assert_contains(kr_context_errmsg(f->ctx), "launches[0]: unknown key 'x'");
-    assert_int_equal(kr_plan_parse_json(f->ctx, &plan, "{\"launches\": [{\"kernel\": \"rows\", "
+    assert_int_equal(kr_plan_parse_json(&plan, f->ctx, "{\"launches\": [{\"kernel\": \"rows\", "
                                         "\"grid\": [1.5], \"block\": [1], \"args\": []}]}",
                                         0, "plan.json"), KR_EPLAN);
-    assert_int_equal(kr_plan_parse_json(f->ctx, &plan, "{oops", 0, "plan.json"), KR_EPARSE);
+    assert_int_equal(kr_plan_parse_json(&plan, f->ctx, "{oops", 0, "plan.json"), KR_EPARSE);
     assert_contains(kr_context_errmsg(f->ctx), "plan.json:1:");
 }
 

@@ -29,7 +29,7 @@ static const char *VALID =
 static kr_problem *parse_ok(kr_context *ctx, const char *text)
 {
     kr_problem *p = NULL;
-    int rc = kr_problem_parse(ctx, &p, text, strlen(text), "p.json", NULL);
+    int rc = kr_problem_parse(&p, ctx, text, strlen(text), "p.json", NULL);
     if (rc != KR_OK)
         fail_msg("parse failed: %s", kr_context_errmsg(ctx));
     return p;
@@ -54,18 +54,18 @@ static void valid_problem(void **state)
     assert_int_equal(kr_problem_tensor_bytes(p, 1, 0), 33 * 2);
     assert_int_equal(kr_problem_tensor_bytes(p, 3, 0), 2 * 2 * 8); /* cdiv(3,2) x 2 f64 */
     int64_t ext[4];
-    assert_int_equal(kr_problem_tensor_shape(p, 3, 1, ext, 4), 2);
+    assert_int_equal(kr_problem_tensor_shape(ext, 4, p, 3, 1), 2);
     assert_int_equal(ext[0], 500);
     double rtol, atol;
-    kr_problem_tensor_tolerance(p, 2, &rtol, &atol);
+    kr_problem_tensor_tolerance(&rtol, &atol, p, 2);
     assert_true(rtol == 1e-5);
     assert_true(atol == 1e-5); /* f32 default kept */
-    kr_problem_tensor_tolerance(p, 3, &rtol, &atol);
+    kr_problem_tensor_tolerance(&rtol, &atol, p, 3);
     assert_true(rtol == 1e-7); /* f64 defaults */
     assert_int_equal(kr_problem_reference_kind(p), KR_REFERENCE_GOLDEN);
     assert_int_equal(strlen(kr_problem_hash(p)), 32);
     char *json = NULL;
-    assert_int_equal(kr_problem_json(p, &json), KR_OK);
+    assert_int_equal(kr_problem_json(&json, p), KR_OK);
     assert_contains(json, "\"roofline_bytes\": 32792000");
     assert_contains(json, "\"dist\": \"normal\"");
     assert_contains(json, "\"NVIDIA H200\": 12.5");
@@ -181,7 +181,7 @@ static void malformed_specs(void **state)
     assert_true(n >= 30);
     for (size_t i = 0; i < n; i++) {
         kr_problem *p = (kr_problem *)0x1;
-        int rc = kr_problem_parse(ctx, &p, MALFORMED[i].text, strlen(MALFORMED[i].text), "p.json",
+        int rc = kr_problem_parse(&p, ctx, MALFORMED[i].text, strlen(MALFORMED[i].text), "p.json",
                                   NULL);
         if (rc != MALFORMED[i].code || !contains(kr_context_errmsg(ctx), MALFORMED[i].expected))
             fail_msg("spec %zu: got %s \"%s\"; expected %s \"...%s...\"\n%s", i,
@@ -208,7 +208,7 @@ static void error_positions(void **state)
         "  \"reference\": {\"golden\": true}\n"
         "}\n";
     kr_problem *p = NULL;
-    assert_int_equal(kr_problem_parse(ctx, &p, text, strlen(text), "spec.json", NULL), KR_EPARSE);
+    assert_int_equal(kr_problem_parse(&p, ctx, text, strlen(text), "spec.json", NULL), KR_EPARSE);
     /* line 7, the column of "Q" */
     assert_contains(kr_context_errmsg(ctx), "spec.json:7:21: tensors[0].shape[1]:");
     kr_context_free(ctx);
@@ -242,12 +242,12 @@ static void load_from_file_with_relative_reference(void **state)
     fputs(HEAD CASES T(OUT) "\"reference\": {\"source\": \"ref.cu\"}}", f);
     fclose(f);
     kr_problem *p = NULL;
-    assert_int_equal(kr_problem_load(ctx, &p, path), KR_OK);
+    assert_int_equal(kr_problem_load(&p, ctx, path), KR_OK);
     assert_int_equal(kr_problem_reference_kind(p), KR_REFERENCE_SOURCE);
     if (kr_problem_check_reference(ctx, p) != KR_OK)
         fail_msg("%s", kr_context_errmsg(ctx));
     kr_problem_free(p);
-    assert_int_equal(kr_problem_load(ctx, &p, "/nonexistent/problem.json"), KR_EIO);
+    assert_int_equal(kr_problem_load(&p, ctx, "/nonexistent/problem.json"), KR_EIO);
     test_rmtree(dir);
     kr_context_free(ctx);
 }

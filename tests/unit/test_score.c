@@ -22,10 +22,10 @@ static kr_report *report(int verdict, double speedup, uint64_t flags)
 static double score(const char *preset, kr_report *r)
 {
     kr_reward *w;
-    if (kr_reward_preset(ctx, &w, preset) != KR_OK)
+    if (kr_reward_preset(&w, ctx, preset) != KR_OK)
         fail_msg("preset %s: %s", preset, kr_context_errmsg(ctx));
     double v = NAN;
-    if (kr_reward_score(w, r, &v) != KR_OK)
+    if (kr_reward_score(&v, w, r) != KR_OK)
         fail_msg("score %s: %s", preset, kr_context_errmsg(ctx));
     assert_true(v == kr_report_reward(r));
     kr_reward_free(w);
@@ -101,14 +101,14 @@ static void gates_weights_and_breakdown(void **state)
 {
     (void)state;
     kr_reward *w;
-    assert_int_equal(kr_reward_new(ctx, &w), KR_OK);
+    assert_int_equal(kr_reward_new(&w, ctx), KR_OK);
     assert_int_equal(kr_reward_add(w, "correct", "{\"pass\": 2, \"fail\": -1}", 3, KR_GATE_DEFAULT), KR_OK);
     assert_int_equal(kr_reward_add(w, "speedup", NULL, 0.5, KR_GATE_DEFAULT), KR_OK);
     /* an explicit gate overrides the term's default */
     assert_int_equal(kr_reward_add(w, "speedup", "{\"mode\": \"clipped\", \"max\": 2}", 1, KR_GATE_COMPILED), KR_OK);
     kr_report *r = report(KR_VERDICT_INCORRECT, 4, 0);
     double v;
-    assert_int_equal(kr_reward_score(w, r, &v), KR_OK);
+    assert_int_equal(kr_reward_score(&v, w, r), KR_OK);
     NEAR(v, 3 * -1 + 0 + 2);
     assert_int_equal(kr_report_term_count(r), 3);
     assert_string_equal(kr_report_term_name(r, 1), "speedup");
@@ -117,16 +117,16 @@ static void gates_weights_and_breakdown(void **state)
     NEAR(kr_report_term_value(r, 0), -1);
     NEAR(kr_report_term_weight(r, 0), 3);
     char *json;
-    assert_int_equal(kr_report_json(r, &json), KR_OK);
+    assert_int_equal(kr_report_json(&json, r), KR_OK);
     assert_contains(json, "\"counted\": false");
     kr_free(json);
-    assert_int_equal(kr_reward_json(w, &json), KR_OK);
+    assert_int_equal(kr_reward_json(&json, w), KR_OK);
     assert_contains(json, "\"gate\": \"compiled\"");
     kr_free(json);
     /* a gated speed term never fails for a missing metric */
     kr_report_free(r);
     r = report(KR_VERDICT_COMPILE_ERROR, 0, 0);
-    assert_int_equal(kr_reward_score(w, r, &v), KR_OK);
+    assert_int_equal(kr_reward_score(&v, w, r), KR_OK);
     kr_report_free(r);
     kr_reward_free(w);
 }
@@ -142,7 +142,7 @@ static void term_versions(void **state)
 {
     (void)state;
     kr_reward *w;
-    kr_reward_new(ctx, &w);
+    kr_reward_new(&w, ctx);
     kr_term_def newer = {KR_TERM_VERSION + 1, 0, "newer", "", NULL, eval_half, NULL};
     assert_int_equal(kr_reward_register(w, &newer, sizeof newer), KR_EVERSION);
     assert_contains(kr_context_errmsg(ctx), "update libkreward");
@@ -153,7 +153,7 @@ static void term_versions(void **state)
     assert_int_equal(kr_reward_add(w, "older", NULL, 2, KR_GATE_ALWAYS), KR_OK);
     kr_report *r = report(KR_VERDICT_PASSED, 1, 0);
     double v;
-    assert_int_equal(kr_reward_score(w, r, &v), KR_OK);
+    assert_int_equal(kr_reward_score(&v, w, r), KR_OK);
     NEAR(v, 1.0);
     kr_term_def nameless = {KR_TERM_VERSION, 0, NULL, "", NULL, eval_half, NULL};
     assert_int_equal(kr_reward_register(w, &nameless, sizeof nameless), KR_EINVAL);
@@ -169,24 +169,24 @@ static void plugins(void **state)
     if (!path || !newer)
         skip();
     kr_reward *w;
-    kr_reward_new(ctx, &w);
+    kr_reward_new(&w, ctx);
     assert_int_equal(kr_reward_load_plugin(w, path), KR_OK);
     assert_int_equal(kr_reward_add(w, "plugin_lines", NULL, 1, KR_GATE_ALWAYS), KR_OK);
     kr_report *r = report(KR_VERDICT_PASSED, 1, 0);
     double v;
-    assert_int_equal(kr_reward_score(w, r, &v), KR_OK);
+    assert_int_equal(kr_reward_score(&v, w, r), KR_OK);
     NEAR(v, -0.15);
     /* a term returning NaN: an error naming it, or the fallback */
     assert_int_equal(kr_reward_add(w, "plugin_nan", NULL, 1, KR_GATE_ALWAYS), KR_OK);
-    assert_int_equal(kr_reward_score(w, r, &v), KR_EPLUGIN);
+    assert_int_equal(kr_reward_score(&v, w, r), KR_EPLUGIN);
     assert_contains(kr_context_errmsg(ctx), "term 'plugin_nan' returned NaN");
     assert_int_equal(kr_report_term_count(r), 0);
     kr_reward_set_fallback(w, -7);
-    assert_int_equal(kr_reward_score(w, r, &v), KR_OK);
+    assert_int_equal(kr_reward_score(&v, w, r), KR_OK);
     NEAR(v, -7);
     kr_report_free(r);
     kr_reward_free(w);
-    kr_reward_new(ctx, &w);
+    kr_reward_new(&w, ctx);
     assert_int_equal(kr_reward_load_plugin(w, newer), KR_EVERSION);
     assert_contains(kr_context_errmsg(ctx), "built against a newer libkreward");
     assert_int_equal(kr_reward_load_plugin(w, "/nonexistent/plugin.so"), KR_ENOTFOUND);
@@ -194,9 +194,9 @@ static void plugins(void **state)
     /* plugins from a JSON configuration */
     char json[4300];
     snprintf(json, sizeof json, "{\"plugins\": [\"%s\"], \"terms\": [{\"term\": \"plugin_lines\", \"weight\": 10}]}", path);
-    assert_int_equal(kr_reward_from_json(ctx, &w, json, 0), KR_OK);
+    assert_int_equal(kr_reward_from_json(&w, ctx, json, 0), KR_OK);
     r = report(KR_VERDICT_PASSED, 1, 0);
-    assert_int_equal(kr_reward_score(w, r, &v), KR_OK);
+    assert_int_equal(kr_reward_score(&v, w, r), KR_OK);
     NEAR(v, -1.5);
     kr_report_free(r);
     kr_reward_free(w);
@@ -230,7 +230,7 @@ static void bad_configurations(void **state)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         kr_reward *w = (kr_reward *)0x1;
-        int rc = kr_reward_from_json(ctx, &w, bad[i].json, 0);
+        int rc = kr_reward_from_json(&w, ctx, bad[i].json, 0);
         if (rc == KR_OK || !contains(kr_context_errmsg(ctx), bad[i].expected))
             fail_msg("config %zu: %s \"%s\", expected \"...%s...\"", i, kr_status_name(rc),
                      kr_context_errmsg(ctx), bad[i].expected);
@@ -238,13 +238,13 @@ static void bad_configurations(void **state)
     }
     /* a term error names the term; the report keeps no partial breakdown */
     kr_reward *w;
-    assert_int_equal(kr_reward_from_json(ctx, &w, "{\"terms\": [{\"term\": \"speedup\", \"gate\": \"always\", \"config\": {\"mode\": \"log\"}}]}", 0), KR_OK);
+    assert_int_equal(kr_reward_from_json(&w, ctx, "{\"terms\": [{\"term\": \"speedup\", \"gate\": \"always\", \"config\": {\"mode\": \"log\"}}]}", 0), KR_OK);
     kr_report *r = report(KR_VERDICT_PASSED, 0, 0);
     double v;
-    assert_int_equal(kr_reward_score(w, r, &v), KR_EPLUGIN);
+    assert_int_equal(kr_reward_score(&v, w, r), KR_EPLUGIN);
     assert_contains(kr_context_errmsg(ctx), "term 'speedup' failed: the report has no 'speedup'");
     kr_report_set(r, "speedup", -1);
-    assert_int_equal(kr_reward_score(w, r, &v), KR_EPLUGIN);
+    assert_int_equal(kr_reward_score(&v, w, r), KR_EPLUGIN);
     assert_contains(kr_context_errmsg(ctx), "log needs a positive speedup");
     kr_report_free(r);
     kr_reward_free(w);
@@ -255,11 +255,11 @@ static void report_by_hand(void **state)
     (void)state;
     kr_report *r;
     kr_report_new(&r);
-    assert_int_equal(kr_report_get(r, "time_us", NULL), KR_ENOTFOUND);
+    assert_int_equal(kr_report_get(NULL, r, "time_us"), KR_ENOTFOUND);
     assert_int_equal(kr_report_set(r, "time_us", 12.5), KR_OK);
     assert_int_equal(kr_report_set(r, "time_us", 13), KR_OK);
     double v;
-    assert_int_equal(kr_report_get(r, "time_us", &v), KR_OK);
+    assert_int_equal(kr_report_get(&v, r, "time_us"), KR_OK);
     assert_true(v == 13);
     assert_int_equal(kr_report_metric_count(r), 1);
     assert_int_equal(kr_report_set_text(r, "feedback", "hello"), KR_OK);
@@ -272,7 +272,7 @@ static void report_by_hand(void **state)
     assert_int_equal(kr_flag_from_name("side_stream"), KR_FLAG_SIDE_STREAM);
     kr_report_set(r, "bad", NAN);
     char *json;
-    assert_int_equal(kr_report_json(r, &json), KR_OK);
+    assert_int_equal(kr_report_json(&json, r), KR_OK);
     assert_contains(json, "\"bad\": null");
     kr_free(json);
     kr_report_free(r);

@@ -1,0 +1,28 @@
+/* Shared by compile.c (options, cache, kr_compile) and nvrtc_run.c (one
+ * NVRTC compile). */
+#ifndef KR_COMPILE_IMPL_H
+#define KR_COMPILE_IMPL_H
+
+#include "compile/program_impl.h"
+#include "driver/context_impl.h"
+#include "driver/nvrtc_api.h"
+
+/* The compile log kept per program when the options do not say. */
+#define KR__DEFAULT_MAX_LOG ((uint64_t)64 << 10)
+
+/* The NVRTC option list, owned strings. */
+typedef struct {
+    char **items;
+    size_t count;
+} optlist;
+
+/* Reads a caller's kr_compile_options by its version (NULL: defaults). */
+int kr__compile_options_read(kr_context *ctx, kr_compile_options *dst,
+                             const kr_compile_options *src);
+
+/* Compiles src with NVRTC into prog (image, log, lowered names, time).
+ * Errors are set on ctx, with the log as the detail. */
+int kr__nvrtc_run(kr_context *ctx, const kr__nvrtc_api *nv, const char *src, const char *name,
+                  const optlist *l, const kr_compile_options *o, int want_cubin, kr_program *prog);
+
+#endif

@@ -1,0 +1,242 @@
+/* Program handles: lifecycle, getters, and binaries compiled elsewhere. */
+#include "driver/context_impl.h"
+#include "compile/program_impl.h"
+#include "common/hash.h"
+#include "common/strbuf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+kr_program *kr__program_alloc(kr_context *ctx)
+{
+    kr_program *prog = calloc(1, sizeof *prog);
+    if (prog)
+        prog->ctx = ctx;
+    return prog;
+}
+
+int kr__program_add_kernel(kr_program *prog, const char *name, size_t len)
+{
+    kr__kernel *grown = realloc(prog->kernels, (prog->num_kernels + 1) * sizeof *grown);
+    if (!grown)
+        return -1;
+    prog->kernels = grown;
+    kr__kernel *k = &grown[prog->num_kernels];
+    memset(k, 0, sizeof *k);
+    for (int i = 0; i < KR__KERNEL_ATTR_MAX; i++)
+        k->attrs[i] = -1;
+    if (!(k->name = kr__strndup(name, len)))
+        return -1;
+    prog->num_kernels++;
+    return 0;
+}
+
+void kr_program_free(kr_program *prog)
+{
+    if (!prog)
+        return;
+    /* not kr__device_enter: freeing must leave the context's error text alone */
+    if (prog->module && prog->ctx->has_device && !prog->ctx->poisoned &&
+        kr__cuda()->cuCtxSetCurrent(prog->ctx->cu) == CUDA_SUCCESS)
+        kr__cuda()->cuModuleUnload(prog->module);
+    for (size_t i = 0; i < prog->num_kernels; i++) {
+        free(prog->kernels[i].name);
+        free(prog->kernels[i].param_offset);
+        free(prog->kernels[i].param_size);
+    }
+    for (size_t i = 0; i < prog->num_lowered; i++) {
+        free(prog->lowered_expr[i]);
+        free(prog->lowered_name[i]);
+    }
+    free(prog->lowered_expr);
+    free(prog->lowered_name);
+    free(prog->kernels);
+    free(prog->image);
+    free(prog->log);
+    free(prog);
+}
+
+int kr__program_finish(kr_program *prog)
+{
+    char why[512] = "";
+    int rc = prog->kind == KR_BINARY_CUBIN ? kr__cubin_read_kernels(prog, why, sizeof why)
+                                           : kr__ptx_read_kernels(prog, why, sizeof why);
+    if (rc != 0)
+        return kr__fail(prog->ctx, KR_EPARSE, "cannot read the kernels of the program: %s", why);
+    if (!prog->ctx->has_device)
+        return KR_OK;
+    rc = kr__program_load(prog);
+    if (rc == KR_ECUDA) {
+        /* e.g. compiled for another arch on purpose: the program stays usable
+         * as an image; load_why says why it cannot run here */
+        kr__clear_error(prog->ctx);
+        rc = KR_OK;
+    }
+    return rc;
+}
+
+static int looks_like_ptx(const char *text, size_t len)
+{
+    /* PTX is text that declares a version and a target before any code */
+    size_t scan = len < 4096 ? len : 4096;
+    char head[4097];
+    memcpy(head, text, scan);
+    head[scan] = '\0';
+    if (strlen(head) != scan)
+        return 0; /* a NUL byte inside: binary, not PTX */
+    return strstr(head, ".version") && strstr(head, ".target");
+}
+
+int kr_program_from_binary(kr_program **out, kr_context *ctx, const void *data, size_t len,
+                           const char *name)
+{
+    if (!ctx || !out)
+        return KR_EINVAL;
+    *out = NULL;
+    kr__clear_error(ctx);
+    if (!data || len == 0)
+        return kr__fail(ctx, KR_EINVAL, "%s: empty binary", name ? name : "binary");
+    int kind;
+    const unsigned char *bytes = data;
+    if (len >= 4 && memcmp(bytes, "\177ELF", 4) == 0)
+        kind = KR_BINARY_CUBIN;
+    else if (looks_like_ptx(data, len))
+        kind = KR_BINARY_PTX;
+    else if (len >= 4 && bytes[0] == 0x50 && bytes[1] == 0xed && bytes[2] == 0x55 && bytes[3] == 0xba)
+        return kr__fail(ctx, KR_EUNSUPPORTED,
+                        "%s: a fatbinary; pass the CUBIN for one architecture instead",
+                        name ? name : "binary");
+    else
+        return kr__fail(ctx, KR_EPARSE,
+                        "%s: neither a CUBIN (ELF) nor PTX text (no .version/.target header)",
+                        name ? name : "binary");
+    kr_program *prog = kr__program_alloc(ctx);
+    if (!prog || !(prog->image = malloc(len + 1)) || !(prog->log = kr__strdup(""))) {
+        kr_program_free(prog);
+        return kr__fail(ctx, KR_ENOMEM, "out of memory");
+    }
+    memcpy(prog->image, data, len);
+    prog->image[len] = '\0'; /* PTX is handed to the driver as a C string */
+    prog->image_len = len;
+    prog->kind = kind;
+    prog->cache_result = KR_CACHE_SKIPPED;
+    kr__hash128_hex(kr__hash128_of(data, len), prog->hash);
+    int rc = kr__program_finish(prog);
+    if (rc == KR_OK && prog->num_kernels == 0)
+        rc = kr__fail(ctx, KR_ENOTFOUND, "%s: the binary defines no kernel", name ? name : "binary");
+    if (rc != KR_OK) {
+        kr_program_free(prog);
+        return rc;
+    }
+    *out = prog;
+    return KR_OK;
+}
+
+int kr_program_binary(const void **data, size_t *len, int *kind, const kr_program *prog)
+{
+    if (!prog)
+        return KR_EINVAL;
+    if (data)
+        *data = prog->image;
+    if (len)
+        *len = prog->image_len;
+    if (kind)
+        *kind = prog->kind;
+    return KR_OK;
+}
+
+const char *kr_program_log(const kr_program *prog)
+{
+    return prog && prog->log ? prog->log : "";
+}
+
+const char *kr_program_arch(const kr_program *prog)
+{
+    return prog ? prog->arch : "";
+}
+
+double kr_program_compile_seconds(const kr_program *prog)
+{
+    return prog ? prog->compile_seconds : 0.0;
+}
+
+int kr_program_cache_result(const kr_program *prog)
+{
+    return prog ? prog->cache_result : KR_CACHE_MISS;
+}
+
+const char *kr_program_hash(const kr_program *prog)
+{
+    return prog ? prog->hash : "";
+}
+
+size_t kr_program_kernel_count(const kr_program *prog)
+{
+    return prog ? prog->num_kernels : 0;
+}
+
+const char *kr_program_kernel_name(const kr_program *prog, size_t i)
+{
+    return prog && i < prog->num_kernels ? prog->kernels[i].name : NULL;
+}
+
+const char *kr_program_lowered_name(const kr_program *prog, const char *expr)
+{
+    if (!prog || !expr)
+        return NULL;
+    for (size_t i = 0; i < prog->num_lowered; i++)
+        if (strcmp(prog->lowered_expr[i], expr) == 0)
+            return prog->lowered_name[i];
+    return NULL;
+}
+
+size_t kr_program_find_kernel(const kr_program *prog, const char *name)
+{
+    if (!prog || !name)
+        return SIZE_MAX;
+    const char *lowered = kr_program_lowered_name(prog, name);
+    for (size_t i = 0; i < prog->num_kernels; i++)
+        if (strcmp(prog->kernels[i].name, name) == 0 ||
+            (lowered && strcmp(prog->kernels[i].name, lowered) == 0))
+            return i;
+    return SIZE_MAX;
+}
+
+int kr__program_check_owner(kr_context *ctx, const kr_program *prog, const char *what)
+{
+    if (prog->ctx == ctx)
+        return KR_OK;
+    return kr__fail(ctx, KR_EINVAL, "%s was made by another context: a program can only be used "
+                    "with the context that compiled or loaded it", what);
+}
+
+kr__kernel *kr__program_kernel(const kr_program *prog, const char *name)
+{
+    size_t i = kr_program_find_kernel(prog, name);
+    return i == SIZE_MAX ? NULL : &prog->kernels[i];
+}
+
+int64_t kr_program_kernel_attr(const kr_program *prog, size_t kernel, int attr)
+{
+    if (!prog || kernel >= prog->num_kernels || attr <= 0 || attr >= KR__KERNEL_ATTR_MAX)
+        return -1;
+    return prog->kernels[kernel].attrs[attr];
+}
+
+int kr_program_kernel_param(uint32_t *offset, uint32_t *size, const kr_program *prog, size_t kernel,
+                            size_t param)
+{
+    if (!prog || kernel >= prog->num_kernels)
+        return KR_EINVAL;
+    const kr__kernel *k = &prog->kernels[kernel];
+    if (!k->params_known)
+        return KR_EUNSUPPORTED;
+    if (param >= k->num_params)
+        return KR_ENOTFOUND;
+    if (offset)
+        *offset = k->param_offset[param];
+    if (size)
+        *size = k->param_size[param];
+    return KR_OK;
+}

@@ -1,0 +1,64 @@
+/* The program's private layout, shared by compile, load and getters. */
+#ifndef KR_PROGRAM_IMPL_H
+#define KR_PROGRAM_IMPL_H
+
+#include "kreward/program.h"
+#include "driver/cuda_api.h"
+
+#define KR__KERNEL_ATTR_MAX 8
+
+typedef struct kr__kernel {
+    char *name;
+    int64_t attrs[KR__KERNEL_ATTR_MAX]; /* indexed by enum kr_kernel_attr; -1 unknown */
+    int params_known;
+    uint32_t num_params;
+    uint32_t *param_offset;
+    uint32_t *param_size;
+    CUfunction fn;                      /* NULL until loaded on a device */
+} kr__kernel;
+
+struct kr_program {
+    kr_context *ctx;
+    int kind;                  /* enum kr_binary_kind */
+    unsigned char *image;
+    size_t image_len;
+    char *log;
+    char arch[32];
+    double compile_seconds;
+    int cache_result;
+    char hash[33];
+    size_t num_kernels;
+    kr__kernel *kernels;
+    size_t num_lowered;
+    char **lowered_expr;
+    char **lowered_name;
+    CUmodule module;           /* NULL without a device */
+    char load_why[1024];       /* why the module did not load, "" when it did */
+};
+
+/* Fills prog->kernels from the image (ELF symbols or PTX entries) and sets
+ * prog->arch when the image says it. -1 with a reason when malformed. */
+int kr__cubin_read_kernels(kr_program *prog, char *why, size_t why_size);
+int kr__ptx_read_kernels(kr_program *prog, char *why, size_t why_size);
+
+/* Cache blob <-> program fields (kind, arch, image, log, lowered names, time). */
+int kr__program_to_blob(const kr_program *prog, void **blob, size_t *len);
+int kr__program_from_blob(kr_program *prog, const void *blob, size_t len);
+
+/* Allocates an empty program bound to ctx. */
+kr_program *kr__program_alloc(kr_context *ctx);
+/* Reads the kernels from the image and, with a device, loads the module and
+ * reads each kernel's resources. Errors are set on ctx. */
+int kr__program_finish(kr_program *prog);
+/* Loads the module on the context's device (no-op when loaded). */
+int kr__program_load(kr_program *prog);
+
+/* KR_EINVAL with a message naming `what` when prog was made by another
+ * context than ctx (its module lives there). */
+int kr__program_check_owner(kr_context *ctx, const kr_program *prog, const char *what);
+
+kr__kernel *kr__program_kernel(const kr_program *prog, const char *name);
+/* Appends a kernel with every attribute unknown; -1 when out of memory. */
+int kr__program_add_kernel(kr_program *prog, const char *name, size_t len);
+
+#endif

@@ -1,0 +1,180 @@
+/* Reading kernels and parameter sizes from PTX text (e.g. from Triton).
+ *
+ * Each `.entry NAME ( .param TYPE NAME[, ...] )` is a kernel. Parameter
+ * offsets follow the PTX ABI: each parameter aligned to its .align (or its
+ * element size), in order. The target line (`.target sm_90a`) names the arch. */
+#include "compile/program_impl.h"
+#include "common/strbuf.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Copies the text with comments blanked out, so the scanner below never
+ * mistakes a commented-out `.entry` for a kernel. */
+static char *strip_comments(const char *text, size_t len)
+{
+    char *out = kr__strndup(text, len);
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < len; i++) {
+        if (out[i] == '/' && i + 1 < len && out[i + 1] == '/') {
+            while (i < len && out[i] != '\n')
+                out[i++] = ' ';
+        } else if (out[i] == '/' && i + 1 < len && out[i + 1] == '*') {
+            while (i < len && !(out[i] == '*' && i + 1 < len && out[i + 1] == '/'))
+                out[i++] = ' ';
+            if (i + 1 < len)
+                out[i] = out[i + 1] = ' ';
+        } else if (out[i] == '\0') {
+            out[i] = ' ';
+        }
+    }
+    return out;
+}
+
+static int is_ident(int c)
+{
+    return isalnum(c) || c == '_' || c == '$' || c == '%' || c == '.';
+}
+
+static unsigned scalar_size(const char *type)
+{
+    static const struct {
+        const char *name;
+        unsigned size;
+    } types[] = {{"b8", 1},  {"u8", 1},  {"s8", 1},  {"b16", 2}, {"u16", 2}, {"s16", 2},
+                 {"f16", 2}, {"b32", 4}, {"u32", 4}, {"s32", 4}, {"f32", 4}, {"b64", 8},
+                 {"u64", 8}, {"s64", 8}, {"f64", 8}, {"b128", 16}};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (strcmp(type, types[i].name) == 0)
+            return types[i].size;
+    return 0;
+}
+
+/* One parameter declaration between commas: returns its size and alignment. */
+static int param_decl(const char *p, const char *end, unsigned *size, unsigned *align)
+{
+    unsigned elem = 0, count = 1, al = 0;
+    while (p < end) {
+        while (p < end && isspace((unsigned char)*p))
+            p++;
+        const char *tok = p;
+        while (p < end && !isspace((unsigned char)*p))
+            p++;
+        char word[128];
+        size_t n = (size_t)(p - tok) < sizeof word - 1 ? (size_t)(p - tok) : sizeof word - 1;
+        memcpy(word, tok, n);
+        word[n] = '\0';
+        if (strcmp(word, ".align") == 0) {
+            al = (unsigned)strtoul(p, NULL, 10);
+            while (p < end && isspace((unsigned char)*p))
+                p++;
+            while (p < end && isdigit((unsigned char)*p))
+                p++;
+        } else if (word[0] == '.' && scalar_size(word + 1)) {
+            elem = scalar_size(word + 1);
+        } else if (word[0] && word[0] != '.') {
+            char *br = strchr(word, '[');
+            if (br)
+                count = (unsigned)strtoul(br + 1, NULL, 10);
+        }
+    }
+    if (!elem || !count)
+        return -1;
+    *size = elem * count;
+    *align = al ? al : elem;
+    return 0;
+}
+
+static int read_params(kr__kernel *k, const char *open_paren, const char **after)
+{
+    const char *close = strchr(open_paren, ')');
+    if (!close)
+        return -1;
+    *after = close + 1;
+    uint32_t n = 0, cap = 0, cursor = 0;
+    const char *p = open_paren + 1;
+    while (p < close) {
+        const char *comma = memchr(p, ',', (size_t)(close - p));
+        const char *stop = comma ? comma : close;
+        const char *q = p;
+        while (q < stop && isspace((unsigned char)*q))
+            q++;
+        if (q < stop) {
+            unsigned size, align;
+            if (param_decl(q, stop, &size, &align) != 0)
+                return -1;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 8;
+                uint32_t *no = realloc(k->param_offset, cap * sizeof *no);
+                if (no)
+                    k->param_offset = no;
+                uint32_t *ns = no ? realloc(k->param_size, cap * sizeof *ns) : NULL;
+                if (!ns)
+                    return -1;
+                k->param_size = ns;
+            }
+            cursor = (cursor + align - 1) / align * align;
+            k->param_offset[n] = cursor;
+            k->param_size[n] = size;
+            cursor += size;
+            n++;
+        }
+        p = stop + 1;
+    }
+    k->num_params = n;
+    k->params_known = 1;
+    k->attrs[KR_KERNEL_NUM_PARAMS] = n;
+    k->attrs[KR_KERNEL_PARAM_BYTES] = cursor;
+    return 0;
+}
+
+int kr__ptx_read_kernels(kr_program *prog, char *why, size_t why_size)
+{
+    char *text = strip_comments((const char *)prog->image, prog->image_len);
+    if (!text) {
+        snprintf(why, why_size, "out of memory");
+        return -1;
+    }
+    const char *target = strstr(text, ".target");
+    if (target && !prog->arch[0]) {
+        const char *a = target + 7;
+        while (*a == ' ' || *a == '\t')
+            a++;
+        size_t n = 0;
+        while (a[n] && (isalnum((unsigned char)a[n]) || a[n] == '_') && n < sizeof prog->arch - 1)
+            n++;
+        memcpy(prog->arch, a, n);
+        prog->arch[n] = '\0';
+    }
+    int rc = 0;
+    for (const char *p = text; (p = strstr(p, ".entry")) != NULL;) {
+        int standalone = (p == text || !is_ident((unsigned char)p[-1])) && isspace((unsigned char)p[6]);
+        p += 6;
+        if (!standalone)
+            continue;
+        while (isspace((unsigned char)*p))
+            p++;
+        const char *name = p;
+        while (is_ident((unsigned char)*p) && *p != '.')
+            p++;
+        size_t len = (size_t)(p - name);
+        while (isspace((unsigned char)*p))
+            p++;
+        if (len == 0 || *p != '(') {
+            snprintf(why, why_size, "malformed .entry declaration in PTX");
+            rc = -1;
+            break;
+        }
+        if (kr__program_add_kernel(prog, name, len) != 0 ||
+            read_params(&prog->kernels[prog->num_kernels - 1], p, &p) != 0) {
+            snprintf(why, why_size, "malformed parameter list of PTX kernel %.*s", (int)len, name);
+            rc = -1;
+            break;
+        }
+    }
+    free(text);
+    return rc;
+}

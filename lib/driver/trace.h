@@ -1,0 +1,35 @@
+/* CUPTI activity tracing of every kernel in the process, the ground truth
+ * for timing: it sees kernels on every stream and device-launched ones,
+ * which event pairs on one stream miss. CUPTI allows one activity
+ * subscriber per process (nsys, ncu or torch.profiler would clash): when it
+ * cannot start, timing falls back to events and the report says so. */
+#ifndef KR_TRACE_H
+#define KR_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct kr__kernel_record {
+    uint64_t start, end;      /* ns, CUPTI's clock */
+    uint32_t stream;
+    uint32_t correlation;
+    uint8_t device_launched;
+    uint8_t marker;           /* 1: kr_spin_until (a sample starts after it), 2: kr_spin_cycles */
+} kr__kernel_record;
+
+/* Starts tracing once per process (before modules are loaded, so nothing
+ * is missed). 0, or -1 with the reason. Safe to call again. */
+int kr__trace_start(const char *cuda_home, char *why, size_t why_size);
+int kr__trace_active(void);
+/* Flushes CUPTI and hands over every record gathered since the last call,
+ * in start order (caller frees). */
+int kr__trace_collect(kr__kernel_record **records, size_t *count);
+/* Drops whatever was gathered so far. */
+void kr__trace_discard(void);
+/* Records are process-wide, so a measurement that reads them holds this
+ * process-wide lock from its first sample to its collection: two contexts
+ * benchmarking at once take turns instead of taking each other's records. */
+void kr__trace_lock(void);
+void kr__trace_unlock(void);
+
+#endif

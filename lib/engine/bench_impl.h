@@ -1,0 +1,67 @@
+/* Shared by the benchmark's files: bench.c (entry, setup, teardown),
+ * bench_sample.c (one timed sample, the measurement loop, timed-output
+ * checks), bench_cupti.c (attributing CUPTI records to samples) and
+ * bench_results.c (statistics, speedup, roofline into the report). */
+#ifndef KR_BENCH_IMPL_H
+#define KR_BENCH_IMPL_H
+
+#include "engine/reference.h"
+#include "kreward/bench.h"
+#include "report/report_impl.h"
+
+#define KR__BENCH_MAX_SETS 8
+
+enum { SIDE_CANDIDATE = 0, SIDE_BASELINE = 1 };
+
+typedef struct bside {
+    const char *name;
+    int active;
+    int callback;                 /* KR_BASELINE_CALLBACK */
+    kr_baseline_fn fn;
+    void *user;
+    kr__bound_plan bp;
+    int bound;
+    kr__run run[KR__BENCH_MAX_SETS];   /* bound to set k */
+    CUgraphExec graph[KR__BENCH_MAX_SETS];
+    double *event_us, *clock_mhz;
+    size_t n, cap;
+    double gpu_seconds;           /* summed event time, for the stopping rule */
+} bside;
+
+typedef struct bstate {
+    kr_context *ctx;
+    kr__engine *e;
+    const kr_problem *p;
+    size_t c;                     /* the timing case */
+    kr_bench_options o;
+    size_t sets;
+    kr__tset set[KR__BENCH_MAX_SETS];
+    uint64_t set_seed[KR__BENCH_MAX_SETS]; /* the seed each set's values came from */
+    uint64_t seeds;               /* advances per regeneration */
+    kr__dbuf flush;
+    CUevent ev_start, ev_stop;
+    bside s[2];
+    /* timed-output checks against the reference */
+    kr__reference ref;
+    int has_ref;
+    kr__tset want;
+    size_t checks, checks_failed;
+    char check_failure[600];
+    /* sample order, for attributing CUPTI records */
+    int *order;
+    size_t num_order, cap_order;
+} bstate;
+
+/* Runs the warm-up and the timed rounds until the stopping rule holds. */
+int kr__bench_measure(bstate *b, double *wall);
+/* CUPTI times per side from the records of the measurement; -1 when they
+ * are incomplete (the caller falls back to events). */
+int kr__bench_cupti_times(bstate *b, double *out[2], size_t n_out[2], int *side_stream,
+                          int *device_launched);
+/* Statistics, speedup, flags, memory and roofline into the report. */
+int kr__bench_results(bstate *b, kr_report *r, double wall);
+
+/* The device's measured copy bandwidth and FMA rate (peaks.c). */
+int kr__peaks(kr_context *ctx);
+
+#endif

@@ -1,0 +1,106 @@
+/* Guarded device buffers and poison patterns (dbuf.h). */
+#include "engine/dbuf.h"
+
+#include <string.h>
+
+#define CU(call, what)                                  \
+    do {                                                \
+        CUresult r_ = (call);                           \
+        if (r_ != CUDA_SUCCESS)                         \
+            return kr__cuda_fail(ctx, r_, what);        \
+    } while (0)
+
+int kr__dbuf_alloc(kr_context *ctx, kr__dbuf *b, uint64_t bytes, const char *what)
+{
+    const kr__cuda_api *cu = kr__cuda();
+    memset(b, 0, sizeof *b);
+    uint64_t body = (bytes + 255) / 256 * 256;
+    uint64_t alloc = KR__GUARD_BYTES + body + KR__GUARD_BYTES;
+    size_t free_b = 0, total = 0;
+    cu->cuMemGetInfo(&free_b, &total);
+    if (alloc > free_b)
+        return kr__fail(ctx, KR_ENOMEM, "%s needs %.2f GB of device memory; %.2f GB of %.2f GB are "
+                        "free", what, (double)alloc / 1e9, (double)free_b / 1e9, (double)total / 1e9);
+    CUresult r = cu->cuMemAlloc(&b->base, alloc);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+        return kr__fail(ctx, KR_ENOMEM, "%s needs %.2f GB of device memory: the allocation failed",
+                        what, (double)alloc / 1e9);
+    if (r != CUDA_SUCCESS)
+        return kr__cuda_fail(ctx, r, "cuMemAlloc");
+    b->alloc = alloc;
+    b->bytes = bytes;
+    b->ptr = b->base + KR__GUARD_BYTES;
+    return kr__dbuf_reguard(ctx, b);
+}
+
+void kr__dbuf_free(kr_context *ctx, kr__dbuf *b)
+{
+    if (b->base && !ctx->poisoned)
+        kr__cuda()->cuMemFree(b->base);
+    memset(b, 0, sizeof *b);
+}
+
+int kr__dbuf_reguard(kr_context *ctx, const kr__dbuf *b)
+{
+    const kr__cuda_api *cu = kr__cuda();
+    CUstream s = kr__engine_of(ctx)->stream;
+    CU(cu->cuMemsetD8Async(b->base, KR__CANARY, KR__GUARD_BYTES, s), "cuMemsetD8Async (canary)");
+    CU(cu->cuMemsetD8Async(b->ptr + b->bytes, KR__CANARY, b->alloc - KR__GUARD_BYTES - b->bytes, s),
+       "cuMemsetD8Async (canary)");
+    return KR_OK;
+}
+
+int kr__dbuf_scrub(kr_context *ctx, const kr__dbuf *b)
+{
+    if (!b->base)
+        return KR_OK;
+    CU(kr__cuda()->cuMemsetD8Async(b->base, 0, b->alloc, kr__engine_of(ctx)->stream),
+       "scrubbing a buffer");
+    return KR_OK;
+}
+
+int kr__dbuf_fill(kr_context *ctx, const kr__dbuf *b, unsigned char value)
+{
+    CU(kr__cuda()->cuMemsetD8Async(b->ptr, value, b->bytes, kr__engine_of(ctx)->stream),
+       "cuMemsetD8Async");
+    return KR_OK;
+}
+
+/* NaNs with payloads no arithmetic produces for floats, a byte pattern for
+ * integers. */
+uint32_t kr__poison_bits(int dtype, int variant)
+{
+    switch (dtype) {
+    case KR_GEN_F32:
+        return variant ? 0xFFC0FFEEu : 0x7FBADBADu;
+    case KR_GEN_F64:
+        return variant ? 0xFFF6FFF6u : 0x7FF47FF4u;
+    case KR_GEN_F16:
+        return variant ? 0xFDA5u : 0x7E5Au;
+    case KR_GEN_BF16:
+        return variant ? 0xFFD3u : 0x7FA5u;
+    case KR_GEN_FP8_E4M3:
+    case KR_GEN_FP8_E5M2:
+        return variant ? 0xFFu : 0x7Fu;
+    case KR_GEN_I32:
+    case KR_GEN_I64:
+        return variant ? 0x5A5A5A5Au : 0xA5A5A5A5u;
+    default:
+        return variant ? 0x5Au : 0xA5u;
+    }
+}
+
+int kr__poison(kr_context *ctx, const kr__dbuf *b, int dtype, int variant)
+{
+    const kr__cuda_api *cu = kr__cuda();
+    CUstream s = kr__engine_of(ctx)->stream;
+    uint32_t bits = kr__poison_bits(dtype, variant);
+    int size = kr_gen_dtype_size((kr_u32)dtype);
+    if (size == 1)
+        CU(cu->cuMemsetD8Async(b->ptr, (unsigned char)bits, b->bytes, s), "cuMemsetD8Async (poison)");
+    else if (size == 2)
+        CU(cu->cuMemsetD16Async(b->ptr, (unsigned short)bits, b->bytes / 2, s), "cuMemsetD16Async (poison)");
+    else
+        CU(cu->cuMemsetD32Async(b->ptr, bits, b->bytes / 4, s), "cuMemsetD32Async (poison)");
+    return KR_OK;
+}

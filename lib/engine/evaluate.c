@@ -1,0 +1,252 @@
+/* kr_evaluate and kr_evaluate_program: the environment step, one report
+ * through compile, plan, verify, benchmark and score. */
+#include "kreward/evaluate.h"
+#include "common/options.h"
+#include "common/strbuf.h"
+#include "compile/compile_impl.h"
+#include "report/report_impl.h"
+#include "reward/reward_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const kr_evaluate_options evaluate_defaults = KR_EVALUATE_OPTIONS_INIT;
+static const size_t evaluate_sizes[] = {0, KR__UPTO(kr_evaluate_options, name)};
+static const kr__versioned evaluate_version = {"kr_evaluate_options", evaluate_sizes,
+                                               KR_EVALUATE_OPTIONS_VERSION,
+                                               sizeof(kr_evaluate_options)};
+
+int kr_evaluate_options_init(kr_evaluate_options *o, uint32_t version)
+{
+    return kr__options_init(&evaluate_version, o, &evaluate_defaults, version);
+}
+
+/* Lines that hold code: not blank, not only a comment (a crude measure,
+ * enough for code-size penalties). */
+static size_t code_lines(const char *src, size_t len)
+{
+    size_t lines = 0;
+    int in_block = 0;
+    for (size_t i = 0; i < len;) {
+        size_t end = i;
+        while (end < len && src[end] != '\n')
+            end++;
+        int code = 0;
+        for (size_t j = i; j < end; j++) {
+            if (in_block) {
+                if (src[j] == '*' && j + 1 < end && src[j + 1] == '/') {
+                    in_block = 0;
+                    j++;
+                }
+            } else if (src[j] == '/' && j + 1 < end && src[j + 1] == '/') {
+                break;
+            } else if (src[j] == '/' && j + 1 < end && src[j + 1] == '*') {
+                in_block = 1;
+                j++;
+            } else if (src[j] != ' ' && src[j] != '\t' && src[j] != '\r') {
+                code = 1;
+            }
+        }
+        lines += code;
+        i = end + 1;
+    }
+    return lines;
+}
+
+static void compile_metrics(kr_report *r, const kr_program *p)
+{
+    kr_report_set(r, "compiled", 1);
+    kr_report_set(r, "compile_seconds", kr_program_compile_seconds(p));
+    kr_report_set(r, "kernels", (double)kr_program_kernel_count(p));
+    int64_t regs = -1, local = 0;
+    for (size_t k = 0; k < kr_program_kernel_count(p); k++) {
+        int64_t v = kr_program_kernel_attr(p, k, KR_KERNEL_REGISTERS);
+        regs = v > regs ? v : regs;
+        v = kr_program_kernel_attr(p, k, KR_KERNEL_LOCAL_BYTES);
+        local = v > local ? v : local;
+    }
+    if (regs >= 0) {
+        kr_report_set(r, "registers", (double)regs);
+        kr_report_set(r, "local_bytes", (double)local);
+    }
+    if (kr_program_log(p)[0])
+        kr_report_set_text(r, "compile_log", kr_program_log(p));
+}
+
+/* The compile log for a model: the error lines first, bounded. */
+static void compile_feedback(kr_context *ctx, kr_report *r)
+{
+    const char *log = kr_context_errdetail(ctx);
+    kr__buf b = KR__BUF_INIT;
+    kr__buf_printf(&b, "%s", kr_context_errmsg(ctx));
+    if (log[0]) {
+        size_t n = strlen(log);
+        kr__buf_printf(&b, "\n%.*s%s", (int)(n < 3000 ? n : 3000), log, n > 3000 ? "\n[log cut]" : "");
+    }
+    kr_report_set_text(r, "feedback", b.data);
+    kr_report_set_text(r, "compile_log", log);
+    kr__buf_free(&b);
+}
+
+static int judged(kr_context *ctx, kr_report *r, int verdict, const char *what)
+{
+    kr_report_set_verdict(r, verdict);
+    kr_report_set_text(r, "message", kr_context_errmsg(ctx));
+    if (!kr_report_text(r, "feedback"))
+        kr__report_printf(r, "feedback", "%s: %s", what, kr_context_errmsg(ctx));
+    kr_report_set(r, "correct", 0);
+    return KR_OK;
+}
+
+static int environment_error(kr_context *ctx, kr_report *r, int rc)
+{
+    kr_report_set_verdict(r, KR_VERDICT_ERROR);
+    kr_report_set_text(r, "message", kr_context_errmsg(ctx));
+    return rc;
+}
+
+/* Without a GPU: what can still be checked here, the problem's own
+ * reference; the verdict is not_run. */
+static int without_device(kr_context *ctx, const kr_problem *problem, kr_report *r)
+{
+    int rc = kr_problem_check_reference(ctx, problem);
+    if (rc != KR_OK) {
+        char msg[1100];
+        snprintf(msg, sizeof msg, "the problem's reference is broken: %s", kr_context_errmsg(ctx));
+        kr_report_set_verdict(r, KR_VERDICT_ERROR);
+        kr_report_set_text(r, "message", msg);
+        return rc;
+    }
+    rc = kr__fail(ctx, KR_ENODEVICE, "compiled and checked; verification and timing need an "
+                  "NVIDIA GPU (%s)", ctx->device_why);
+    kr_report_set_verdict(r, KR_VERDICT_NOT_RUN);
+    kr_report_set_text(r, "message", kr_context_errmsg(ctx));
+    return rc;
+}
+
+/* A ready program and its plan: check, verify, benchmark. */
+static int run_program(kr_report *r, kr_context *ctx, const kr_problem *problem,
+                       const kr_program *prog, const kr_plan *plan, const kr_evaluate_options *o)
+{
+    compile_metrics(r, prog);
+    int rc = kr_plan_check(ctx, plan, problem, prog);
+    if (rc == KR_EPLAN || rc == KR_ENOTFOUND)
+        return judged(ctx, r, KR_VERDICT_INVALID_PLAN, "launch plan");
+    if (rc != KR_OK)
+        return environment_error(ctx, r, rc);
+    if (!kr_context_has_device(ctx))
+        return without_device(ctx, problem, r);
+    rc = kr_verify(r, ctx, problem, prog, plan, o->verify);
+    if (rc != KR_OK || kr_report_verdict(r) != KR_VERDICT_PASSED || (o->flags & KR_EVALUATE_NO_BENCH))
+        return rc;
+    rc = kr_benchmark(r, ctx, problem, prog, plan, o->bench, o->baseline);
+    double s;
+    if (rc == KR_OK && kr_report_verdict(r) == KR_VERDICT_PASSED &&
+        kr_report_get(&s, r, "speedup") == KR_OK) {
+        char text[1200];
+        snprintf(text, sizeof text, "%s; %.2fx the baseline's speed", kr_report_text(r, "feedback"), s);
+        kr_report_set_text(r, "feedback", text);
+    }
+    return rc;
+}
+
+/* Source: compile (a compile error is a verdict), read the plan, run. */
+static int run_source(kr_report *r, kr_context *ctx, const kr_problem *problem, const char *source,
+                      size_t len, const kr_evaluate_options *o)
+{
+    kr_report_set(r, "code_lines", (double)code_lines(source, len));
+    kr_compile_options co;
+    int rc = kr__compile_options_read(ctx, &co, o->compile);
+    if (rc != KR_OK)
+        return environment_error(ctx, r, rc);
+    if (!co.name)
+        co.name = o->name ? o->name : "candidate.cu";
+    kr_program *prog = NULL;
+    kr_plan *plan = NULL;
+    rc = kr_compile(&prog, ctx, source, len, &co);
+    if (rc == KR_ECOMPILE || rc == KR_ETIMEOUT || rc == KR_EPARSE || rc == KR_ETOOBIG) {
+        kr_report_set(r, "compiled", 0);
+        compile_feedback(ctx, r);
+        return judged(ctx, r, KR_VERDICT_COMPILE_ERROR, "compile error");
+    }
+    if (rc != KR_OK)
+        return environment_error(ctx, r, rc);
+    rc = kr_plan_from_source(&plan, ctx, source, len, co.name);
+    if (rc == KR_OK) {
+        rc = run_program(r, ctx, problem, prog, plan, o);
+    } else if (rc == KR_EPLAN || rc == KR_ENOTFOUND) {
+        compile_metrics(r, prog);
+        rc = judged(ctx, r, KR_VERDICT_INVALID_PLAN, "launch plan");
+    } else {
+        rc = environment_error(ctx, r, rc);
+    }
+    kr_plan_free(plan);
+    kr_program_free(prog);
+    return rc;
+}
+
+/* Common start of both entry points: arguments, options, names. */
+static int begin(kr_report *r, kr_context *ctx, const kr_problem *problem,
+                 const kr_evaluate_options *opts, kr_evaluate_options *o)
+{
+    kr__clear_error(ctx);
+    char why[256];
+    if (kr__options_read(&evaluate_version, o, &evaluate_defaults, opts, why, sizeof why) != KR_OK)
+        return environment_error(ctx, r, kr__fail(ctx, KR_EVERSION, "%s", why));
+    if (o->reward && kr__reward_check_owner(ctx, o->reward) != KR_OK)
+        return environment_error(ctx, r, KR_EINVAL);
+    kr_report_set_text(r, "problem", kr_problem_name(problem));
+    if (o->name)
+        kr_report_set_text(r, "candidate", o->name);
+    return KR_OK;
+}
+
+static int score(kr_context *ctx, const kr_evaluate_options *o, kr_report *r, int rc)
+{
+    if (rc == KR_OK && o->reward) {
+        rc = kr_reward_score(NULL, o->reward, r);
+        if (rc != KR_OK)
+            kr_report_set_text(r, "message", kr_context_errmsg(ctx));
+    }
+    return rc;
+}
+
+int kr_evaluate(kr_report *r, kr_context *ctx, const kr_problem *problem, const char *source,
+                size_t len, const kr_evaluate_options *opts)
+{
+    if (!r)
+        return KR_EINVAL;
+    if (!ctx || !problem || !source) {
+        kr_report_set_verdict(r, KR_VERDICT_ERROR);
+        kr_report_set_text(r, "message", "kr_evaluate needs a context, a problem and a source");
+        return KR_EINVAL;
+    }
+    kr_evaluate_options o;
+    int rc = begin(r, ctx, problem, opts, &o);
+    if (rc != KR_OK)
+        return rc;
+    rc = run_source(r, ctx, problem, source, len ? len : strlen(source), &o);
+    return score(ctx, &o, r, rc);
+}
+
+int kr_evaluate_program(kr_report *r, kr_context *ctx, const kr_problem *problem,
+                        const kr_program *program, const kr_plan *plan,
+                        const kr_evaluate_options *opts)
+{
+    if (!r)
+        return KR_EINVAL;
+    if (!ctx || !problem || !program || !plan) {
+        kr_report_set_verdict(r, KR_VERDICT_ERROR);
+        kr_report_set_text(r, "message",
+                           "kr_evaluate_program needs a context, a problem, a program and a plan");
+        return KR_EINVAL;
+    }
+    kr_evaluate_options o;
+    int rc = begin(r, ctx, problem, opts, &o);
+    if (rc != KR_OK)
+        return rc;
+    if (kr__program_check_owner(ctx, program, "the program") != KR_OK)
+        return environment_error(ctx, r, KR_EINVAL);
+    rc = run_program(r, ctx, problem, program, plan, &o);
+    return score(ctx, &o, r, rc);
+}
