@@ -1,6 +1,6 @@
 /* Element types: names, sizes, ranges and default tolerances. */
 #include "common/dtype.h"
-#include "problem/kr_gen.h"
+#include "common/kr_gen.h"
 
 #include <math.h>
 #include <string.h>

@@ -8,7 +8,7 @@
  * Records other than sized ones take 4 bytes. The layout was read off cubins from nvcc/NVRTC 13 and is
  * cross-checked against cuFuncGetParamInfo in the gpu tests. Every read is
  * bounds-checked: the input may be junk. */
-#include "compile/program_impl.h"
+#include "compile/kernels.h"
 #include "common/strbuf.h"
 
 #include <stdio.h>
@@ -224,17 +224,18 @@ static int read_params(const elf *e, kr__kernel *k)
     return 0;
 }
 
-int kr__cubin_read_kernels(kr_program *prog, char *why, size_t why_size)
+int kr__cubin_read_kernels(const unsigned char *image, size_t len, kr__kernel **list,
+                           size_t *count, char *arch, size_t arch_size, char *why, size_t why_size)
 {
     elf e;
-    span file = {prog->image, prog->image_len};
+    span file = {image, len};
     if (open_elf(&e, file, why, why_size) != 0)
         return -1;
     uint32_t flags, abiver = file.d[8];
     rd32(file, 48, &flags);
     unsigned sm = abiver >= 7 ? (flags >> 8) & 0xff : flags & 0xff;
-    if (!prog->arch[0] && sm >= 10)
-        snprintf(prog->arch, sizeof prog->arch, "sm_%u", sm);
+    if (!arch[0] && sm >= 10)
+        snprintf(arch, arch_size, "sm_%u", sm);
     int rc = 0;
     for (uint32_t i = 0; i < e.nsec && rc == 0; i++) {
         const section *symtab = &e.sec[i];
@@ -257,8 +258,8 @@ int kr__cubin_read_kernels(kr_program *prog, char *why, size_t why_size)
                 rc = -1;
                 break;
             }
-            if (kr__program_add_kernel(prog, name, strlen(name)) != 0 ||
-                read_params(&e, &prog->kernels[prog->num_kernels - 1]) != 0) {
+            if (kr__kernels_add(list, count, name, strlen(name)) != 0 ||
+                read_params(&e, &(*list)[*count - 1]) != 0) {
                 snprintf(why, why_size, "out of memory");
                 rc = -1;
                 break;

@@ -16,22 +16,6 @@ kr_program *kr__program_alloc(kr_context *ctx)
     return prog;
 }
 
-int kr__program_add_kernel(kr_program *prog, const char *name, size_t len)
-{
-    kr__kernel *grown = realloc(prog->kernels, (prog->num_kernels + 1) * sizeof *grown);
-    if (!grown)
-        return -1;
-    prog->kernels = grown;
-    kr__kernel *k = &grown[prog->num_kernels];
-    memset(k, 0, sizeof *k);
-    for (int i = 0; i < KR__KERNEL_ATTR_MAX; i++)
-        k->attrs[i] = -1;
-    if (!(k->name = kr__strndup(name, len)))
-        return -1;
-    prog->num_kernels++;
-    return 0;
-}
-
 void kr_program_free(kr_program *prog)
 {
     if (!prog)
@@ -40,18 +24,13 @@ void kr_program_free(kr_program *prog)
     if (prog->module && prog->ctx->has_device && !prog->ctx->poisoned &&
         kr__cuda()->cuCtxSetCurrent(prog->ctx->cu) == CUDA_SUCCESS)
         kr__cuda()->cuModuleUnload(prog->module);
-    for (size_t i = 0; i < prog->num_kernels; i++) {
-        free(prog->kernels[i].name);
-        free(prog->kernels[i].param_offset);
-        free(prog->kernels[i].param_size);
-    }
+    kr__kernels_free(prog->kernels, prog->num_kernels);
     for (size_t i = 0; i < prog->num_lowered; i++) {
         free(prog->lowered_expr[i]);
         free(prog->lowered_name[i]);
     }
     free(prog->lowered_expr);
     free(prog->lowered_name);
-    free(prog->kernels);
     free(prog->image);
     free(prog->log);
     free(prog);
@@ -60,8 +39,9 @@ void kr_program_free(kr_program *prog)
 int kr__program_finish(kr_program *prog)
 {
     char why[512] = "";
-    int rc = prog->kind == KR_BINARY_CUBIN ? kr__cubin_read_kernels(prog, why, sizeof why)
-                                           : kr__ptx_read_kernels(prog, why, sizeof why);
+    int rc = (prog->kind == KR_BINARY_CUBIN ? kr__cubin_read_kernels : kr__ptx_read_kernels)(
+        prog->image, prog->image_len, &prog->kernels, &prog->num_kernels, prog->arch,
+        sizeof prog->arch, why, sizeof why);
     if (rc != 0)
         return kr__fail(prog->ctx, KR_EPARSE, "cannot read the kernels of the program: %s", why);
     if (!prog->ctx->has_device)

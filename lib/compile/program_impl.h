@@ -3,19 +3,8 @@
 #define KR_PROGRAM_IMPL_H
 
 #include "kreward/program.h"
+#include "compile/kernels.h"
 #include "driver/cuda_api.h"
-
-#define KR__KERNEL_ATTR_MAX 8
-
-typedef struct kr__kernel {
-    char *name;
-    int64_t attrs[KR__KERNEL_ATTR_MAX]; /* indexed by enum kr_kernel_attr; -1 unknown */
-    int params_known;
-    uint32_t num_params;
-    uint32_t *param_offset;
-    uint32_t *param_size;
-    CUfunction fn;                      /* NULL until loaded on a device */
-} kr__kernel;
 
 struct kr_program {
     kr_context *ctx;
@@ -36,11 +25,6 @@ struct kr_program {
     char load_why[1024];       /* why the module did not load, "" when it did */
 };
 
-/* Fills prog->kernels from the image (ELF symbols or PTX entries) and sets
- * prog->arch when the image says it. -1 with a reason when malformed. */
-int kr__cubin_read_kernels(kr_program *prog, char *why, size_t why_size);
-int kr__ptx_read_kernels(kr_program *prog, char *why, size_t why_size);
-
 /* Cache blob <-> program fields (kind, arch, image, log, lowered names, time). */
 int kr__program_to_blob(const kr_program *prog, void **blob, size_t *len);
 int kr__program_from_blob(kr_program *prog, const void *blob, size_t len);
@@ -58,7 +42,5 @@ int kr__program_load(kr_program *prog);
 int kr__program_check_owner(kr_context *ctx, const kr_program *prog, const char *what);
 
 kr__kernel *kr__program_kernel(const kr_program *prog, const char *name);
-/* Appends a kernel with every attribute unknown; -1 when out of memory. */
-int kr__program_add_kernel(kr_program *prog, const char *name, size_t len);
 
 #endif

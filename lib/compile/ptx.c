@@ -3,7 +3,7 @@
  * Each `.entry NAME ( .param TYPE NAME[, ...] )` is a kernel. Parameter
  * offsets follow the PTX ABI: each parameter aligned to its .align (or its
  * element size), in order. The target line (`.target sm_90a`) names the arch. */
-#include "compile/program_impl.h"
+#include "compile/kernels.h"
 #include "common/strbuf.h"
 
 #include <ctype.h>
@@ -131,23 +131,24 @@ static int read_params(kr__kernel *k, const char *open_paren, const char **after
     return 0;
 }
 
-int kr__ptx_read_kernels(kr_program *prog, char *why, size_t why_size)
+int kr__ptx_read_kernels(const unsigned char *image, size_t image_len, kr__kernel **list,
+                         size_t *count, char *arch, size_t arch_size, char *why, size_t why_size)
 {
-    char *text = strip_comments((const char *)prog->image, prog->image_len);
+    char *text = strip_comments((const char *)image, image_len);
     if (!text) {
         snprintf(why, why_size, "out of memory");
         return -1;
     }
     const char *target = strstr(text, ".target");
-    if (target && !prog->arch[0]) {
+    if (target && !arch[0]) {
         const char *a = target + 7;
         while (*a == ' ' || *a == '\t')
             a++;
         size_t n = 0;
-        while (a[n] && (isalnum((unsigned char)a[n]) || a[n] == '_') && n < sizeof prog->arch - 1)
+        while (a[n] && (isalnum((unsigned char)a[n]) || a[n] == '_') && n < arch_size - 1)
             n++;
-        memcpy(prog->arch, a, n);
-        prog->arch[n] = '\0';
+        memcpy(arch, a, n);
+        arch[n] = '\0';
     }
     int rc = 0;
     for (const char *p = text; (p = strstr(p, ".entry")) != NULL;) {
@@ -168,8 +169,8 @@ int kr__ptx_read_kernels(kr_program *prog, char *why, size_t why_size)
             rc = -1;
             break;
         }
-        if (kr__program_add_kernel(prog, name, len) != 0 ||
-            read_params(&prog->kernels[prog->num_kernels - 1], p, &p) != 0) {
+        if (kr__kernels_add(list, count, name, len) != 0 ||
+            read_params(&(*list)[*count - 1], p, &p) != 0) {
             snprintf(why, why_size, "malformed parameter list of PTX kernel %.*s", (int)len, name);
             rc = -1;
             break;

@@ -64,13 +64,6 @@ static void fill_defaults(kr_bench_options *o)
     o->check_fraction = o->check_fraction > 0 ? o->check_fraction : presets[p].check_fraction;
 }
 
-#define CU(call, what)                                     \
-    do {                                                   \
-        CUresult r_ = (call);                              \
-        if (r_ != CUDA_SUCCESS)                            \
-            return kr__cuda_fail(b->ctx, r_, what);        \
-    } while (0)
-
 /* A side that runs a plan: one run per buffer set, bound to it. */
 static int bind_side(bstate *b, bside *s, const kr_program *prog, const kr_plan *plan)
 {
@@ -90,7 +83,7 @@ static int capture_graphs(bstate *b, bside *s)
     for (size_t k = 0; k < b->sets; k++) {
         CUgraph graph = NULL;
         size_t failed;
-        CU(cu->cuStreamBeginCapture(b->e->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+        KR__CU(b->ctx, cu->cuStreamBeginCapture(b->e->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
            "cuStreamBeginCapture");
         int rc = kr__run_launch(b->ctx, &s->run[k], &failed);
         CUresult r = cu->cuStreamEndCapture(b->e->stream, &graph);
@@ -118,8 +111,8 @@ static int setup_buffers(bstate *b)
         rc = kr__dbuf_alloc(b->ctx, &b->flush, flush, "the L2 flush buffer");
     if (rc != KR_OK)
         return rc;
-    CU(cu->cuEventCreate(&b->ev_start, CU_EVENT_DEFAULT), "cuEventCreate");
-    CU(cu->cuEventCreate(&b->ev_stop, CU_EVENT_DEFAULT), "cuEventCreate");
+    KR__CU(b->ctx, cu->cuEventCreate(&b->ev_start, CU_EVENT_DEFAULT), "cuEventCreate");
+    KR__CU(b->ctx, cu->cuEventCreate(&b->ev_stop, CU_EVENT_DEFAULT), "cuEventCreate");
     /* persisting-L2 windows survive memset flushes: disable and reset them */
     cu->cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0);
     cu->cuCtxResetPersistingL2Cache();

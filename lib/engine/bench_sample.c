@@ -20,13 +20,6 @@
 #define PROBE_CYCLES 20000
 #define SPIN_TIMEOUT_NS 2000000000ull
 
-#define CU(call, what)                                     \
-    do {                                                   \
-        CUresult r_ = (call);                              \
-        if (r_ != CUDA_SUCCESS)                            \
-            return kr__cuda_fail(b->ctx, r_, what);        \
-    } while (0)
-
 /* Fresh values in the inputs of a set, poison in its outputs. */
 static int refresh_set(bstate *b, size_t k)
 {
@@ -55,7 +48,7 @@ static int enqueue_side(bstate *b, bside *s, size_t k)
         return KR_OK;
     }
     if (s->graph[k])
-        CU(kr__cuda()->cuGraphLaunch(s->graph[k], b->e->stream), "cuGraphLaunch");
+        KR__CU(b->ctx, kr__cuda()->cuGraphLaunch(s->graph[k], b->e->stream), "cuGraphLaunch");
     else
         return kr__run_launch(b->ctx, &s->run[k], &failed);
     return KR_OK;
@@ -136,14 +129,14 @@ static int timed_enqueue(bstate *b, bside *s, size_t k)
     const kr__cuda_api *cu = kr__cuda();
     kr__engine *e = b->e;
     if (!(b->o.flags & KR_BENCH_NO_FLUSH))
-        CU(cu->cuMemsetD32Async(b->flush.ptr, (unsigned)b->seeds, b->flush.bytes / 4, e->stream),
+        KR__CU(b->ctx, cu->cuMemsetD32Async(b->flush.ptr, (unsigned)b->seeds, b->flush.bytes / 4, e->stream),
            "flushing L2");
     atomic_store((_Atomic int *)e->flag, 0);
     uint64_t timeout = SPIN_TIMEOUT_NS;
     void *spin_params[] = {&e->flag_dev, &timeout};
-    CU(cu->cuLaunchKernel(e->f_spin_until, 1, 1, 1, 1, 1, 1, 0, e->stream, spin_params, NULL),
+    KR__CU(b->ctx, cu->cuLaunchKernel(e->f_spin_until, 1, 1, 1, 1, 1, 1, 0, e->stream, spin_params, NULL),
        "launching the spin kernel");
-    CU(cu->cuEventRecord(b->ev_start, e->stream), "cuEventRecord");
+    KR__CU(b->ctx, cu->cuEventRecord(b->ev_start, e->stream), "cuEventRecord");
     int rc = enqueue_side(b, s, k);
     if (rc == KR_OK)
         rc = (cu->cuEventRecord(b->ev_stop, e->stream) == CUDA_SUCCESS) ? KR_OK : KR_ECUDA;
@@ -152,7 +145,7 @@ static int timed_enqueue(bstate *b, bside *s, size_t k)
     CUdeviceptr cyc_out = e->flag_dev + KR__PROBE_CYCLES_OFFSET;
     void *probe_params[] = {&cycles, &ns_out, &cyc_out};
     if (rc == KR_OK)
-        CU(cu->cuLaunchKernel(e->f_spin_cycles, 1, 1, 1, 1, 1, 1, 0, e->stream, probe_params, NULL),
+        KR__CU(b->ctx, cu->cuLaunchKernel(e->f_spin_cycles, 1, 1, 1, 1, 1, 1, 0, e->stream, probe_params, NULL),
            "launching the clock probe");
     atomic_store((_Atomic int *)e->flag, 1); /* release: the queued work runs back to back */
     return rc;
@@ -174,9 +167,9 @@ static int one_sample(bstate *b, int which, size_t k, int timed)
     /* a callback may have put work on other streams: let it finish inside
      * this sample, where CUPTI attributes it (trusted, in-process code) */
     if (s->callback)
-        CU(cu->cuCtxSynchronize(), "cuCtxSynchronize after the baseline callback");
+        KR__CU(b->ctx, cu->cuCtxSynchronize(), "cuCtxSynchronize after the baseline callback");
     float ms = 0;
-    CU(cu->cuEventElapsedTime(&ms, b->ev_start, b->ev_stop), "cuEventElapsedTime");
+    KR__CU(b->ctx, cu->cuEventElapsedTime(&ms, b->ev_start, b->ev_stop), "cuEventElapsedTime");
     volatile uint64_t *probe = (volatile uint64_t *)((char *)b->e->flag + KR__PROBE_NS_OFFSET);
     double mhz = probe[0] ? (double)probe[1] / (double)probe[0] * 1e3 : 0;
     if (!timed)

@@ -3,13 +3,6 @@
 
 #include <string.h>
 
-#define CU(call, what)                                  \
-    do {                                                \
-        CUresult r_ = (call);                           \
-        if (r_ != CUDA_SUCCESS)                         \
-            return kr__cuda_fail(ctx, r_, what);        \
-    } while (0)
-
 int kr__dbuf_alloc(kr_context *ctx, kr__dbuf *b, uint64_t bytes, const char *what)
 {
     const kr__cuda_api *cu = kr__cuda();
@@ -44,8 +37,8 @@ int kr__dbuf_reguard(kr_context *ctx, const kr__dbuf *b)
 {
     const kr__cuda_api *cu = kr__cuda();
     CUstream s = kr__engine_of(ctx)->stream;
-    CU(cu->cuMemsetD8Async(b->base, KR__CANARY, KR__GUARD_BYTES, s), "cuMemsetD8Async (canary)");
-    CU(cu->cuMemsetD8Async(b->ptr + b->bytes, KR__CANARY, b->alloc - KR__GUARD_BYTES - b->bytes, s),
+    KR__CU(ctx, cu->cuMemsetD8Async(b->base, KR__CANARY, KR__GUARD_BYTES, s), "cuMemsetD8Async (canary)");
+    KR__CU(ctx, cu->cuMemsetD8Async(b->ptr + b->bytes, KR__CANARY, b->alloc - KR__GUARD_BYTES - b->bytes, s),
        "cuMemsetD8Async (canary)");
     return KR_OK;
 }
@@ -54,14 +47,14 @@ int kr__dbuf_scrub(kr_context *ctx, const kr__dbuf *b)
 {
     if (!b->base)
         return KR_OK;
-    CU(kr__cuda()->cuMemsetD8Async(b->base, 0, b->alloc, kr__engine_of(ctx)->stream),
+    KR__CU(ctx, kr__cuda()->cuMemsetD8Async(b->base, 0, b->alloc, kr__engine_of(ctx)->stream),
        "scrubbing a buffer");
     return KR_OK;
 }
 
 int kr__dbuf_fill(kr_context *ctx, const kr__dbuf *b, unsigned char value)
 {
-    CU(kr__cuda()->cuMemsetD8Async(b->ptr, value, b->bytes, kr__engine_of(ctx)->stream),
+    KR__CU(ctx, kr__cuda()->cuMemsetD8Async(b->ptr, value, b->bytes, kr__engine_of(ctx)->stream),
        "cuMemsetD8Async");
     return KR_OK;
 }
@@ -97,10 +90,10 @@ int kr__poison(kr_context *ctx, const kr__dbuf *b, int dtype, int variant)
     uint32_t bits = kr__poison_bits(dtype, variant);
     int size = kr_gen_dtype_size((kr_u32)dtype);
     if (size == 1)
-        CU(cu->cuMemsetD8Async(b->ptr, (unsigned char)bits, b->bytes, s), "cuMemsetD8Async (poison)");
+        KR__CU(ctx, cu->cuMemsetD8Async(b->ptr, (unsigned char)bits, b->bytes, s), "cuMemsetD8Async (poison)");
     else if (size == 2)
-        CU(cu->cuMemsetD16Async(b->ptr, (unsigned short)bits, b->bytes / 2, s), "cuMemsetD16Async (poison)");
+        KR__CU(ctx, cu->cuMemsetD16Async(b->ptr, (unsigned short)bits, b->bytes / 2, s), "cuMemsetD16Async (poison)");
     else
-        CU(cu->cuMemsetD32Async(b->ptr, bits, b->bytes / 4, s), "cuMemsetD32Async (poison)");
+        KR__CU(ctx, cu->cuMemsetD32Async(b->ptr, bits, b->bytes / 4, s), "cuMemsetD32Async (poison)");
     return KR_OK;
 }

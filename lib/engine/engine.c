@@ -9,13 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-#define CU(call, what)                                  \
-    do {                                                \
-        CUresult r_ = (call);                           \
-        if (r_ != CUDA_SUCCESS)                         \
-            return kr__cuda_fail(ctx, r_, what);        \
-    } while (0)
-
 static int load_builtins(kr_context *ctx, kr__engine *e)
 {
     int rc = kr__builtins_compile(ctx, &e->builtins);
@@ -31,7 +24,7 @@ static int load_builtins(kr_context *ctx, kr__engine *e)
                {&e->f_bitdiff, "kr_bitdiff"},     {&e->f_spin_until, "kr_spin_until"},
                {&e->f_spin_cycles, "kr_spin_cycles"}, {&e->f_fma_peak, "kr_fma_peak"}};
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
-        CU(kr__cuda()->cuModuleGetFunction(fns[i].fn, e->builtins->module, fns[i].name),
+        KR__CU(ctx, kr__cuda()->cuModuleGetFunction(fns[i].fn, e->builtins->module, fns[i].name),
            "cuModuleGetFunction (builtins)");
     return KR_OK;
 }
@@ -39,18 +32,18 @@ static int load_builtins(kr_context *ctx, kr__engine *e)
 static int create(kr_context *ctx, kr__engine *e)
 {
     const kr__cuda_api *cu = kr__cuda();
-    CU(cu->cuStreamCreate(&e->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-    CU(cu->cuMemAlloc(&e->slots_dev, KR__SLOTS * 8), "cuMemAlloc (result slots)");
+    KR__CU(ctx, cu->cuStreamCreate(&e->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    KR__CU(ctx, cu->cuMemAlloc(&e->slots_dev, KR__SLOTS * 8), "cuMemAlloc (result slots)");
     void *host = NULL;
-    CU(cu->cuMemHostAlloc(&host, KR__SLOTS * 8, 0), "cuMemHostAlloc (result slots)");
+    KR__CU(ctx, cu->cuMemHostAlloc(&host, KR__SLOTS * 8, 0), "cuMemHostAlloc (result slots)");
     e->slots = host;
     void *flag = NULL;
-    CU(cu->cuMemHostAlloc(&flag, KR__FLAG_PAGE_BYTES,
+    KR__CU(ctx, cu->cuMemHostAlloc(&flag, KR__FLAG_PAGE_BYTES,
                           CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
        "cuMemHostAlloc (flag)");
     e->flag = flag;
     memset(flag, 0, KR__FLAG_PAGE_BYTES);
-    CU(cu->cuMemHostGetDevicePointer(&e->flag_dev, flag, 0), "cuMemHostGetDevicePointer");
+    KR__CU(ctx, cu->cuMemHostGetDevicePointer(&e->flag_dev, flag, 0), "cuMemHostGetDevicePointer");
     cu->cuDeviceGetAttribute(&e->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ctx->dev);
     cu->cuDeviceGetAttribute(&e->l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, ctx->dev);
     return load_builtins(ctx, e);
@@ -117,7 +110,7 @@ int kr__engine_pinned(kr_context *ctx, size_t bytes, void **out)
         e->pinned = NULL;
         e->pinned_bytes = 0;
         size_t size = bytes + bytes / 4; /* room to grow a little */
-        CU(cu->cuMemHostAlloc(&e->pinned, size, 0), "cuMemHostAlloc (staging)");
+        KR__CU(ctx, cu->cuMemHostAlloc(&e->pinned, size, 0), "cuMemHostAlloc (staging)");
         e->pinned_bytes = size;
     }
     *out = e->pinned;

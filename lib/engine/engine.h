@@ -8,7 +8,16 @@
 
 #include "driver/context_impl.h"
 #include "kreward/program.h"
-#include "problem/kr_gen.h"
+#include "common/kr_gen.h"
+
+/* Returns the mapped status from the enclosing function when a driver call
+ * fails (kr__cuda_fail also poisons the context on sticky errors). */
+#define KR__CU(ctx, call, what)                            \
+    do {                                                   \
+        CUresult r_ = (call);                              \
+        if (r_ != CUDA_SUCCESS)                            \
+            return kr__cuda_fail((ctx), r_, (what));       \
+    } while (0)
 
 /* Mirrors struct kr_cmp_stats in engine/kr_device.cuh. */
 typedef struct kr__cmp_stats {

@@ -313,6 +313,8 @@ int kr_plan_check(kr_context *ctx, const kr_plan *plan, const kr_problem *proble
     if (!ctx || !plan || !problem || !program)
         return KR_EINVAL;
     kr__clear_error(ctx);
+    if (kr__program_check_owner(ctx, program, "the program") != KR_OK)
+        return KR_EINVAL;
     kr__bound_plan bp;
     int rc = kr__plan_bind(ctx, plan, problem, program, &bp);
     kr__limits lim;

@@ -4,7 +4,7 @@
 
 #include "kreward/problem.h"
 #include "common/expr.h"
-#include "problem/kr_gen.h"
+#include "common/kr_gen.h"
 
 
 typedef struct kr__tensor {

@@ -6,6 +6,16 @@
 
 #include <jansson.h>
 
+/* y = 2x over N = 1000 floats, with a CUDA reference: the problem of the
+ * tests whose candidates break the device (fault, hang). */
+static const char *const Y_IS_2X =
+    "{\"name\": \"p\", \"dims\": [\"N\"], \"cases\": [{\"N\": 1000}],"
+    " \"tensors\": [{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"in\"},"
+    "  {\"name\": \"y\", \"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"out\"}],"
+    " \"reference\": {\"cuda\": \"// kreward: launch k grid=(cdiv(N,256)) block=(256) args=(x, y, N)\\n"
+    "extern \\\"C\\\" __global__ void k(const float* x, float* y, int n) {"
+    " int i = blockIdx.x * 256 + threadIdx.x; if (i < n) y[i] = 2 * x[i]; }\"}}";
+
 /* A context on GPU 0, or exit 77 saying why there is none. */
 static inline kr_context *gpu_context_or_skip(void)
 {

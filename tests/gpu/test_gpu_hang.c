@@ -7,13 +7,6 @@
 
 #include <unistd.h>
 
-static const char *PROBLEM =
-    "{\"name\": \"p\", \"dims\": [\"N\"], \"cases\": [{\"N\": 1000}],"
-    " \"tensors\": [{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"in\"},"
-    "  {\"name\": \"y\", \"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"out\"}],"
-    " \"reference\": {\"cuda\": \"// kreward: launch k grid=(cdiv(N,256)) block=(256) args=(x, y, N)\\n"
-    "extern \\\"C\\\" __global__ void k(const float* x, float* y, int n) {"
-    " int i = blockIdx.x * 256 + threadIdx.x; if (i < n) y[i] = 2 * x[i]; }\"}}";
 
 static const char *CANDIDATE =
     "// kreward: launch k grid=(1) block=(32) args=(x, y, N)\n"
@@ -27,7 +20,7 @@ static void hang_times_out(void **state)
     kr_problem *p;
     kr_program *prog;
     kr_plan *plan;
-    assert_int_equal(kr_problem_parse(&p, ctx, PROBLEM, strlen(PROBLEM), "p.json", NULL), KR_OK);
+    assert_int_equal(kr_problem_parse(&p, ctx, Y_IS_2X, strlen(Y_IS_2X), "p.json", NULL), KR_OK);
     assert_int_equal(kr_compile(&prog, ctx, CANDIDATE, 0, NULL), KR_OK);
     assert_int_equal(kr_plan_from_source(&plan, ctx, CANDIDATE, 0, "c.cu"), KR_OK);
     kr_verify_options o = KR_VERIFY_OPTIONS_INIT;

@@ -5,7 +5,7 @@
 
 #include "common/dtype.h"
 #include "engine/engine.h"
-#include "problem/kr_gen.h"
+#include "common/kr_gen.h"
 
 #include <math.h>
 

@@ -208,6 +208,69 @@ static void json_plans(void **state)
     assert_contains(kr_context_errmsg(f->ctx), "plan.json:1:");
 }
 
+/* A program belongs to the context that made it: using it with another
+ * context is refused by name, never run against the wrong module. */
+static void handles_of_another_context(void **state)
+{
+    fixture *f = *state;
+    kr_context *other = test_context(NULL);
+    kr_plan *plan = NULL;
+    assert_int_equal(kr_plan_from_source(&plan, other, "// kreward: launch narrow grid=(1) "
+                                         "block=(1) args=(y, N)\n", 0, "c.cu"), KR_OK);
+    assert_int_equal(kr_plan_check(other, plan, f->problem, f->program), KR_EINVAL);
+    assert_contains(kr_context_errmsg(other), "the program was made by another context");
+    kr_report *r = test_report();
+    assert_int_equal(kr_verify(r, other, f->problem, f->program, plan, NULL), KR_EINVAL);
+    assert_int_equal(kr_report_verdict(r), KR_VERDICT_ERROR);
+    assert_contains(kr_report_text(r, "message"), "another context");
+    kr_report_free(r);
+    r = test_report();
+    assert_int_equal(kr_evaluate_program(r, other, f->problem, f->program, plan, NULL), KR_EINVAL);
+    assert_contains(kr_report_text(r, "message"), "another context");
+    kr_report_free(r);
+    kr_reward *w = NULL;
+    assert_int_equal(kr_reward_preset(&w, f->ctx, "makora"), KR_OK);
+    kr_evaluate_options o;
+    kr_evaluate_options_init(&o, KR_EVALUATE_OPTIONS_VERSION);
+    o.reward = w;
+    r = test_report();
+    assert_int_equal(kr_evaluate(r, other, f->problem, "x", 1, &o), KR_EINVAL);
+    assert_contains(kr_report_text(r, "message"), "the reward was made by another context");
+    kr_report_free(r);
+    kr_reward_free(w);
+    kr_plan_free(plan);
+    kr_context_free(other);
+}
+
+/* A ready program (as from Triton) goes through the same pipeline as a
+ * source: without a GPU, not_run with the compile metrics kept. */
+static void evaluate_a_ready_program(void **state)
+{
+    fixture *f = *state;
+    kr_plan *plan = NULL;
+    assert_int_equal(kr_plan_from_source(&plan, f->ctx, "// kreward: launch rows grid=(M) "
+                                         "block=(32) args=(x, y, M, N, eps)\n", 0, "c.cu"), KR_OK);
+    kr_report *r = test_report();
+    assert_int_equal(kr_evaluate_program(r, f->ctx, f->problem, f->program, plan, NULL),
+                     KR_ENODEVICE);
+    assert_int_equal(kr_report_verdict(r), KR_VERDICT_NOT_RUN);
+    double kernels = 0, compiled = 0;
+    assert_int_equal(kr_report_get(&kernels, r, "kernels"), KR_OK);
+    assert_int_equal(kr_report_get(&compiled, r, "compiled"), KR_OK);
+    assert_true(kernels == 3 && compiled == 1);
+    assert_contains(kr_report_text(r, "message"), "need an NVIDIA GPU");
+    kr_report_free(r);
+    /* a plan that does not fit is the program's verdict */
+    kr_plan_free(plan);
+    assert_int_equal(kr_plan_from_source(&plan, f->ctx, "// kreward: launch rows grid=(M) "
+                                         "block=(32) args=(x, y)\n", 0, "c.cu"), KR_OK);
+    r = test_report();
+    assert_int_equal(kr_evaluate_program(r, f->ctx, f->problem, f->program, plan, NULL), KR_OK);
+    assert_int_equal(kr_report_verdict(r), KR_VERDICT_INVALID_PLAN);
+    kr_report_free(r);
+    kr_plan_free(plan);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -215,6 +278,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(int_args_follow_the_parameter_size, setup, teardown),
         cmocka_unit_test_setup_teardown(plan_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(json_plans, setup, teardown),
+        cmocka_unit_test_setup_teardown(handles_of_another_context, setup, teardown),
+        cmocka_unit_test_setup_teardown(evaluate_a_ready_program, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -191,6 +191,17 @@ static void plugins(void **state)
     assert_contains(kr_context_errmsg(ctx), "built against a newer libkreward");
     assert_int_equal(kr_reward_load_plugin(w, "/nonexistent/plugin.so"), KR_ENOTFOUND);
     kr_reward_free(w);
+    /* the second term clashes with a built-in: the whole plugin is refused,
+     * and its first term is not left behind pointing into unloaded code */
+    const char *clash = getenv("KR_TEST_PLUGIN_CLASH");
+    assert_non_null(clash);
+    kr_reward_new(&w, ctx);
+    assert_int_equal(kr_reward_load_plugin(w, clash), KR_EINVAL);
+    assert_contains(kr_context_errmsg(ctx), "'compiled' is already known");
+    assert_int_equal(kr_reward_add(w, "plugin_lines", NULL, 1, KR_GATE_ALWAYS), KR_ENOTFOUND);
+    assert_int_equal(kr_reward_load_plugin(w, path), KR_OK); /* and the name is free again */
+    assert_int_equal(kr_reward_add(w, "plugin_lines", NULL, 1, KR_GATE_ALWAYS), KR_OK);
+    kr_reward_free(w);
     /* plugins from a JSON configuration */
     char json[4300];
     snprintf(json, sizeof json, "{\"plugins\": [\"%s\"], \"terms\": [{\"term\": \"plugin_lines\", \"weight\": 10}]}", path);

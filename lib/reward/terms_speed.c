@@ -1,0 +1,279 @@
+/* Built-in terms about speed and cost: speedup (linear, clipped, log or
+ * tiers), threshold, metric, roofline, memory and code size. */
+#include "reward/terms_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- speedup: linear, clipped, log or tiers ---- */
+
+enum { LINEAR, CLIPPED, LOG, TIERS };
+
+typedef struct {
+    int mode;
+    char metric[64];
+    double max, below;
+    size_t num_tiers;
+    double tier_at[16], tier_value[16];
+} speedup_cfg;
+
+static int init_speedup(const char *config, void **state, char *err, size_t n)
+{
+    const char *const keys[] = {"mode", "metric", "max", "tiers", "below", NULL};
+    kr__cfg c;
+    if (kr__cfg_open(&c, config, err, n, keys) != 0)
+        return -1;
+    speedup_cfg *s = calloc(1, sizeof *s);
+    if (!s) {
+        json_decref(c.root);
+        return -1;
+    }
+    const char *mode = kr__cfg_str(&c, "mode", "linear");
+    s->mode = !strcmp(mode, "linear") ? LINEAR : !strcmp(mode, "clipped") ? CLIPPED
+            : !strcmp(mode, "log") ? LOG : !strcmp(mode, "tiers") ? TIERS : -1;
+    if (s->mode < 0 && !c.failed) {
+        snprintf(err, n, "mode must be linear, clipped, log or tiers");
+        c.failed = 1;
+    }
+    snprintf(s->metric, sizeof s->metric, "%s", kr__cfg_str(&c, "metric", "speedup"));
+    s->max = kr__cfg_num(&c, "max", 3);
+    s->below = kr__cfg_num(&c, "below", 0);
+    json_t *tiers = json_object_get(c.root, "tiers");
+    if (s->mode == TIERS && !c.failed) {
+        if (!json_is_array(tiers) || json_array_size(tiers) == 0 || json_array_size(tiers) > 16) {
+            snprintf(err, n, "tiers mode needs \"tiers\": [[speedup, value], ...] (1 to 16, rising)");
+            c.failed = 1;
+        }
+        for (size_t i = 0; !c.failed && i < json_array_size(tiers); i++) {
+            json_t *t = json_array_get(tiers, i);
+            if (json_array_size(t) != 2 || !json_is_number(json_array_get(t, 0)) ||
+                !json_is_number(json_array_get(t, 1)) ||
+                (i && json_number_value(json_array_get(t, 0)) <= s->tier_at[i - 1])) {
+                snprintf(err, n, "tier %zu must be [speedup, value] with rising speedups", i);
+                c.failed = 1;
+                break;
+            }
+            s->tier_at[i] = json_number_value(json_array_get(t, 0));
+            s->tier_value[i] = json_number_value(json_array_get(t, 1));
+            s->num_tiers++;
+        }
+    }
+    json_decref(c.root);
+    if (c.failed) {
+        free(s);
+        return -1;
+    }
+    *state = s;
+    return 0;
+}
+
+static int eval_speedup(void *state, const kr_report *r, double *v, char *err, size_t n)
+{
+    const speedup_cfg *s = state;
+    double x;
+    if (kr__term_metric(r, s->metric, &x, err, n) != 0)
+        return -1;
+    switch (s->mode) {
+    case LINEAR:
+        *v = x;
+        break;
+    case CLIPPED:
+        *v = x < s->max ? x : s->max;
+        break;
+    case LOG:
+        if (!(x > 0)) {
+            snprintf(err, n, "%s is %g: log needs a positive speedup", s->metric, x);
+            return -1;
+        }
+        *v = log(x);
+        break;
+    default:
+        *v = s->below;
+        for (size_t i = 0; i < s->num_tiers; i++)
+            if (x >= s->tier_at[i])
+                *v = s->tier_value[i];
+        break;
+    }
+    return 0;
+}
+
+/* ---- threshold and metric: one metric, transformed ---- */
+
+typedef struct {
+    char metric[64];
+    double threshold, above, below, scale, offset, lo, hi, missing;
+    int strict, has_missing;
+} metric_cfg;
+
+static int init_metric_like(const char *config, void **state, char *err, size_t n, int threshold)
+{
+    const char *const tkeys[] = {"metric", "threshold", "above", "below", "strict", NULL};
+    const char *const mkeys[] = {"metric", "scale", "offset", "min", "max", "missing", NULL};
+    kr__cfg c;
+    if (kr__cfg_open(&c, config, err, n, threshold ? tkeys : mkeys) != 0)
+        return -1;
+    metric_cfg *s = calloc(1, sizeof *s);
+    if (!s) {
+        json_decref(c.root);
+        return -1;
+    }
+    const char *m = kr__cfg_str(&c, "metric", threshold ? "speedup" : NULL);
+    if (!m && !c.failed) {
+        snprintf(err, n, "\"metric\" names the report metric to read");
+        c.failed = 1;
+    }
+    snprintf(s->metric, sizeof s->metric, "%s", m ? m : "");
+    s->threshold = kr__cfg_num(&c, "threshold", 1.0);
+    s->above = kr__cfg_num(&c, "above", 1);
+    s->below = kr__cfg_num(&c, "below", 0);
+    json_t *strict = json_object_get(c.root, "strict");
+    s->strict = json_is_true(strict);
+    s->scale = kr__cfg_num(&c, "scale", 1);
+    s->offset = kr__cfg_num(&c, "offset", 0);
+    s->lo = kr__cfg_num(&c, "min", -INFINITY);
+    s->hi = kr__cfg_num(&c, "max", INFINITY);
+    s->has_missing = json_object_get(c.root, "missing") != NULL;
+    s->missing = kr__cfg_num(&c, "missing", 0);
+    json_decref(c.root);
+    if (c.failed) {
+        free(s);
+        return -1;
+    }
+    *state = s;
+    return 0;
+}
+
+static int init_threshold(const char *config, void **state, char *err, size_t n)
+{
+    return init_metric_like(config, state, err, n, 1);
+}
+
+static int eval_threshold(void *state, const kr_report *r, double *v, char *err, size_t n)
+{
+    const metric_cfg *s = state;
+    double x;
+    if (kr__term_metric(r, s->metric, &x, err, n) != 0)
+        return -1;
+    *v = (s->strict ? x > s->threshold : x >= s->threshold) ? s->above : s->below;
+    return 0;
+}
+
+static int init_metric(const char *config, void **state, char *err, size_t n)
+{
+    return init_metric_like(config, state, err, n, 0);
+}
+
+static int eval_metric(void *state, const kr_report *r, double *v, char *err, size_t n)
+{
+    const metric_cfg *s = state;
+    double x;
+    if (kr_report_get(&x, r, s->metric) != KR_OK) {
+        if (!s->has_missing)
+            return kr__term_metric(r, s->metric, &x, err, n);
+        *v = s->missing;
+        return 0;
+    }
+    x = s->scale * x + s->offset;
+    *v = x < s->lo ? s->lo : x > s->hi ? s->hi : x;
+    return 0;
+}
+
+/* ---- roofline, memory, code size ---- */
+
+static int eval_roofline(void *state, const kr_report *r, double *v, char *err, size_t n)
+{
+    (void)state;
+    double x;
+    if (kr__term_metric(r, "roofline_fraction", &x, err, n) != 0)
+        return -1;
+    *v = x < 0 ? 0 : x > 1 ? 1 : x;
+    return 0;
+}
+
+typedef struct {
+    double a, b;
+} two_params;
+
+static int init_memory(const char *config, void **state, char *err, size_t n)
+{
+    const char *const keys[] = {"per_gb", NULL};
+    kr__cfg c;
+    if (kr__cfg_open(&c, config, err, n, keys) != 0)
+        return -1;
+    two_params *s = malloc(sizeof *s);
+    if (s)
+        s->a = kr__cfg_num(&c, "per_gb", -0.1);
+    json_decref(c.root);
+    if (!s || c.failed) {
+        free(s);
+        return -1;
+    }
+    *state = s;
+    return 0;
+}
+
+static int eval_memory(void *state, const kr_report *r, double *v, char *err, size_t n)
+{
+    double bytes;
+    if (kr__term_metric(r, "memory_bytes", &bytes, err, n) != 0)
+        return -1;
+    *v = ((two_params *)state)->a * bytes / 1e9;
+    return 0;
+}
+
+static int init_code_size(const char *config, void **state, char *err, size_t n)
+{
+    const char *const keys[] = {"free_lines", "per_line", NULL};
+    kr__cfg c;
+    if (kr__cfg_open(&c, config, err, n, keys) != 0)
+        return -1;
+    two_params *s = malloc(sizeof *s);
+    if (s) {
+        s->a = kr__cfg_num(&c, "free_lines", 100);
+        s->b = kr__cfg_num(&c, "per_line", -0.01);
+    }
+    json_decref(c.root);
+    if (!s || c.failed) {
+        free(s);
+        return -1;
+    }
+    *state = s;
+    return 0;
+}
+
+static int eval_code_size(void *state, const kr_report *r, double *v, char *err, size_t n)
+{
+    const two_params *s = state;
+    double lines;
+    if (kr__term_metric(r, "code_lines", &lines, err, n) != 0)
+        return -1;
+    *v = s->b * (lines > s->a ? lines - s->a : 0);
+    return 0;
+}
+
+const kr_term_def kr__term_speedup = {
+    KR_TERM_VERSION, KR_TERM_NEEDS_CORRECT, "speedup",
+    "speedup: linear, clipped at max, log, or tiers",
+    init_speedup, eval_speedup, kr__term_free};
+const kr_term_def kr__term_threshold = {
+    KR_TERM_VERSION, KR_TERM_NEEDS_CORRECT, "threshold",
+    "above if a metric reaches a threshold, else below",
+    init_threshold, eval_threshold, kr__term_free};
+const kr_term_def kr__term_metric_def = {
+    KR_TERM_VERSION, 0, "metric",
+    "a metric, scaled, offset and clipped",
+    init_metric, eval_metric, kr__term_free};
+const kr_term_def kr__term_roofline = {
+    KR_TERM_VERSION, KR_TERM_NEEDS_CORRECT, "roofline",
+    "fraction of the roofline floor reached, in [0, 1]",
+    NULL, eval_roofline, NULL};
+const kr_term_def kr__term_memory = {
+    KR_TERM_VERSION, KR_TERM_NEEDS_CORRECT, "memory",
+    "per_gb times the device memory used, in GB",
+    init_memory, eval_memory, kr__term_free};
+const kr_term_def kr__term_code_size = {
+    KR_TERM_VERSION, 0, "code_size",
+    "per_line times the lines beyond free_lines",
+    init_code_size, eval_code_size, kr__term_free};
