@@ -37,11 +37,11 @@ for c in fast wrong; do
 done
 logs=("$build/meson-logs/testlog.json")
 if [ -d bindings/python/tests ] && python3 -c 'import pytest' 2>/dev/null; then
-  KREWARD_LIBRARY=$(ls "$build"/lib/libkreward.so.0) PYTHONPATH=bindings/python \
+  KREWARD_LIBRARY=$(ls "$build"/lib/libkreward.so.1) PYTHONPATH=bindings/python \
     python3 -m pytest -q -s -m gpu bindings/python/tests --junitxml="$out/pytest-gpu.xml" 2>&1 \
     | tee "$out/pytest.log" | tail -5
   logs+=("$out/pytest-gpu.xml")
-  KREWARD_LIBRARY=$(ls "$build"/lib/libkreward.so.0) PYTHONPATH=bindings/python \
+  KREWARD_LIBRARY=$(ls "$build"/lib/libkreward.so.1) PYTHONPATH=bindings/python \
     timeout 300 python3 bench/timing_vs_do_bench.py 2>&1 | tee -a "$out/bench.log" | tail -12
 fi
 for b in $(find "$build/bench" -maxdepth 1 -type f -executable -name 'bench_*' | sort); do

@@ -10,6 +10,6 @@ build=${BUILD_DIR:-build}
 ninja -C "$build" || exit 1
 meson test -C "$build" --print-errorlogs --num-processes "${KR_TEST_JOBS:-2}"
 # the Python binding against this build (GPU tests are marked and skip here)
-KREWARD_LIBRARY="$PWD/$build/lib/libkreward.so.0" python3 -m pytest -q \
+KREWARD_LIBRARY="$PWD/$build/lib/libkreward.so.1" python3 -m pytest -q \
   bindings/python/tests examples/python/custom_term.py --junitxml="$build/pytest.xml"
 python3 scripts/summary.py "$build/meson-logs/testlog.json" "$build/pytest.xml"

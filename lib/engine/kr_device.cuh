@@ -1,5 +1,5 @@
 /* Device helpers of the verify and benchmark engines, compiled by NVRTC
- * together with kr_gen.h into the context's builtin module (kernels.c).
+ * together with kr_gen.h into the context's builtin module (builtin_source.c).
  * Everything a candidate could tamper with is checked against values the
  * host keeps: hashes, canary counts, comparison statistics. */
 
