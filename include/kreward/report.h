@@ -48,6 +48,9 @@ enum kr_verdict {
 #define KR_FLAG_THROTTLED          (1ull << 10) /* samples were dropped for a low SM clock */
 #define KR_FLAG_NOISY              (1ull << 11) /* the timing did not reach its noise target */
 #define KR_FLAG_PRECISION          (1ull << 12) /* errors look like reduced precision (e.g. fp16 math) */
+#define KR_FLAG_SLOW               (1ull << 13) /* stopped early: far slower than the baseline */
+#define KR_FLAG_WEAK_PROBLEM       (1ull << 14) /* the problem's outputs barely depend on its inputs */
+#define KR_FLAG_REFERENCE_COPY     (1ull << 15) /* the candidate is the reference (normalised) */
 
 KR_API int kr_report_new(kr_report **out);
 KR_API void kr_report_free(kr_report *report);

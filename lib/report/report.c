@@ -15,7 +15,8 @@ static const char *const flag_names[] = {"nondeterministic", "unwritten",   "out
                                          "input_mutated",    "race",        "nan",
                                          "shape_specific",   "implausible_speed", "side_stream",
                                          "timed_output_wrong", "throttled", "noisy",
-                                         "precision"};
+                                         "precision", "slow", "weak_problem",
+                                         "reference_copy"};
 #define NUM_FLAGS (sizeof flag_names / sizeof flag_names[0])
 
 const char *kr_verdict_name(int v)
