@@ -2,6 +2,7 @@
 #ifndef KREWARD_CLI_H
 #define KREWARD_CLI_H
 
+#include <getopt.h>
 #include <kreward/kreward.h>
 #include <stdio.h>
 
@@ -28,6 +29,39 @@ typedef struct {
     size_t count;
 } cli_list;
 void cli_list_add(cli_list *l, const char *s);
+
+/* Option parsing: getopt_long with this command line's conventions. Long
+ * options take "--opt value" and "--opt=value" (and unique prefixes, as GNU
+ * tools do); every command has -h/--help; arguments that are not options
+ * come back in order as CLI_ARG (also those after "--"). An unknown or
+ * ambiguous option, a missing value, or a value given to a flag prints one
+ * line naming the option and pointing to --help, and comes back as CLI_BAD:
+ * the command exits with EXIT_USAGE. */
+enum {
+    CLI_END = -1,
+    CLI_BAD = -2,
+    CLI_ARG = 1,
+    CLI_HELP = 'h',
+    CLI_OPT = 0x100,        /* first id of a command's options with no short form */
+    CLI_OPT_SHARED = 0x200, /* first id of a shared table's (cli_eval.c) */
+};
+#define CLI_MAX_OPTIONS 32
+typedef struct {
+    const char *cmd; /* "kreward compile": how messages begin */
+    char shorts[40];
+    struct option longs[CLI_MAX_OPTIONS];
+    int ended; /* getopt is done; what is left is positional */
+} cli_parser;
+/* Joins the command's own long options and a shared table (or NULL), adds
+ * --help, and restarts getopt. `shorts` is getopt's letters, e.g. "D:I:o:". */
+void cli_parser_init(cli_parser *p, const char *cmd, const char *shorts, const struct option *own,
+                     const struct option *shared);
+/* The next option's id (its short letter or its long table's val), CLI_ARG,
+ * CLI_BAD or CLI_END; *value is the option's value or the argument. */
+int cli_next(cli_parser *p, int argc, char **argv, const char **value);
+/* Prints "kreward CMD: <what> (see 'kreward CMD --help')" on stderr; returns
+ * CLI_BAD. Also for values an option refuses. */
+int cli_bad(const cli_parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 int cmd_info(int argc, char **argv);
 int cmd_compile(int argc, char **argv);

@@ -1,7 +1,9 @@
 /* Shared helpers of the `kreward` command line. */
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,4 +103,115 @@ void cli_list_add(cli_list *l, const char *s)
     }
     l->items = grown;
     l->items[l->count++] = s;
+}
+
+static size_t join_options(struct option *to, size_t n, const struct option *from)
+{
+    for (; from && from->name; from++) {
+        if (n + 2 > CLI_MAX_OPTIONS) { /* room for the terminator; a bug, not a user error */
+            fprintf(stderr, "kreward: more than %d options; raise CLI_MAX_OPTIONS\n",
+                    CLI_MAX_OPTIONS - 1);
+            exit(EXIT_INTERNAL);
+        }
+        to[n++] = *from;
+    }
+    return n;
+}
+
+void cli_parser_init(cli_parser *p, const char *cmd, const char *shorts, const struct option *own,
+                     const struct option *shared)
+{
+    static const struct option help[] = {{"help", no_argument, NULL, CLI_HELP}, {NULL, 0, NULL, 0}};
+    memset(p, 0, sizeof *p);
+    p->cmd = cmd;
+    /* "-": arguments come back in order (options may follow them, whatever
+     * POSIXLY_CORRECT says); ":": a missing value is told from an unknown option */
+    snprintf(p->shorts, sizeof p->shorts, "-:h%s", shorts ? shorts : "");
+    size_t n = join_options(p->longs, 0, own);
+    n = join_options(p->longs, n, shared);
+    n = join_options(p->longs, n, help);
+    p->longs[n] = (struct option){NULL, 0, NULL, 0};
+    optind = 0; /* glibc and musl: start over */
+    opterr = 0; /* the messages are ours */
+}
+
+int cli_bad(const cli_parser *p, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", p->cmd);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (see '%s --help')\n", p->cmd);
+    return CLI_BAD;
+}
+
+/* The long option that `name` (len characters) is, or is the only prefix of;
+ * *matches counts the options it could be. */
+static const struct option *find_long(const cli_parser *p, const char *name, size_t len,
+                                      int *matches)
+{
+    const struct option *found = NULL;
+    *matches = 0;
+    for (const struct option *o = p->longs; o->name; o++) {
+        if (strncmp(o->name, name, len) != 0)
+            continue;
+        if (strlen(o->name) == len) {
+            *matches = 1;
+            return o;
+        }
+        found = o;
+        ++*matches;
+    }
+    return *matches == 1 ? found : NULL;
+}
+
+/* getopt said '?' or ':' about `arg`, the argument it was reading. */
+static int option_error(const cli_parser *p, int c, const char *arg)
+{
+    if (strncmp(arg, "--", 2) != 0) {
+        int letter = isprint(optopt) ? optopt : '?';
+        return c == ':' ? cli_bad(p, "option '-%c' needs a value", letter)
+                        : cli_bad(p, "unknown option '-%c'", letter);
+    }
+    const char *name = arg + 2;
+    int len = (int)strcspn(name, "=");
+    int matches;
+    const struct option *o = find_long(p, name, (size_t)len, &matches);
+    if (c == ':')
+        return cli_bad(p, "option '--%s' needs a value", o ? o->name : name);
+    if (o && name[len] == '=' && o->has_arg == no_argument)
+        return cli_bad(p, "option '--%s' takes no value", o->name);
+    if (matches > 1) {
+        char could[256] = "";
+        size_t used = 0;
+        for (const struct option *q = p->longs; q->name && used < sizeof could; q++)
+            if (strncmp(q->name, name, (size_t)len) == 0)
+                used += (size_t)snprintf(could + used, sizeof could - used, "%s--%s",
+                                         used ? ", " : "", q->name);
+        return cli_bad(p, "ambiguous option '--%.*s' (%s)", len, name, could);
+    }
+    return cli_bad(p, "unknown option '--%.*s'", len, name);
+}
+
+int cli_next(cli_parser *p, int argc, char **argv, const char **value)
+{
+    *value = NULL;
+    if (!p->ended) {
+        /* with "-" getopt never permutes: optind is the argument it reads next */
+        int at = optind ? optind : 1;
+        int c = getopt_long(argc, argv, p->shorts, p->longs, NULL);
+        if (c == '?' || c == ':')
+            return option_error(p, c, at < argc ? argv[at] : "");
+        if (c != -1) {
+            *value = optarg;
+            return c;
+        }
+        p->ended = 1; /* the end, or "--": the rest are arguments */
+    }
+    if (optind < argc) {
+        *value = argv[optind++];
+        return CLI_ARG;
+    }
+    return CLI_END;
 }

@@ -2,6 +2,7 @@
  * it contains. */
 #include "cli.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,64 +31,103 @@ static void usage(FILE *to)
 
 typedef struct {
     const char *file, *out, *cache_dir;
-    int json, no_cache;
+    int json;
     cli_list defines, includes, exprs;
     kr_compile_options opts;
 } compile_args;
 
-static const char *value_of(int argc, char **argv, int *i, const char *flag)
+enum {
+    OPT_ARCH = CLI_OPT,
+    OPT_STD,
+    OPT_FAST_MATH,
+    OPT_LINE_INFO,
+    OPT_NAME_EXPR,
+    OPT_TIME_LIMIT,
+    OPT_CACHE_DIR,
+    OPT_NO_CACHE,
+    OPT_JSON,
+};
+
+static const struct option options[] = {
+    {"arch", required_argument, NULL, OPT_ARCH},
+    {"std", required_argument, NULL, OPT_STD},
+    {"fast-math", no_argument, NULL, OPT_FAST_MATH},
+    {"line-info", no_argument, NULL, OPT_LINE_INFO},
+    {"name-expr", required_argument, NULL, OPT_NAME_EXPR},
+    {"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
+    {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
+    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
+    {"json", no_argument, NULL, OPT_JSON},
+    {NULL, 0, NULL, 0},
+};
+
+/* Keeps one option or argument: 0, CLI_BAD for a value it refuses. */
+static int keep(cli_parser *p, int c, const char *v, compile_args *a)
 {
-    size_t n = strlen(flag);
-    if (strncmp(argv[*i], flag, n) == 0 && argv[*i][n] != '\0' && flag[1] != '-')
-        return argv[*i] + n; /* -DNAME=VAL, -Idir */
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "kreward compile: %s needs a value\n", flag);
-        exit(EXIT_USAGE);
+    char *end;
+    switch (c) {
+    case OPT_ARCH:
+        a->opts.arch = v;
+        break;
+    case 'D':
+        cli_list_add(&a->defines, v);
+        break;
+    case 'I':
+        cli_list_add(&a->includes, v);
+        break;
+    case OPT_STD:
+        a->opts.std = v;
+        break;
+    case OPT_FAST_MATH:
+        a->opts.fast_math = 1;
+        break;
+    case OPT_LINE_INFO:
+        a->opts.line_info = 1;
+        break;
+    case OPT_NAME_EXPR:
+        cli_list_add(&a->exprs, v);
+        break;
+    case OPT_TIME_LIMIT:
+        a->opts.time_limit_s = strtod(v, &end);
+        if (end == v || *end || !(a->opts.time_limit_s >= 0) || isinf(a->opts.time_limit_s))
+            return cli_bad(p, "--time-limit takes seconds (a number >= 0), not '%s'", v);
+        break;
+    case OPT_CACHE_DIR:
+        a->cache_dir = v;
+        break;
+    case OPT_NO_CACHE:
+        a->opts.flags |= KR_COMPILE_NO_CACHE;
+        break;
+    case 'o':
+        a->out = v;
+        break;
+    case OPT_JSON:
+        a->json = 1;
+        break;
+    case CLI_ARG:
+        if (a->file)
+            return cli_bad(p, "one FILE only ('%s' is extra)", v);
+        a->file = v;
+        break;
+    default:
+        return CLI_BAD;
     }
-    return argv[++*i];
+    return 0;
 }
 
 static int parse(int argc, char **argv, compile_args *a)
 {
     kr_compile_options_init(&a->opts, KR_COMPILE_OPTIONS_VERSION);
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
+    cli_parser p;
+    cli_parser_init(&p, "kreward compile", "D:I:o:", options, NULL);
+    const char *v;
+    for (int c; (c = cli_next(&p, argc, argv, &v)) != CLI_END;) {
+        if (c == CLI_HELP) {
             usage(stdout);
             exit(EXIT_OK);
-        } else if (strcmp(s, "--arch") == 0) {
-            a->opts.arch = value_of(argc, argv, &i, "--arch");
-        } else if (strncmp(s, "-D", 2) == 0) {
-            cli_list_add(&a->defines, value_of(argc, argv, &i, "-D"));
-        } else if (strncmp(s, "-I", 2) == 0) {
-            cli_list_add(&a->includes, value_of(argc, argv, &i, "-I"));
-        } else if (strcmp(s, "--std") == 0) {
-            a->opts.std = value_of(argc, argv, &i, "--std");
-        } else if (strcmp(s, "--fast-math") == 0) {
-            a->opts.fast_math = 1;
-        } else if (strcmp(s, "--line-info") == 0) {
-            a->opts.line_info = 1;
-        } else if (strcmp(s, "--name-expr") == 0) {
-            cli_list_add(&a->exprs, value_of(argc, argv, &i, "--name-expr"));
-        } else if (strcmp(s, "--time-limit") == 0) {
-            a->opts.time_limit_s = atof(value_of(argc, argv, &i, "--time-limit"));
-        } else if (strcmp(s, "--cache-dir") == 0) {
-            a->cache_dir = value_of(argc, argv, &i, "--cache-dir");
-        } else if (strcmp(s, "--no-cache") == 0) {
-            a->opts.flags |= KR_COMPILE_NO_CACHE;
-        } else if (strcmp(s, "-o") == 0) {
-            a->out = value_of(argc, argv, &i, "-o");
-        } else if (strcmp(s, "--json") == 0) {
-            a->json = 1;
-        } else if (s[0] == '-' && s[1] != '\0') {
-            fprintf(stderr, "kreward compile: unknown option '%s' (see --help)\n", s);
-            return -1;
-        } else if (!a->file) {
-            a->file = s;
-        } else {
-            fprintf(stderr, "kreward compile: one FILE only ('%s' is extra)\n", s);
-            return -1;
         }
+        if (keep(&p, c, v, a) != 0)
+            return -1;
     }
     if (!a->file) {
         usage(stderr);

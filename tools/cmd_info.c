@@ -6,8 +6,11 @@
 
 int cmd_info(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+    cli_parser p;
+    cli_parser_init(&p, "kreward info", "", NULL, NULL);
+    const char *v;
+    for (int c; (c = cli_next(&p, argc, argv, &v)) != CLI_END;) {
+        if (c == CLI_HELP) {
             printf("usage: kreward info\n\n"
                    "Prints, as JSON, what libkreward found on this machine: the NVIDIA driver\n"
                    "and its CUDA version, each GPU (name, compute capability, memory, SMs, L2),\n"
@@ -15,7 +18,8 @@ int cmd_info(int argc, char **argv)
                    "compile cache; for anything missing, why.\n");
             return EXIT_OK;
         }
-        fprintf(stderr, "kreward info: unknown argument '%s'\n", argv[i]);
+        if (c == CLI_ARG)
+            cli_bad(&p, "takes no arguments ('%s')", v);
         return EXIT_USAGE;
     }
     kr_context *ctx = cli_context(NULL, 0);

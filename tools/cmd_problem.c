@@ -4,22 +4,60 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(FILE *to)
+enum { OPT_JSON = CLI_OPT };
+
+static const struct option show_options[] = {
+    {"json", no_argument, NULL, OPT_JSON},
+    {NULL, 0, NULL, 0},
+};
+static const struct option no_options[] = {{NULL, 0, NULL, 0}};
+
+static const struct verb {
+    const char *name, *synopsis, *text;
+    const struct option *options;
+} verbs[] = {
+    {"show", "FILE.json [--json]",
+     "prints the parsed problem: dims, tensors (dtype, role, shape, input\n"
+     "distribution, tolerance), scalars, every case with its sizes in bytes,\n"
+     "the timing case, the reference; as JSON with --json.\n",
+     show_options},
+    {"check", "FILE.json",
+     "checks what can be checked: the spec parses, every shape evaluates in\n"
+     "every case, the reference compiles and its plan fits its kernels, the\n"
+     "cases cover non-power-of-two shapes and small and large sizes. With a\n"
+     "GPU also: the reference runs on every case, its outputs are not\n"
+     "near-constant, and do-nothing kernels (zeros, a constant, a copy of an\n"
+     "input) fail the tolerance, so the problem cannot be passed by doing\n"
+     "nothing. Exit 0 when it passes, 1 when the problem is unsound, 2 for\n"
+     "a malformed spec.\n",
+     no_options},
+};
+#define NUM_VERBS (sizeof verbs / sizeof verbs[0])
+
+/* One verb's usage, or (only == NULL) every verb's. */
+static void usage(FILE *to, const struct verb *only)
 {
-    fprintf(to,
-            "usage: kreward problem show FILE.json [--json]\n"
-            "       kreward problem check FILE.json\n\n"
-            "show   prints the parsed problem: dims, tensors (dtype, role, shape, input\n"
-            "       distribution, tolerance), scalars, every case with its sizes in bytes,\n"
-            "       the timing case, the reference.\n"
-            "check  checks what can be checked: the spec parses, every shape evaluates in\n"
-            "       every case, the reference compiles and its plan fits its kernels, the\n"
-            "       cases cover non-power-of-two shapes and small and large sizes. With a\n"
-            "       GPU also: the reference runs on every case, its outputs are not\n"
-            "       near-constant, and do-nothing kernels (zeros, a constant, a copy of an\n"
-            "       input) fail the tolerance, so the problem cannot be passed by doing\n"
-            "       nothing. Exit 0 when it passes, 1 when the problem is unsound, 2 for\n"
-            "       a malformed spec.\n");
+    for (size_t i = 0; i < NUM_VERBS; i++)
+        if (!only || only == &verbs[i])
+            fprintf(to, "%s kreward problem %s %s\n", i && !only ? "      " : "usage:",
+                    verbs[i].name, verbs[i].synopsis);
+    for (size_t i = 0; i < NUM_VERBS; i++) {
+        if (only && only != &verbs[i])
+            continue;
+        fprintf(to, "\n");
+        /* every verb: "show   prints ...", its lines under each other */
+        for (const char *line = verbs[i].text; *line;) {
+            size_t len = strcspn(line, "\n");
+            if (only)
+                fprintf(to, "%.*s\n", (int)len, line);
+            else
+                fprintf(to, "%-6s %.*s\n", line == verbs[i].text ? verbs[i].name : "", (int)len,
+                        line);
+            line += len + (line[len] == '\n');
+        }
+    }
+    if (!only)
+        fprintf(to, "\n'kreward problem VERB --help' describes one verb.\n");
 }
 
 static void human_bytes(uint64_t b, char *out, size_t size)
@@ -145,54 +183,71 @@ static int check_reference(kr_context *ctx, const char *path)
     return exit_code;
 }
 
+static int show_problem(kr_context *ctx, const char *path, int json)
+{
+    kr_problem *p = NULL;
+    int rc = kr_problem_load(&p, ctx, path);
+    if (rc != KR_OK) {
+        cli_report_error(ctx, "problem", rc);
+        return cli_exit_for(rc);
+    }
+    if (json) {
+        char *text = NULL;
+        kr_problem_json(&text, p);
+        printf("%s\n", text ? text : "{}");
+        kr_free(text);
+    } else {
+        show_text(p);
+    }
+    kr_problem_free(p);
+    return EXIT_OK;
+}
+
 int cmd_problem(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? EXIT_USAGE : EXIT_OK;
+    if (argc < 2) {
+        usage(stderr, NULL);
+        return EXIT_USAGE;
     }
-    const char *verb = argv[1], *file = NULL;
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        usage(stdout, NULL);
+        return EXIT_OK;
+    }
+    const struct verb *verb = NULL;
+    for (size_t i = 0; i < NUM_VERBS; i++)
+        if (strcmp(argv[1], verbs[i].name) == 0)
+            verb = &verbs[i];
+    if (!verb) {
+        fprintf(stderr, "kreward problem: '%s' is not a verb: show or check, then options "
+                "(see 'kreward problem --help')\n", argv[1]);
+        return EXIT_USAGE;
+    }
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "kreward problem %s", verb->name);
+    cli_parser parser;
+    cli_parser_init(&parser, cmd, "", verb->options, NULL);
+    const char *file = NULL, *v;
     int json = 0;
-    for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
+    for (int c; (c = cli_next(&parser, argc - 1, argv + 1, &v)) != CLI_END;) {
+        if (c == CLI_HELP) {
+            usage(stdout, verb);
+            return EXIT_OK;
+        } else if (c == OPT_JSON) {
             json = 1;
-        else if (argv[i][0] == '-') {
-            fprintf(stderr, "kreward problem: unknown option '%s'\n", argv[i]);
-            return EXIT_USAGE;
-        } else if (!file)
-            file = argv[i];
-        else {
-            fprintf(stderr, "kreward problem: one FILE only\n");
+        } else if (c == CLI_ARG && !file) {
+            file = v;
+        } else {
+            if (c == CLI_ARG)
+                cli_bad(&parser, "one FILE only ('%s' is extra)", v);
             return EXIT_USAGE;
         }
     }
-    if (!file || (strcmp(verb, "show") && strcmp(verb, "check"))) {
-        usage(stderr);
+    if (!file) {
+        usage(stderr, verb);
         return EXIT_USAGE;
     }
     kr_context *ctx = cli_context(NULL, 0);
-    int exit_code;
-    if (strcmp(verb, "check") == 0) {
-        exit_code = check_reference(ctx, file);
-    } else {
-        kr_problem *p = NULL;
-        int rc = kr_problem_load(&p, ctx, file);
-        if (rc != KR_OK) {
-            cli_report_error(ctx, "problem", rc);
-            exit_code = cli_exit_for(rc);
-        } else {
-            if (json) {
-                char *text = NULL;
-                kr_problem_json(&text, p);
-                printf("%s\n", text ? text : "{}");
-                kr_free(text);
-            } else {
-                show_text(p);
-            }
-            exit_code = EXIT_OK;
-        }
-        kr_problem_free(p);
-    }
+    int exit_code = verb == &verbs[0] ? show_problem(ctx, file, json) : check_reference(ctx, file);
     kr_context_free(ctx);
     return exit_code;
 }

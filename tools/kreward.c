@@ -42,7 +42,9 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "kreward: unknown command '%s'\n\n", argv[1]);
-    usage(stderr);
+    if (argv[1][0] == '-')
+        fprintf(stderr, "kreward: unknown option '%s' (see 'kreward --help')\n", argv[1]);
+    else
+        fprintf(stderr, "kreward: unknown command '%s' (see 'kreward --help')\n", argv[1]);
     return EXIT_USAGE;
 }
