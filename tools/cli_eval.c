@@ -1,6 +1,7 @@
 /* Options shared by `kreward evaluate` and `kreward suite`, and summaries. */
 #include "cli_eval.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,47 +19,72 @@ const char *eval_options_help(void)
            "  --json                 print the report(s) as JSON\n";
 }
 
-int eval_parse_option(int argc, char **argv, int *i, eval_args *a)
+enum {
+    OPT_PRESET = CLI_OPT_SHARED,
+    OPT_REWARD,
+    OPT_SEED,
+    OPT_NO_BENCH,
+    OPT_CACHE_DIR,
+    OPT_REQUIRE_GPU,
+    OPT_JSON,
+    OPT_EVAL_END, /* one past the last */
+};
+
+const struct option eval_options[] = {
+    {"preset", required_argument, NULL, OPT_PRESET},
+    {"reward", required_argument, NULL, OPT_REWARD},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"no-bench", no_argument, NULL, OPT_NO_BENCH},
+    {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
+    {"require-gpu", no_argument, NULL, OPT_REQUIRE_GPU},
+    {"json", no_argument, NULL, OPT_JSON},
+    {NULL, 0, NULL, 0},
+};
+
+/* Keeps one evaluation option: 0, or CLI_BAD for a value it refuses. */
+static int eval_keep(cli_parser *p, int id, const char *v, eval_args *a)
 {
-    const char *s = argv[*i];
-    const char *const with_value[] = {"--preset", "--reward", "--seed", "--cache-dir"};
-    for (size_t k = 0; k < 4; k++) {
-        if (strcmp(s, with_value[k]) != 0)
-            continue;
-        if (*i + 1 >= argc) {
-            fprintf(stderr, "kreward: %s needs a value\n", s);
-            return -1;
-        }
-        const char *v = argv[++*i];
-        if (k == 0) {
-            if (strcmp(v, "fast") && strcmp(v, "precise")) {
-                fprintf(stderr, "kreward: --preset is fast or precise, not '%s'\n", v);
-                return -1;
-            }
-            a->preset = v;
-        } else if (k == 1) {
-            a->reward = v;
-        } else if (k == 2) {
-            char *end;
-            a->seed = strtoull(v, &end, 0);
-            if (*end || !a->seed) {
-                fprintf(stderr, "kreward: --seed takes a non-zero integer\n");
-                return -1;
-            }
-        } else {
-            a->cache_dir = v;
-        }
-        return 1;
-    }
-    if (strcmp(s, "--no-bench") == 0)
+    char *end;
+    switch (id) {
+    case OPT_PRESET:
+        if (strcmp(v, "fast") && strcmp(v, "precise"))
+            return cli_bad(p, "--preset is fast or precise, not '%s'", v);
+        a->preset = v;
+        break;
+    case OPT_REWARD:
+        a->reward = v;
+        break;
+    case OPT_SEED:
+        errno = 0;
+        a->seed = strtoull(v, &end, 0);
+        if (*end || !a->seed || errno)
+            return cli_bad(p, "--seed takes a non-zero integer, not '%s'", v);
+        break;
+    case OPT_NO_BENCH:
         a->no_bench = 1;
-    else if (strcmp(s, "--json") == 0)
-        a->json = 1;
-    else if (strcmp(s, "--require-gpu") == 0)
+        break;
+    case OPT_CACHE_DIR:
+        a->cache_dir = v;
+        break;
+    case OPT_REQUIRE_GPU:
         a->require_gpu = 1;
-    else
-        return 0;
-    return 1;
+        break;
+    case OPT_JSON:
+        a->json = 1;
+        break;
+    }
+    return 0;
+}
+
+int eval_next(cli_parser *p, int argc, char **argv, const char **value, eval_args *a)
+{
+    for (;;) {
+        int id = cli_next(p, argc, argv, value);
+        if (id < CLI_OPT_SHARED || id >= OPT_EVAL_END)
+            return id;
+        if (eval_keep(p, id, *value, a) != 0)
+            return CLI_BAD;
+    }
 }
 
 int eval_prepare(kr_context *ctx, const eval_args *a, eval_setup *s)

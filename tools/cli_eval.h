@@ -15,9 +15,12 @@ typedef struct {
     int require_gpu;
 } eval_args;
 
-/* Consumes one option at argv[*i] if it is an evaluation option: 1 taken,
- * 0 not one of ours, -1 malformed (message printed). */
-int eval_parse_option(int argc, char **argv, int *i, eval_args *a);
+/* The evaluation options, one table for every command that evaluates:
+ * pass it to cli_parser_init as the shared table, then read options with
+ * eval_next, which keeps these in *a and returns the rest (the command's own
+ * options, CLI_ARG, CLI_HELP, CLI_BAD for a value refused, CLI_END). */
+extern const struct option eval_options[];
+int eval_next(cli_parser *p, int argc, char **argv, const char **value, eval_args *a);
 const char *eval_options_help(void);
 
 /* Builds the options (and reward) for kr_evaluate; -1 with a message. */

@@ -23,21 +23,21 @@ int cmd_evaluate(int argc, char **argv)
     memset(&a, 0, sizeof a);
     const char *files[2] = {NULL, NULL};
     size_t nfiles = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+    cli_parser parser;
+    cli_parser_init(&parser, "kreward evaluate", "", NULL, eval_options);
+    const char *v;
+    for (int c; (c = eval_next(&parser, argc, argv, &v, &a)) != CLI_END;) {
+        if (c == CLI_HELP) {
             usage(stdout);
             return EXIT_OK;
         }
-        int taken = eval_parse_option(argc, argv, &i, &a);
-        if (taken < 0)
+        if (c != CLI_ARG)
             return EXIT_USAGE;
-        if (taken)
-            continue;
-        if (argv[i][0] == '-' || nfiles == 2) {
-            fprintf(stderr, "kreward evaluate: unexpected '%s' (see --help)\n", argv[i]);
+        if (nfiles == 2) {
+            cli_bad(&parser, "one PROBLEM and one CANDIDATE only ('%s' is extra)", v);
             return EXIT_USAGE;
         }
-        files[nfiles++] = argv[i];
+        files[nfiles++] = v;
     }
     if (nfiles != 2) {
         usage(stderr);

@@ -287,23 +287,34 @@ int cmd_suite(int argc, char **argv)
     eval_args a;
     memset(&a, 0, sizeof a);
     const char *dir = NULL, *jsonl_path = NULL, *filter = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+    enum { OPT_JSONL = CLI_OPT, OPT_FILTER };
+    static const struct option own[] = {
+        {"jsonl", required_argument, NULL, OPT_JSONL},
+        {"filter", required_argument, NULL, OPT_FILTER},
+        {NULL, 0, NULL, 0},
+    };
+    cli_parser p;
+    cli_parser_init(&p, "kreward suite", "", own, eval_options);
+    const char *v;
+    for (int c; (c = eval_next(&p, argc, argv, &v, &a)) != CLI_END;) {
+        switch (c) {
+        case CLI_HELP:
             usage(stdout);
             return EXIT_OK;
-        }
-        int taken = eval_parse_option(argc, argv, &i, &a);
-        if (taken < 0)
-            return EXIT_USAGE;
-        if (taken)
-            continue;
-        if ((!strcmp(argv[i], "--jsonl") || !strcmp(argv[i], "--filter")) && i + 1 < argc) {
-            *(argv[i][2] == 'j' ? &jsonl_path : &filter) = argv[i + 1];
-            i++;
-        } else if (argv[i][0] != '-' && !dir) {
-            dir = argv[i];
-        } else {
-            fprintf(stderr, "kreward suite: unexpected '%s' (see --help)\n", argv[i]);
+        case OPT_JSONL:
+            jsonl_path = v;
+            break;
+        case OPT_FILTER:
+            filter = v;
+            break;
+        case CLI_ARG:
+            if (dir) {
+                cli_bad(&p, "one DIR only ('%s' is extra)", v);
+                return EXIT_USAGE;
+            }
+            dir = v;
+            break;
+        default:
             return EXIT_USAGE;
         }
     }
