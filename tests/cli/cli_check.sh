@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# unit: the kreward command line's option parsing, without a GPU
+# (KREWARD_DEVICE=none): "--opt value" and "--opt=value" give the same
+# result, -h/--help works on every command and verb (usage on stdout, exit
+# 0), an unknown option, a missing value or a value refused exits 2 with one
+# line on stderr naming the option and pointing to --help.
+# Usage: cli_check.sh KREWARD SOURCE_ROOT
+set -uo pipefail
+kreward=$1 root=$2
+problem=$root/examples/problems/l1_vector_add/problem.json
+cand=$root/examples/problems/l1_vector_add/candidates/fast.cu
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export KREWARD_DEVICE=none KREWARD_CACHE_DIR=$tmp/cache
+failures=0
+
+fail() {
+  echo "FAIL: $*"
+  echo "  stdout: $(head -c 600 "$tmp/out")"
+  echo "  stderr: $(head -c 600 "$tmp/err")"
+  failures=$((failures + 1))
+}
+
+# run ARGS...: runs kreward; $rc, $tmp/out and $tmp/err hold what it did
+run() {
+  "$kreward" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+}
+
+# expect_ok ARGS...: exit 0
+expect_ok() {
+  run "$@"
+  [ "$rc" -eq 0 ] || fail "kreward $* exited $rc, want 0"
+}
+
+# expect_usage_error WORD ARGS...: exit 2, nothing on stdout, and one line on
+# stderr that contains WORD and points to --help
+expect_usage_error() {
+  local word=$1
+  shift
+  run "$@"
+  if [ "$rc" -ne 2 ]; then
+    fail "kreward $* exited $rc, want 2"
+  elif [ -s "$tmp/out" ] || [ "$(wc -l <"$tmp/err")" -ne 1 ]; then
+    fail "kreward $*: want one line on stderr and nothing on stdout"
+  elif ! grep -qF -- "$word" "$tmp/err" || ! grep -qF -- "--help" "$tmp/err"; then
+    fail "kreward $*: the message should name '$word' and point to --help"
+  fi
+}
+
+# the kernels listing of a compile: its first line without the compile time
+# and cache result, which change from run to run
+listing() {
+  sed '1s/, compile .*//' "$tmp/out"
+}
+
+# --version, and help everywhere
+expect_ok --version
+grep -qE '^kreward [0-9]+\.[0-9]+' "$tmp/out" || fail "--version prints 'kreward X.Y.Z'"
+for cmd in "info" "compile" "problem" "problem show" "problem check" "evaluate" "suite"; do
+  for h in -h --help; do
+    # shellcheck disable=SC2086 # $cmd is one or two words
+    expect_ok $cmd $h
+    grep -q "^usage: kreward $cmd" "$tmp/out" || fail "kreward $cmd $h prints its usage on stdout"
+    [ -s "$tmp/err" ] && fail "kreward $cmd $h writes nothing on stderr"
+  done
+done
+expect_ok problem show --help
+grep -q -- "--json" "$tmp/out" || fail "problem show --help names --json"
+
+# compile: --arch=sm_80 and --arch sm_80 give the same kernels, for sm_80
+expect_ok compile --arch=sm_80 "$cand"
+joined=$(listing)
+expect_ok compile "$cand" --arch sm_80
+[ "$joined" = "$(listing)" ] || fail "compile --arch=sm_80 and --arch sm_80 differ"
+echo "$joined" | head -1 | grep -q "arch sm_80" || fail "compile --arch=sm_80 compiles for sm_80"
+echo "$joined" | grep -q "^  add4$" || fail "compile lists the kernel add4"
+# short options, attached or not; "--" ends the options
+expect_ok compile -DKR_CLI_TEST=1 -I"$root/include" "$cand"
+attached=$(listing)
+expect_ok compile -D KR_CLI_TEST=1 -I "$root/include" -- "$cand"
+[ "$attached" = "$(listing)" ] || fail "compile -DX=1 -IDIR and -D X=1 -I DIR differ"
+expect_ok compile --time-limit=60 --std=c++17 --no-cache -o "$tmp/out.cubin" "$cand"
+[ -s "$tmp/out.cubin" ] || fail "compile -o FILE writes the image"
+expect_ok compile --json --arch sm_80 "$cand"
+grep -q '"arch": "sm_80"' "$tmp/out" || fail "compile --json --arch sm_80 prints JSON for sm_80"
+
+# problem show: options before or after FILE
+expect_ok problem show --json "$problem"
+before=$(cat "$tmp/out")
+expect_ok problem show "$problem" --json
+[ "$before" = "$(cat "$tmp/out")" ] || fail "problem show --json FILE and FILE --json differ"
+grep -q '"name": "vector_add"' "$tmp/out" || fail "problem show --json prints the problem"
+expect_ok problem check "$problem"
+
+# evaluate: the evaluation options in both forms (not_run without a GPU)
+for preset in "--preset=fast" "--preset fast" "--preset=precise"; do
+  # shellcheck disable=SC2086 # $preset is one or two words
+  expect_ok evaluate "$problem" "$cand" $preset --seed=7 --reward=kevin --no-bench
+  grep -q "fast.cu: not_run" "$tmp/out" || fail "evaluate $preset: want a not_run summary"
+done
+expect_ok evaluate --json --seed 7 --reward kevin "$problem" "$cand"
+grep -q '"verdict": "not_run"' "$tmp/out" || fail "evaluate --json prints the report"
+expect_ok suite "$root/examples/problems" --filter=l1_vector_add --jsonl="$tmp/a.jsonl"
+expect_ok suite "$root/examples/problems" --filter l1_vector_add --jsonl "$tmp/b.jsonl"
+if [ "$(wc -l <"$tmp/a.jsonl")" -ne 3 ] || [ "$(wc -l <"$tmp/b.jsonl")" -ne 3 ]; then
+  fail "suite --filter=X and --filter X each evaluate l1_vector_add's 3 candidates"
+fi
+
+# unknown options, missing values, refused values: exit 2, one line
+expect_usage_error "--bogus" compile "$cand" --bogus
+expect_usage_error "--bogus" compile --bogus=1 "$cand"
+expect_usage_error "-x" compile -x "$cand"
+expect_usage_error "--bogus" problem show "$problem" --bogus
+expect_usage_error "--json" problem check "$problem" --json
+expect_usage_error "--bogus" evaluate "$problem" "$cand" --bogus
+expect_usage_error "--bogus" suite "$root/examples/problems" --bogus
+expect_usage_error "--bogus" info --bogus
+expect_usage_error "--bogus" --bogus
+expect_usage_error "--arch" compile "$cand" --arch
+expect_usage_error "-o" compile "$cand" -o
+expect_usage_error "--preset" evaluate "$problem" "$cand" --preset
+expect_usage_error "--jsonl" suite "$root/examples/problems" --jsonl
+expect_usage_error "--preset" evaluate "$problem" "$cand" --preset=slow
+expect_usage_error "--seed" evaluate "$problem" "$cand" --seed=zero
+expect_usage_error "--time-limit" compile "$cand" --time-limit=soon
+expect_usage_error "--json" evaluate "$problem" "$cand" --json=yes
+expect_usage_error "--n" compile "$cand" --n x
+expect_usage_error "frob" problem frob "$problem"
+# a missing FILE prints the usage on stderr, still exit 2
+run problem show
+if [ "$rc" -ne 2 ] || ! grep -q "^usage: kreward problem show" "$tmp/err"; then
+  fail "problem show without FILE: usage on stderr, exit 2 (got $rc)"
+fi
+
+[ "$failures" -eq 0 ] && echo "cli: all checks passed" && exit 0
+echo "cli: $failures checks failed"
+exit 1
