@@ -17,6 +17,7 @@
 
 #define EM_CUDA 190
 #define STO_CUDA_ENTRY 0x10
+#define STO_CUDA_MANAGED 0x04 /* st_other of __managed__ variables (read off NVRTC 13 cubins) */
 #define EIATTR_MAX_THREADS 0x05 /* __launch_bounds__: x, y, z as three u32 */
 #define EIATTR_KPARAM_INFO 0x17
 #define EIFMT_NVAL 0x01
@@ -231,7 +232,7 @@ int kr__cubin_read_kernels(const unsigned char *image, size_t len, kr__kernel **
     span file = {image, len};
     if (open_elf(&e, file, why, why_size) != 0)
         return -1;
-    uint32_t flags, abiver = file.d[8];
+    uint32_t flags = 0, abiver = file.d[8];
     rd32(file, 48, &flags);
     unsigned sm = abiver >= 7 ? (flags >> 8) & 0xff : flags & 0xff;
     if (!arch[0] && sm >= 10)
@@ -268,4 +269,91 @@ int kr__cubin_read_kernels(const unsigned char *image, size_t len, kr__kernel **
     }
     free(e.sec);
     return rc;
+}
+
+static int add_group(kr__image_facts *f, uint32_t id, uint64_t size, const char *name)
+{
+    for (size_t i = 0; i < f->num_groups; i++)
+        if (f->groups[i].id == id)
+            return 0;
+    kr__image_group *g = realloc(f->groups, (f->num_groups + 1) * sizeof *g);
+    if (!g)
+        return -1;
+    f->groups = g;
+    g[f->num_groups].id = id;
+    g[f->num_groups].size = size;
+    snprintf(g[f->num_groups].name, sizeof g->name, "%s", name);
+    f->num_groups++;
+    return 0;
+}
+
+static int add_global(kr__image_facts *f, const char *name, uint32_t group, uint64_t offset)
+{
+    kr__image_global *g = realloc(f->globals, (f->num_globals + 1) * sizeof *g);
+    if (!g)
+        return -1;
+    f->globals = g;
+    g[f->num_globals].group = group;
+    g[f->num_globals].offset = offset;
+    if (!(g[f->num_globals].name = kr__strdup(name)))
+        return -1;
+    f->num_globals++;
+    return 0;
+}
+
+/* One symbol of the symbol table: a writable global (in a .nv.global*
+ * section) is recorded with its group; the heap functions and managed
+ * variables are noted. */
+static int read_symbol(const elf *e, span s, uint64_t off, const section *strtab,
+                       kr__image_facts *f)
+{
+    uint32_t name_off = 0, shndx = 0;
+    uint64_t value = 0;
+    if (rd32(s, (size_t)off, &name_off) || rd16(s, (size_t)off + 6, &shndx) ||
+        rd64(s, (size_t)off + 8, &value))
+        return -1;
+    unsigned char info = s.d[off + 4], other = s.d[off + 5];
+    const char *name = str_at(e, strtab, name_off);
+    if (!name)
+        return -1;
+    int type = info & 0xf;
+    if (type == 2 /* FUNC */ && shndx == 0 /* undefined: resolved by the driver */ &&
+        (!strcmp(name, "malloc") || !strcmp(name, "free") || !strcmp(name, "__nv_aligned_device_malloc")))
+        f->uses_heap = 1;
+    if (type != 1 /* OBJECT */ || shndx == 0 || shndx >= e->nsec)
+        return 0;
+    const char *sec = section_name(e, &e->sec[shndx]);
+    if (!sec || strncmp(sec, ".nv.global", 10) != 0)
+        return 0; /* constants, shared memory, strings: not writable across calls */
+    if (other & STO_CUDA_MANAGED)
+        f->has_managed = 1;
+    if (add_group(f, shndx, e->sec[shndx].size, sec) != 0 || add_global(f, name, shndx, value) != 0)
+        return -2;
+    return 0;
+}
+
+int kr__cubin_read_facts(const unsigned char *image, size_t len, kr__image_facts *f, char *why,
+                         size_t why_size)
+{
+    elf e;
+    span file = {image, len};
+    memset(f, 0, sizeof *f);
+    if (open_elf(&e, file, why, why_size) != 0)
+        return -1;
+    int rc = 0;
+    for (uint32_t i = 0; i < e.nsec && rc == 0; i++) {
+        const section *symtab = &e.sec[i];
+        if (symtab->type != 2 /* SHT_SYMTAB */ || symtab->link >= e.nsec)
+            continue;
+        span s = {file.d + symtab->offset, (size_t)symtab->size};
+        for (uint64_t off = 24; off + 24 <= symtab->size && rc == 0; off += 24)
+            rc = read_symbol(&e, s, off, &e.sec[symtab->link], f);
+    }
+    free(e.sec);
+    if (rc != 0) {
+        snprintf(why, why_size, rc == -2 ? "out of memory" : "corrupt symbol table");
+        kr__image_facts_free(f);
+        return -1;
+    }
+    return 0;
 }

@@ -30,3 +30,12 @@ void kr__kernels_free(kr__kernel *list, size_t count)
     }
     free(list);
 }
+
+void kr__image_facts_free(kr__image_facts *facts)
+{
+    for (size_t i = 0; i < facts->num_globals; i++)
+        free(facts->globals[i].name);
+    free(facts->globals);
+    free(facts->groups);
+    memset(facts, 0, sizeof *facts);
+}

@@ -35,4 +35,35 @@ int kr__cubin_read_kernels(const unsigned char *image, size_t len, kr__kernel **
 int kr__ptx_read_kernels(const unsigned char *image, size_t len, kr__kernel **list, size_t *count,
                          char *arch, size_t arch_size, char *why, size_t why_size);
 
+/* What else an image holds that matters for running it as a candidate: its
+ * writable device globals (state that would otherwise survive from one
+ * call to the next) and whether it uses the device heap. */
+typedef struct kr__image_global {
+    char *name;          /* symbol, as the driver's cuModuleGetGlobal knows it */
+    uint32_t group;      /* globals of one group are laid out together (an ELF section) */
+    uint64_t offset;     /* within the group */
+} kr__image_global;
+
+typedef struct kr__image_group {
+    uint32_t id;
+    uint64_t size;       /* 0: each global is its own group, sized by the driver (PTX) */
+    char name[48];       /* ".nv.global", ".nv.global.init", or the PTX symbol */
+} kr__image_group;
+
+typedef struct kr__image_facts {
+    kr__image_global *globals;
+    size_t num_globals;
+    kr__image_group *groups;
+    size_t num_groups;
+    int uses_heap;       /* calls device malloc/free: heap blocks outlive a call */
+    int has_managed;     /* __managed__ variables: host-visible state */
+} kr__image_facts;
+
+/* Fill facts from a CUBIN or PTX image; -1 with a reason when malformed. */
+int kr__cubin_read_facts(const unsigned char *image, size_t len, kr__image_facts *facts, char *why,
+                         size_t why_size);
+int kr__ptx_read_facts(const unsigned char *image, size_t len, kr__image_facts *facts, char *why,
+                       size_t why_size);
+void kr__image_facts_free(kr__image_facts *facts);
+
 #endif

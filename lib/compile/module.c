@@ -96,5 +96,6 @@ int kr__program_load(kr_program *prog)
         if (read_params(cu, k) != 0)
             return kr__fail(ctx, KR_ENOMEM, "out of memory");
     }
-    return KR_OK;
+    /* before anything runs: the globals as they are at load */
+    return kr__program_locate_globals(prog);
 }

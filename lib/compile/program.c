@@ -25,6 +25,10 @@ void kr_program_free(kr_program *prog)
         kr__cuda()->cuCtxSetCurrent(prog->ctx->cu) == CUDA_SUCCESS)
         kr__cuda()->cuModuleUnload(prog->module);
     kr__kernels_free(prog->kernels, prog->num_kernels);
+    for (size_t i = 0; i < prog->num_regions; i++)
+        free(prog->regions[i].initial);
+    free(prog->regions);
+    kr__image_facts_free(&prog->facts);
     for (size_t i = 0; i < prog->num_lowered; i++) {
         free(prog->lowered_expr[i]);
         free(prog->lowered_name[i]);
@@ -36,17 +40,34 @@ void kr_program_free(kr_program *prog)
     free(prog);
 }
 
+/* What the image says, without a device: its kernels, its writable globals,
+ * whether it may run as a candidate at all. */
+static int read_image(kr_program *prog, char *why, size_t why_size)
+{
+    int cubin = prog->kind == KR_BINARY_CUBIN;
+    int rc = (cubin ? kr__cubin_read_kernels : kr__ptx_read_kernels)(
+        prog->image, prog->image_len, &prog->kernels, &prog->num_kernels, prog->arch,
+        sizeof prog->arch, why, why_size);
+    if (rc == 0)
+        rc = (cubin ? kr__cubin_read_facts : kr__ptx_read_facts)(prog->image, prog->image_len,
+                                                                &prog->facts, why, why_size);
+    if (rc == 0 && prog->facts.uses_heap)
+        snprintf(prog->refusal, sizeof prog->refusal, "it calls device malloc/free (heap blocks "
+                 "outlive a call); declare a scratch buffer in the launch plan instead");
+    else if (rc == 0 && prog->facts.has_managed)
+        snprintf(prog->refusal, sizeof prog->refusal, "it declares __managed__ variables "
+                 "(host-visible state that outlives a call)");
+    return rc;
+}
+
 int kr__program_finish(kr_program *prog)
 {
     char why[512] = "";
-    int rc = (prog->kind == KR_BINARY_CUBIN ? kr__cubin_read_kernels : kr__ptx_read_kernels)(
-        prog->image, prog->image_len, &prog->kernels, &prog->num_kernels, prog->arch,
-        sizeof prog->arch, why, sizeof why);
-    if (rc != 0)
+    if (read_image(prog, why, sizeof why) != 0)
         return kr__fail(prog->ctx, KR_EPARSE, "cannot read the kernels of the program: %s", why);
     if (!prog->ctx->has_device)
         return KR_OK;
-    rc = kr__program_load(prog);
+    int rc = kr__program_load(prog);
     if (rc == KR_ECUDA) {
         /* e.g. compiled for another arch on purpose: the program stays usable
          * as an image; load_why says why it cannot run here */

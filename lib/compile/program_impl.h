@@ -6,6 +6,14 @@
 #include "compile/kernels.h"
 #include "driver/cuda_api.h"
 
+/* A writable region of a loaded module's device globals, and what it held
+ * at load (every call of the program starts from that). */
+typedef struct kr__global_region {
+    CUdeviceptr addr;
+    size_t bytes;
+    unsigned char *initial;    /* pageable host copy; NULL when it was all zero */
+} kr__global_region;
+
 struct kr_program {
     kr_context *ctx;
     int kind;                  /* enum kr_binary_kind */
@@ -23,6 +31,11 @@ struct kr_program {
     char **lowered_name;
     CUmodule module;           /* NULL without a device */
     char load_why[1024];       /* why the module did not load, "" when it did */
+    kr__image_facts facts;     /* writable globals, heap use (read without a device) */
+    size_t num_regions;        /* the globals on the device, once loaded */
+    kr__global_region *regions;
+    uint64_t global_bytes;
+    char refusal[300];         /* why it may not run as a candidate; "" when it may */
 };
 
 /* Cache blob <-> program fields (kind, arch, image, log, lowered names, time). */
@@ -36,6 +49,16 @@ kr_program *kr__program_alloc(kr_context *ctx);
 int kr__program_finish(kr_program *prog);
 /* Loads the module on the context's device (no-op when loaded). */
 int kr__program_load(kr_program *prog);
+
+/* globals.c: finds the module's writable globals on the device and keeps
+ * their contents at load (called by kr__program_load); the program is
+ * refused as a candidate when a region cannot be found. */
+int kr__program_locate_globals(kr_program *prog);
+/* Queues the restore of every global region to its contents at load. */
+int kr__program_restore_globals(kr_context *ctx, const kr_program *prog, CUstream stream);
+/* KR_OK when prog may run as a candidate; else KR_ECOMPILE with the reason
+ * (device heap, managed variables, globals that cannot be reset). */
+int kr__program_admissible(kr_context *ctx, const kr_program *prog);
 
 /* KR_EINVAL with a message naming `what` when prog was made by another
  * context than ctx (its module lives there). */

@@ -179,3 +179,89 @@ int kr__ptx_read_kernels(const unsigned char *image, size_t image_len, kr__kerne
     free(text);
     return rc;
 }
+
+/* The name declared by a module-scope `.global ...;` statement: the last
+ * identifier before `[`, `=` or the end. */
+static size_t declared_name(const char *p, const char *end, const char **name)
+{
+    const char *stop = p;
+    while (stop < end && *stop != '[' && *stop != '=')
+        stop++;
+    while (stop > p && isspace((unsigned char)stop[-1]))
+        stop--;
+    const char *start = stop;
+    while (start > p && is_ident((unsigned char)start[-1]) && start[-1] != '.')
+        start--;
+    *name = start;
+    return (size_t)(stop - start);
+}
+
+static int add_ptx_global(kr__image_facts *f, const char *name, size_t len)
+{
+    kr__image_global *g = realloc(f->globals, (f->num_globals + 1) * sizeof *g);
+    kr__image_group *gr = g ? realloc(f->groups, (f->num_groups + 1) * sizeof *gr) : NULL;
+    if (g)
+        f->globals = g;
+    if (!gr)
+        return -1;
+    f->groups = gr;
+    uint32_t id = (uint32_t)f->num_groups;
+    g[f->num_globals] = (kr__image_global){kr__strndup(name, len), id, 0};
+    if (!g[f->num_globals].name)
+        return -1;
+    gr[f->num_groups] = (kr__image_group){id, 0, ""};
+    snprintf(gr[f->num_groups].name, sizeof gr->name, "%.*s", (int)len, name);
+    f->num_globals++;
+    f->num_groups++;
+    return 0;
+}
+
+int kr__ptx_read_facts(const unsigned char *image, size_t len, kr__image_facts *f, char *why,
+                       size_t why_size)
+{
+    memset(f, 0, sizeof *f);
+    char *text = strip_comments((const char *)image, len);
+    if (!text) {
+        snprintf(why, why_size, "out of memory");
+        return -1;
+    }
+    int depth = 0, rc = 0;
+    for (const char *p = text; *p && rc == 0; p++) {
+        if (*p == '{' || *p == '}') {
+            depth += *p == '{' ? 1 : -1;
+            continue;
+        }
+        if (depth != 0 || *p != '.' || (p > text && is_ident((unsigned char)p[-1])))
+            continue;
+        const char *end = strpbrk(p, ";{"); /* a declaration, or a function's head */
+        if (!end)
+            break;
+        /* a module-scope statement: `.global` data, or `.extern .func` heap calls */
+        if (strncmp(p, ".extern", 7) == 0 || strncmp(p, ".visible", 8) == 0 ||
+            strncmp(p, ".global", 7) == 0 || strncmp(p, ".weak", 5) == 0) {
+            char *stmt = kr__strndup(p, (size_t)(end - p));
+            if (!stmt) {
+                rc = -1;
+                break;
+            }
+            if (strstr(stmt, ".func") && (strstr(stmt, " malloc") || strstr(stmt, " free") ||
+                                          strstr(stmt, ")malloc") || strstr(stmt, ")free")))
+                f->uses_heap = 1;
+            else if (strstr(stmt, ".global ") && !strstr(stmt, ".func")) {
+                const char *name;
+                size_t n = declared_name(stmt, stmt + strlen(stmt), &name);
+                if (n && add_ptx_global(f, name, n) != 0)
+                    rc = -1;
+            }
+            free(stmt);
+            p = end - 1; /* the loop sees the ';' or '{' next */
+        }
+    }
+    free(text);
+    if (rc != 0) {
+        snprintf(why, why_size, "out of memory");
+        kr__image_facts_free(f);
+        return -1;
+    }
+    return 0;
+}

@@ -31,6 +31,7 @@
     X(cuModuleLoadDataEx, 2010)                       \
     X(cuModuleUnload, 2000)                           \
     X(cuModuleGetFunction, 2000)                      \
+    X(cuModuleGetGlobal, 3020)                        \
     X(cuFuncGetAttribute, 2020)                       \
     X(cuFuncSetAttribute, 9000)                       \
     X(cuFuncGetParamInfo, 12040)                      \

@@ -14,7 +14,10 @@
     X(cuptiActivityFlushAll)             \
     X(cuptiActivityGetNextRecord)        \
     X(cuptiActivityGetNumDroppedRecords) \
-    X(cuptiGetStreamIdEx)
+    X(cuptiGetStreamIdEx)                \
+    X(cuptiActivityEnableDriverApi)      \
+    X(cuptiActivityPushExternalCorrelationId) \
+    X(cuptiActivityPopExternalCorrelationId)
 
 #define KR__CUPTI_FIELD(name) __typeof__(&name) name;
 

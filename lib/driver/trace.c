@@ -1,7 +1,16 @@
-/* CUPTI activity tracing: kernel start/end records for every kernel. */
+/* CUPTI activity tracing: kernel start/end records for every kernel, and
+ * the library's own marker launches recognised by correlation id.
+ *
+ * The spin kernel and the clock probe that frame a benchmark sample are
+ * launched inside an external-correlation region (pushed with the marker's
+ * id on this thread); CUPTI then emits, for that cuLaunchKernel, a record
+ * tying the launch's correlation id to the marker. Kernel records are
+ * matched to markers by that id at collection: never by name, so a
+ * candidate's kernel that calls itself kr_spin_cycles is just a kernel. */
 #include "driver/trace.h"
 #include "driver/cupti_api.h"
 
+#include <cupti_driver_cbid.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,13 +19,20 @@
 #define BUFFER_BYTES (1u << 20)
 #define MAX_RECORDS (1u << 20) /* beyond this the oldest are dropped: never unbounded */
 
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;     /* the record buffer */
+typedef struct {
+    uint32_t correlation;
+    uint8_t marker;
+} mark;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;     /* the record buffers */
 static pthread_mutex_t g_measure = PTHREAD_MUTEX_INITIALIZER;  /* one measurement at a time */
 static const kr__cupti_api *g_cupti;
 static int g_state;            /* 0 not tried, 1 active, -1 failed */
 static char g_why[512];
 static kr__kernel_record *g_records;
 static size_t g_count, g_cap;
+static mark *g_marks;
+static size_t g_num_marks, g_cap_marks;
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
@@ -25,26 +41,46 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
     *max_records = 0;
 }
 
-static void append(const CUpti_ActivityKernel10 *k)
+static int grow(void **items, size_t *cap, size_t count, size_t size)
+{
+    if (count < *cap)
+        return 0;
+    size_t ncap = *cap ? *cap * 2 : 4096;
+    void *grown = realloc(*items, ncap * size);
+    if (!grown)
+        return -1;
+    *items = grown;
+    *cap = ncap;
+    return 0;
+}
+
+static void append_kernel(const CUpti_ActivityKernel10 *k)
 {
     if (g_count == MAX_RECORDS)
         g_count = 0; /* nobody collected for a long time: start over */
-    if (g_count == g_cap) {
-        size_t cap = g_cap ? g_cap * 2 : 4096;
-        kr__kernel_record *grown = realloc(g_records, cap * sizeof *grown);
-        if (!grown)
-            return;
-        g_records = grown;
-        g_cap = cap;
-    }
+    if (grow((void **)&g_records, &g_cap, g_count, sizeof *g_records) != 0)
+        return;
     kr__kernel_record *r = &g_records[g_count++];
     r->start = k->start;
     r->end = k->end;
     r->stream = k->streamId;
     r->correlation = k->correlationId;
     r->device_launched = k->isDeviceLaunched;
-    r->marker = !k->name ? 0 : strcmp(k->name, "kr_spin_until") == 0 ? 1
-                             : strcmp(k->name, "kr_spin_cycles") == 0 ? 2 : 0;
+    r->marker = 0; /* set at collection, from the marks */
+}
+
+static void append_mark(const CUpti_ActivityExternalCorrelation *x)
+{
+    if (x->externalKind != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 || x->externalId == 0 ||
+        x->externalId > 255)
+        return;
+    if (g_num_marks == MAX_RECORDS)
+        g_num_marks = 0;
+    if (grow((void **)&g_marks, &g_cap_marks, g_num_marks, sizeof *g_marks) != 0)
+        return;
+    g_marks[g_num_marks].correlation = x->correlationId;
+    g_marks[g_num_marks].marker = (uint8_t)x->externalId;
+    g_num_marks++;
 }
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
@@ -55,11 +91,29 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     (void)size;
     CUpti_Activity *record = NULL;
     pthread_mutex_lock(&g_lock);
-    while (g_cupti && g_cupti->cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS)
+    while (g_cupti && g_cupti->cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
         if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
-            append((const CUpti_ActivityKernel10 *)record);
+            append_kernel((const CUpti_ActivityKernel10 *)record);
+        else if (record->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)
+            append_mark((const CUpti_ActivityExternalCorrelation *)record);
+    }
     pthread_mutex_unlock(&g_lock);
     free(buffer);
+}
+
+/* Kernel records, external-correlation records, and driver API records for
+ * cuLaunchKernel only (external correlation needs an API record to attach
+ * to; every other driver call stays untraced). */
+static CUptiResult enable(const kr__cupti_api *cp)
+{
+    CUptiResult r = cp->cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+    if (r == CUPTI_SUCCESS)
+        r = cp->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (r == CUPTI_SUCCESS)
+        r = cp->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+    if (r == CUPTI_SUCCESS)
+        r = cp->cuptiActivityEnableDriverApi(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1);
+    return r;
 }
 
 int kr__trace_start(const char *cuda_home, char *why, size_t why_size)
@@ -76,9 +130,7 @@ int kr__trace_start(const char *cuda_home, char *why, size_t why_size)
         } else if (!cp->loaded) {
             snprintf(g_why, sizeof g_why, "CUPTI not available: %s", cp->why);
             g_state = -1;
-        } else if ((r = cp->cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed)) !=
-                       CUPTI_SUCCESS ||
-                   (r = cp->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) != CUPTI_SUCCESS) {
+        } else if ((r = enable(cp)) != CUPTI_SUCCESS) {
             cp->cuptiGetResultString(r, &text);
             snprintf(g_why, sizeof g_why, "CUPTI activity tracing refused (%s); another profiler "
                      "in this process?", text ? text : "?");
@@ -100,10 +152,44 @@ int kr__trace_active(void)
     return g_state > 0;
 }
 
+void kr__trace_mark_begin(uint8_t marker)
+{
+    if (g_state > 0)
+        g_cupti->cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
+                                                        marker);
+}
+
+void kr__trace_mark_end(void)
+{
+    uint64_t last;
+    if (g_state > 0)
+        g_cupti->cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
+                                                       &last);
+}
+
 static int by_start(const void *a, const void *b)
 {
     uint64_t x = ((const kr__kernel_record *)a)->start, y = ((const kr__kernel_record *)b)->start;
     return (x > y) - (x < y);
+}
+
+static int by_correlation(const void *a, const void *b)
+{
+    uint32_t x = ((const mark *)a)->correlation, y = ((const mark *)b)->correlation;
+    return (x > y) - (x < y);
+}
+
+/* Kernels launched by the host inside a marker region carry its marker. */
+static void apply_marks(kr__kernel_record *r, size_t n, mark *marks, size_t num_marks)
+{
+    qsort(marks, num_marks, sizeof *marks, by_correlation);
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].device_launched)
+            continue;
+        mark key = {r[i].correlation, 0};
+        const mark *m = bsearch(&key, marks, num_marks, sizeof *marks, by_correlation);
+        r[i].marker = m ? m->marker : 0;
+    }
 }
 
 int kr__trace_collect(kr__kernel_record **records, size_t *count)
@@ -117,9 +203,15 @@ int kr__trace_collect(kr__kernel_record **records, size_t *count)
     pthread_mutex_lock(&g_lock);
     *records = g_records;
     *count = g_count;
+    mark *marks = g_marks;
+    size_t num_marks = g_num_marks;
     g_records = NULL;
     g_count = g_cap = 0;
+    g_marks = NULL;
+    g_num_marks = g_cap_marks = 0;
     pthread_mutex_unlock(&g_lock);
+    apply_marks(*records, *count, marks, num_marks);
+    free(marks);
     if (*count)
         qsort(*records, *count, sizeof **records, by_start);
     return 0;

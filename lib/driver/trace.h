@@ -14,8 +14,12 @@ typedef struct kr__kernel_record {
     uint32_t stream;
     uint32_t correlation;
     uint8_t device_launched;
-    uint8_t marker;           /* 1: kr_spin_until (a sample starts after it), 2: kr_spin_cycles */
+    uint8_t marker;           /* KR__MARK_SPIN, KR__MARK_PROBE, or 0: anything else */
 } kr__kernel_record;
+
+/* The library's own launches that frame a benchmark sample. */
+#define KR__MARK_SPIN 1   /* kr_spin_until: a sample starts after it */
+#define KR__MARK_PROBE 2  /* kr_spin_cycles: the clock probe that ends it */
 
 /* Starts tracing once per process (before modules are loaded, so nothing
  * is missed). 0, or -1 with the reason. Safe to call again. */
@@ -24,6 +28,10 @@ int kr__trace_active(void);
 /* Flushes CUPTI and hands over every record gathered since the last call,
  * in start order (caller frees). */
 int kr__trace_collect(kr__kernel_record **records, size_t *count);
+/* Launches made on this thread between begin and end carry the marker in
+ * the records (matched by correlation id, never by kernel name). */
+void kr__trace_mark_begin(uint8_t marker);
+void kr__trace_mark_end(void);
 /* Drops whatever was gathered so far. */
 void kr__trace_discard(void);
 /* Records are process-wide, so a measurement that reads them holds this

@@ -119,11 +119,10 @@ static int setup_buffers(bstate *b)
     return KR_OK;
 }
 
-/* The reference for timed-output checks, and where its outputs go. */
+/* The reference for timed-output checks (a reference kernel, or the golden
+ * callback on the timed calls' inputs), and where its outputs go. */
 static int setup_reference(bstate *b)
 {
-    if (b->p->reference_kind != KR_REFERENCE_SOURCE)
-        return KR_OK;
     b->has_ref = 1; /* teardown closes whatever the open left */
     int rc = kr__reference_open(b->ctx, &b->ref, b->p);
     if (rc == KR_OK)
@@ -136,7 +135,7 @@ static int setup_baseline(bstate *b, const kr_baseline *bl)
     bside *s = &b->s[1];
     s->name = bl->name ? bl->name : bl->kind == KR_BASELINE_REFERENCE ? "reference"
                                   : bl->kind == KR_BASELINE_CALLBACK ? "callback" : "baseline";
-    if (bl->kind == KR_BASELINE_REFERENCE && b->has_ref) {
+    if (bl->kind == KR_BASELINE_REFERENCE && b->ref.program) {
         s->active = 1;
         return bind_side(b, s, b->ref.program, b->ref.plan);
     }
@@ -223,6 +222,8 @@ static int read_options(bstate *b, const kr_bench_options *opts, const kr_baseli
     b->seeds = b->o.seed;
     while (!b->seeds && getrandom(&b->seeds, sizeof b->seeds, 0) != (ssize_t)sizeof b->seeds)
         ;
+    while (!b->key && getrandom(&b->key, sizeof b->key, 0) != (ssize_t)sizeof b->key)
+        ;
     return KR_OK;
 }
 
@@ -243,6 +244,8 @@ int kr_benchmark(kr_report *r, kr_context *ctx, const kr_problem *problem, const
     b->p = problem;
     kr_baseline bl;
     int rc = kr__program_check_owner(ctx, cand, "the candidate");
+    if (rc == KR_OK)
+        rc = kr__program_admissible(ctx, cand);
     if (rc == KR_OK)
         rc = read_options(b, opts, baseline, &bl);
     double wall = 0;

@@ -20,12 +20,12 @@ int kr__bench_cupti_times(bstate *b, double *out[2], size_t n_out[2], int *side_
     uint64_t pending = 0; /* other-stream work since the last probe */
     uint32_t own = 0;     /* the engine's stream, as CUPTI numbers it */
     for (size_t i = 0; i < n; i++)
-        if (r[i].marker == 1) {
+        if (r[i].marker == KR__MARK_SPIN) {
             own = r[i].stream;
             break;
         }
     for (size_t i = 0; i < n && sample < b->num_order; i++) {
-        if (r[i].marker != 1) {
+        if (r[i].marker != KR__MARK_SPIN) {
             /* another stream's kernel that started before this sample's spin
              * kernel (e.g. launched by a callback while the stream was still
              * flushing) belongs to the sample that follows */
@@ -39,8 +39,8 @@ int kr__bench_cupti_times(bstate *b, double *out[2], size_t n_out[2], int *side_
         pending = 0;
         int probe_seen = 0;
         size_t j = i + 1;
-        for (; j < n && r[j].marker != 1 && !probe_seen; j++) {
-            if (r[j].marker == 2) {
+        for (; j < n && r[j].marker != KR__MARK_SPIN && !probe_seen; j++) {
+            if (r[j].marker == KR__MARK_PROBE) {
                 probe_seen = 1;
                 continue;
             }

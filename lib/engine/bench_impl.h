@@ -45,12 +45,35 @@ typedef struct bstate {
     kr__reference ref;
     int has_ref;
     kr__tset want;
+    uint64_t key;                 /* input hash key, fresh per benchmark */
     size_t checks, checks_failed;
+    uint64_t check_flags;         /* what the failed checks found */
     char check_failure[600];
     /* sample order, for attributing CUPTI records */
     int *order;
     size_t num_order, cap_order;
 } bstate;
+
+/* Where one checked call's results are (bench_check.c). */
+typedef struct bcheck {
+    kr__check *pre, *post;        /* input hashes before and after, per tensor */
+    kr__check *guards;            /* per tensor */
+    kr__check *scratch;           /* per scratch buffer of the candidate's run */
+    kr__check *cmp;               /* per output */
+} bcheck;
+
+/* The fewest checked calls a benchmark makes, however early it stops. */
+#define KR__BENCH_MIN_CHECKS 3
+
+/* Whether the next timed candidate call is checked: a draw from the OS at
+ * the options' check fraction. */
+int kr__bench_draw_check(const bstate *b);
+/* Before the call: the inputs' hashes as generated. */
+int kr__bench_check_begin(bstate *b, size_t k, bcheck *c);
+/* After the call: hashes, guards, the reference on the set's seed, the
+ * comparison; records failures in b. */
+int kr__bench_check_end(bstate *b, size_t k, bcheck *c);
+void kr__bench_check_free(bcheck *c);
 
 /* Runs the warm-up and the timed rounds until the stopping rule holds. */
 int kr__bench_measure(bstate *b, double *wall);

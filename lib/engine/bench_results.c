@@ -3,6 +3,7 @@
  * roofline, into the report. */
 #include "engine/bench_impl.h"
 #include "common/stats.h"
+#include "compile/program_impl.h"
 #include "driver/trace.h"
 
 #include <stdio.h>
@@ -177,7 +178,7 @@ static void timed_checks(bstate *b, kr_report *r)
 {
     if (!b->checks_failed)
         return;
-    set_flag(r, KR_FLAG_TIMED_OUTPUT_WRONG);
+    set_flag(r, b->check_flags);
     if (kr_report_verdict(r) == KR_VERDICT_PASSED || kr_report_verdict(r) == KR_VERDICT_NONE) {
         kr_report_set_verdict(r, KR_VERDICT_INCORRECT);
         kr_report_set(r, "correct", 0);
@@ -186,9 +187,11 @@ static void timed_checks(bstate *b, kr_report *r)
     kr_report_set_text(r, "feedback", b->check_failure);
 }
 
+/* Device memory the candidate uses: its tensors, its scratch and its
+ * module's writable globals (a 1 GiB __device__ workspace is not free). */
 static void memory(bstate *b, kr_report *r)
 {
-    uint64_t mem = 0;
+    uint64_t mem = b->s[0].bp.program->global_bytes;
     for (size_t i = 0; i < b->s[0].run[0].num_scratch; i++)
         mem += b->s[0].run[0].scratch[i].bytes;
     for (size_t t = 0; t < b->p->num_tensors; t++)

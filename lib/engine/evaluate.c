@@ -129,7 +129,12 @@ static int run_program(kr_report *r, kr_context *ctx, const kr_problem *problem,
                        const kr_program *prog, const kr_plan *plan, const kr_evaluate_options *o)
 {
     compile_metrics(r, prog);
-    int rc = kr_plan_check(ctx, plan, problem, prog);
+    int rc = kr__program_admissible(ctx, prog);
+    if (rc == KR_ECOMPILE) {
+        kr_report_set(r, "compiled", 0);
+        return judged(ctx, r, KR_VERDICT_COMPILE_ERROR, "not accepted");
+    }
+    rc = kr_plan_check(ctx, plan, problem, prog);
     if (rc == KR_EPLAN || rc == KR_ENOTFOUND)
         return judged(ctx, r, KR_VERDICT_INVALID_PLAN, "launch plan");
     if (rc != KR_OK)

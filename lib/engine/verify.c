@@ -248,11 +248,14 @@ static int run_units(vstate *v, uint64_t seed)
     return rc;
 }
 
-/* The candidate's plan first: a plan that does not fit is its verdict. */
+/* The candidate first: a program that may not run as a candidate, or a
+ * plan that does not fit, is its verdict. */
 static int setup(vstate *v, const kr_program *cand, const kr_plan *plan)
 {
     kr__engine *e;
-    int rc = kr__engine_get(v->ctx, &e);
+    int rc = kr__program_admissible(v->ctx, cand);
+    if (rc == KR_OK)
+        rc = kr__engine_get(v->ctx, &e);
     if (rc == KR_OK) {
         rc = kr__plan_bind(v->ctx, plan, v->p, cand, &v->cand);
         v->cand_bound = 1;
@@ -316,8 +319,9 @@ int kr_verify(kr_report *report, kr_context *ctx, const kr_problem *problem,
     uint64_t seed = v.o.seed ? v.o.seed : fresh_seed();
     v.key = fresh_seed();
     int rc = setup(&v, cand, plan);
-    if (rc == KR_EPLAN) {
-        kr_report_set_verdict(report, KR_VERDICT_INVALID_PLAN);
+    if (rc == KR_EPLAN || rc == KR_ECOMPILE) {
+        kr_report_set_verdict(report, rc == KR_EPLAN ? KR_VERDICT_INVALID_PLAN
+                                                     : KR_VERDICT_COMPILE_ERROR);
         kr_report_set_text(report, "message", kr_context_errmsg(ctx));
         kr_report_set_text(report, "feedback", kr_context_errmsg(ctx));
         kr_report_set(report, "correct", 0);

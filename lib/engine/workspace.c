@@ -1,6 +1,7 @@
 /* Tensor sets and runs (workspace.h). */
 #include "engine/workspace.h"
 #include "common/dtype.h"
+#include "compile/program_impl.h"
 
 #include <stdio.h>
 #include <stdint.h>
@@ -159,7 +160,9 @@ void kr__run_bind(kr__run *r, const kr__tset *in, const kr__tset *out)
 
 int kr__run_reset(kr_context *ctx, const kr__run *r)
 {
-    int rc = KR_OK;
+    /* every call starts from the module's state at load: nothing a kernel
+     * left in its __device__ globals survives into the next call */
+    int rc = kr__program_restore_globals(ctx, r->bp->program, kr__engine_of(ctx)->stream);
     for (size_t i = 0; i < r->num_scratch && rc == KR_OK; i++) {
         rc = kr__dbuf_fill(ctx, &r->scratch[i], r->bp->plan->scratch[i].zero ? 0 : 0xA5);
         if (rc == KR_OK)

@@ -63,8 +63,9 @@ void kr__run_free(kr_context *ctx, kr__run *r);
 /* Points the tensor arguments at these sets: inputs from `in`, outputs and
  * in-outs from `out` (the same set for both is fine). */
 void kr__run_bind(kr__run *r, const kr__tset *in, const kr__tset *out);
-/* Resets the scratch buffers (zero or poison, as declared) and refills
- * their guard zones: queue it before every launch, outside any timing. */
+/* Restores the program's device globals to their state at load, resets
+ * the scratch buffers (zero or poison, as declared) and refills their guard
+ * zones: queue it before every launch, outside any timing. */
 int kr__run_reset(kr_context *ctx, const kr__run *r);
 /* Queues the plan's launches. *failed_launch: the launch the driver
  * refused, else SIZE_MAX. */

@@ -123,11 +123,29 @@ static int bind_arg(kr_context *ctx, kr__bound_plan *bp, kr__bound_launch *bl, s
     return KR_OK;
 }
 
+/* The library's own kernels' names (engine/kr_device.cuh): a plan may not
+ * launch a kernel of the same name, so nothing a plan launches can be
+ * mistaken for the engine's (the engine also recognises its own launches
+ * by correlation id, never by name). */
+static int reserved_name(const char *name)
+{
+    static const char *const reserved[] = {"kr_generate", "kr_compare", "kr_hash",
+                                           "kr_check_bytes", "kr_bitdiff", "kr_spin_until",
+                                           "kr_spin_cycles", "kr_fma_peak", "kr_mma_peak"};
+    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
+        if (strcmp(name, reserved[i]) == 0)
+            return 1;
+    return strncmp(name, "kreward_", 8) == 0;
+}
+
 static int bind_launch(kr_context *ctx, kr__bound_plan *bp, size_t i)
 {
     kr__bound_launch *bl = &bp->launches[i];
     const kr__launch_text *lt = &bp->plan->launches[i];
     bl->text = lt;
+    if (reserved_name(lt->kernel))
+        return kr__fail(ctx, KR_EPLAN, "%s: %s: the kernel name '%s' is reserved for the library's "
+                        "own kernels: rename it", bp->plan->name, lt->where, lt->kernel);
     bl->kernel = kr_program_find_kernel(bp->program, lt->kernel);
     if (bl->kernel == SIZE_MAX) {
         kr__buf names = KR__BUF_INIT;

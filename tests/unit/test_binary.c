@@ -1,6 +1,8 @@
 /* Programs from binaries: CUBIN (ELF) and PTX, and what is not either. */
 #include "helpers.h"
 
+#include "compile/program_impl.h"
+
 static const char *SRC =
     "extern \"C\" __global__ void mix(const double* a, char c, float s, long long n, short h) {}\n"
     "extern \"C\" __global__ void other(int* x) { x[0] = 1; }\n";
@@ -150,6 +152,70 @@ static void corrupted_cubin_never_crashes(void **state)
     kr_context_free(ctx);
 }
 
+/* Writable device globals are found in the image without a device (the
+ * engine resets them before every call), in CUBIN and PTX alike; the device
+ * heap and managed variables make a program inadmissible as a candidate. */
+static const char *STATEFUL =
+    "__device__ int counter;\n"
+    "__device__ int table[4] = {1, 2, 3, 4};\n"
+    "static __device__ unsigned long long hidden;\n"
+    "namespace { __device__ int anon; }\n"
+    "__constant__ float cst[8];\n"
+    "extern \"C\" __global__ void k(float *y) {\n"
+    "  static __device__ int in_function;\n"
+    "  counter++; hidden++; anon++; in_function++;\n"
+    "  y[0] = table[counter & 3] + cst[0] + hidden + anon + in_function; }\n";
+
+static int has_global(const kr_program *p, const char *part)
+{
+    for (size_t i = 0; i < p->facts.num_globals; i++)
+        if (strstr(p->facts.globals[i].name, part))
+            return 1;
+    return 0;
+}
+
+static void globals_and_heap(void **state)
+{
+    (void)state;
+    kr_context *ctx = test_context(NULL);
+    const char *arch[] = {"sm_90a", "compute_90a"};
+    for (int a = 0; a < 2; a++) {
+        kr_compile_options o;
+        kr_compile_options_init(&o, KR_COMPILE_OPTIONS_VERSION);
+        o.arch = arch[a];
+        kr_program *p = NULL;
+        assert_int_equal(kr_compile(&p, ctx, STATEFUL, 0, &o), KR_OK);
+        const char *names[] = {"counter", "table", "hidden", "anon", "in_function"};
+        for (size_t i = 0; i < 5; i++)
+            if (!has_global(p, names[i]))
+                fail_msg("%s: global '%s' not found", arch[a], names[i]);
+        assert_false(has_global(p, "cst")); /* constants cannot be written by kernels */
+        assert_true(p->facts.num_groups >= (a == 0 ? 2u : 5u));
+        assert_false(p->facts.uses_heap);
+        assert_int_equal(kr__program_admissible(ctx, p), KR_OK);
+        kr_program_free(p);
+
+        const char *heap = "extern \"C\" __global__ void k(float *y) {\n"
+                           "  float *b = (float *)malloc(16); b[0] = 1; y[0] = b[0]; free(b); }\n";
+        assert_int_equal(kr_compile(&p, ctx, heap, 0, &o), KR_OK);
+        assert_true(p->facts.uses_heap);
+        assert_int_equal(kr__program_admissible(ctx, p), KR_ECOMPILE);
+        assert_contains(kr_context_errmsg(ctx), "device malloc");
+        kr_program_free(p);
+    }
+    kr_compile_options o;
+    kr_compile_options_init(&o, KR_COMPILE_OPTIONS_VERSION);
+    kr_program *p = NULL;
+    assert_int_equal(kr_compile(&p, ctx, "__device__ __managed__ int m;\n"
+                                "extern \"C\" __global__ void k(int *y) { y[0] = m++; }\n", 0, &o),
+                     KR_OK);
+    assert_true(p->facts.has_managed);
+    assert_int_equal(kr__program_admissible(ctx, p), KR_ECOMPILE);
+    assert_contains(kr_context_errmsg(ctx), "__managed__");
+    kr_program_free(p);
+    kr_context_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -158,6 +224,7 @@ int main(void)
         cmocka_unit_test(ptx_by_hand),
         cmocka_unit_test(not_a_binary),
         cmocka_unit_test(corrupted_cubin_never_crashes),
+        cmocka_unit_test(globals_and_heap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
