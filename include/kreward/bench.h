@@ -19,7 +19,7 @@ enum kr_bench_preset {
 #define KR_BENCH_NO_CHECK 0x4u      /* do not check the outputs of timed calls */
 #define KR_BENCH_EVENTS_ONLY 0x8u   /* ignore CUPTI even where it runs */
 
-#define KR_BENCH_OPTIONS_VERSION 1u
+#define KR_BENCH_OPTIONS_VERSION 2u
 typedef struct kr_bench_options {
     uint32_t version;         /* KR_BENCH_OPTIONS_VERSION */
     uint32_t preset;          /* enum kr_bench_preset; KR_BENCH_FAST when 0 */
@@ -33,9 +33,16 @@ typedef struct kr_bench_options {
     double check_fraction;    /* share of timed candidate calls whose outputs are checked */
     uint64_t seed;            /* 0: fresh from the OS */
     int64_t case_index;       /* -1: the problem's timing case */
+    /* version 2: the time budget. A candidate whose median is more than
+     * max_slowdown times the baseline's, or one call of which takes more
+     * than max_call_s, stops the measurement early with the flag `slow`
+     * (the speed terms of a reward then pay their floor). */
+    double max_slowdown;      /* 0: 50 */
+    double max_call_s;        /* 0: 1.0 s */
 } kr_bench_options;
 
-#define KR_BENCH_OPTIONS_INIT { KR_BENCH_OPTIONS_VERSION, KR_BENCH_FAST, 0, 0, 0.0, 0.0, 0.0, 0, 0u, 0.0, 0, -1 }
+#define KR_BENCH_OPTIONS_INIT \
+    { KR_BENCH_OPTIONS_VERSION, KR_BENCH_FAST, 0, 0, 0.0, 0.0, 0.0, 0, 0u, 0.0, 0, -1, 0.0, 0.0 }
 /* Fills the fields that existed in `version` with the defaults of `preset`. */
 KR_API int kr_bench_options_init(kr_bench_options *opts, uint32_t version, int preset);
 

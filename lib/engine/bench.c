@@ -23,7 +23,8 @@ static const struct {
 };
 
 static const kr_bench_options bench_defaults = KR_BENCH_OPTIONS_INIT;
-static const size_t bench_sizes[] = {0, KR__UPTO(kr_bench_options, case_index)};
+static const size_t bench_sizes[] = {0, KR__UPTO(kr_bench_options, case_index),
+                                     KR__UPTO(kr_bench_options, max_call_s)};
 static const kr__versioned bench_version = {"kr_bench_options", bench_sizes,
                                             KR_BENCH_OPTIONS_VERSION, sizeof(kr_bench_options)};
 
@@ -62,6 +63,8 @@ static void fill_defaults(kr_bench_options *o)
     if (o->buffer_sets > KR__BENCH_MAX_SETS)
         o->buffer_sets = KR__BENCH_MAX_SETS;
     o->check_fraction = o->check_fraction > 0 ? o->check_fraction : presets[p].check_fraction;
+    o->max_slowdown = o->max_slowdown > 0 ? o->max_slowdown : 50;
+    o->max_call_s = o->max_call_s > 0 ? o->max_call_s : 1.0;
 }
 
 /* A side that runs a plan: one run per buffer set, bound to it. */
@@ -166,8 +169,10 @@ static int setup(bstate *b, const kr_program *cand, const kr_plan *plan, const k
         return rc;
     b->s[0].active = 1;
     b->s[0].name = "candidate";
-    if ((rc = bind_side(b, &b->s[0], cand, plan)) != KR_OK)
+    if ((rc = bind_side(b, &b->s[0], cand, plan)) != KR_OK) {
+        b->candidate_failed = 1; /* its plan, or scratch that does not fit */
         return rc;
+    }
     if ((rc = setup_reference(b)) != KR_OK)
         return rc;
     rc = setup_baseline(b, bl);
@@ -227,6 +232,27 @@ static int read_options(bstate *b, const kr_bench_options *opts, const kr_baseli
     return KR_OK;
 }
 
+/* A failure the candidate caused is its verdict, and the benchmark returns
+ * KR_OK (judged): a fault or hang during timing, a program that may not run
+ * as a candidate, a plan or scratch that does not fit, a refused launch.
+ * Anything else is the environment's (KR_VERDICT_ERROR stays for that). */
+static int judge_failure(bstate *b, kr_report *r, int rc)
+{
+    int verdict = rc == KR_EFAULT ? KR_VERDICT_FAULT
+                : rc == KR_ETIMEOUT ? KR_VERDICT_TIMEOUT
+                : rc == KR_ECOMPILE ? KR_VERDICT_COMPILE_ERROR
+                : !b->candidate_failed ? KR_VERDICT_NONE
+                : rc == KR_EPLAN || rc == KR_ENOMEM ? KR_VERDICT_INVALID_PLAN
+                : rc == KR_ECUDA ? KR_VERDICT_LAUNCH_ERROR : KR_VERDICT_NONE;
+    kr_report_set_text(r, "message", kr_context_errmsg(b->ctx));
+    if (verdict == KR_VERDICT_NONE)
+        return rc;
+    kr_report_set_verdict(r, verdict);
+    kr_report_set(r, "correct", 0);
+    kr__report_printf(r, "feedback", "while timing: %s", kr_context_errmsg(b->ctx));
+    return KR_OK;
+}
+
 int kr_benchmark(kr_report *r, kr_context *ctx, const kr_problem *problem, const kr_program *cand,
                  const kr_plan *plan, const kr_bench_options *opts, const kr_baseline *baseline)
 {
@@ -259,11 +285,8 @@ int kr_benchmark(kr_report *r, kr_context *ctx, const kr_problem *problem, const
             rc = kr__bench_results(b, r, wall);
         kr__trace_unlock();
     }
-    if (rc != KR_OK) {
-        kr_report_set_text(r, "message", kr_context_errmsg(ctx));
-        if (rc == KR_EFAULT || rc == KR_ETIMEOUT) /* the candidate broke the device */
-            kr_report_set_verdict(r, rc == KR_EFAULT ? KR_VERDICT_FAULT : KR_VERDICT_TIMEOUT);
-    }
+    if (rc != KR_OK)
+        rc = judge_failure(b, r, rc);
     teardown(b);
     free(b);
     return rc;

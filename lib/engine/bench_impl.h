@@ -48,6 +48,8 @@ typedef struct bstate {
     uint64_t key;                 /* input hash key, fresh per benchmark */
     size_t checks, checks_failed;
     uint64_t check_flags;         /* what the failed checks found */
+    int candidate_failed;         /* the failure came from the candidate's plan or launch */
+    int slow;                     /* stopped early by the time budget */
     char check_failure[600];
     /* sample order, for attributing CUPTI records */
     int *order;

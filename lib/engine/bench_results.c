@@ -63,6 +63,34 @@ static void set_flag(kr_report *r, uint64_t flag)
     kr_report_set_flags(r, kr_report_flags(r) | flag);
 }
 
+/* The fastest rate at which any honest kernel could do the problem's
+ * flops, from the narrowest input type: tensor cores for 8- and 16-bit
+ * types (and TF32 for f32), at a margin over what mma.sync measured here
+ * (wgmma on Hopper runs faster than mma.sync), else the FMA rate. */
+static double flops_peak(const bstate *b)
+{
+    const kr__engine *e = b->e;
+    size_t narrowest = 8;
+    int any_float = 0;
+    for (size_t t = 0; t < b->p->num_tensors; t++) {
+        const kr__tensor *x = &b->p->tensors[t];
+        if (x->role == KR_ROLE_OUT)
+            continue;
+        size_t size = kr_dtype_size(x->dtype);
+        narrowest = size < narrowest ? size : narrowest;
+        any_float |= x->dtype != KR_DTYPE_I32 && x->dtype != KR_DTYPE_I64 && x->dtype != KR_DTYPE_BOOL;
+    }
+    if (e->peak_mma_flops <= 0 || !any_float)
+        return e->peak_flops;
+    double mma = e->peak_mma_flops;
+    return narrowest == 1 ? 3.2 * mma : narrowest == 2 ? 1.6 * mma : narrowest == 4 ? 0.8 * mma
+                                                                 : e->peak_flops;
+}
+
+/* The roofline: the time the problem's bytes take at the measured copy
+ * bandwidth and its flops at the fastest pipe it could use; the slower of
+ * the two is the floor. Faster than 80 % of either floor is impossible for
+ * a kernel that does the work: it skipped work or cached results. */
 static void roofline(bstate *b, kr_report *r, double median_us)
 {
     char why[256];
@@ -79,16 +107,19 @@ static void roofline(bstate *b, kr_report *r, double median_us)
         kr_report_set(r, "achieved_gbps", (double)bytes / t / 1e9);
         kr_report_set(r, "peak_gbps", b->e->peak_bytes_per_s / 1e9);
         floor_t = (double)bytes / b->e->peak_bytes_per_s;
-        /* faster than moving its bytes allows: it skipped work or cached results */
-        if (t < 0.8 * floor_t)
-            set_flag(r, KR_FLAG_IMPLAUSIBLE_SPEED);
     }
     if (flops > 0) {
+        double peak = flops_peak(b);
         kr_report_set(r, "achieved_tflops", (double)flops / t / 1e12);
         kr_report_set(r, "peak_fp32_tflops", b->e->peak_flops / 1e12);
-        double ft = (double)flops / b->e->peak_flops;
+        kr_report_set(r, "peak_tflops", peak / 1e12);
+        if (b->e->peak_mma_flops > 0)
+            kr_report_set(r, "peak_mma_bf16_tflops", b->e->peak_mma_flops / 1e12);
+        double ft = (double)flops / peak;
         floor_t = ft > floor_t ? ft : floor_t;
     }
+    if (t < 0.8 * floor_t)
+        set_flag(r, KR_FLAG_IMPLAUSIBLE_SPEED);
     kr_report_set(r, "roofline_fraction", floor_t / t);
 }
 
@@ -231,6 +262,10 @@ int kr__bench_results(bstate *b, kr_report *r, double wall)
             set_flag(r, KR_FLAG_NOISY);
     if (side_stream || device_launched)
         set_flag(r, KR_FLAG_SIDE_STREAM);
+    if (b->slow) {
+        set_flag(r, KR_FLAG_SLOW);
+        kr_report_set(r, "max_slowdown", b->o.max_slowdown);
+    }
     describe(b, sec, side_stream, device_launched);
     timed_checks(b, r);
     memory(b, r);

@@ -107,6 +107,8 @@ static int timed_enqueue(bstate *b, bside *s, size_t k)
     KR__CU(b->ctx, spun, "launching the spin kernel");
     KR__CU(b->ctx, cu->cuEventRecord(b->ev_start, e->stream), "cuEventRecord");
     int rc = enqueue_side(b, s, k);
+    if (rc != KR_OK && s == &b->s[SIDE_CANDIDATE])
+        b->candidate_failed = 1;
     if (rc == KR_OK)
         rc = (cu->cuEventRecord(b->ev_stop, e->stream) == CUDA_SUCCESS) ? KR_OK : KR_ECUDA;
     long long cycles = PROBE_CYCLES;
@@ -195,6 +197,37 @@ static int side_done(const bstate *b, const bside *s)
                           noise_of(s) <= b->o.target_noise) || s->n >= b->o.max_samples;
 }
 
+static double median_of(const double *v, size_t n)
+{
+    double *c = malloc(n * sizeof *c);
+    if (!c || !n) {
+        free(c);
+        return 0;
+    }
+    memcpy(c, v, n * sizeof *c);
+    for (size_t i = 1; i < n; i++) /* a handful of samples: insertion sort */
+        for (size_t j = i; j > 0 && c[j - 1] > c[j]; j--) {
+            double t = c[j];
+            c[j] = c[j - 1];
+            c[j - 1] = t;
+        }
+    double m = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
+    free(c);
+    return m;
+}
+
+/* The time budget: a candidate far slower than the baseline (or one call
+ * over the ceiling) is not measured to the end. */
+static int too_slow(const bstate *b)
+{
+    const bside *c = &b->s[SIDE_CANDIDATE], *base = &b->s[SIDE_BASELINE];
+    if (c->n && c->event_us[c->n - 1] > b->o.max_call_s * 1e6)
+        return 1;
+    if (!c->n || !base->active || !base->n)
+        return 0;
+    return median_of(c->event_us, c->n) > b->o.max_slowdown * median_of(base->event_us, base->n);
+}
+
 int kr__bench_measure(bstate *b, double *wall)
 {
     double t0 = kr__now();
@@ -215,11 +248,16 @@ int kr__bench_measure(bstate *b, double *wall)
                 rc = one_sample(b, w, b->s[w].n % b->sets, 1, draw(b, w));
         }
         int done = side_done(b, &b->s[0]) && side_done(b, &b->s[1]);
+        if (rc == KR_OK && too_slow(b)) {
+            b->slow = 1;
+            break;
+        }
         if (done || (kr__now() - t0 > b->o.max_time_s && b->s[0].n >= 3))
             break;
     }
-    /* the floor of checked calls: more calls of the same kind, untimed */
-    for (size_t i = 0; rc == KR_OK && b->has_ref && !(b->o.flags & KR_BENCH_NO_CHECK) &&
+    /* the floor of checked calls: more calls of the same kind, untimed (a
+     * slow candidate, verified already, is not held any longer) */
+    for (size_t i = 0; rc == KR_OK && !b->slow && b->has_ref && !(b->o.flags & KR_BENCH_NO_CHECK) &&
                        b->checks < KR__BENCH_MIN_CHECKS; i++)
         rc = one_sample(b, SIDE_CANDIDATE, i % b->sets, 0, 1);
     *wall = kr__now() - t0;

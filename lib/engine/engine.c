@@ -22,7 +22,8 @@ static int load_builtins(kr_context *ctx, kr__engine *e)
     } fns[] = {{&e->f_generate, "kr_generate"},   {&e->f_compare, "kr_compare"},
                {&e->f_hash, "kr_hash"},           {&e->f_check_bytes, "kr_check_bytes"},
                {&e->f_bitdiff, "kr_bitdiff"},     {&e->f_spin_until, "kr_spin_until"},
-               {&e->f_spin_cycles, "kr_spin_cycles"}, {&e->f_fma_peak, "kr_fma_peak"}};
+               {&e->f_spin_cycles, "kr_spin_cycles"}, {&e->f_fma_peak, "kr_fma_peak"},
+               {&e->f_mma_peak, "kr_mma_peak"}};
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
         KR__CU(ctx, kr__cuda()->cuModuleGetFunction(fns[i].fn, e->builtins->module, fns[i].name),
            "cuModuleGetFunction (builtins)");
@@ -57,6 +58,7 @@ static void engine_free(kr_context *ctx)
     ctx->engine = NULL;
     ctx->engine_free = NULL;
     kr_program_free(e->builtins);
+    free(e->sound);
     if (ctx->poisoned || kr__cuda()->cuCtxSetCurrent(ctx->cu) != CUDA_SUCCESS) {
         free(e); /* the driver objects die with the process */
         return;

@@ -7,6 +7,7 @@
 #define KR_ENGINE_H
 
 #include "driver/context_impl.h"
+#include "kreward/problem.h"
 #include "kreward/program.h"
 #include "common/kr_gen.h"
 
@@ -36,13 +37,20 @@ typedef struct kr__cmp_stats {
 #define KR__PROBE_NS_OFFSET 16
 #define KR__PROBE_CYCLES_OFFSET 24
 
+/* A problem's soundness, computed once per context (sanity.c). */
+typedef struct kr__sound_entry {
+    char hash[33];              /* kr_problem_hash */
+    int weak;
+} kr__sound_entry;
+
 typedef struct kr__engine {
     CUstream stream;
     kr_program *builtins;
     CUfunction f_generate, f_compare, f_hash, f_check_bytes, f_bitdiff, f_spin_until,
-        f_spin_cycles, f_fma_peak;
+        f_spin_cycles, f_fma_peak, f_mma_peak;
     double peak_bytes_per_s;    /* measured device copy bandwidth (read + write), 0 until measured */
     double peak_flops;          /* measured fp32 FMA rate */
+    double peak_mma_flops;      /* measured bf16 tensor-core rate (mma.sync); 0 below sm_80 */
     CUdeviceptr slots_dev;      /* KR__SLOTS x 8 bytes */
     unsigned long long *slots;  /* pinned host mirror */
     size_t slots_used;
@@ -52,6 +60,8 @@ typedef struct kr__engine {
     size_t pinned_bytes;
     int sm_count;
     int l2_bytes;
+    kr__sound_entry *sound;     /* problems checked for soundness so far */
+    size_t num_sound;
 } kr__engine;
 
 /* Compiles the builtin kernels for the context's arch; works without a
@@ -74,6 +84,11 @@ int kr__engine_wait(kr_context *ctx, double timeout_s, const char *what);
  * stages reference results in it scrubs it before a candidate runs: pinned
  * memory is reachable from the device at a fixed address. */
 int kr__engine_pinned(kr_context *ctx, size_t bytes, void **out);
+
+/* Whether a problem can be passed without computing it (sanity.c): its
+ * outputs constant, or independent of the inputs, or matched by zeros,
+ * ones or a copy of an input, in every case. Cached per context. */
+int kr__problem_weak(kr_context *ctx, const kr_problem *p, int *weak);
 
 /* Launchers of the builtin kernels on the engine's stream. */
 int kr__k_generate(kr_context *ctx, CUdeviceptr out, uint64_t n, const kr_gen_dist *d,

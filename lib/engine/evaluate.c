@@ -4,6 +4,7 @@
 #include "common/options.h"
 #include "common/strbuf.h"
 #include "compile/compile_impl.h"
+#include "engine/engine.h"
 #include "report/report_impl.h"
 #include "reward/reward_impl.h"
 
@@ -124,6 +125,17 @@ static int without_device(kr_context *ctx, const kr_problem *problem, kr_report 
     return rc;
 }
 
+/* A problem that can be passed without computing it pays no speed: the
+ * report says so (once per problem and context; a check that cannot run
+ * leaves the report as it is). */
+static void flag_weak_problem(kr_context *ctx, const kr_problem *problem, kr_report *r)
+{
+    int weak = 0;
+    if (kr__problem_weak(ctx, problem, &weak) == KR_OK && weak)
+        kr_report_set_flags(r, kr_report_flags(r) | KR_FLAG_WEAK_PROBLEM);
+    kr__clear_error(ctx);
+}
+
 /* A ready program and its plan: check, verify, benchmark. */
 static int run_program(kr_report *r, kr_context *ctx, const kr_problem *problem,
                        const kr_program *prog, const kr_plan *plan, const kr_evaluate_options *o)
@@ -142,7 +154,10 @@ static int run_program(kr_report *r, kr_context *ctx, const kr_problem *problem,
     if (!kr_context_has_device(ctx))
         return without_device(ctx, problem, r);
     rc = kr_verify(r, ctx, problem, prog, plan, o->verify);
-    if (rc != KR_OK || kr_report_verdict(r) != KR_VERDICT_PASSED || (o->flags & KR_EVALUATE_NO_BENCH))
+    if (rc != KR_OK || kr_report_verdict(r) != KR_VERDICT_PASSED)
+        return rc;
+    flag_weak_problem(ctx, problem, r);
+    if (o->flags & KR_EVALUATE_NO_BENCH)
         return rc;
     rc = kr_benchmark(r, ctx, problem, prog, plan, o->bench, o->baseline);
     double s;

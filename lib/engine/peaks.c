@@ -48,6 +48,14 @@ static int enqueue_fma(kr__engine *g, void *arg)
                                       params, NULL) == CUDA_SUCCESS ? 0 : -1;
 }
 
+static int enqueue_mma(kr__engine *g, void *arg)
+{
+    peak_args *p = arg;
+    void *params[] = {&p->out, &p->iterations};
+    return kr__cuda()->cuLaunchKernel(g->f_mma_peak, p->blocks, 1, 1, 256, 1, 1, 0, g->stream,
+                                      params, NULL) == CUDA_SUCCESS ? 0 : -1;
+}
+
 int kr__peaks(kr_context *ctx)
 {
     kr__engine *g;
@@ -65,6 +73,11 @@ int kr__peaks(kr_context *ctx)
         g->peak_bytes_per_s = 2.0 * (double)p.bytes / copy;
         /* 8 FMAs (16 flops) per iteration per thread */
         g->peak_flops = 16.0 * p.iterations * (double)p.blocks * 1024 / fma;
+        if (ctx->cc_major >= 8) {
+            /* 8 mma.sync of 4096 flops per iteration per warp, 8 warps a block */
+            double mma = best_time(ctx, g, 3, enqueue_mma, &p, &rc);
+            g->peak_mma_flops = 8.0 * 4096.0 * p.iterations * (double)p.blocks * 8 / mma;
+        }
     }
     if (p.a)
         cu->cuMemFree(p.a);

@@ -142,10 +142,13 @@ static int candidate_run(vstate *v, vunit *u, int run)
     int rc = kr__tset_alloc(ctx, &u->out[run], v->p, u->c, KR__SET_OUTPUTS, "output");
     if (rc == KR_OK)
         rc = kr__tset_fill_outputs(ctx, &u->out[run], u->seed, run);
-    if (rc == KR_OK)
-        rc = kr__run_prepare(ctx, &cr, &v->cand, u->c);
-    else
+    int prepared = rc == KR_OK ? kr__run_prepare(ctx, &cr, &v->cand, u->c) : KR_OK;
+    if (rc != KR_OK)
         memset(&cr, 0, sizeof cr);
+    else if (prepared == KR_ENOMEM) /* its scratch does not fit: the plan's doing */
+        rc = KR_EPLAN;
+    else
+        rc = prepared;
     if (rc == KR_OK)
         rc = kr__run_reset(ctx, &cr);
     if (rc == KR_OK) {

@@ -325,6 +325,29 @@ int kr__plan_arg_value(kr_context *ctx, const kr__bound_plan *bp, size_t l, size
     return KR_OK;
 }
 
+/* A plan's scratch in one case may not exceed max(1 GiB, 8 x the case's
+ * tensors): more is the plan's fault (invalid_plan), never an environment
+ * error a candidate could provoke on purpose. */
+static int check_scratch_total(kr_context *ctx, const kr__bound_plan *bp, size_t c)
+{
+    const kr_problem *p = bp->problem;
+    uint64_t tensors = 0, total = 0, bytes = 0;
+    for (size_t t = 0; t < p->num_tensors; t++)
+        tensors += p->cases[c].bytes[t];
+    uint64_t limit = tensors > ((uint64_t)1 << 27) ? tensors * 8 : (uint64_t)1 << 30;
+    for (size_t s = 0; s < bp->plan->num_scratch; s++) {
+        int rc = kr__plan_scratch_bytes(ctx, bp, s, c, &bytes);
+        if (rc != KR_OK)
+            return rc;
+        total += bytes;
+    }
+    if (total > limit)
+        return kr__fail(ctx, KR_EPLAN, "%s: case '%s': the scratch buffers take %.2f GB; a plan may "
+                        "use at most %.2f GB (max(1 GiB, 8 x the case's tensors))", bp->plan->name,
+                        p->cases[c].name, (double)total / 1e9, (double)limit / 1e9);
+    return KR_OK;
+}
+
 int kr_plan_check(kr_context *ctx, const kr_plan *plan, const kr_problem *problem,
                   const kr_program *program)
 {
@@ -345,10 +368,8 @@ int kr_plan_check(kr_context *ctx, const kr_plan *plan, const kr_problem *proble
             for (size_t a = 0; a < bp.launches[l].num_args && rc == KR_OK; a++)
                 rc = kr__plan_arg_value(ctx, &bp, l, a, c, scratch_value);
         }
-        for (size_t s = 0; s < plan->num_scratch && rc == KR_OK; s++) {
-            uint64_t bytes;
-            rc = kr__plan_scratch_bytes(ctx, &bp, s, c, &bytes);
-        }
+        if (rc == KR_OK)
+            rc = check_scratch_total(ctx, &bp, c);
     }
     kr__plan_unbind(&bp);
     return rc;

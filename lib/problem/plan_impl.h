@@ -8,6 +8,7 @@
 #include "compile/program_impl.h"
 
 #define KR__PLAN_MAX_ARGS 64
+#define KR__PLAN_MAX_SCRATCH 64
 
 typedef struct kr__launch_text {
     char where[64];       /* "plan line 3" or "launches[0]", for messages */

@@ -67,12 +67,24 @@ static kr__launch_text *new_launch(kr_plan *plan)
 
 static kr__scratch_text *new_scratch(kr_plan *plan)
 {
+    if (plan->num_scratch >= KR__PLAN_MAX_SCRATCH)
+        return NULL;
     kr__scratch_text *grown = realloc(plan->scratch, (plan->num_scratch + 1) * sizeof *grown);
     if (!grown)
         return NULL;
     plan->scratch = grown;
     memset(&grown[plan->num_scratch], 0, sizeof *grown);
     return &grown[plan->num_scratch++];
+}
+
+/* Past the limit it is the plan's fault (invalid_plan), never an
+ * environment error a candidate could reach on purpose. */
+static int scratch_refused(kr_context *ctx, const kr_plan *plan)
+{
+    if (plan->num_scratch >= KR__PLAN_MAX_SCRATCH)
+        return kr__fail(ctx, KR_EPLAN, "%s: more than %d scratch buffers", plan->name,
+                        KR__PLAN_MAX_SCRATCH);
+    return kr__fail(ctx, KR_ENOMEM, "out of memory");
 }
 
 /* Splits "a, cdiv(b, c), d" at top-level commas into trimmed copies. */
@@ -238,7 +250,7 @@ static int parse_scratch(kr_context *ctx, kr_plan *plan, const char *rest, int l
 {
     kr__scratch_text *s = new_scratch(plan);
     if (!s)
-        return kr__fail(ctx, KR_ENOMEM, "out of memory");
+        return scratch_refused(ctx, plan);
     snprintf(s->where, sizeof s->where, "plan line %d", line);
     s->zero = 1;
     while (isspace((unsigned char)*rest))
@@ -414,7 +426,7 @@ static int json_scratch(kr_context *ctx, kr_plan *plan, json_t *j, size_t i)
 {
     kr__scratch_text *s = new_scratch(plan);
     if (!s)
-        return kr__fail(ctx, KR_ENOMEM, "out of memory");
+        return scratch_refused(ctx, plan);
     snprintf(s->where, sizeof s->where, "scratch[%zu]", i);
     const char *name = json_string_value(json_object_get(j, "name"));
     const char *init = json_string_value(json_object_get(j, "init"));

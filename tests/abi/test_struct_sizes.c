@@ -37,12 +37,14 @@ int main(void)
     PIN(offsetof(kr_verify_options, flags), 24);
     PIN(offsetof(kr_verify_options, max_mismatches), 28);
 
-    PIN(sizeof(kr_bench_options), 72);
+    PIN(sizeof(kr_bench_options), 88); /* version 2; version 1 ended at case_index (72) */
     PIN(offsetof(kr_bench_options, min_time_s), 16);
     PIN(offsetof(kr_bench_options, buffer_sets), 40);
     PIN(offsetof(kr_bench_options, check_fraction), 48);
     PIN(offsetof(kr_bench_options, seed), 56);
     PIN(offsetof(kr_bench_options, case_index), 64);
+    PIN(offsetof(kr_bench_options, max_slowdown), 72);
+    PIN(offsetof(kr_bench_options, max_call_s), 80);
 
     PIN(sizeof(kr_baseline), 48);
     PIN(offsetof(kr_baseline, program), 8);
