@@ -15,6 +15,13 @@ enum {
     EXIT_INTERNAL = 4,    /* anything else: out of memory, driver error */
 };
 
+/* While a candidate runs, its device printf output goes wherever the
+ * process's stdout goes: cli_quiet_stdout points stdout at stderr (what is
+ * printed there is never the report), cli_restore_stdout puts it back
+ * before the report is printed. */
+int cli_quiet_stdout(void);
+void cli_restore_stdout(int saved);
+
 /* Reads a whole file; NULL with a message on stderr on failure. */
 char *cli_read_file(const char *path, size_t *len);
 /* Maps a library status to an exit code. */

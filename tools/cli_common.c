@@ -6,6 +6,25 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+int cli_quiet_stdout(void)
+{
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    if (saved >= 0)
+        dup2(STDERR_FILENO, STDOUT_FILENO);
+    return saved;
+}
+
+void cli_restore_stdout(int saved)
+{
+    fflush(stdout);
+    if (saved < 0)
+        return;
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+}
 
 char *cli_read_file(const char *path, size_t *len)
 {

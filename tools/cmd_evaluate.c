@@ -65,7 +65,9 @@ int cmd_evaluate(int argc, char **argv)
             fprintf(stderr, "kreward evaluate: out of memory\n");
             exit(EXIT_INTERNAL);
         }
+        int saved = cli_quiet_stdout(); /* the candidate's printf never mixes with the report */
         rc = kr_evaluate(r, ctx, p, src, len, &s.eval);
+        cli_restore_stdout(saved);
         if (a.json) {
             char *json = NULL;
             kr_report_json(&json, r);

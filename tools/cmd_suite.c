@@ -89,6 +89,9 @@ static void worker(const eval_args *a, const char *problem_path, const char *can
     int rc = kr_problem_load(&p, ctx, problem_path);
     if (rc == KR_OK && src && eval_prepare(ctx, a, &s) == 0) {
         s.eval.name = cand_name;
+        /* the candidate's device printf must not reach the suite's table */
+        fflush(stdout);
+        dup2(STDERR_FILENO, STDOUT_FILENO);
         kr_evaluate(r, ctx, p, src, len, &s.eval);
         eval_release(&s);
     } else {

@@ -45,6 +45,9 @@ static int create(kr_context *ctx, kr__engine *e)
     e->flag = flag;
     memset(flag, 0, KR__FLAG_PAGE_BYTES);
     KR__CU(ctx, cu->cuMemHostGetDevicePointer(&e->flag_dev, flag, 0), "cuMemHostGetDevicePointer");
+    /* device printf goes through a FIFO the driver drains at every sync:
+     * bound it, so a candidate printing from every thread costs little */
+    cu->cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, KR__PRINTF_FIFO_BYTES);
     cu->cuDeviceGetAttribute(&e->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ctx->dev);
     cu->cuDeviceGetAttribute(&e->l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, ctx->dev);
     return load_builtins(ctx, e);

@@ -31,6 +31,9 @@ typedef struct kr__cmp_stats {
  * copied to the host in one transfer (checks.h hands them out). */
 #define KR__SLOTS 4096
 
+/* Device printf output per launch (what does not fit is dropped). */
+#define KR__PRINTF_FIFO_BYTES (64u << 10)
+
 /* The host-mapped flag page: [0] the flag kr_spin_until waits on, the
  * clock probe's nanoseconds and cycles at these byte offsets. */
 #define KR__FLAG_PAGE_BYTES 64

@@ -3,12 +3,14 @@
 #include "kreward/evaluate.h"
 #include "common/options.h"
 #include "common/strbuf.h"
+#include "common/text.h"
 #include "compile/compile_impl.h"
 #include "engine/engine.h"
 #include "report/report_impl.h"
 #include "reward/reward_impl.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const kr_evaluate_options evaluate_defaults = KR_EVALUATE_OPTIONS_INIT;
@@ -74,16 +76,17 @@ static void compile_metrics(kr_report *r, const kr_program *p)
         kr_report_set_text(r, "compile_log", kr_program_log(p));
 }
 
-/* The compile log for a model: the error lines first, bounded. */
+/* The compile log for a model, bounded, every line marked as quoted: the
+ * log echoes the candidate's own source lines, which are its text, not ours. */
 static void compile_feedback(kr_context *ctx, kr_report *r)
 {
     const char *log = kr_context_errdetail(ctx);
     kr__buf b = KR__BUF_INIT;
     kr__buf_printf(&b, "%s", kr_context_errmsg(ctx));
-    if (log[0]) {
-        size_t n = strlen(log);
-        kr__buf_printf(&b, "\n%.*s%s", (int)(n < 3000 ? n : 3000), log, n > 3000 ? "\n[log cut]" : "");
-    }
+    char *quoted = log[0] ? kr__quote_lines(log, 3000, "| ") : NULL;
+    if (quoted)
+        kr__buf_printf(&b, "\n%s", quoted);
+    free(quoted);
     kr_report_set_text(r, "feedback", b.data);
     kr_report_set_text(r, "compile_log", log);
     kr__buf_free(&b);

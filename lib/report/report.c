@@ -1,6 +1,7 @@
 /* Report handles: verdict, flags, named metrics and texts, reward terms. */
 #include "report/report_impl.h"
 #include "common/strbuf.h"
+#include "common/text.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -182,11 +183,18 @@ const char *kr_report_text(const kr_report *r, const char *key)
     return t ? t->text : NULL;
 }
 
+/* The texts a reader takes line by line (message, feedback) never carry
+ * control characters or line separators, whoever wrote them (text.h). */
+static int cleaned(const char *key)
+{
+    return strcmp(key, "message") == 0 || strcmp(key, "feedback") == 0;
+}
+
 int kr_report_set_text(kr_report *r, const char *key, const char *text)
 {
     if (!r || !key || !*key)
         return KR_EINVAL;
-    char *copy = text ? kr__strdup(text) : NULL;
+    char *copy = !text ? NULL : cleaned(key) ? kr__clean_text(text) : kr__strdup(text);
     if (text && !copy)
         return KR_ENOMEM;
     kr__named *t = find(r->texts, r->num_texts, key);

@@ -3,6 +3,7 @@
 #include "helpers.h"
 
 #include "problem/plan_impl.h"
+#include "common/strbuf.h"
 
 static const char *PROBLEM =
     "{\"name\": \"p\", \"dims\": [\"M\", \"N\"],\n"
@@ -208,6 +209,36 @@ static void json_plans(void **state)
     assert_contains(kr_context_errmsg(f->ctx), "plan.json:1:");
 }
 
+/* What a plan may not do is the plan's fault (invalid_plan), never an
+ * environment error: reserved kernel names, too many or too large scratch
+ * buffers. */
+static void plan_limits(void **state)
+{
+    fixture *f = *state;
+    kr_program *spoof = NULL;
+    assert_int_equal(kr_compile(&spoof, f->ctx, "extern \"C\" __global__ void kr_spin_cycles"
+                                "(float *y) { y[0] = 1; }\n", 0, NULL), KR_OK);
+    kr_plan *plan = NULL;
+    assert_int_equal(kr_plan_from_source(&plan, f->ctx, "// kreward: launch kr_spin_cycles "
+                                         "grid=(1) block=(1) args=(y)\n", 0, "c.cu"), KR_OK);
+    assert_int_equal(kr_plan_check(f->ctx, plan, f->problem, spoof), KR_EPLAN);
+    assert_contains(kr_context_errmsg(f->ctx), "reserved");
+    kr_plan_free(plan);
+    kr_program_free(spoof);
+    /* scratch: more than the limit's total bytes */
+    expect_plan_error(f, "// kreward: scratch big bytes=(M*N*4*1000)\n"
+                      "// kreward: launch narrow grid=(1) block=(1) args=(big, N)\n",
+                      KR_EPLAN, "a plan may use at most");
+    /* scratch: more than 64 buffers */
+    kr__buf many = KR__BUF_INIT;
+    for (int i = 0; i < 65; i++)
+        kr__buf_printf(&many, "// kreward: scratch s%d bytes=(4)\n", i);
+    kr__buf_printf(&many, "// kreward: launch narrow grid=(1) block=(1) args=(s0, N)\n");
+    assert_int_equal(kr_plan_from_source(&plan, f->ctx, many.data, 0, "c.cu"), KR_EPLAN);
+    assert_contains(kr_context_errmsg(f->ctx), "more than 64 scratch buffers");
+    kr__buf_free(&many);
+}
+
 /* A program belongs to the context that made it: using it with another
  * context is refused by name, never run against the wrong module. */
 static void handles_of_another_context(void **state)
@@ -278,6 +309,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(int_args_follow_the_parameter_size, setup, teardown),
         cmocka_unit_test_setup_teardown(plan_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(json_plans, setup, teardown),
+        cmocka_unit_test_setup_teardown(plan_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(handles_of_another_context, setup, teardown),
         cmocka_unit_test_setup_teardown(evaluate_a_ready_program, setup, teardown),
     };
