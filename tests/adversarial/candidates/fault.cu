@@ -1,0 +1,7 @@
+// A kernel that writes far outside any allocation. Expect: fault.
+// kreward: launch add grid=(264) block=(128) args=(a, b, c, N)
+extern "C" __global__ void add(const float *a, const float *b, float *c, long long n)
+{
+    for (long long i = blockIdx.x * 128ll + threadIdx.x; i < n; i += 264ll * 128)
+        c[i + (1ll << 36)] = a[i] + b[i];
+}
