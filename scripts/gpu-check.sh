@@ -41,10 +41,12 @@ if [ -d bindings/python/tests ] && python3 -c 'import pytest' 2>/dev/null; then
     python3 -m pytest -q -s -m gpu bindings/python/tests --junitxml="$out/pytest-gpu.xml" 2>&1 \
     | tee "$out/pytest.log" | tail -5
   logs+=("$out/pytest-gpu.xml")
-  KREWARD_LIBRARY=$(ls "$build"/lib/libkreward.so.1) PYTHONPATH=bindings/python \
-    timeout 300 python3 bench/timing_vs_do_bench.py 2>&1 | tee -a "$out/bench.log" | tail -12
+  [ "${KR_GPU_BENCH:-1}" = 0 ] || KREWARD_LIBRARY=$(ls "$build"/lib/libkreward.so.1) \
+    PYTHONPATH=bindings/python timeout 300 python3 bench/timing_vs_do_bench.py 2>&1 \
+    | tee -a "$out/bench.log" | tail -12
 fi
-for b in $(find "$build/bench" -maxdepth 1 -type f -executable -name 'bench_*' | sort); do
+[ "${KR_GPU_BENCH:-1}" = 0 ] && echo "== benchmarks skipped (KR_GPU_BENCH=0)"
+for b in $( [ "${KR_GPU_BENCH:-1}" = 0 ] || find "$build/bench" -maxdepth 1 -type f -executable -name 'bench_*' | sort); do
   echo "== $(basename "$b")" | tee -a "$out/bench.log"
   timeout 300 "$b" 2>&1 | tee -a "$out/bench.log" | tail -30
 done

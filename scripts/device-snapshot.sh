@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# A committed tree for the GPU machine: HEAD exported into .snap/ (ignored
+# by git) with the carried Debian packages and the commit recorded, so a GPU
+# run tests exactly a commit while the working tree keeps changing.
+# Carry `.snap` and run `cd .snap && bash scripts/gpu-check.sh` there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+grep -qx '/.snap/' .git/info/exclude 2>/dev/null || echo '/.snap/' >> .git/info/exclude
+rm -rf .snap && mkdir -p .snap
+git archive HEAD | tar -x -C .snap
+cp -r .device .snap/.device 2>/dev/null || mkdir -p .snap/.device
+git rev-parse --short HEAD > .snap/.device/commit
+du -sh .snap | cut -f1
