@@ -287,7 +287,8 @@ static int add_group(kr__image_facts *f, uint32_t id, uint64_t size, const char 
     return 0;
 }
 
-static int add_global(kr__image_facts *f, const char *name, uint32_t group, uint64_t offset)
+static int add_global(kr__image_facts *f, const char *name, uint32_t group, uint64_t offset,
+                      uint64_t size)
 {
     kr__image_global *g = realloc(f->globals, (f->num_globals + 1) * sizeof *g);
     if (!g)
@@ -295,6 +296,7 @@ static int add_global(kr__image_facts *f, const char *name, uint32_t group, uint
     f->globals = g;
     g[f->num_globals].group = group;
     g[f->num_globals].offset = offset;
+    g[f->num_globals].size = size;
     if (!(g[f->num_globals].name = kr__strdup(name)))
         return -1;
     f->num_globals++;
@@ -308,9 +310,9 @@ static int read_symbol(const elf *e, span s, uint64_t off, const section *strtab
                        kr__image_facts *f)
 {
     uint32_t name_off = 0, shndx = 0;
-    uint64_t value = 0;
+    uint64_t value = 0, size = 0;
     if (rd32(s, (size_t)off, &name_off) || rd16(s, (size_t)off + 6, &shndx) ||
-        rd64(s, (size_t)off + 8, &value))
+        rd64(s, (size_t)off + 8, &value) || rd64(s, (size_t)off + 16, &size))
         return -1;
     unsigned char info = s.d[off + 4], other = s.d[off + 5];
     const char *name = str_at(e, strtab, name_off);
@@ -327,7 +329,8 @@ static int read_symbol(const elf *e, span s, uint64_t off, const section *strtab
         return 0; /* constants, shared memory, strings: not writable across calls */
     if (other & STO_CUDA_MANAGED)
         f->has_managed = 1;
-    if (add_group(f, shndx, e->sec[shndx].size, sec) != 0 || add_global(f, name, shndx, value) != 0)
+    if (add_group(f, shndx, e->sec[shndx].size, sec) != 0 ||
+        add_global(f, name, shndx, value, size) != 0)
         return -2;
     return 0;
 }

@@ -2,10 +2,12 @@
  * from the module's state at load, so no `__device__` variable can carry a
  * call counter, a cached result or anything else from one call to the next.
  *
- * The image says which globals exist and how they are grouped (an ELF
- * section is laid out in one piece; each PTX global is its own piece);
- * after the module is loaded the driver says where one global of each group
- * is, which places the whole group. Its contents at load are copied to
+ * The image says which globals exist (and, for a CUBIN, their section,
+ * offset and size); after the module is loaded the driver says where each
+ * is and how large, by name. A global the driver does not find by name
+ * (internal linkage can hide it) is placed from its section's layout when
+ * two others of the section agree on where the section starts; else the
+ * program is refused as a candidate. Each region's contents at load are copied to
  * pageable host memory (out of the device's reach) and written back before
  * every call: zeroed with a memset where they were all zero, copied where
  * they were not (initialised tables, relocated pointers). Device heap
@@ -24,24 +26,6 @@ static int all_zero(const unsigned char *p, size_t n)
         if (p[i])
             return 0;
     return 1;
-}
-
-/* The region of one group: from the first of its globals the driver finds. */
-static int locate_group(kr_program *prog, const kr__image_group *g, kr__global_region *out)
-{
-    const kr__cuda_api *cu = kr__cuda();
-    for (size_t i = 0; i < prog->facts.num_globals; i++) {
-        const kr__image_global *v = &prog->facts.globals[i];
-        CUdeviceptr addr = 0;
-        size_t bytes = 0;
-        if (v->group != g->id ||
-            cu->cuModuleGetGlobal(&addr, &bytes, prog->module, v->name) != CUDA_SUCCESS)
-            continue;
-        out->addr = g->size ? addr - v->offset : addr;
-        out->bytes = g->size ? (size_t)g->size : bytes;
-        return 0;
-    }
-    return -1;
 }
 
 static int snapshot(kr_program *prog, kr__global_region *r)
@@ -63,31 +47,68 @@ static int snapshot(kr_program *prog, kr__global_region *r)
     return KR_OK;
 }
 
+/* Where the module's section of global g starts, from the other globals
+ * of the section the driver found by name: only when at least two of them
+ * agree (the section is laid out as the image says); else 0. */
+static CUdeviceptr section_base(const kr_program *prog, const kr__image_global *g,
+                                const CUdeviceptr *found)
+{
+    CUdeviceptr base = 0;
+    int agreeing = 0;
+    for (size_t i = 0; i < prog->facts.num_globals; i++) {
+        const kr__image_global *o = &prog->facts.globals[i];
+        if (o == g || o->group != g->group || !found[i])
+            continue;
+        CUdeviceptr b = found[i] - o->offset;
+        if (agreeing && b != base)
+            return 0;
+        base = b;
+        agreeing++;
+    }
+    return agreeing >= 2 ? base : 0;
+}
+
+static int add_region(kr_program *prog, CUdeviceptr addr, size_t bytes)
+{
+    kr__global_region *r = &prog->regions[prog->num_regions++];
+    r->addr = addr;
+    r->bytes = bytes;
+    prog->global_bytes += bytes;
+    return snapshot(prog, r);
+}
+
 int kr__program_locate_globals(kr_program *prog)
 {
-    size_t n = prog->facts.num_groups;
+    size_t n = prog->facts.num_globals;
     if (!n)
         return KR_OK;
+    const kr__cuda_api *cu = kr__cuda();
+    CUdeviceptr *found = calloc(n, sizeof *found);
+    size_t *bytes = calloc(n, sizeof *bytes);
     prog->regions = calloc(n, sizeof *prog->regions);
-    if (!prog->regions)
-        return kr__fail(prog->ctx, KR_ENOMEM, "out of memory");
-    for (size_t i = 0; i < n; i++) {
-        const kr__image_group *g = &prog->facts.groups[i];
-        kr__global_region *r = &prog->regions[prog->num_regions];
-        if (locate_group(prog, g, r) != 0) {
-            if (!prog->refusal[0])
-                snprintf(prog->refusal, sizeof prog->refusal,
-                         "its device globals in '%s' cannot be reset between calls (the driver "
-                         "finds none of them by name)", g->name);
-            continue;
-        }
-        prog->num_regions++;
-        prog->global_bytes += r->bytes;
-        int rc = snapshot(prog, r);
-        if (rc != KR_OK)
-            return rc;
+    int rc = found && bytes && prog->regions ? KR_OK
+                                            : kr__fail(prog->ctx, KR_ENOMEM, "out of memory");
+    /* first every global the driver knows by name, with the size it gives */
+    for (size_t i = 0; i < n && rc == KR_OK; i++)
+        if (cu->cuModuleGetGlobal(&found[i], &bytes[i], prog->module, prog->facts.globals[i].name) !=
+            CUDA_SUCCESS)
+            found[i] = 0;
+    for (size_t i = 0; i < n && rc == KR_OK; i++) {
+        const kr__image_global *g = &prog->facts.globals[i];
+        CUdeviceptr base = found[i] ? 0 : section_base(prog, g, found);
+        if (found[i])
+            rc = add_region(prog, found[i], bytes[i]);
+        else if (base && g->size)
+            rc = add_region(prog, base + g->offset, (size_t)g->size);
+        else if (!prog->refusal[0])
+            snprintf(prog->refusal, sizeof prog->refusal,
+                     "its device global '%s' cannot be reset between calls (the driver does not "
+                     "find it by name): declare it at namespace scope without static",
+                     g->name);
     }
-    return KR_OK;
+    free(found);
+    free(bytes);
+    return rc;
 }
 
 int kr__program_restore_globals(kr_context *ctx, const kr_program *prog, CUstream stream)

@@ -40,8 +40,9 @@ int kr__ptx_read_kernels(const unsigned char *image, size_t len, kr__kernel **li
  * call to the next) and whether it uses the device heap. */
 typedef struct kr__image_global {
     char *name;          /* symbol, as the driver's cuModuleGetGlobal knows it */
-    uint32_t group;      /* globals of one group are laid out together (an ELF section) */
-    uint64_t offset;     /* within the group */
+    uint32_t group;      /* the ELF section it is in (each PTX global: its own) */
+    uint64_t offset;     /* within the section */
+    uint64_t size;       /* bytes, as the image says (0: unknown, PTX) */
 } kr__image_global;
 
 typedef struct kr__image_group {

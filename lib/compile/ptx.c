@@ -206,7 +206,7 @@ static int add_ptx_global(kr__image_facts *f, const char *name, size_t len)
         return -1;
     f->groups = gr;
     uint32_t id = (uint32_t)f->num_groups;
-    g[f->num_globals] = (kr__image_global){kr__strndup(name, len), id, 0};
+    g[f->num_globals] = (kr__image_global){kr__strndup(name, len), id, 0, 0};
     if (!g[f->num_globals].name)
         return -1;
     gr[f->num_groups] = (kr__image_group){id, 0, ""};

@@ -15,9 +15,8 @@
     X(cuptiActivityGetNextRecord)        \
     X(cuptiActivityGetNumDroppedRecords) \
     X(cuptiGetStreamIdEx)                \
-    X(cuptiActivityEnableDriverApi)      \
-    X(cuptiActivityPushExternalCorrelationId) \
-    X(cuptiActivityPopExternalCorrelationId)
+    X(cuptiSubscribe)                    \
+    X(cuptiEnableCallback)
 
 #define KR__CUPTI_FIELD(name) __typeof__(&name) name;
 

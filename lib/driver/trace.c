@@ -1,11 +1,13 @@
 /* CUPTI activity tracing: kernel start/end records for every kernel, and
- * the library's own marker launches recognised by correlation id.
+ * the library's own marker launches recognised by function handle and
+ * correlation id.
  *
- * The spin kernel and the clock probe that frame a benchmark sample are
- * launched inside an external-correlation region (pushed with the marker's
- * id on this thread); CUPTI then emits, for that cuLaunchKernel, a record
- * tying the launch's correlation id to the marker. Kernel records are
- * matched to markers by that id at collection: never by name, so a
+ * The engine registers the function handles of its spin kernel and clock
+ * probe (which frame a benchmark sample). A driver-API callback on
+ * cuLaunchKernel sees every launch with its function handle and the
+ * correlation id CUPTI gives the launch's kernel record; a launch of a
+ * registered handle is noted as (correlation id, marker). Kernel records
+ * are matched to markers by that id at collection: never by name, so a
  * candidate's kernel that calls itself kr_spin_cycles is just a kernel. */
 #include "driver/trace.h"
 #include "driver/cupti_api.h"
@@ -33,6 +35,12 @@ static kr__kernel_record *g_records;
 static size_t g_count, g_cap;
 static mark *g_marks;
 static size_t g_num_marks, g_cap_marks;
+#define MAX_MARKER_FNS 64
+static struct {
+    CUfunction fn;
+    uint8_t marker;
+} g_marker_fns[MAX_MARKER_FNS]; /* the engine's spin and probe kernels, per context */
+static CUpti_SubscriberHandle g_subscriber;
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
@@ -69,18 +77,35 @@ static void append_kernel(const CUpti_ActivityKernel10 *k)
     r->marker = 0; /* set at collection, from the marks */
 }
 
-static void append_mark(const CUpti_ActivityExternalCorrelation *x)
+static void append_mark(uint32_t correlation, uint8_t marker)
 {
-    if (x->externalKind != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 || x->externalId == 0 ||
-        x->externalId > 255)
-        return;
     if (g_num_marks == MAX_RECORDS)
         g_num_marks = 0;
     if (grow((void **)&g_marks, &g_cap_marks, g_num_marks, sizeof *g_marks) != 0)
         return;
-    g_marks[g_num_marks].correlation = x->correlationId;
-    g_marks[g_num_marks].marker = (uint8_t)x->externalId;
+    g_marks[g_num_marks].correlation = correlation;
+    g_marks[g_num_marks].marker = marker;
     g_num_marks++;
+}
+
+/* Every cuLaunchKernel, on the launching thread: a launch of a registered
+ * marker function is noted with its correlation id. */
+static void CUPTIAPI on_launch(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                               const void *data)
+{
+    (void)user;
+    const CUpti_CallbackData *cb = data;
+    if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid != CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ||
+        cb->callbackSite != CUPTI_API_ENTER)
+        return;
+    CUfunction f = ((const cuLaunchKernel_params *)cb->functionParams)->f;
+    pthread_mutex_lock(&g_lock);
+    for (size_t i = 0; i < MAX_MARKER_FNS; i++)
+        if (g_marker_fns[i].fn && g_marker_fns[i].fn == f) {
+            append_mark(cb->correlationId, g_marker_fns[i].marker);
+            break;
+        }
+    pthread_mutex_unlock(&g_lock);
 }
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
@@ -94,25 +119,22 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     while (g_cupti && g_cupti->cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
         if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
             append_kernel((const CUpti_ActivityKernel10 *)record);
-        else if (record->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)
-            append_mark((const CUpti_ActivityExternalCorrelation *)record);
     }
     pthread_mutex_unlock(&g_lock);
     free(buffer);
 }
 
-/* Kernel records, external-correlation records, and driver API records for
- * cuLaunchKernel only (external correlation needs an API record to attach
- * to; every other driver call stays untraced). */
+/* Kernel records, and a callback on cuLaunchKernel (only) for the markers. */
 static CUptiResult enable(const kr__cupti_api *cp)
 {
     CUptiResult r = cp->cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
     if (r == CUPTI_SUCCESS)
         r = cp->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     if (r == CUPTI_SUCCESS)
-        r = cp->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+        r = cp->cuptiSubscribe(&g_subscriber, on_launch, NULL);
     if (r == CUPTI_SUCCESS)
-        r = cp->cuptiActivityEnableDriverApi(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1);
+        r = cp->cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+                                    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
     return r;
 }
 
@@ -152,19 +174,25 @@ int kr__trace_active(void)
     return g_state > 0;
 }
 
-void kr__trace_mark_begin(uint8_t marker)
+void kr__trace_register_marker(CUfunction fn, uint8_t marker)
 {
-    if (g_state > 0)
-        g_cupti->cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
-                                                        marker);
+    pthread_mutex_lock(&g_lock);
+    for (size_t i = 0; i < MAX_MARKER_FNS; i++)
+        if (!g_marker_fns[i].fn) {
+            g_marker_fns[i].fn = fn;
+            g_marker_fns[i].marker = marker;
+            break;
+        }
+    pthread_mutex_unlock(&g_lock);
 }
 
-void kr__trace_mark_end(void)
+void kr__trace_unregister_marker(CUfunction fn)
 {
-    uint64_t last;
-    if (g_state > 0)
-        g_cupti->cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
-                                                       &last);
+    pthread_mutex_lock(&g_lock);
+    for (size_t i = 0; i < MAX_MARKER_FNS; i++)
+        if (g_marker_fns[i].fn == fn)
+            g_marker_fns[i].fn = NULL;
+    pthread_mutex_unlock(&g_lock);
 }
 
 static int by_start(const void *a, const void *b)

@@ -6,6 +6,7 @@
 #ifndef KR_TRACE_H
 #define KR_TRACE_H
 
+#include <cuda.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,10 +29,12 @@ int kr__trace_active(void);
 /* Flushes CUPTI and hands over every record gathered since the last call,
  * in start order (caller frees). */
 int kr__trace_collect(kr__kernel_record **records, size_t *count);
-/* Launches made on this thread between begin and end carry the marker in
- * the records (matched by correlation id, never by kernel name). */
-void kr__trace_mark_begin(uint8_t marker);
-void kr__trace_mark_end(void);
+/* Launches of this function carry the marker in the records (matched by
+ * function handle at launch and correlation id after, never by kernel
+ * name). The engine registers its spin kernel and clock probe per context,
+ * and unregisters them before their module goes. */
+void kr__trace_register_marker(CUfunction fn, uint8_t marker);
+void kr__trace_unregister_marker(CUfunction fn);
 /* Drops whatever was gathered so far. */
 void kr__trace_discard(void);
 /* Records are process-wide, so a measurement that reads them holds this

@@ -100,11 +100,8 @@ static int timed_enqueue(bstate *b, bside *s, size_t k)
     atomic_store((_Atomic int *)e->flag, 0);
     uint64_t timeout = SPIN_TIMEOUT_NS;
     void *spin_params[] = {&e->flag_dev, &timeout};
-    kr__trace_mark_begin(KR__MARK_SPIN);
-    CUresult spun = cu->cuLaunchKernel(e->f_spin_until, 1, 1, 1, 1, 1, 1, 0, e->stream, spin_params,
-                                       NULL);
-    kr__trace_mark_end();
-    KR__CU(b->ctx, spun, "launching the spin kernel");
+    KR__CU(b->ctx, cu->cuLaunchKernel(e->f_spin_until, 1, 1, 1, 1, 1, 1, 0, e->stream, spin_params,
+                                      NULL), "launching the spin kernel");
     KR__CU(b->ctx, cu->cuEventRecord(b->ev_start, e->stream), "cuEventRecord");
     int rc = enqueue_side(b, s, k);
     if (rc != KR_OK && s == &b->s[SIDE_CANDIDATE])
@@ -115,13 +112,9 @@ static int timed_enqueue(bstate *b, bside *s, size_t k)
     CUdeviceptr ns_out = e->flag_dev + KR__PROBE_NS_OFFSET;
     CUdeviceptr cyc_out = e->flag_dev + KR__PROBE_CYCLES_OFFSET;
     void *probe_params[] = {&cycles, &ns_out, &cyc_out};
-    if (rc == KR_OK) {
-        kr__trace_mark_begin(KR__MARK_PROBE);
-        CUresult probed = cu->cuLaunchKernel(e->f_spin_cycles, 1, 1, 1, 1, 1, 1, 0, e->stream,
-                                             probe_params, NULL);
-        kr__trace_mark_end();
-        KR__CU(b->ctx, probed, "launching the clock probe");
-    }
+    if (rc == KR_OK)
+        KR__CU(b->ctx, cu->cuLaunchKernel(e->f_spin_cycles, 1, 1, 1, 1, 1, 1, 0, e->stream,
+                                          probe_params, NULL), "launching the clock probe");
     atomic_store((_Atomic int *)e->flag, 1); /* release: the queued work runs back to back */
     return rc;
 }

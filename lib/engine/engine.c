@@ -3,6 +3,7 @@
 #include "engine/engine.h"
 #include "common/clock.h"
 #include "compile/program_impl.h"
+#include "driver/trace.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,9 @@ static int load_builtins(kr_context *ctx, kr__engine *e)
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
         KR__CU(ctx, kr__cuda()->cuModuleGetFunction(fns[i].fn, e->builtins->module, fns[i].name),
            "cuModuleGetFunction (builtins)");
+    /* the kernels that frame a timed sample, known to the tracer by handle */
+    kr__trace_register_marker(e->f_spin_until, KR__MARK_SPIN);
+    kr__trace_register_marker(e->f_spin_cycles, KR__MARK_PROBE);
     return KR_OK;
 }
 
@@ -60,6 +64,10 @@ static void engine_free(kr_context *ctx)
         return;
     ctx->engine = NULL;
     ctx->engine_free = NULL;
+    if (e->f_spin_until)
+        kr__trace_unregister_marker(e->f_spin_until);
+    if (e->f_spin_cycles)
+        kr__trace_unregister_marker(e->f_spin_cycles);
     kr_program_free(e->builtins);
     free(e->sound);
     if (ctx->poisoned || kr__cuda()->cuCtxSetCurrent(ctx->cu) != CUDA_SUCCESS) {

@@ -219,19 +219,31 @@ static void graph_mode_and_timed_checks(void **state)
     assert_false(kr_report_flags(r) & KR_FLAG_TIMED_OUTPUT_WRONG);
     assert_true(metric(r, "timed_checks") >= metric(r, "time_samples"));
     kr_report_free(r);
-    /* a kernel that is wrong only on odd-numbered calls: caught while timed */
+    /* a kernel that is wrong on its timed calls (here: on every call, and
+     * kr_benchmark alone verifies nothing first): caught while timed */
+    const char *wrong =
+        "// kreward: launch k grid=(cdiv(N,256)) block=(256) args=(a, c, N)\n"
+        "extern \"C\" __global__ void k(const float* a, float* c, long long n) {\n"
+        "  long long i = blockIdx.x * 256ll + threadIdx.x; if (i < n) c[i] = 2 * a[i]; }\n";
+    o.flags = 0;
+    r = bench(p, wrong, &o, NULL);
+    assert_true(kr_report_flags(r) & KR_FLAG_TIMED_OUTPUT_WRONG);
+    assert_int_equal(kr_report_verdict(r), KR_VERDICT_INCORRECT);
+    kr_report_free(r);
+    /* a kernel that would be wrong on every other call, by a __device__
+     * counter: every call starts from the module's state at load, so the
+     * counter is 0 on every call and it is never wrong */
     const char *sneaky =
         "// kreward: launch k grid=(cdiv(N,256)) block=(256) args=(a, c, N)\n"
+        "// kreward: launch tick grid=(1) block=(1) args=()\n"
         "__device__ unsigned calls;\n"
         "extern \"C\" __global__ void k(const float* a, float* c, long long n) {\n"
         "  long long i = blockIdx.x * 256ll + threadIdx.x;\n"
-        "  unsigned k = calls; __syncthreads();\n"
-        "  if (i < n) c[i] = (k & 1) ? 0.f : a[i];\n"
-        "  if (i == 0) atomicAdd(&calls, 1u); }\n";
-    o.flags = 0;
+        "  if (i < n) c[i] = (calls & 1) ? 0.f : a[i]; }\n"
+        "extern \"C\" __global__ void tick() { calls++; }\n";
     r = bench(p, sneaky, &o, NULL);
-    assert_true(kr_report_flags(r) & KR_FLAG_TIMED_OUTPUT_WRONG);
-    assert_int_equal(kr_report_verdict(r), KR_VERDICT_INCORRECT);
+    assert_false(kr_report_flags(r) & KR_FLAG_TIMED_OUTPUT_WRONG);
+    assert_true(metric(r, "timed_checks") >= 3);
     kr_report_free(r);
     kr_problem_free(p);
 }
