@@ -15,7 +15,8 @@ if [ -d .device/debs ]; then
   export PKG_CONFIG_PATH=$S/usr/lib/x86_64-linux-gnu/pkgconfig PKG_CONFIG_SYSROOT_DIR=$S
   export LD_LIBRARY_PATH=$S/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 fi
-build=${BUILD_DIR:-/tmp/build}
+# a build dir of its own per source tree: a warm machine may hold another tree's
+build=${BUILD_DIR:-/tmp/build-$(pwd | md5sum | cut -c1-8)}
 # the device copy has no .git: scripts/device-commit.sh records it in .device/commit
 commit=$(git rev-parse --short HEAD 2>/dev/null || cat .device/commit 2>/dev/null || echo unknown)
 dirty=""
