@@ -11,7 +11,6 @@ import os
 import tempfile
 import threading
 
-from . import _lib
 from .completion import completion_text, extract_code
 from .context import Context
 from .core import Report
@@ -62,12 +61,21 @@ class Evaluator:
             pass  # the evaluation reports it
 
     def evaluate(self, problem, source, name="candidate.cu"):
-        """A Report (never raises for the candidate's faults)."""
+        """A Report, whatever happened to the candidate: also when the
+        environment failed (verdict error, unscored: score_of gives the
+        fallback), so one broken step does not stop a training run. Python
+        callbacks' exceptions (golden, reward terms) are raised."""
         p = self.problem(problem)
         if source is None:
             return self._no_code()
         with self._gpu:
-            return self.ctx.evaluate(p, source, reward=self.reward, preset=self.preset, name=name)
+            try:
+                return self.ctx.evaluate(p, source, reward=self.reward, preset=self.preset,
+                                         name=name)
+            except KrewardError as e:
+                if e.report is None:
+                    raise
+                return e.report
 
     def evaluate_completion(self, problem, completion):
         return self.evaluate(problem, extract_code(completion_text(completion)))

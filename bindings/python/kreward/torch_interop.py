@@ -77,8 +77,7 @@ def torch_baseline(problem, fn, name=None, compile=False, case=None):
     buffers and stream (torch.compile'd when compile=True), for the timing
     case unless another case is given. Warmed up here, so compilation never
     lands in a timed sample."""
-    info = problem.info()
-    case = info["cases"].index(next(c for c in info["cases"] if c["timing"])) if case is None else case
+    case = problem.timing_case if case is None else case
     tensors = problem.tensors()
     shapes = [problem.shape(t, case) for t in range(len(tensors))]
     out_names = [n for n, _, role in tensors if role != "in"]

@@ -7,6 +7,7 @@ arguments (global and profile scratch); the plan does the same, with
 scratch buffers for them."""
 import json
 
+from .constants import Status
 from .errors import KrewardError
 
 
@@ -18,7 +19,7 @@ def _meta(compiled, key, default=None):
 def program_from_triton(ctx, compiled):
     cubin = compiled.asm.get("cubin") if hasattr(compiled, "asm") else None
     if not cubin:
-        raise KrewardError(-1, "the compiled Triton kernel carries no cubin")
+        raise KrewardError(Status.EINVAL, "the compiled Triton kernel carries no cubin")
     return ctx.program_from_binary(cubin, name=f"{_meta(compiled, 'name')}.cubin")
 
 
@@ -31,7 +32,7 @@ def plan_for_triton(ctx, compiled, program, grid, args):
     params = program.info()["kernels"][0]["params"]
     extra = len(params) - len(args)
     if extra < 0:
-        raise KrewardError(-12, f"{len(args)} arguments for a kernel with {len(params)} parameters")
+        raise KrewardError(Status.EPLAN, f"{len(args)} arguments for a kernel with {len(params)} parameters")
     programs = "*".join(f"({g})" for g in grid)
     scratch, names = [], []
     sizes = [_meta(compiled, "global_scratch_size", 0) or 0, _meta(compiled, "profile_scratch_size", 0) or 0]

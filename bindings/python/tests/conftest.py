@@ -9,7 +9,7 @@ sys.path.insert(0, str(ROOT / "bindings" / "python"))
 # tests run against the build tree unless told otherwise
 if "KREWARD_LIBRARY" not in os.environ:
     for build in ("build", "build-asan"):
-        lib = ROOT / build / "lib" / "libkreward.so.0"
+        lib = ROOT / build / "lib" / "libkreward.so.1"
         if lib.exists():
             os.environ["KREWARD_LIBRARY"] = str(lib)
             break

@@ -1,6 +1,5 @@
 """The binding on the CPU: loading, errors, compile, problems, reports,
 rewards with Python terms, evaluate without a GPU, threads."""
-import ctypes
 import json
 import subprocess
 import sys
@@ -13,13 +12,14 @@ from kreward import _lib
 
 
 def test_loads_and_checks_abi():
-    assert kreward.__version__ == "0.1.0"
-    assert _lib.fn.abi_version() == _lib.ABI_VERSION
-    assert kreward.library_path
+    n = _lib.fn.version_number()
+    assert kreward.__version__ == f"{n // 10000}.{n // 100 % 100}.{n % 100}"
+    assert _lib.fn.abi_version() == _lib.ABI_VERSION == 1
+    assert kreward.library_path.endswith("libkreward.so.1")
 
 
 def test_wrong_library_is_a_clear_error(tmp_path):
-    bogus = tmp_path / "libkreward.so.0"
+    bogus = tmp_path / "libkreward.so.1"
     bogus.write_bytes(b"not a library")
     code = "import kreward"
     env = {"KREWARD_LIBRARY": str(bogus), "PATH": "/usr/bin:/bin",
@@ -52,16 +52,11 @@ def test_compile_error_carries_the_log(ctx):
 
 
 def test_binary_program(ctx, vadd_fast):
-    cubin = _cubin = None
     p = ctx.compile(vadd_fast)
-    ptr, n, kind = ctypes.c_size_t(), ctypes.c_size_t(), ctypes.c_int()
-    fn = _lib.lib.kr_program_binary
-    fn.restype, fn.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t),
-                                                ctypes.POINTER(ctypes.c_int)]
-    addr = fn(p.handle, ctypes.byref(n), ctypes.byref(kind))
-    cubin = ctypes.string_at(addr, n.value)
+    cubin, kind = p.binary()
+    assert kind == "cubin" and cubin[:4] == b"\x7fELF"
     q = ctx.program_from_binary(cubin, "fast.cubin")
-    assert q.kernels == ["add4"]
+    assert q.kernels == ["add4"] and q.hash != p.hash
     with pytest.raises(kreward.KrewardError) as e:
         ctx.program_from_binary(b"junk junk junk")
     assert e.value.name == "KR_EPARSE"
@@ -176,3 +171,36 @@ def test_info(ctx):
     info = ctx.info()
     assert info["nvrtc"]["loaded"] is True
     assert info["device"]["usable"] is False
+
+
+def test_evaluate_program_is_one_c_call(ctx, vadd, vadd_fast, monkeypatch):
+    def not_here(*args):
+        raise AssertionError("evaluate_program must run in C (kr_evaluate_program)")
+    for verb in ("verify", "benchmark", "plan_check", "reward_score"):
+        monkeypatch.setattr(_lib.fn, verb, not_here)
+    problem = ctx.load_problem(vadd)
+    prog = ctx.compile(vadd_fast, name="fast.cu")
+    plan = ctx.plan_from_source(vadd_fast)
+    r = ctx.evaluate_program(problem, prog, plan, reward="makora", name="fast.cubin")
+    assert r.verdict == "not_run" and "need an NVIDIA GPU" in r.message
+    # the program's compile metrics, as kr_evaluate writes them for source
+    assert r["compiled"] == 1 and r["kernels"] == 1 and r["compile_seconds"] >= 0
+    assert r.text("problem") == "vector_add" and r.text("candidate") == "fast.cubin"
+    assert r.reward is None  # not judged here, so not scored
+    # a plan that does not fit is judged, and scored
+    bad = ctx.plan_from_json({"launches": [{"kernel": "add4", "grid": [1], "block": [2048],
+                                            "args": ["a", "b", "c", "N"]}]})
+    r = ctx.evaluate_program(problem, prog, bad, reward="kevin")
+    assert r.verdict == "invalid_plan" and "block.x = 2048" in r.feedback
+    assert r["compiled"] == 1 and r.reward == 0.0
+    assert r.to_dict()["reward"]["terms"][0]["name"] == "correct"
+
+
+def test_evaluate_with_compile_options(ctx, vadd, vadd_fast):
+    r = ctx.evaluate(vadd, vadd_fast.replace("add4(", "ADD("), compile_options={"defines": ["ADD=add4"]})
+    assert r.verdict == "not_run" and r["compiled"] == 1
+    # a bad option is the caller's error, not the candidate's: raised, with the report
+    with pytest.raises(kreward.KrewardError) as e:
+        ctx.evaluate(vadd, vadd_fast, compile_options={"extra_options": ["--no-such-flag"]})
+    assert e.value.code == kreward.Status.EINVAL and "--no-such-flag" in e.value.message
+    assert e.value.report.verdict == "error"
