@@ -1,5 +1,8 @@
 """GPU: PyTorch golden outputs, a Triton kernel, a torch.compile baseline,
 and a trainer adapter, end to end (pytest -m gpu on a GPU machine)."""
+import array
+import json
+
 import pytest
 
 import kreward
@@ -49,14 +52,66 @@ def test_torch_golden_end_to_end(gpu):
 
 
 def test_golden_exception_is_raised(gpu):
-    pytest.importorskip("torch")
     problem = gpu.parse_problem(SOFTMAX_GOLDEN)
 
     def broken(request):
         raise RuntimeError("golden failed on purpose")
     problem.set_golden(broken)
-    with pytest.raises(RuntimeError, match="golden failed on purpose"):
+    with pytest.raises(RuntimeError, match="golden failed on purpose") as e:
         gpu.evaluate(problem, softmax_candidate(), verify_only=True)
+    assert isinstance(e.value.__cause__, kreward.KrewardError)  # what the library said
+    assert "golden failed on purpose" in e.value.__cause__.message
+
+
+def vadd_golden_problem(gpu):
+    spec = json.loads((EXAMPLES / "l1_vector_add" / "problem.json").read_text())
+    spec["reference"] = {"golden": True}
+    # sizes a golden in plain Python computes quickly
+    spec["cases"] = [{"name": "one", "N": 1}, {"name": "odd", "N": 100003},
+                     {"name": "mid", "N": 1 << 18, "timing": True}]
+    return gpu.parse_problem(spec)
+
+
+def python_vadd(request):
+    """c = a + b in plain Python, on the library's own inputs."""
+    a = array.array("f", bytes(request.inputs["a"]))
+    b = array.array("f", bytes(request.inputs["b"]))
+    c = array.array("f", (x + y for x, y in zip(a, b)))
+    request.outputs["c"][:] = memoryview(c.tobytes())
+
+
+def test_python_golden_and_sanity(gpu):
+    problem = vadd_golden_problem(gpu)
+    problem.set_golden(python_vadd)
+    sound, summary = problem.sanity()
+    assert sound, summary
+    src = (EXAMPLES / "l1_vector_add" / "candidates" / "fast.cu").read_text()
+    report = gpu.evaluate(problem, src, verify_only=True)
+    assert report.verdict == "passed", report.feedback
+    wrong = (EXAMPLES / "l1_vector_add" / "candidates" / "wrong.cu").read_text()
+    assert gpu.evaluate(problem, wrong, verify_only=True).verdict == "incorrect"
+
+
+def test_evaluate_program_on_gpu(gpu, vadd):
+    src = (EXAMPLES / "l1_vector_add" / "candidates" / "fast.cu").read_text()
+    problem = gpu.load_problem(vadd)
+    prog, plan = gpu.compile(src, name="fast.cu"), gpu.plan_from_source(src)
+    report = gpu.evaluate_program(problem, prog, plan, reward="kevin")
+    assert report.verdict == "passed", report.feedback
+    assert report["compiled"] == 1 and report["registers"] > 0 and report["speedup"] > 1
+    assert report.reward == pytest.approx(0.3 + report["speedup"])
+
+
+def test_verify_then_benchmark_one_report(gpu, vadd):
+    src = (EXAMPLES / "l1_vector_add" / "candidates" / "fast.cu").read_text()
+    problem = gpu.load_problem(vadd)
+    prog, plan = gpu.compile(src), gpu.plan_from_source(src)
+    report = gpu.verify(problem, prog, plan)
+    assert report.passed, report.feedback
+    same = gpu.benchmark(problem, prog, plan, report=report, max_time_s=2.0)
+    assert same is report and report["time_us"] > 0 and report.passed
+    with pytest.raises(TypeError):
+        gpu.benchmark(problem, prog, plan, no_such_option=1)
 
 
 def test_torch_compile_baseline(gpu):
@@ -95,6 +150,7 @@ def test_triton_kernel_end_to_end(gpu):
     print(report.to_json())
     assert report.verdict == "passed", report.feedback
     assert report["speedup"] > 1
+    assert report["compiled"] == 1 and report["kernels"] == 1  # kept by kr_evaluate_program
 
 
 def test_trainer_adapter_on_gpu(vadd):
