@@ -15,7 +15,7 @@ import triton
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bindings", "python"))
 import kreward  # noqa: E402
-from kreward.torch_interop import torch_baseline  # noqa: E402
+from kreward.torch_interop import golden_from_torch, torch_baseline  # noqa: E402
 
 PROBLEM = {"name": "op", "dims": ["N"], "cases": [{"name": "c", "N": 0, "timing": True}],
            "tensors": [{"name": "x", "dtype": "f32", "shape": ["N"], "role": "in"},
@@ -39,6 +39,9 @@ with kreward.Context() as ctx:
     for label, n, f in ROWS:
         spec = dict(PROBLEM, cases=[{"name": "c", "N": n, "timing": True}])
         problem = ctx.parse_problem(spec)
+        # the benchmark checks sampled timed outputs of the candidate (a copy)
+        # against the problem's reference: here the identity, from torch
+        golden_from_torch(problem, lambda x: x.clone())
         base = torch_baseline(problem, f, name=label)
         r = ctx.benchmark(problem, prog, plan, preset="precise", baseline=base, max_time_s=3.0)
         x = torch.randn(n, device="cuda")

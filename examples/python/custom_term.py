@@ -8,8 +8,8 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bindings" / "python"))
-if (ROOT / "build/lib/libkreward.so.0").exists():  # run from a built checkout
-    os.environ.setdefault("KREWARD_LIBRARY", str(ROOT / "build/lib/libkreward.so.0"))
+if (ROOT / "build/lib/libkreward.so.1").exists():  # run from a built checkout
+    os.environ.setdefault("KREWARD_LIBRARY", str(ROOT / "build/lib/libkreward.so.1"))
 
 import kreward  # noqa: E402
 
