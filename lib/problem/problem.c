@@ -38,6 +38,7 @@ void kr_problem_free(kr_problem *p)
     free(p->name);
     free(p->description);
     free(p->file);
+    free(p->spec);
     free(p->reference_source);
     free(p->reference_name);
     free(p->reference_plan_json); /* from json_dumps: malloc */

@@ -39,6 +39,7 @@ struct kr_problem {
     char *name;
     char *description;
     char *file;           /* for messages */
+    char *spec;           /* the spec as parsed, the reference inlined (json_dumps: malloc) */
     size_t num_dims;
     char **dims;
     size_t num_cases;

@@ -330,6 +330,21 @@ static int parse_root(kr__spec *sp, json_t *root)
     return KR_OK;
 }
 
+/* The spec as one text that needs no file beside it (the reference source
+ * inlined): what travels to a worker process, which parses it again. */
+static char *self_contained(json_t *root, const kr_problem *p)
+{
+    json_t *copy = json_deep_copy(root);
+    json_t *ref = json_object_get(copy, "reference");
+    if (copy && json_is_object(ref) && json_object_get(ref, "source")) {
+        json_object_del(ref, "source");
+        json_object_set_new(ref, "cuda", json_string(p->reference_source));
+    }
+    char *text = copy ? json_dumps(copy, JSON_COMPACT) : NULL;
+    json_decref(copy);
+    return text;
+}
+
 int kr_problem_parse(kr_problem **out, kr_context *ctx, const char *json, size_t len,
                      const char *name, const char *base_dir)
 {
@@ -353,6 +368,8 @@ int kr_problem_parse(kr_problem **out, kr_context *ctx, const char *json, size_t
     }
     kr__spec sp = {ctx, json, len, file, base_dir, p};
     int rc = parse_root(&sp, root);
+    if (rc == KR_OK && !(p->spec = self_contained(root, p)))
+        rc = kr__fail(ctx, KR_ENOMEM, "out of memory");
     json_decref(root);
     if (rc != KR_OK) {
         kr_problem_free(p);

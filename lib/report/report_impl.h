@@ -39,5 +39,8 @@ int kr__report_printf(kr_report *r, const char *key, const char *fmt, ...)
 void kr__report_clear_terms(kr_report *r);
 int kr__report_add_term(kr_report *r, const char *name, double value, double weight, int counted);
 void kr__report_set_reward(kr_report *r, double reward);
+/* The inverse of kr_report_json (report_json.c): KR_EPARSE with why when
+ * json is not a report. */
+int kr__report_from_json(kr_report **out, const char *json, size_t len, char *why, size_t why_size);
 
 #endif
