@@ -1,4 +1,6 @@
-/* Rewards: registering terms, adding them with weights and gates, scoring. */
+/* Rewards: registering terms, adding them with weights and gates, scoring:
+ * speed terms clipped and floored by flags, the total kept in its class's
+ * range of the ladder (docs/rewards.md, "Order and speed"). */
 #include "reward/reward_impl.h"
 #include "common/strbuf.h"
 
@@ -17,6 +19,47 @@ int kr_reward_new(kr_reward **out, kr_context *ctx)
     if (!*out)
         return kr__fail(ctx, KR_ENOMEM, "out of memory");
     (*out)->ctx = ctx;
+    (*out)->floor_flags = kr__default_floor_flags();
+    return KR_OK;
+}
+
+uint64_t kr__default_floor_flags(void)
+{
+    /* the measurement cannot be trusted (implausible_speed, side_stream),
+     * the problem cannot tell fast from lazy (weak_problem), the candidate
+     * is the reference (reference_copy), or timing stopped early (slow) */
+    static const char *const names[] = {"implausible_speed", "side_stream", "weak_problem",
+                                        "reference_copy", "slow"};
+    uint64_t f = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        f |= kr_flag_from_name(names[i]);
+    return f;
+}
+
+int kr__verdict_class(int verdict)
+{
+    return verdict == KR_VERDICT_PASSED ? KR__CLASS_PASSED
+           : verdict == KR_VERDICT_COMPILE_ERROR ? KR__CLASS_COMPILE_ERROR : KR__CLASS_FAILED;
+}
+
+static const char *const class_names[KR__NUM_CLASSES] = {"compile_error", "failed", "passed"};
+
+int kr__reward_set_ladder(kr_reward *r, const kr__ladder *l)
+{
+    if (!l->on) {
+        r->ladder.on = 0;
+        return KR_OK;
+    }
+    for (int c = 0; c < KR__NUM_CLASSES; c++)
+        if (!isfinite(l->lo[c]) || !isfinite(l->hi[c]) || l->lo[c] > l->hi[c])
+            return kr__fail(r->ctx, KR_EINVAL, "ladder: %s is [%g, %g]: a range is two finite "
+                            "numbers, the lower first", class_names[c], l->lo[c], l->hi[c]);
+    for (int c = 0; c + 1 < KR__NUM_CLASSES; c++)
+        if (l->hi[c] > l->lo[c + 1])
+            return kr__fail(r->ctx, KR_EINVAL, "ladder: %s reaches %g, above the lowest %s (%g): "
+                            "each class must lie at or below the next (compile_error, failed, "
+                            "passed)", class_names[c], l->hi[c], class_names[c + 1], l->lo[c + 1]);
+    r->ladder = *l;
     return KR_OK;
 }
 
@@ -131,7 +174,43 @@ int kr_reward_load_plugin(kr_reward *r, const char *path)
     return KR_OK;
 }
 
+/* The term's speed role and bounds: its own, then what the configuration
+ * says; a speed term must have finite bounds (it is clipped and floored). */
+static int settle_role(kr_reward *r, kr__added_term *t, const kr__term_opts *o)
+{
+    const kr__term_traits *tr = t->traits;
+    t->speed = tr && tr->speed ? tr->speed(t->state) != 0 : 0;
+    t->lo = -INFINITY;
+    t->hi = INFINITY;
+    if (tr && tr->bounds)
+        tr->bounds(t->state, &t->lo, &t->hi);
+    if (o && o->speed >= 0)
+        t->speed = o->speed;
+    if (o && o->has_bounds) {
+        if (!(o->lo <= o->hi))
+            return kr__fail(r->ctx, KR_EINVAL, "term '%s': bounds [%g, %g]: the lower first",
+                            t->def.name, o->lo, o->hi);
+        double lo = o->lo > t->lo ? o->lo : t->lo, hi = o->hi < t->hi ? o->hi : t->hi;
+        if (lo > hi)
+            return kr__fail(r->ctx, KR_EINVAL, "term '%s': bounds [%g, %g] hold none of its "
+                            "values [%g, %g]", t->def.name, o->lo, o->hi, t->lo, t->hi);
+        t->lo = lo;
+        t->hi = hi;
+    }
+    if (t->speed && !(isfinite(t->lo) && isfinite(t->hi)))
+        return kr__fail(r->ctx, KR_EINVAL, "term '%s' pays for speed but has no finite bounds: "
+                        "give it \"bounds\": [lowest, highest] (or min and max in its config), "
+                        "so that it can be clipped and floored", t->def.name);
+    return KR_OK;
+}
+
 int kr_reward_add(kr_reward *r, const char *term, const char *config, double weight, int gate)
+{
+    return kr__reward_add_term(r, term, config, weight, gate, NULL);
+}
+
+int kr__reward_add_term(kr_reward *r, const char *term, const char *config, double weight,
+                        int gate, const kr__term_opts *o)
 {
     if (!r || !term)
         return KR_EINVAL;
@@ -146,6 +225,7 @@ int kr_reward_add(kr_reward *r, const char *term, const char *config, double wei
     kr__added_term t;
     memset(&t, 0, sizeof t);
     t.def = *def;
+    t.traits = kr__builtin_traits(def);
     t.weight = weight;
     t.gate = gate != KR_GATE_DEFAULT ? gate
              : (def->flags & KR_TERM_NEEDS_CORRECT) ? KR_GATE_CORRECT : KR_GATE_ALWAYS;
@@ -153,13 +233,16 @@ int kr_reward_add(kr_reward *r, const char *term, const char *config, double wei
     if (def->init && def->init(config, &t.state, err, sizeof err) != 0)
         return kr__fail(r->ctx, KR_EPLUGIN, "term '%s': bad config: %s", term,
                         err[0] ? err : "init failed");
-    t.config = config ? kr__strdup(config) : NULL;
-    kr__added_term *grown = realloc(r->terms, (r->num_terms + 1) * sizeof *grown);
+    int rc = settle_role(r, &t, o);
+    t.config = rc == KR_OK && config ? kr__strdup(config) : NULL;
+    kr__added_term *grown = NULL;
+    if (rc == KR_OK && (!config || t.config))
+        grown = realloc(r->terms, (r->num_terms + 1) * sizeof *grown);
     if (!grown) {
         if (t.def.destroy)
             t.def.destroy(t.state);
         free(t.config);
-        return kr__fail(r->ctx, KR_ENOMEM, "out of memory");
+        return rc != KR_OK ? rc : kr__fail(r->ctx, KR_ENOMEM, "out of memory");
     }
     r->terms = grown;
     r->terms[r->num_terms++] = t;
@@ -198,19 +281,33 @@ static int gate_open(int gate, const kr_report *report)
     }
 }
 
+/* A speed term's value when a floor flag is set: the least it could pay
+ * (its top bound under a negative weight). */
+static double speed_floor(const kr__added_term *t, const kr_report *report)
+{
+    if (t->weight < 0)
+        return t->hi;
+    double v = t->traits && t->traits->floor ? t->traits->floor(t->state, report) : t->lo;
+    return v < t->lo ? t->lo : v > t->hi ? t->hi : v;
+}
+
 int kr_reward_score(double *value, kr_reward *r, kr_report *report)
 {
     if (!r || !report)
         return KR_EINVAL;
     kr__clear_error(r->ctx);
     kr__report_clear_terms(report);
+    uint64_t flags = kr_report_flags(report);
+    int floored = (flags & r->floor_flags) != 0;
     double total = 0;
     int rc = KR_OK;
     for (size_t i = 0; i < r->num_terms && rc == KR_OK; i++) {
         kr__added_term *t = &r->terms[i];
         int counted = gate_open(t->gate, report);
         double v = 0;
-        if (counted) {
+        if (counted && t->speed && floored) {
+            v = speed_floor(t, report);
+        } else if (counted) {
             char err[512] = "";
             if (t->def.evaluate(t->state, report, &v, err, sizeof err) != 0)
                 rc = kr__fail(r->ctx, KR_EPLUGIN, "term '%s' failed: %s", t->def.name,
@@ -218,6 +315,8 @@ int kr_reward_score(double *value, kr_reward *r, kr_report *report)
             else if (!isfinite(v) && !r->has_fallback)
                 rc = kr__fail(r->ctx, KR_EPLUGIN, "term '%s' returned %s", t->def.name,
                               isnan(v) ? "NaN" : "an infinity");
+            else if (!isnan(v))
+                v = v < t->lo ? t->lo : v > t->hi ? t->hi : v;
         }
         if (rc == KR_OK) {
             kr__report_add_term(report, t->def.name, v, t->weight, counted);
@@ -232,7 +331,7 @@ int kr_reward_score(double *value, kr_reward *r, kr_report *report)
     }
     /* a flag override replaces the whole reward (e.g. a decoy scores -1) */
     for (size_t i = 0; rc == KR_OK && i < r->num_overrides; i++) {
-        if (kr_report_flags(report) & r->overrides[i].flag) {
+        if (flags & r->overrides[i].flag) {
             total = r->overrides[i].value;
             break;
         }
@@ -240,6 +339,12 @@ int kr_reward_score(double *value, kr_reward *r, kr_report *report)
     if (rc != KR_OK) {
         kr__report_clear_terms(report);
         return rc;
+    }
+    /* the ladder has the last word: no class ever scores out of order */
+    if (r->ladder.on) {
+        int c = kr__verdict_class(kr_report_verdict(report));
+        total = total < r->ladder.lo[c] ? r->ladder.lo[c]
+                : total > r->ladder.hi[c] ? r->ladder.hi[c] : total;
     }
     kr__report_set_reward(report, total);
     if (value)
@@ -258,6 +363,9 @@ int kr_reward_json(char **json_out, const kr_reward *r)
         json_object_set_new(t, "term", json_string(r->terms[i].def.name));
         json_object_set_new(t, "weight", json_real(r->terms[i].weight));
         json_object_set_new(t, "gate", json_string(gates[r->terms[i].gate]));
+        json_object_set_new(t, "speed", json_boolean(r->terms[i].speed));
+        if (isfinite(r->terms[i].lo) && isfinite(r->terms[i].hi))
+            json_object_set_new(t, "bounds", json_pack("[ff]", r->terms[i].lo, r->terms[i].hi));
         if (r->terms[i].config) {
             json_t *cfg = json_loads(r->terms[i].config, 0, NULL);
             json_object_set_new(t, "config", cfg ? cfg : json_string(r->terms[i].config));
@@ -271,6 +379,20 @@ int kr_reward_json(char **json_out, const kr_reward *r)
     for (size_t i = 0; i < r->num_overrides; i++)
         json_object_set_new(ov, kr_flag_name(r->overrides[i].flag), json_real(r->overrides[i].value));
     json_object_set_new(o, "flag_overrides", ov);
+    json_t *ff = json_array();
+    for (int b = 0; b < 64; b++)
+        if ((r->floor_flags & (1ull << b)) && kr_flag_name(1ull << b))
+            json_array_append_new(ff, json_string(kr_flag_name(1ull << b)));
+    json_object_set_new(o, "speed_floor_flags", ff);
+    if (r->ladder.on) {
+        json_t *l = json_object();
+        for (int c = 0; c < KR__NUM_CLASSES; c++)
+            json_object_set_new(l, class_names[c], json_pack("[ff]", r->ladder.lo[c],
+                                                              r->ladder.hi[c]));
+        json_object_set_new(o, "ladder", l);
+    } else {
+        json_object_set_new(o, "ladder", json_string("none"));
+    }
     *json_out = json_dumps(o, JSON_INDENT(2));
     json_decref(o);
     return *json_out ? KR_OK : KR_ENOMEM;

@@ -78,6 +78,26 @@ int kr__term_metric(const kr_report *r, const char *key, double *v, char *err, s
     return 0;
 }
 
+int kr__is_speed_metric(const char *key)
+{
+    static const char *const prefixes[] = {"speedup", "time_", "achieved_", "roofline"};
+    for (size_t i = 0; key && i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(key, prefixes[i], strlen(prefixes[i])) == 0)
+            return 1;
+    return 0;
+}
+
+int kr__speed_metric(const kr_report *r, const char *key, double *v)
+{
+    if (kr_report_get(v, r, key) == KR_OK)
+        return isnan(*v) ? -1 : 0;
+    int low = strcmp(key, "speedup_low") == 0, high = strcmp(key, "speedup_high") == 0;
+    if ((!low && !high) || kr_report_get(v, r, "speedup") != KR_OK || isnan(*v))
+        return -1;
+    *v *= low ? 1 - KR__SPEEDUP_RESOLUTION : 1 + KR__SPEEDUP_RESOLUTION;
+    return 0;
+}
+
 void kr__term_free(void *state)
 {
     free(state);
@@ -100,4 +120,16 @@ const kr_term_def *const *kr__builtin_terms(void)
         NULL,
     };
     return list;
+}
+
+const kr__term_traits *kr__builtin_traits(const kr_term_def *def)
+{
+    static const kr__term_traits *const list[] = {
+        &kr__traits_speedup, &kr__traits_threshold, &kr__traits_metric, &kr__traits_roofline,
+        &kr__traits_milestones,
+    };
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
+        if (list[i]->def == def)
+            return list[i];
+    return NULL;
 }

@@ -21,6 +21,20 @@ double kr__cfg_num(kr__cfg *c, const char *key, double fallback);
 const char *kr__cfg_str(kr__cfg *c, const char *key, const char *fallback);
 /* A report's metric, or -1 with "the report has no 'key'". */
 int kr__term_metric(const kr_report *r, const char *key, double *v, char *err, size_t err_size);
+/* Speedups within this of each other are one speed: the engine widens the
+ * speedup interval by it (engine/bench_results.c, SPEEDUP_RESOLUTION). */
+#define KR__SPEEDUP_RESOLUTION 0.005
+/* The range speedups are read in by default (speedup, and metric terms on
+ * speedup metrics): beyond it a speed term pays no more and no less. */
+#define KR__SPEEDUP_MIN 0.01
+#define KR__SPEEDUP_MAX 100.0
+/* Whether a report metric measures speed: speedup*, time_*, achieved_*,
+ * roofline*. A term reading one is a speed term. */
+int kr__is_speed_metric(const char *key);
+/* A speed metric; 0, or -1 when missing or NaN. speedup_low and
+ * speedup_high, when missing, are speedup narrowed or widened by the
+ * resolution (reports filled by hand often carry only speedup). */
+int kr__speed_metric(const kr_report *r, const char *key, double *v);
 /* destroy for terms whose state is one malloc'd block. */
 void kr__term_free(void *state);
 
@@ -28,5 +42,7 @@ void kr__term_free(void *state);
 extern const kr_term_def kr__term_compiled, kr__term_correct, kr__term_verdict, kr__term_flags,
     kr__term_milestones, kr__term_speedup, kr__term_threshold, kr__term_metric_def,
     kr__term_roofline, kr__term_memory, kr__term_code_size;
+extern const kr__term_traits kr__traits_speedup, kr__traits_threshold, kr__traits_metric,
+    kr__traits_roofline, kr__traits_milestones;
 
 #endif

@@ -230,3 +230,34 @@ const kr_term_def kr__term_milestones = {
     KR_TERM_VERSION, 0, "milestones",
     "CUDA Agent milestones: fail, correct, faster than eager, than compiled",
     init_milestones, eval_milestones, kr__term_free};
+
+/* Milestones pay for speed above `correct`; as slow as can be, a passing
+ * candidate gets the least of correct, faster and fastest. */
+static int milestones_speed(const void *state)
+{
+    (void)state;
+    return 1;
+}
+
+static void milestones_bounds(const void *state, double *lo, double *hi)
+{
+    const milestones_cfg *s = state;
+    double v[] = {s->fail, s->correct, s->faster, s->fastest};
+    *lo = *hi = v[0];
+    for (size_t i = 1; i < 4; i++) {
+        *lo = v[i] < *lo ? v[i] : *lo;
+        *hi = v[i] > *hi ? v[i] : *hi;
+    }
+}
+
+static double milestones_floor(const void *state, const kr_report *r)
+{
+    const milestones_cfg *s = state;
+    if (kr_report_verdict(r) != KR_VERDICT_PASSED)
+        return s->fail;
+    double v = s->correct < s->faster ? s->correct : s->faster;
+    return v < s->fastest ? v : s->fastest;
+}
+
+const kr__term_traits kr__traits_milestones = {&kr__term_milestones, milestones_speed,
+                                               milestones_bounds, milestones_floor};

@@ -1,5 +1,7 @@
 /* Built-in terms about speed and cost: speedup (linear, clipped, log or
- * tiers), threshold, metric, roofline, memory and code size. */
+ * tiers), threshold, metric, roofline, memory and code size. The speed
+ * terms read a missing speed as the slowest, and say their bounds (the
+ * traits at the end), so that scoring can clip and floor them. */
 #include "reward/terms_impl.h"
 
 #include <math.h>
@@ -15,13 +17,35 @@ typedef struct {
     int mode;
     char metric[64];
     double max, below;
+    double range_lo, range_hi; /* speedups are read clamped to this */
     size_t num_tiers;
     double tier_at[16], tier_value[16];
 } speedup_cfg;
 
+/* "range": [lo, hi], 0 < lo < hi; the defaults when absent. */
+static void cfg_range(kr__cfg *c, double *lo, double *hi)
+{
+    *lo = KR__SPEEDUP_MIN;
+    *hi = KR__SPEEDUP_MAX;
+    json_t *v = json_object_get(c->root, "range");
+    if (!v || c->failed)
+        return;
+    json_t *a = json_array_get(v, 0), *b = json_array_get(v, 1);
+    if (json_array_size(v) != 2 || !json_is_number(a) || !json_is_number(b) ||
+        !(json_number_value(a) > 0) || !(json_number_value(a) < json_number_value(b)) ||
+        !isfinite(json_number_value(b))) {
+        snprintf(c->err, c->err_size, "\"range\" is [lowest, highest] speedup read, "
+                 "0 < lowest < highest");
+        c->failed = 1;
+        return;
+    }
+    *lo = json_number_value(a);
+    *hi = json_number_value(b);
+}
+
 static int init_speedup(const char *config, void **state, char *err, size_t n)
 {
-    const char *const keys[] = {"mode", "metric", "max", "tiers", "below", NULL};
+    const char *const keys[] = {"mode", "metric", "max", "tiers", "below", "range", NULL};
     kr__cfg c;
     if (kr__cfg_open(&c, config, err, n, keys) != 0)
         return -1;
@@ -40,6 +64,7 @@ static int init_speedup(const char *config, void **state, char *err, size_t n)
     snprintf(s->metric, sizeof s->metric, "%s", kr__cfg_str(&c, "metric", "speedup"));
     s->max = kr__cfg_num(&c, "max", 3);
     s->below = kr__cfg_num(&c, "below", 0);
+    cfg_range(&c, &s->range_lo, &s->range_hi);
     json_t *tiers = json_object_get(c.root, "tiers");
     if (s->mode == TIERS && !c.failed) {
         if (!json_is_array(tiers) || json_array_size(tiers) == 0 || json_array_size(tiers) > 16) {
@@ -69,34 +94,56 @@ static int init_speedup(const char *config, void **state, char *err, size_t n)
     return 0;
 }
 
-static int eval_speedup(void *state, const kr_report *r, double *v, char *err, size_t n)
+static double speedup_value(const speedup_cfg *s, double x)
 {
-    const speedup_cfg *s = state;
-    double x;
-    if (kr__term_metric(r, s->metric, &x, err, n) != 0)
-        return -1;
+    x = x < s->range_lo ? s->range_lo : x > s->range_hi ? s->range_hi : x;
     switch (s->mode) {
     case LINEAR:
-        *v = x;
-        break;
+        return x;
     case CLIPPED:
-        *v = x < s->max ? x : s->max;
-        break;
+        return x < s->max ? x : s->max;
     case LOG:
-        if (!(x > 0)) {
-            snprintf(err, n, "%s is %g: log needs a positive speedup", s->metric, x);
-            return -1;
-        }
-        *v = log(x);
-        break;
-    default:
-        *v = s->below;
+        return log(x);
+    default: {
+        double v = s->below;
         for (size_t i = 0; i < s->num_tiers; i++)
             if (x >= s->tier_at[i])
-                *v = s->tier_value[i];
-        break;
+                v = s->tier_value[i];
+        return v;
     }
+    }
+}
+
+static int eval_speedup(void *state, const kr_report *r, double *v, char *err, size_t n)
+{
+    (void)err;
+    (void)n;
+    const speedup_cfg *s = state;
+    double x;
+    if (kr__speed_metric(r, s->metric, &x) != 0)
+        x = s->range_lo; /* unknown speed: the slowest */
+    *v = speedup_value(s, x);
     return 0;
+}
+
+static int speedup_is_speed(const void *state)
+{
+    return kr__is_speed_metric(((const speedup_cfg *)state)->metric);
+}
+
+/* Over the range read: its ends and every tier inside it. */
+static void speedup_bounds(const void *state, double *lo, double *hi)
+{
+    const speedup_cfg *s = state;
+    *lo = *hi = speedup_value(s, s->range_lo);
+    for (size_t i = 0; i <= s->num_tiers; i++) {
+        double x = i < s->num_tiers ? s->tier_at[i] : s->range_hi;
+        if (x < s->range_lo || x > s->range_hi)
+            continue;
+        double v = speedup_value(s, x);
+        *lo = v < *lo ? v : *lo;
+        *hi = v > *hi ? v : *hi;
+    }
 }
 
 /* ---- threshold and metric: one metric, transformed ---- */
@@ -104,8 +151,27 @@ static int eval_speedup(void *state, const kr_report *r, double *v, char *err, s
 typedef struct {
     char metric[64];
     double threshold, above, below, scale, offset, lo, hi, missing;
-    int strict, has_missing;
+    int strict, has_missing, speed;
+    double value_lo, value_hi; /* what the term can give (metric: infinite when unbounded) */
 } metric_cfg;
+
+/* A metric term's values: [min, max], and for a speedup metric the image of
+ * the speedups read by default (KR__SPEEDUP_MIN to _MAX). */
+static void metric_bounds_of(metric_cfg *s)
+{
+    s->value_lo = s->lo;
+    s->value_hi = s->hi;
+    if (strncmp(s->metric, "speedup", 7) == 0) {
+        double a = s->scale * KR__SPEEDUP_MIN + s->offset, b = s->scale * KR__SPEEDUP_MAX + s->offset;
+        double lo = a < b ? a : b, hi = a < b ? b : a;
+        s->value_lo = lo > s->lo ? (lo < s->hi ? lo : s->hi) : s->lo;
+        s->value_hi = hi < s->hi ? (hi > s->lo ? hi : s->lo) : s->hi;
+    }
+    if (s->has_missing) {
+        s->value_lo = s->missing < s->value_lo ? s->missing : s->value_lo;
+        s->value_hi = s->missing > s->value_hi ? s->missing : s->value_hi;
+    }
+}
 
 static int init_metric_like(const char *config, void **state, char *err, size_t n, int threshold)
 {
@@ -136,6 +202,13 @@ static int init_metric_like(const char *config, void **state, char *err, size_t 
     s->hi = kr__cfg_num(&c, "max", INFINITY);
     s->has_missing = json_object_get(c.root, "missing") != NULL;
     s->missing = kr__cfg_num(&c, "missing", 0);
+    s->speed = kr__is_speed_metric(s->metric);
+    if (threshold) {
+        s->value_lo = s->above < s->below ? s->above : s->below;
+        s->value_hi = s->above < s->below ? s->below : s->above;
+    } else {
+        metric_bounds_of(s);
+    }
     json_decref(c.root);
     if (c.failed) {
         free(s);
@@ -154,7 +227,11 @@ static int eval_threshold(void *state, const kr_report *r, double *v, char *err,
 {
     const metric_cfg *s = state;
     double x;
-    if (kr__term_metric(r, s->metric, &x, err, n) != 0)
+    if (s->speed && kr__speed_metric(r, s->metric, &x) != 0) {
+        *v = s->below; /* unknown speed: not reached */
+        return 0;
+    }
+    if (!s->speed && kr__term_metric(r, s->metric, &x, err, n) != 0)
         return -1;
     *v = (s->strict ? x > s->threshold : x >= s->threshold) ? s->above : s->below;
     return 0;
@@ -169,10 +246,15 @@ static int eval_metric(void *state, const kr_report *r, double *v, char *err, si
 {
     const metric_cfg *s = state;
     double x;
-    if (kr_report_get(&x, r, s->metric) != KR_OK) {
-        if (!s->has_missing)
+    int missing = s->speed ? kr__speed_metric(r, s->metric, &x) != 0
+                           : kr_report_get(&x, r, s->metric) != KR_OK;
+    if (missing) {
+        if (s->has_missing)
+            *v = s->missing;
+        else if (s->speed && isfinite(s->value_lo))
+            *v = s->value_lo; /* unknown speed: the slowest */
+        else
             return kr__term_metric(r, s->metric, &x, err, n);
-        *v = s->missing;
         return 0;
     }
     x = s->scale * x + s->offset;
@@ -185,9 +267,11 @@ static int eval_metric(void *state, const kr_report *r, double *v, char *err, si
 static int eval_roofline(void *state, const kr_report *r, double *v, char *err, size_t n)
 {
     (void)state;
+    (void)err;
+    (void)n;
     double x;
-    if (kr__term_metric(r, "roofline_fraction", &x, err, n) != 0)
-        return -1;
+    if (kr__speed_metric(r, "roofline_fraction", &x) != 0)
+        x = 0; /* unknown speed: the slowest */
     *v = x < 0 ? 0 : x > 1 ? 1 : x;
     return 0;
 }
@@ -277,3 +361,35 @@ const kr_term_def kr__term_code_size = {
     KR_TERM_VERSION, 0, "code_size",
     "per_line times the lines beyond free_lines",
     init_code_size, eval_code_size, kr__term_free};
+
+static int metric_is_speed(const void *state)
+{
+    return ((const metric_cfg *)state)->speed;
+}
+
+static void metric_bounds(const void *state, double *lo, double *hi)
+{
+    *lo = ((const metric_cfg *)state)->value_lo;
+    *hi = ((const metric_cfg *)state)->value_hi;
+}
+
+static int always(const void *state)
+{
+    (void)state;
+    return 1;
+}
+
+static void unit_bounds(const void *state, double *lo, double *hi)
+{
+    (void)state;
+    *lo = 0;
+    *hi = 1;
+}
+
+const kr__term_traits kr__traits_speedup = {&kr__term_speedup, speedup_is_speed, speedup_bounds,
+                                            NULL};
+const kr__term_traits kr__traits_threshold = {&kr__term_threshold, metric_is_speed, metric_bounds,
+                                              NULL};
+const kr__term_traits kr__traits_metric = {&kr__term_metric_def, metric_is_speed, metric_bounds,
+                                           NULL};
+const kr__term_traits kr__traits_roofline = {&kr__term_roofline, always, unit_bounds, NULL};

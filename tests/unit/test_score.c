@@ -1,18 +1,23 @@
 /* Rewards: every preset against hand-computed values on synthetic reports;
- * gates, weights, version checks, plugins, bad configurations. */
+ * gates, weights, version checks, plugins, bad configurations. The order of
+ * rewards (ladder, speed floors) is tested in test_reward_order.c. */
 #include "helpers.h"
 
 #include <math.h>
 
 static kr_context *ctx;
 
+/* speedup_low = speedup: an interval as tight as the point (threshold
+ * presets read the interval's low end) */
 static kr_report *report(int verdict, double speedup, uint64_t flags)
 {
     kr_report *r;
     assert_int_equal(kr_report_new(&r), KR_OK);
     kr_report_set_verdict(r, verdict);
-    if (speedup > 0)
+    if (speedup > 0) {
         kr_report_set(r, "speedup", speedup);
+        kr_report_set(r, "speedup_low", speedup);
+    }
     kr_report_set(r, "memory_bytes", 2e9);
     kr_report_set(r, "code_lines", 150);
     kr_report_set_flags(r, flags);
@@ -70,7 +75,21 @@ static void kernelgym_tiers(void **state)
     NEAR(score("kernelgym_tiers", report(KR_VERDICT_PASSED, 1.5, 0)), 0.6);
     NEAR(score("kernelgym_tiers", report(KR_VERDICT_PASSED, 2.5, 0)), 0.8);
     NEAR(score("kernelgym_tiers", report(KR_VERDICT_PASSED, 3.0, 0)), 1.0);
-    NEAR(score("kernelgym_tiers", report(KR_VERDICT_PASSED, 3.0, KR_FLAG_IMPLAUSIBLE_SPEED)), -1);
+    /* a decoy: -1 in KernelGYM, below a compile error; here the incorrect
+     * score, the lowest a passing candidate may get */
+    NEAR(score("kernelgym_tiers", report(KR_VERDICT_PASSED, 3.0, KR_FLAG_IMPLAUSIBLE_SPEED)), -0.3);
+    /* the tiers read the interval's low end: a kernel against itself is
+     * not faster */
+    kr_report *r = report(KR_VERDICT_PASSED, 1.002, 0);
+    kr_report_set(r, "speedup_low", 0.995);
+    NEAR(score("kernelgym_tiers", r), -0.1);
+    /* a report without speedup_low: speedup less the 0.5 % resolution */
+    r = report(KR_VERDICT_PASSED, 0, 0);
+    kr_report_set(r, "speedup", 1.004);
+    NEAR(score("kernelgym_tiers", r), -0.1);
+    r = report(KR_VERDICT_PASSED, 0, 0);
+    kr_report_set(r, "speedup", 1.21 / 0.995);
+    NEAR(score("kernelgym_tiers", r), 0.4);
 }
 
 static void cuda_agent_kevin_fast_p(void **state)
@@ -249,14 +268,23 @@ static void bad_configurations(void **state)
     }
     /* a term error names the term; the report keeps no partial breakdown */
     kr_reward *w;
-    assert_int_equal(kr_reward_from_json(&w, ctx, "{\"terms\": [{\"term\": \"speedup\", \"gate\": \"always\", \"config\": {\"mode\": \"log\"}}]}", 0), KR_OK);
+    assert_int_equal(kr_reward_from_json(&w, ctx, "{\"terms\": [{\"term\": \"speedup\", \"gate\": \"always\", \"config\": {\"mode\": \"log\"}}, {\"term\": \"metric\", \"config\": {\"metric\": \"max_abs_error\"}}]}", 0), KR_OK);
     kr_report *r = report(KR_VERDICT_PASSED, 0, 0);
     double v;
     assert_int_equal(kr_reward_score(&v, w, r), KR_EPLUGIN);
-    assert_contains(kr_context_errmsg(ctx), "term 'speedup' failed: the report has no 'speedup'");
+    assert_contains(kr_context_errmsg(ctx), "term 'metric' failed: the report has no 'max_abs_error'");
+    assert_int_equal(kr_report_term_count(r), 0);
+    /* a speed term reads a missing or nonsensical speedup as the slowest
+     * (it was an error: the candidate passed, its speed is unknown) */
+    kr_report_set(r, "max_abs_error", 0);
+    assert_int_equal(kr_reward_score(&v, w, r), KR_OK);
+    NEAR(v, log(0.01));
     kr_report_set(r, "speedup", -1);
-    assert_int_equal(kr_reward_score(&v, w, r), KR_EPLUGIN);
-    assert_contains(kr_context_errmsg(ctx), "log needs a positive speedup");
+    assert_int_equal(kr_reward_score(&v, w, r), KR_OK);
+    NEAR(v, log(0.01));
+    kr_report_set(r, "speedup", NAN);
+    assert_int_equal(kr_reward_score(&v, w, r), KR_OK);
+    NEAR(v, log(0.01));
     kr_report_free(r);
     kr_reward_free(w);
 }
