@@ -43,6 +43,12 @@ int kr_bench_options_init(kr_bench_options *o, uint32_t version, int preset)
     return rc;
 }
 
+int kr__bench_options_read(kr_bench_options *dst, const kr_bench_options *src, char *why,
+                           size_t why_size)
+{
+    return kr__options_read(&bench_version, dst, &bench_defaults, src, why, why_size);
+}
+
 int kr_baseline_init(kr_baseline *b, uint32_t version)
 {
     return kr__options_init(&baseline_version, b, &baseline_defaults, version);

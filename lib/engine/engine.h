@@ -7,7 +7,9 @@
 #define KR_ENGINE_H
 
 #include "driver/context_impl.h"
+#include "kreward/bench.h"
 #include "kreward/problem.h"
+#include "kreward/verify.h"
 #include "kreward/program.h"
 #include "common/kr_gen.h"
 
@@ -92,6 +94,13 @@ int kr__engine_pinned(kr_context *ctx, size_t bytes, void **out);
  * outputs constant, or independent of the inputs, or matched by zeros,
  * ones or a copy of an input, in every case. Cached per context. */
 int kr__problem_weak(kr_context *ctx, const kr_problem *p, int *weak);
+
+/* The callers' versioned options read into full structs (for the pool,
+ * which copies a job at submission); KR_EVERSION with why. */
+int kr__verify_options_read(kr_verify_options *dst, const kr_verify_options *src, char *why,
+                            size_t why_size);
+int kr__bench_options_read(kr_bench_options *dst, const kr_bench_options *src, char *why,
+                           size_t why_size);
 
 /* Launchers of the builtin kernels on the engine's stream. */
 int kr__k_generate(kr_context *ctx, CUdeviceptr out, uint64_t n, const kr_gen_dist *d,

@@ -2,6 +2,8 @@
  * through compile, plan, verify, benchmark and score. */
 #include "kreward/evaluate.h"
 #include "common/options.h"
+#include "common/source_facts.h"
+#include "problem/problem_impl.h"
 #include "common/strbuf.h"
 #include "common/text.h"
 #include "compile/compile_impl.h"
@@ -22,38 +24,6 @@ static const kr__versioned evaluate_version = {"kr_evaluate_options", evaluate_s
 int kr_evaluate_options_init(kr_evaluate_options *o, uint32_t version)
 {
     return kr__options_init(&evaluate_version, o, &evaluate_defaults, version);
-}
-
-/* Lines that hold code: not blank, not only a comment (a crude measure,
- * enough for code-size penalties). */
-static size_t code_lines(const char *src, size_t len)
-{
-    size_t lines = 0;
-    int in_block = 0;
-    for (size_t i = 0; i < len;) {
-        size_t end = i;
-        while (end < len && src[end] != '\n')
-            end++;
-        int code = 0;
-        for (size_t j = i; j < end; j++) {
-            if (in_block) {
-                if (src[j] == '*' && j + 1 < end && src[j + 1] == '/') {
-                    in_block = 0;
-                    j++;
-                }
-            } else if (src[j] == '/' && j + 1 < end && src[j + 1] == '/') {
-                break;
-            } else if (src[j] == '/' && j + 1 < end && src[j + 1] == '*') {
-                in_block = 1;
-                j++;
-            } else if (src[j] != ' ' && src[j] != '\t' && src[j] != '\r') {
-                code = 1;
-            }
-        }
-        lines += code;
-        i = end + 1;
-    }
-    return lines;
 }
 
 static void compile_metrics(kr_report *r, const kr_program *p)
@@ -173,11 +143,33 @@ static int run_program(kr_report *r, kr_context *ctx, const kr_problem *problem,
     return rc;
 }
 
+/* A candidate that is the reference (comments, layout and names aside)
+ * does no work of its own: the report says so, and rewards pay it no
+ * speed. */
+static void flag_reference_copy(kr_context *ctx, const kr_problem *p, const char *source,
+                                size_t len, kr_report *r)
+{
+    (void)ctx;
+    kr__hash128 mine, theirs;
+    if (p->reference_kind != KR_REFERENCE_SOURCE || !p->reference_source ||
+        kr__source_fingerprint(&mine, source, len) != KR_OK ||
+        kr__source_fingerprint(&theirs, p->reference_source, strlen(p->reference_source)) != KR_OK)
+        return;
+    if (kr__hash128_equal(mine, theirs))
+        kr_report_set_flags(r, kr_report_flags(r) | KR_FLAG_REFERENCE_COPY);
+}
+
 /* Source: compile (a compile error is a verdict), read the plan, run. */
 static int run_source(kr_report *r, kr_context *ctx, const kr_problem *problem, const char *source,
                       size_t len, const kr_evaluate_options *o)
 {
-    kr_report_set(r, "code_lines", (double)code_lines(source, len));
+    /* measured on tokens: string literals that look like comments, or code
+     * joined onto a few lines, cannot make it look smaller */
+    kr__source_facts facts;
+    kr__source_facts_of(&facts, source, len);
+    kr_report_set(r, "code_lines", (double)facts.code_lines);
+    kr_report_set(r, "code_tokens", (double)facts.code_tokens);
+    flag_reference_copy(ctx, problem, source, len, r);
     kr_compile_options co;
     int rc = kr__compile_options_read(ctx, &co, o->compile);
     if (rc != KR_OK)

@@ -29,6 +29,12 @@ int kr_verify_options_init(kr_verify_options *o, uint32_t version)
     return kr__options_init(&verify_version, o, &verify_defaults, version);
 }
 
+int kr__verify_options_read(kr_verify_options *dst, const kr_verify_options *src, char *why,
+                            size_t why_size)
+{
+    return kr__options_read(&verify_version, dst, &verify_defaults, src, why, why_size);
+}
+
 static uint64_t fresh_seed(void)
 {
     uint64_t s = 0;

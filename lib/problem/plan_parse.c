@@ -8,6 +8,7 @@
 #include "driver/context_impl.h"
 #include "problem/plan_impl.h"
 #include "common/strbuf.h"
+#include "common/lexer.h"
 
 #include <ctype.h>
 #include <jansson.h>
@@ -309,6 +310,43 @@ static int parse_line(kr_context *ctx, kr_plan *plan, const char *line, size_t n
                     plan->name, lineno);
 }
 
+typedef struct {
+    kr_context *ctx;
+    kr_plan *plan;
+    int found;
+    int rc;
+} annotations;
+
+/* One top-level `//` comment (the lexer never hands over one inside a block
+ * comment or a string literal: those are not annotations). An annotation
+ * must be live whatever the macros say: inside a conditional group, on a
+ * directive's line or continued by a splice, it is refused. */
+static int annotation(void *user, const char *src, const kr__token *t)
+{
+    annotations *a = user;
+    const char *c = src + t->start + 2;
+    size_t n = t->end - t->start - 2;
+    while (n && isspace((unsigned char)*c)) {
+        c++;
+        n--;
+    }
+    if (n < 8 || strncmp(c, "kreward:", 8) != 0)
+        return 0;
+    const char *why = (t->flags & KR__TOKF_DEAD) || t->cond_depth ? "inside #if/#ifdef (it would be "
+                                                                    "live or dead by macro)"
+                    : t->directive ? "on a preprocessor directive's line"
+                    : t->end_line > t->line ? "continued onto the next line by a backslash"
+                                            : NULL;
+    if (why) {
+        a->found = 1;
+        return a->rc = kr__fail(a->ctx, KR_EPLAN, "%s: plan line %u: a kreward annotation %s is "
+                                "refused: put it on a line of its own at the top level",
+                                a->plan->name, t->line, why);
+    }
+    a->rc = parse_line(a->ctx, a->plan, src + t->start, t->end - t->start, (int)t->line, &a->found);
+    return a->rc;
+}
+
 static kr_plan *new_plan(const char *name)
 {
     kr_plan *plan = calloc(1, sizeof *plan);
@@ -331,13 +369,9 @@ int kr_plan_from_source(kr_plan **out, kr_context *ctx, const char *source, size
     kr_plan *plan = new_plan(name ? name : "candidate.cu");
     if (!plan)
         return kr__fail(ctx, KR_ENOMEM, "out of memory");
-    int rc = KR_OK, found = 0, lineno = 1;
-    for (size_t pos = 0; pos < len && rc == KR_OK; lineno++) {
-        const char *nl = memchr(source + pos, '\n', len - pos);
-        size_t n = nl ? (size_t)(nl - (source + pos)) : len - pos;
-        rc = parse_line(ctx, plan, source + pos, n, lineno, &found);
-        pos += n + 1;
-    }
+    annotations a = {ctx, plan, 0, KR_OK};
+    int rc = kr__lex_line_comments(source, len, annotation, &a);
+    int found = a.found;
     if (rc == KR_OK && plan->num_launches == 0)
         rc = kr__fail(ctx, found ? KR_EPLAN : KR_ENOTFOUND,
                       "%s: no launch plan: add a line such as "

@@ -239,6 +239,38 @@ static void plan_limits(void **state)
     kr__buf_free(&many);
 }
 
+/* Annotations that are not live code comments are never silently live:
+ * inside block comments and string literals they are not annotations,
+ * inside conditional groups or continued by a splice they are refused. */
+static void annotations_only_where_live(void **state)
+{
+    fixture *f = *state;
+    const char *live = "// kreward: launch narrow grid=(1) block=(1) args=(y, N)\n";
+    const char *hidden[] = {
+        "/* // kreward: launch narrow grid=(2) block=(1) args=(y, N) */\n",
+        "const char *s = \"\\n// kreward: launch narrow grid=(3) block=(1) args=(y, N)\";\n",
+    };
+    for (size_t i = 0; i < 2; i++) {
+        kr__buf src = KR__BUF_INIT;
+        kr__buf_printf(&src, "%s%s", hidden[i], live);
+        kr_plan *plan = NULL;
+        assert_int_equal(kr_plan_from_source(&plan, f->ctx, src.data, 0, "c.cu"), KR_OK);
+        assert_int_equal(kr_plan_launch_count(plan), 1);
+        char *json = NULL;
+        kr_plan_json(&json, plan);
+        assert_contains(json, "\"1\""); /* the live one's grid, not 2 or 3 */
+        kr_free(json);
+        kr_plan_free(plan);
+        kr__buf_free(&src);
+    }
+    expect_plan_error(f, "#if 0\n// kreward: launch narrow grid=(1) block=(1) args=(y, N)\n#endif\n",
+                      KR_EPLAN, "inside #if/#ifdef");
+    expect_plan_error(f, "#ifdef FAST\n// kreward: launch narrow grid=(1) block=(1) args=(y, N)\n"
+                      "#endif\n", KR_EPLAN, "inside #if/#ifdef");
+    expect_plan_error(f, "// kreward: launch narrow grid=(1) block=(1) \\\nargs=(y, N)\n", KR_EPLAN,
+                      "continued onto the next line");
+}
+
 /* A program belongs to the context that made it: using it with another
  * context is refused by name, never run against the wrong module. */
 static void handles_of_another_context(void **state)
@@ -310,6 +342,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(plan_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(json_plans, setup, teardown),
         cmocka_unit_test_setup_teardown(plan_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(annotations_only_where_live, setup, teardown),
         cmocka_unit_test_setup_teardown(handles_of_another_context, setup, teardown),
         cmocka_unit_test_setup_teardown(evaluate_a_ready_program, setup, teardown),
     };
