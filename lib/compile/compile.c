@@ -1,17 +1,25 @@
-/* kr_compile: CUDA C++ source to a program through NVRTC, with the cache. */
+/* kr_compile: CUDA C++ source to a program through NVRTC, with the cache,
+ * under the include policy (docs/compile-safety.md). */
 #include "common/cache.h"
 #include "common/options.h"
 #include "compile/compile_impl.h"
+#include "compile/include_policy.h"
+#include "compile/shims.h"
 #include "common/clock.h"
 #include "common/strbuf.h"
 #include "version_gen.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define DEFAULT_MAX_SOURCE ((uint64_t)1 << 20)
+/* time_limit_s 0: a compile is cancelled after this long (NVRTC's flow
+ * callback stops it at coarse points only: the hard limit is the worker
+ * process's). Negative or infinite: no limit. */
+#define DEFAULT_TIME_LIMIT_S 30.0
 
 static const kr_compile_options compile_defaults = KR_COMPILE_OPTIONS_INIT;
 static const size_t compile_sizes[] = {0, KR__UPTO(kr_compile_options, flags),
@@ -96,16 +104,55 @@ static int arch_error(kr_context *ctx, const kr__nvrtc_api *nv, const char *arch
     return rc;
 }
 
+/* The language mode the source is lexed in: the last --std wins, as the
+ * include policy must read the text the way NVRTC will. */
+static int language_mode(kr_context *ctx, const kr_compile_options *o, kr__pp_mode *mode)
+{
+    const char *std = o->std ? o->std : "c++17";
+    for (size_t i = 0; i < o->num_extra_options; i++) {
+        const char *x = o->extra_options[i];
+        if (x && strncmp(x, "--std=", 6) == 0)
+            std = x + 6;
+        else if (x && strncmp(x, "-std=", 5) == 0)
+            std = x + 5;
+        else if (x && (!strcmp(x, "--std") || !strcmp(x, "-std")) && i + 1 < o->num_extra_options &&
+                 o->extra_options[i + 1])
+            std = o->extra_options[i + 1];
+    }
+    if (kr__pp_mode_of_std(std, mode) != 0)
+        return kr__fail(ctx, KR_EINVAL, "unknown language standard '%s' (NVRTC knows c++03, "
+                        "c++11, c++14, c++17 and c++20)", std);
+    return KR_OK;
+}
+
+/* Options that would let NVRTC read headers from disk itself, past the
+ * include policy: include_dirs is the way to add a directory. */
+static int check_extra_options(kr_context *ctx, const kr_compile_options *o)
+{
+    static const char *const refused[] = {"-I", "--include-path", "-include", "--pre-include",
+                                          "-isystem"};
+    for (size_t i = 0; i < o->num_extra_options; i++) {
+        const char *x = o->extra_options[i];
+        if (!x)
+            return kr__fail(ctx, KR_EINVAL, "extra option %zu is NULL", i);
+        for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++)
+            if (strncmp(x, refused[k], strlen(refused[k])) == 0)
+                return kr__fail(ctx, KR_EINVAL,
+                                "extra option '%s' is refused: NVRTC would read headers from disk "
+                                "past the include policy; pass directories in include_dirs", x);
+    }
+    return KR_OK;
+}
+
 static int build_options(kr_context *ctx, const kr_compile_options *o, const char *arch,
                          optlist *l)
 {
     const char *std = o->std ? o->std : "c++17";
+    /* no -I: every header comes in memory (include_policy.c); and not the
+     * working directory either */
     int bad = optlist_add(l, "--gpu-architecture=%s", arch) ||
               optlist_add(l, "--std=%s", std) ||
-              optlist_add(l, "-I%s/include", ctx->cuda_home) ||
-              optlist_add(l, "-I%s/include/cccl", ctx->cuda_home);
-    for (size_t i = 0; !bad && i < o->num_include_dirs; i++)
-        bad = optlist_add(l, "-I%s", o->include_dirs[i]);
+              optlist_add(l, "%s", "--no-source-include");
     for (size_t i = 0; !bad && i < o->num_defines; i++) {
         const char *d = o->defines[i];
         const char *eq = d ? strchr(d, '=') : NULL;
@@ -124,14 +171,22 @@ static int build_options(kr_context *ctx, const kr_compile_options *o, const cha
 }
 
 static kr__hash128 cache_key(const kr__nvrtc_api *nv, const char *arch, const optlist *l,
-                             const kr_compile_options *o, const char *name, const char *src,
-                             size_t len)
+                             char *const *dirs, const kr_compile_options *o, const char *name,
+                             const char *src, size_t len)
 {
     kr__hasher h;
     kr__hash128 zero = {0, 0};
     if (kr__hasher_init(&h) != 0)
         return zero;
-    kr__hasher_str(&h, "kreward-compile/1");
+    /* 2: the include policy (in-memory headers, the shims) */
+    kr__hasher_str(&h, "kreward-compile/2");
+    uint64_t shims_lo, shims_hi;
+    kr__shims_digest(&shims_lo, &shims_hi);
+    kr__hasher_u64(&h, shims_lo);
+    kr__hasher_u64(&h, shims_hi);
+    for (char *const *d = dirs; *d; d++)
+        kr__hasher_str(&h, *d);
+    kr__hasher_str(&h, "");
     kr__hasher_str(&h, KR_VERSION_STRING);
     kr__hasher_u64(&h, (uint64_t)nv->major * 1000 + (uint64_t)nv->minor);
     kr__hasher_str(&h, arch);
@@ -263,18 +318,38 @@ int kr_compile(kr_program **out, kr_context *ctx, const char *source, size_t len
     if (check_arch(nv, arch) < 0)
         return arch_error(ctx, nv, arch);
     int want_cubin = strncmp(arch, "sm_", 3) == 0;
+    kr__pp_mode mode;
+    if ((rc = language_mode(ctx, &o, &mode)) != KR_OK || (rc = check_extra_options(ctx, &o)) != KR_OK)
+        return rc;
+    uint64_t max_log = o.max_log_bytes ? o.max_log_bytes : KR__DEFAULT_MAX_LOG;
+    if (o.time_limit_s == 0 || isnan(o.time_limit_s))
+        o.time_limit_s = DEFAULT_TIME_LIMIT_S;
+    else if (o.time_limit_s < 0 || isinf(o.time_limit_s))
+        o.time_limit_s = 0; /* none */
 
     optlist l = {NULL, 0};
     kr__buf notes = KR__BUF_INIT;
+    char **dirs = NULL;
+    kr__pp_scan scan = {0};
+    kr__includes inc = {0};
     char *src = kr__strndup(source, len); /* NVRTC wants a C string */
     kr_program *prog = kr__program_alloc(ctx);
     if (!src || !prog) {
         rc = kr__fail(ctx, KR_ENOMEM, "out of memory");
         goto out;
     }
+    if ((rc = kr__include_dirs(ctx, &dirs, o.include_dirs, o.num_include_dirs)) != KR_OK)
+        goto out;
+    /* the candidate's own text is checked before anything else, cached or not */
+    if (kr__pp_scan_text(&scan, src, len, mode) != 0) {
+        rc = kr__fail(ctx, KR_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = kr__include_check(ctx, name, src, len, &scan, max_log)) != KR_OK)
+        goto out;
     if ((rc = build_options(ctx, &o, arch, &l)) != KR_OK)
         goto out;
-    kr__hash128 key = cache_key(nv, arch, &l, &o, name, src, len);
+    kr__hash128 key = cache_key(nv, arch, &l, dirs, &o, name, src, len);
     kr__hash128_hex(key, prog->hash);
     int use_cache = !(o.flags & KR_COMPILE_NO_CACHE);
     prog->cache_result = use_cache ? cache_lookup(ctx, key, prog, &notes) : KR_CACHE_SKIPPED;
@@ -283,7 +358,9 @@ int kr_compile(kr_program **out, kr_context *ctx, const char *source, size_t len
         prog->cache_result = use_cache ? KR_CACHE_MISS : KR_CACHE_SKIPPED;
         kr__hash128_hex(key, prog->hash);
         kr__strlcpy(prog->arch, arch, sizeof prog->arch);
-        if ((rc = kr__nvrtc_run(ctx, nv, src, name, &l, &o, want_cubin, prog)) != KR_OK)
+        if ((rc = kr__include_resolve(ctx, &inc, src, len, name, &scan, mode, dirs, max_log)) !=
+                KR_OK ||
+            (rc = kr__nvrtc_run(ctx, nv, &inc, name, &l, &o, want_cubin, prog)) != KR_OK)
             goto out;
         if (use_cache)
             cache_store(ctx, key, prog, &notes);
@@ -301,6 +378,9 @@ out:
     kr_program_free(prog);
     kr__buf_free(&notes);
     optlist_free(&l);
+    kr__includes_free(&inc);
+    kr__pp_scan_free(&scan);
+    kr__include_dirs_free(dirs);
     free(src);
     return rc;
 }

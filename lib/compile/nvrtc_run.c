@@ -1,6 +1,8 @@
-/* Running NVRTC on one source: options, the flow callback that enforces a
- * time limit, the log (kept, capped), the image and lowered names. */
+/* Running NVRTC on one source: options, the in-memory headers, the flow
+ * callback that enforces a time limit, the log (filtered, capped), the
+ * image and lowered names. */
 #include "compile/compile_impl.h"
+#include "compile/log_filter.h"
 #include "common/clock.h"
 #include "common/strbuf.h"
 
@@ -50,19 +52,24 @@ static int nvrtc_fail(kr_context *ctx, const kr__nvrtc_api *nv, nvrtcResult r, c
                     "%s failed: %s", what, nv->nvrtcGetErrorString(r));
 }
 
-/* The program's log, cut at max bytes (a flood of warnings or
+/* The program's log: diagnostics in files the candidate did not write
+ * withheld (log_filter.c), then cut at max bytes (a flood of warnings or
  * `#pragma message` lines must not become megabytes in every report). */
-static char *program_log(const kr__nvrtc_api *nv, nvrtcProgram p, uint64_t max)
+static char *program_log(const kr__nvrtc_api *nv, nvrtcProgram p, const char *name, uint64_t max)
 {
     size_t n = 0;
     if (nv->nvrtcGetProgramLogSize(p, &n) != NVRTC_SUCCESS)
         return kr__strdup("");
-    char *log = malloc(n + 1);
+    char *raw = malloc(n + 1);
+    if (!raw)
+        return NULL;
+    raw[0] = '\0';
+    nv->nvrtcGetProgramLog(p, raw);
+    raw[n] = '\0';
+    char *log = kr__log_filter(raw, name, NULL);
+    free(raw);
     if (!log)
         return NULL;
-    log[0] = '\0';
-    nv->nvrtcGetProgramLog(p, log);
-    log[n] = '\0';
     size_t len = strlen(log);
     if (len <= max)
         return log;
@@ -109,11 +116,13 @@ static int collect_outputs(kr_context *ctx, const kr__nvrtc_api *nv, nvrtcProgra
     return KR_OK;
 }
 
-int kr__nvrtc_run(kr_context *ctx, const kr__nvrtc_api *nv, const char *src, const char *name,
-                  const optlist *l, const kr_compile_options *o, int want_cubin, kr_program *prog)
+int kr__nvrtc_run(kr_context *ctx, const kr__nvrtc_api *nv, const kr__includes *inc,
+                  const char *name, const optlist *l, const kr_compile_options *o, int want_cubin,
+                  kr_program *prog)
 {
     nvrtcProgram p = NULL;
-    nvrtcResult r = nv->nvrtcCreateProgram(&p, src, name, 0, NULL, NULL);
+    nvrtcResult r = nv->nvrtcCreateProgram(&p, inc->source, name, (int)inc->num_headers,
+                                           inc->texts, inc->names);
     if (r != NVRTC_SUCCESS)
         return nvrtc_fail(ctx, nv, r, "nvrtcCreateProgram");
     int rc = KR_OK;
@@ -130,7 +139,8 @@ int kr__nvrtc_run(kr_context *ctx, const kr__nvrtc_api *nv, const char *src, con
     if (rc == KR_OK)
         r = nv->nvrtcCompileProgram(p, (int)l->count, (const char *const *)l->items);
     prog->compile_seconds = kr__now() - t0;
-    if (rc == KR_OK && !(prog->log = program_log(nv, p, o->max_log_bytes ? o->max_log_bytes : KR__DEFAULT_MAX_LOG)))
+    if (rc == KR_OK &&
+        !(prog->log = program_log(nv, p, name, o->max_log_bytes ? o->max_log_bytes : KR__DEFAULT_MAX_LOG)))
         rc = kr__fail(ctx, KR_ENOMEM, "out of memory");
     if (rc != KR_OK) {
         /* nothing more to do */
