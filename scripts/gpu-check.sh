@@ -17,11 +17,14 @@ if [ -d .device/debs ]; then
 fi
 # a build dir of its own per source tree: a warm machine may hold another tree's
 build=${BUILD_DIR:-/tmp/build-$(pwd | md5sum | cut -c1-8)}
-# the device copy has no .git: scripts/device-commit.sh records it in .device/commit
-commit=$(git rev-parse --short HEAD 2>/dev/null || cat .device/commit 2>/dev/null || echo unknown)
-dirty=""
-if git rev-parse HEAD >/dev/null 2>&1; then
-  git status --porcelain | grep -qv '^??' && dirty="+dirty"
+# the commit: recorded in .device/commit by device-snapshot.sh (the device copy
+# may carry no .git, or one that is not this tree's); else git's
+if [ -f .device/commit ]; then
+  commit=$(cat .device/commit); dirty=""
+else
+  commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+  dirty=""
+  git status --porcelain 2>/dev/null | grep -qv '^??' && dirty="+dirty"
 fi
 {
   echo "== gpu-check at commit $commit$dirty on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
