@@ -319,7 +319,8 @@ int kr_compile(kr_program **out, kr_context *ctx, const char *source, size_t len
         return arch_error(ctx, nv, arch);
     int want_cubin = strncmp(arch, "sm_", 3) == 0;
     kr__pp_mode mode;
-    if ((rc = language_mode(ctx, &o, &mode)) != KR_OK || (rc = check_extra_options(ctx, &o)) != KR_OK)
+    if ((rc = language_mode(ctx, &o, &mode)) != KR_OK ||
+        (rc = check_extra_options(ctx, &o)) != KR_OK)
         return rc;
     uint64_t max_log = o.max_log_bytes ? o.max_log_bytes : KR__DEFAULT_MAX_LOG;
     if (o.time_limit_s == 0 || isnan(o.time_limit_s))

@@ -6,10 +6,10 @@
  * #include and __has_include rewritten to the in-memory name. NVRTC gets no
  * -I path and -no-source-include, so a name it does not have in memory
  * cannot be found on disk (only an absolute name could, and those are
- * refused before NVRTC runs). */
-#include "compile/include_policy.h"
+ * refused before NVRTC runs: include_check.c). */
+#include "compile/include_impl.h"
+#include "compile/name_map.h"
 #include "compile/shims.h"
-#include "common/strbuf.h"
 #include "driver/context_impl.h"
 
 #include <errno.h>
@@ -25,140 +25,8 @@
 #define MAX_FILES 4096
 #define MAX_FILE_BYTES ((size_t)8 << 20)
 #define MAX_TOTAL_BYTES ((size_t)96 << 20)
-#define MAX_NAME 512
 #define MAX_EXPANSIONS 64
 #define MISSING_PREFIX "kreward-missing/" /* a name NVRTC cannot find: no -I */
-
-/* Where a file came from; >= 0: the caller's include directory of that index. */
-enum { FROM_CANDIDATE = -3, FROM_SHIM = -2, FROM_TOOLKIT = -1 };
-
-/* Outcomes of resolving a name (>= 0: a file's index). */
-enum {
-    R_MISSING = -1,  /* found nowhere */
-    R_NONE = -2,     /* not resolved (left as written) */
-    R_ABSOLUTE = -3, /* violations: */
-    R_DOTDOT = -4,
-    R_CHARS = -5,
-    R_ESCAPE = -6,
-    R_OUTSIDE = -7,
-    R_NOTREG = -8,
-    R_TOOBIG = -9,
-    R_NUL = -10,
-    R_LIMIT = -11,
-    R_UNREADABLE = -12,
-    R_OOM = -13,
-};
-
-static const char *violation_text(long r)
-{
-    switch (r) {
-    case R_ABSOLUTE: return "absolute paths are refused";
-    case R_DOTDOT: return "'..' in an include name is refused";
-    case R_CHARS: return "the name has characters outside [A-Za-z0-9_.+-/]";
-    case R_ESCAPE: return "the name leads out of the header's directory";
-    case R_OUTSIDE: return "it resolves outside the allowed directories (through a symbolic link)";
-    case R_NOTREG: return "it is not a regular file";
-    case R_TOOBIG: return "the header is larger than 8 MiB";
-    case R_NUL: return "the header contains a NUL byte";
-    case R_LIMIT: return "the includes reach more than 4096 headers or 96 MiB";
-    case R_UNREADABLE: return "it cannot be read";
-    default: return "refused";
-    }
-}
-
-/* ---- a string -> long map (open addressing; keys may hold NULs) ---- */
-
-typedef struct {
-    char **keys;
-    size_t *lens;
-    long *vals;
-    size_t cap, count;
-} smap;
-
-static uint64_t fnv1a(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
-}
-
-static long *smap_slot(smap *m, const char *key, size_t n, int *found)
-{
-    *found = 0;
-    if (!m->cap)
-        return NULL;
-    for (size_t i = fnv1a(key, n) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-        if (!m->keys[i])
-            return &m->vals[i];
-        if (m->lens[i] == n && memcmp(m->keys[i], key, n) == 0) {
-            *found = 1;
-            return &m->vals[i];
-        }
-    }
-}
-
-static int smap_get(const smap *m, const char *key, size_t n, long *val)
-{
-    int found;
-    long *v = smap_slot((smap *)m, key, n, &found);
-    if (found)
-        *val = *v;
-    return found;
-}
-
-static int smap_put(smap *m, const char *key, size_t n, long val)
-{
-    if ((m->count + 1) * 2 > m->cap) {
-        smap bigger = {NULL, NULL, NULL, m->cap ? m->cap * 2 : 64, 0};
-        bigger.keys = calloc(bigger.cap, sizeof *bigger.keys);
-        bigger.lens = calloc(bigger.cap, sizeof *bigger.lens);
-        bigger.vals = calloc(bigger.cap, sizeof *bigger.vals);
-        if (!bigger.keys || !bigger.lens || !bigger.vals) {
-            free(bigger.keys);
-            free(bigger.lens);
-            free(bigger.vals);
-            return -1;
-        }
-        for (size_t i = 0; i < m->cap; i++) {
-            if (!m->keys[i])
-                continue;
-            int found;
-            long *v = smap_slot(&bigger, m->keys[i], m->lens[i], &found);
-            size_t at = (size_t)(v - bigger.vals);
-            bigger.keys[at] = m->keys[i];
-            bigger.lens[at] = m->lens[i];
-            *v = m->vals[i];
-        }
-        bigger.count = m->count;
-        free(m->keys);
-        free(m->lens);
-        free(m->vals);
-        *m = bigger;
-    }
-    int found;
-    long *v = smap_slot(m, key, n, &found);
-    if (!found) {
-        size_t at = (size_t)(v - m->vals);
-        if (!(m->keys[at] = malloc(n ? n : 1)))
-            return -1;
-        memcpy(m->keys[at], key, n);
-        m->lens[at] = n;
-        m->count++;
-    }
-    *v = val;
-    return 0;
-}
-
-static void smap_free(smap *m)
-{
-    for (size_t i = 0; i < m->cap; i++)
-        free(m->keys[i]);
-    free(m->keys);
-    free(m->lens);
-    free(m->vals);
-    memset(m, 0, sizeof *m);
-}
 
 /* ---- files, roots and the resolver ---- */
 
@@ -198,7 +66,7 @@ typedef struct {
     size_t naliases;
     pending *computed;
     size_t ncomputed;
-    smap by_real, by_key, memo, chain;
+    kr__name_map by_real, by_key, memo, chain;
     size_t total;
     kr__buf log;
     int errors;
@@ -224,31 +92,6 @@ static void note(resolver *R, long file, unsigned line, const char *fmt, ...)
     R->errors++;
 }
 
-static int is_name_char(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '.' || c == '+' || c == '-' || c == '/';
-}
-
-/* Policy on the name itself. */
-static long name_check(const char *name, int from)
-{
-    if (name[0] == '/')
-        return R_ABSOLUTE;
-    size_t n = strlen(name);
-    if (n == 0 || n > MAX_NAME)
-        return R_CHARS;
-    for (size_t i = 0; i < n; i++)
-        if (!is_name_char(name[i]))
-            return R_CHARS;
-    if (from == FROM_CANDIDATE) {
-        for (const char *p = name; (p = strstr(p, "..")) != NULL; p += 2)
-            if ((p == name || p[-1] == '/') && (p[2] == '/' || p[2] == '\0'))
-                return R_DOTDOT;
-    }
-    return 0;
-}
-
 /* dir + "/" + name with "." and ".." resolved textually; R_ESCAPE when
  * ".." climbs above root (dir lies inside root). */
 static long join_inside(const char *root, const char *dir, const char *name, char *out, size_t size)
@@ -257,6 +100,8 @@ static long join_inside(const char *root, const char *dir, const char *name, cha
     if (w < 0 || (size_t)w >= size)
         return R_CHARS;
     size_t rootlen = strlen(root);
+    if (strncmp(dir, root, rootlen) != 0 || (dir[rootlen] != '/' && dir[rootlen] != '\0'))
+        return R_ESCAPE; /* dir must lie in root */
     /* normalise in place, never above root */
     char *seg[PATH_MAX / 2];
     size_t nseg = 0;
@@ -313,7 +158,7 @@ static long add_file(resolver *R, int from, const char *real, const char *key, c
     kr__buf k = KR__BUF_INIT;
     kr__buf_puts(&k, key);
     long other;
-    for (int n = 2; smap_get(&R->by_key, k.data, k.len, &other); n++) {
+    for (int n = 2; kr__name_map_get(&R->by_key, k.data, k.len, &other); n++) {
         k.len = 0;
         if (from >= 0)
             kr__buf_printf(&k, "include-dir-%d/%s", from, key);
@@ -324,8 +169,8 @@ static long add_file(resolver *R, int from, const char *real, const char *key, c
     }
     f->key = kr__buf_take(&k);
     long idx = (long)R->nfiles++;
-    if (!f->real || !f->key || smap_put(&R->by_key, f->key, strlen(f->key), idx) != 0 ||
-        (real[0] && smap_put(&R->by_real, real, strlen(real), idx) != 0))
+    if (!f->real || !f->key || kr__name_map_put(&R->by_key, f->key, strlen(f->key), idx) != 0 ||
+        (real[0] && kr__name_map_put(&R->by_real, real, strlen(real), idx) != 0))
         return R_OOM;
     return idx;
 }
@@ -356,7 +201,7 @@ static long open_header(resolver *R, const char *path, const char *root, int fro
         goto out;
     }
     long known;
-    if (smap_get(&R->by_real, real, strlen(real), &known)) {
+    if (kr__name_map_get(&R->by_real, real, strlen(real), &known)) {
         rc = known;
         goto out;
     }
@@ -418,15 +263,25 @@ static long try_shim(resolver *R, const char *name)
     long s = kr__shim_find(name);
     if (s < 0)
         return R_MISSING;
-    char real[MAX_NAME + 16];
+    char real[KR__MAX_INCLUDE_NAME + 16];
     snprintf(real, sizeof real, "shim:%s", name);
     long known;
-    if (smap_get(&R->by_real, real, strlen(real), &known))
+    if (kr__name_map_get(&R->by_real, real, strlen(real), &known))
         return known;
     const char *text;
     size_t len;
     kr__shim_at((size_t)s, &text, &len);
     return add_file(R, FROM_SHIM, real, name, text, len, NULL);
+}
+
+/* The root a toolkit file must lie in: <cuda_home>/include, or
+ * include/cccl itself where that is a link to elsewhere. */
+static const char *toolkit_root(const resolver *R, const char *real)
+{
+    int elsewhere = R->cccl && !inside(R->cccl, R->toolkit);
+    if (elsewhere && (inside(real, R->cccl) || strcmp(real, R->cccl) == 0))
+        return R->cccl;
+    return R->toolkit;
 }
 
 static long try_toolkit(resolver *R, const char *name, int escape_refused)
@@ -435,7 +290,7 @@ static long try_toolkit(resolver *R, const char *name, int escape_refused)
     if (R->toolkit) {
         r = try_dir(R, R->toolkit, R->toolkit, FROM_TOOLKIT, name);
         if (r == R_MISSING && R->cccl)
-            r = try_dir(R, R->cccl, R->toolkit, FROM_TOOLKIT, name);
+            r = try_dir(R, R->cccl, toolkit_root(R, R->cccl), FROM_TOOLKIT, name);
     }
     return r == R_ESCAPE && !escape_refused ? R_MISSING : r;
 }
@@ -455,7 +310,7 @@ static long search(resolver *R, long from_file, int delim, const char *name)
         char *slash = strrchr(dir, '/');
         if (slash)
             *slash = '\0';
-        r = try_dir(R, dir, from >= 0 ? R->dirs[from] : R->toolkit, from, name);
+        r = try_dir(R, dir, from >= 0 ? R->dirs[from] : toolkit_root(R, f->real), from, name);
         if (r == R_ESCAPE && from == FROM_TOOLKIT)
             r = R_MISSING;
         if (r != R_MISSING)
@@ -487,7 +342,7 @@ static long search(resolver *R, long from_file, int delim, const char *name)
 static long resolve_name(resolver *R, long from_file, int delim, const char *name)
 {
     const hfile *f = &R->files[from_file];
-    long r = name_check(name, f->from);
+    long r = kr__include_name_check(name, f->from);
     if (r != 0)
         return r;
     kr__buf key = KR__BUF_INIT;
@@ -503,126 +358,15 @@ static long resolve_name(resolver *R, long from_file, int delim, const char *nam
         return R_OOM;
     }
     long memo;
-    if (smap_get(&R->memo, key.data, key.len, &memo)) {
+    if (kr__name_map_get(&R->memo, key.data, key.len, &memo)) {
         kr__buf_free(&key);
         return memo;
     }
     r = search(R, from_file, delim, name);
-    if (smap_put(&R->memo, key.data, key.len, r) != 0)
+    if (kr__name_map_put(&R->memo, key.data, key.len, r) != 0)
         r = R_OOM;
     kr__buf_free(&key);
     return r;
-}
-
-/* ---- the candidate's own text ---- */
-
-static int is_exact_has_include(const char *w)
-{
-    return !strcmp(w, "__has_include") || !strcmp(w, "_CCCL_HAS_INCLUDE");
-}
-
-static int pragma_names_files(const char *w)
-{
-    static const char *const words[] = {"include", "pch", "hdrstop", "dependency", "file",
-                                        "import", "embed", "directory"};
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-        if (strstr(w, words[i]))
-            return 1;
-    return 0;
-}
-
-static void cut_log(kr__buf *log, uint64_t max)
-{
-    if (log->len > max && max > 0) {
-        size_t was = log->len;
-        log->len = (size_t)max;
-        log->data[log->len] = '\0';
-        kr__buf_printf(log, "\n[log cut: %llu of %zu bytes shown]\n", (unsigned long long)max, was);
-    }
-}
-
-static int refuse(kr_context *ctx, const char *name, kr__buf *log, int errors, uint64_t max)
-{
-    if (log->oom)
-        return kr__fail(ctx, KR_ENOMEM, "out of memory");
-    char first[600];
-    const char *nl = strchr(log->data, '\n');
-    snprintf(first, sizeof first, "%.*s", nl ? (int)(nl - log->data) : (int)log->len, log->data);
-    kr__buf_printf(log, "%d include policy error%s: the source was not compiled "
-                   "(docs/compile-safety.md)\n", errors, errors == 1 ? "" : "s");
-    cut_log(log, max);
-    return kr__fail_detail(ctx, KR_ECOMPILE, log->data,
-                           "%s: compilation refused by the include policy (%d error%s); %s", name,
-                           errors, errors == 1 ? "" : "s", first);
-}
-
-int kr__include_check(kr_context *ctx, const char *name, const char *src, size_t len,
-                      const kr__pp_scan *scan, uint64_t max_log)
-{
-    kr__buf log = KR__BUF_INIT;
-    int errors = 0;
-#define REFUSE(line, ...)                                                        \
-    do {                                                                         \
-        kr__buf_printf(&log, "%s(%u): error: include policy: ", name, (line));   \
-        kr__buf_printf(&log, __VA_ARGS__);                                       \
-        kr__buf_puts(&log, "\n");                                                \
-        errors++;                                                                \
-    } while (0)
-    for (size_t i = 0; i < scan->count; i++) {
-        const kr__pp_item *it = &scan->items[i];
-        switch (it->kind) {
-        case KR__PP_INCLUDE:
-            if (strcmp(it->word, "include") != 0)
-                REFUSE(it->line, "#%s is refused: only #include is accepted", it->word);
-            else if (!it->name)
-                REFUSE(it->line, "#include of a macro or other computed name is refused: write "
-                       "the header name itself, <name> or \"name\"");
-            else if (it->in_parens)
-                REFUSE(it->line, "#include %c%s%c inside parentheses (a macro's arguments) is "
-                       "refused", it->delim, it->name, it->delim == '<' ? '>' : '"');
-            else if (name_check(it->name, FROM_CANDIDATE))
-                REFUSE(it->line, "#include %c%s%c: %s", it->delim, it->name,
-                       it->delim == '<' ? '>' : '"',
-                       violation_text(name_check(it->name, FROM_CANDIDATE)));
-            break;
-        case KR__PP_HAS_INCLUDE:
-            if (!is_exact_has_include(it->word) && strcmp(it->word, "__has_include_next") != 0 &&
-                strcmp(it->word, "__has_embed") != 0)
-                break; /* another identifier that merely looks like one */
-            if (!is_exact_has_include(it->word))
-                REFUSE(it->line, "%s is refused", it->word);
-            else if (!it->name)
-                REFUSE(it->line, "%s without a plain <name> or \"name\" operand (a macro, an "
-                       "alias or a computed name) is refused", it->word);
-            else if (name_check(it->name, FROM_CANDIDATE))
-                REFUSE(it->line, "%s(%c%s%c): %s", it->word, it->delim, it->name,
-                       it->delim == '<' ? '>' : '"',
-                       violation_text(name_check(it->name, FROM_CANDIDATE)));
-            break;
-        case KR__PP_PRAGMA:
-            if (it->word && pragma_names_files(it->word))
-                REFUSE(it->line, "#pragma %s is refused: pragmas that name files or steer "
-                       "precompiled headers are not accepted", it->word);
-            break;
-        case KR__PP_LINE:
-            if (it->word && strcmp(it->word, name) != 0)
-                REFUSE(it->line, "#line naming another file (\"%s\") is refused: it would hide "
-                       "this file's diagnostics", it->word);
-            break;
-        default:
-            break;
-        }
-    }
-    if (scan->refused)
-        REFUSE(scan->refused_line, "%s is refused", scan->refused_why);
-    unsigned abs_line = kr__pp_absolute_anywhere(src, len);
-    if (abs_line && !errors)
-        REFUSE(abs_line, "an include-like line or probe naming an absolute path is refused, even "
-               "where it looks commented out or quoted");
-#undef REFUSE
-    int rc = errors ? refuse(ctx, name, &log, errors, max_log) : KR_OK;
-    kr__buf_free(&log);
-    return rc;
 }
 
 /* ---- resolving the closure ---- */
@@ -671,7 +415,7 @@ static int process_file(resolver *R, long i)
         int include = it->kind == KR__PP_INCLUDE;
         if (!include && it->kind != KR__PP_HAS_INCLUDE)
             continue;
-        if (!include && from == FROM_CANDIDATE && !is_exact_has_include(it->word))
+        if (!include && from == FROM_CANDIDATE && !kr__include_probe_allowed(it->word))
             continue;
         if (include && strcmp(it->word, "include") != 0) {
             if (from >= 0)
@@ -691,10 +435,10 @@ static int process_file(resolver *R, long i)
         if (r <= R_ABSOLUTE) {
             if (from == FROM_CANDIDATE)
                 note(R, i, it->line, "%c%s%c: %s", it->delim, it->name,
-                     it->delim == '<' ? '>' : '"', violation_text(r));
+                     it->delim == '<' ? '>' : '"', kr__include_violation(r));
             else if (from >= 0)
                 note(R, i, it->line, "an #include in this header was refused: %s",
-                     violation_text(r));
+                     kr__include_violation(r));
             r = R_MISSING;
         } else if (r == R_MISSING && include && from == FROM_CANDIDATE) {
             note(R, i, it->line, "%c%s%c was not found in the caller's include directories, the "
@@ -708,7 +452,7 @@ static int process_file(resolver *R, long i)
 
 /* The definitions of object-like macros in every header read so far. */
 typedef struct {
-    smap index;  /* name -> first definition */
+    kr__name_map index; /* name -> first definition */
     char **body;
     long *next;
     size_t count;
@@ -720,7 +464,7 @@ static void deftable_free(deftable *d)
         free(d->body[i]);
     free(d->body);
     free(d->next);
-    smap_free(&d->index);
+    kr__name_map_free(&d->index);
 }
 
 static int deftable_build(resolver *R, deftable *d)
@@ -740,12 +484,14 @@ static int deftable_build(resolver *R, deftable *d)
                 d->body = b;
             if (n)
                 d->next = n;
-            if (!b || !n || !(d->body[d->count] = kr__pp_text(f->text, it->body_start, it->body_end)))
+            if (!b || !n)
+                return -1;
+            if (!(d->body[d->count] = kr__pp_text(f->text, it->body_start, it->body_end)))
                 return -1;
             long first = -1;
-            smap_get(&d->index, it->word, strlen(it->word), &first);
+            kr__name_map_get(&d->index, it->word, strlen(it->word), &first);
             d->next[d->count] = first;
-            if (smap_put(&d->index, it->word, strlen(it->word), (long)d->count) != 0)
+            if (kr__name_map_put(&d->index, it->word, strlen(it->word), (long)d->count) != 0)
                 return -1;
             d->count++;
         }
@@ -776,10 +522,10 @@ static int expand(resolver *R, const deftable *d, const char *text, int depth, c
         const char *e = p;
         while (ident_char(*e, 0))
             e++;
-        if (smap_put(&R->chain, p, (size_t)(e - p), 1) != 0)
+        if (kr__name_map_put(&R->chain, p, (size_t)(e - p), 1) != 0)
             return -1;
         long def;
-        if (!smap_get(&d->index, p, (size_t)(e - p), &def)) {
+        if (!kr__name_map_get(&d->index, p, (size_t)(e - p), &def)) {
             p = e;
             continue;
         }
@@ -806,7 +552,7 @@ static int expand(resolver *R, const deftable *d, const char *text, int depth, c
 static int add_alias(resolver *R, const char *name, long file)
 {
     long other;
-    if (smap_get(&R->by_key, name, strlen(name), &other))
+    if (kr__name_map_get(&R->by_key, name, strlen(name), &other))
         return 0; /* already this file's key, or another file's: left alone */
     alias *grown = realloc(R->aliases, (R->naliases + 1) * sizeof *grown);
     if (!grown)
@@ -815,7 +561,7 @@ static int add_alias(resolver *R, const char *name, long file)
     if (!(R->aliases[R->naliases].name = kr__strdup(name)))
         return -1;
     R->aliases[R->naliases++].file = file;
-    return smap_put(&R->by_key, name, strlen(name), file);
+    return kr__name_map_put(&R->by_key, name, strlen(name), file);
 }
 
 /* A computed #include in a toolkit header (Thrust's system headers: the
@@ -835,7 +581,9 @@ static int evaluate_computed(resolver *R, const deftable *d, pending p)
     for (size_t i = 0; i < n; i++) {
         char *s = alts[i];
         size_t len = strlen(s);
-        if (rc == 0 && len > 2 && ((s[0] == '<' && s[len - 1] == '>') || (s[0] == '"' && s[len - 1] == '"'))) {
+        int literal = len > 2 && ((s[0] == '<' && s[len - 1] == '>') ||
+                                  (s[0] == '"' && s[len - 1] == '"'));
+        if (rc == 0 && literal) {
             int delim = s[0];
             s[len - 1] = '\0';
             char *name = s + 1;
@@ -880,7 +628,7 @@ static void check_chain(resolver *R)
         const kr__pp_item *it = &s->items[k];
         long v;
         if ((it->kind == KR__PP_DEFINE || it->kind == KR__PP_UNDEF) && it->word &&
-            smap_get(&R->chain, it->word, strlen(it->word), &v))
+            kr__name_map_get(&R->chain, it->word, strlen(it->word), &v))
             note(R, 0, it->line, "#%s %s is refused: a toolkit header builds an #include name "
                  "from this macro", it->kind == KR__PP_DEFINE ? "define" : "undef", it->word);
     }
@@ -942,10 +690,10 @@ static void resolver_free(resolver *R)
     free(R->computed);
     free(R->toolkit);
     free(R->cccl);
-    smap_free(&R->by_real);
-    smap_free(&R->by_key);
-    smap_free(&R->memo);
-    smap_free(&R->chain);
+    kr__name_map_free(&R->by_real);
+    kr__name_map_free(&R->by_key);
+    kr__name_map_free(&R->memo);
+    kr__name_map_free(&R->chain);
     kr__buf_free(&R->log);
 }
 
@@ -997,9 +745,10 @@ int kr__include_resolve(kr_context *ctx, kr__includes *out, const char *src, siz
     R->mode = mode;
     R->dirs = dirs;
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/include", ctx->cuda_home ? ctx->cuda_home : "/usr/local/cuda");
+    const char *home = ctx->cuda_home ? ctx->cuda_home : "/usr/local/cuda";
+    snprintf(path, sizeof path, "%s/include", home);
     R->toolkit = real_or_null(path);
-    snprintf(path, sizeof path, "%s/include/cccl", ctx->cuda_home ? ctx->cuda_home : "/usr/local/cuda");
+    snprintf(path, sizeof path, "%s/include/cccl", home);
     R->cccl = R->toolkit ? real_or_null(path) : NULL;
     int rc = KR_OK;
     long cand = add_file(R, FROM_CANDIDATE, "", name, src, len, NULL);
@@ -1021,7 +770,7 @@ int kr__include_resolve(kr_context *ctx, kr__includes *out, const char *src, siz
     }
     check_chain(R);
     if (R->errors) {
-        rc = refuse(ctx, name, &R->log, R->errors, max_log);
+        rc = kr__include_refuse(ctx, name, &R->log, R->errors, max_log);
         goto fail;
     }
     for (size_t i = 0; i < R->nfiles; i++)

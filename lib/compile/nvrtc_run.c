@@ -139,8 +139,8 @@ int kr__nvrtc_run(kr_context *ctx, const kr__nvrtc_api *nv, const kr__includes *
     if (rc == KR_OK)
         r = nv->nvrtcCompileProgram(p, (int)l->count, (const char *const *)l->items);
     prog->compile_seconds = kr__now() - t0;
-    if (rc == KR_OK &&
-        !(prog->log = program_log(nv, p, name, o->max_log_bytes ? o->max_log_bytes : KR__DEFAULT_MAX_LOG)))
+    uint64_t max_log = o->max_log_bytes ? o->max_log_bytes : KR__DEFAULT_MAX_LOG;
+    if (rc == KR_OK && !(prog->log = program_log(nv, p, name, max_log)))
         rc = kr__fail(ctx, KR_ENOMEM, "out of memory");
     if (rc != KR_OK) {
         /* nothing more to do */

@@ -324,7 +324,8 @@ static void read_number(scanner *S)
     rd *r = &S->r;
     for (;;) {
         int c = cur(r);
-        if ((c == 'e' || c == 'E' || c == 'p' || c == 'P') && (ahead(r) == '+' || ahead(r) == '-')) {
+        int exponent = c == 'e' || c == 'E' || c == 'p' || c == 'P';
+        if (exponent && (ahead(r) == '+' || ahead(r) == '-')) {
             adv(r);
             adv(r);
         } else if (c == '\'' && S->mode.digit_separators && is_ident(ahead(r))) {

@@ -209,7 +209,8 @@ static void has_include_probes(void **state)
 static void pragmas(void **state)
 {
     (void)state;
-    char *s = with_secret("_Pragma(\"include_alias(\\\"a.h\\\", \\\"%s\\\")\")\n#include \"a.h\"\n");
+    char *s = with_secret("_Pragma(\"include_alias(\\\"a.h\\\", \\\"%s\\\")\")\n"
+                          "#include \"a.h\"\n");
     refused(s, "#pragma include_alias is refused");
     free(s);
     s = with_secret("#pragma GCC dependency \"%s\"\n");
@@ -284,7 +285,8 @@ static void language_modes(void **state)
 {
     (void)state;
     /* C++03: no raw strings, so the line inside is a directive */
-    const char *raw = "__device__ const char *s = R\"x(\n#include \"../outside/secret.txt\"\n)x\";\n";
+    const char *raw =
+        "__device__ const char *s = R\"x(\n#include \"../outside/secret.txt\"\n)x\";\n";
     refused_std(raw, "'..'", "c++03");
     /* C++17: it is a string; nothing is included and it compiles */
     kr_context *ctx = test_context(NULL);
@@ -389,6 +391,54 @@ static void toolkit_computed_includes(void **state)
     refused(text, "__THRUST_DEVICE_SYSTEM_ROOT is refused: a toolkit header builds");
 }
 
+/* A toolkit laid out with include/cccl a symbolic link to elsewhere (as
+ * some installations are): headers there are found and contained there; a
+ * link in the toolkit that leads out of it is not followed. */
+static void toolkit_with_linked_cccl(void **state)
+{
+    (void)state;
+    char *home = join(root, "fake-cuda"), *inc = join(home, "include"), *real = join(root, "cccl");
+    char *sub = join(real, "fake");
+    assert_int_equal(mkdir(home, 0700), 0);
+    assert_int_equal(mkdir(inc, 0700), 0);
+    assert_int_equal(mkdir(real, 0700), 0);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    char *link = join(inc, "cccl");
+    assert_int_equal(symlink(real, link), 0);
+    write_file(sub, "x.h", "#pragma once\n#include \"y.h\"\n");
+    write_file(sub, "y.h", "#define FAKE_Y 3\n");
+    char *evil = join(inc, "evil.h");
+    assert_int_equal(symlink(secret_path, evil), 0);
+
+    kr_context *warm = test_context(NULL); /* NVRTC is loaded from the real toolkit */
+    kr_program *p = NULL;
+    assert_int_equal(kr_compile(&p, warm, "__global__ void k() {}\n", 0, NULL), KR_OK);
+    kr_program_free(p);
+    kr_context_free(warm);
+
+    kr_context_options co;
+    kr_context_options_init(&co, KR_CONTEXT_OPTIONS_VERSION);
+    co.flags = KR_CONTEXT_NO_DEVICE;
+    co.cuda_home = home;
+    kr_context *ctx = NULL;
+    assert_int_equal(kr_context_new(&ctx, &co), KR_OK);
+    kr_compile_options o = opts_with(NULL, 0, NULL);
+    if (kr_compile(&p, ctx, "#include <fake/x.h>\nstatic_assert(FAKE_Y == 3, \"y\");\n", 0, &o) !=
+        KR_OK)
+        fail_msg("%s\n%s", kr_context_errmsg(ctx), kr_context_errdetail(ctx));
+    kr_program_free(p);
+    assert_int_equal(kr_compile(&p, ctx, "#include <evil.h>\n", 0, &o), KR_ECOMPILE);
+    assert_contains(kr_context_errmsg(ctx), "resolves outside the allowed directories");
+    no_secret(ctx, NULL);
+    kr_context_free(ctx);
+    free(evil);
+    free(link);
+    free(sub);
+    free(real);
+    free(inc);
+    free(home);
+}
+
 /* ---- what must compile ---- */
 
 static void compiles_with(const char *src, const kr_compile_options *o)
@@ -429,7 +479,8 @@ static void shims_in_use(void **state)
 {
     (void)state;
     compiles("#include <cstdio>\n#include <stdio.h>\n"
-             "__global__ void k() { printf(\"%d\\n\", (int)threadIdx.x); std::printf(\"x\\n\"); }\n");
+             "__global__ void k() { printf(\"%d\\n\", (int)threadIdx.x);\n"
+             "  std::printf(\"x\\n\"); }\n");
     compiles("#include <cstdint>\n#include <stdint.h>\n"
              "__global__ void k(uint32_t *a, std::int64_t *b, uint8_t *c) {\n"
              "  a[0] = UINT32_MAX; b[0] = INT64_C(1) << 40; c[0] = UINT8_MAX; }\n");
@@ -621,6 +672,7 @@ int main(void)
         cmocka_unit_test(working_directory_is_not_searched),
         cmocka_unit_test(headers_of_include_dirs),
         cmocka_unit_test(toolkit_computed_includes),
+        cmocka_unit_test(toolkit_with_linked_cccl),
         cmocka_unit_test(every_shim_alone),
         cmocka_unit_test(shims_in_use),
         cmocka_unit_test(toolkit_headers),
