@@ -12,6 +12,7 @@ command -v python3 >/dev/null || need+=(python3 python3-pip)
 pkg-config --exists libxxhash 2>/dev/null || need+=(libxxhash-dev)
 pkg-config --exists jansson 2>/dev/null || need+=(libjansson-dev)
 pkg-config --exists cmocka 2>/dev/null || need+=(libcmocka-dev)
+pkg-config --exists libseccomp 2>/dev/null || need+=(libseccomp-dev)
 if [ "${KR_WANT_FUZZ:-0}" = 1 ]; then
   command -v clang >/dev/null || need+=(clang)
   ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||
