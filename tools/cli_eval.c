@@ -16,7 +16,11 @@ const char *eval_options_help(void)
            "  --no-bench             verify only\n"
            "  --cache-dir DIR        on-disk compile cache (default $KREWARD_CACHE_DIR)\n"
            "  --require-gpu          exit 3 when there is no GPU to verify on\n"
-           "  --json                 print the report(s) as JSON\n";
+           "  --json                 print the report(s) as JSON\n"
+           "  --gpus LIST            GPUs for the worker processes, e.g. 0,1 (default: all visible)\n"
+           "  --jobs N               compile worker processes (default: one per two CPUs)\n"
+           "  --in-process           run the candidate in this process, without workers or\n"
+           "                         sandbox (trusted code only: a fault ends the process)\n";
 }
 
 enum {
@@ -27,6 +31,9 @@ enum {
     OPT_CACHE_DIR,
     OPT_REQUIRE_GPU,
     OPT_JSON,
+    OPT_GPUS,
+    OPT_JOBS,
+    OPT_IN_PROCESS,
     OPT_EVAL_END, /* one past the last */
 };
 
@@ -38,6 +45,9 @@ const struct option eval_options[] = {
     {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
     {"require-gpu", no_argument, NULL, OPT_REQUIRE_GPU},
     {"json", no_argument, NULL, OPT_JSON},
+    {"gpus", required_argument, NULL, OPT_GPUS},
+    {"jobs", required_argument, NULL, OPT_JOBS},
+    {"in-process", no_argument, NULL, OPT_IN_PROCESS},
     {NULL, 0, NULL, 0},
 };
 
@@ -71,6 +81,18 @@ static int eval_keep(cli_parser *p, int id, const char *v, eval_args *a)
         break;
     case OPT_JSON:
         a->json = 1;
+        break;
+    case OPT_GPUS:
+        a->gpus = v;
+        break;
+    case OPT_JOBS:
+        errno = 0;
+        a->jobs = (unsigned)strtoul(v, &end, 10);
+        if (*end || !a->jobs || errno || a->jobs > 256)
+            return cli_bad(p, "--jobs takes a number of worker processes (1 to 256), not '%s'", v);
+        break;
+    case OPT_IN_PROCESS:
+        a->in_process = 1;
         break;
     }
     return 0;
@@ -121,6 +143,53 @@ int eval_prepare(kr_context *ctx, const eval_args *a, eval_setup *s)
     snprintf(s->reward_name, sizeof s->reward_name, "%s", reward);
     s->eval.reward = s->reward;
     return 0;
+}
+
+kr_pool *eval_pool(const eval_args *a, int *no_gpu)
+{
+    kr_pool_options o;
+    kr_pool_options_init(&o, KR_POOL_OPTIONS_VERSION);
+    o.gpus = a->gpus;
+    o.compile_workers = a->jobs;
+    o.cache_dir = a->cache_dir ? a->cache_dir : getenv("KREWARD_CACHE_DIR");
+    kr_pool *pool = NULL;
+    char *why = NULL;
+    *no_gpu = 0;
+    int rc = kr_pool_new(&pool, &o, &why);
+    if (rc == KR_ENODEVICE && !a->gpus) {
+        *no_gpu = 1;
+        if (a->require_gpu) {
+            fprintf(stderr, "kreward: %s\n", why);
+            kr_free(why);
+            return NULL;
+        }
+        fprintf(stderr, "kreward: %s: compile checks only (verification and timing need an "
+                        "NVIDIA GPU)\n", why);
+        kr_free(why);
+        why = NULL;
+        o.gpus = "none";
+        rc = kr_pool_new(&pool, &o, &why);
+    }
+    if (rc != KR_OK)
+        fprintf(stderr, "kreward: cannot start the worker pool: %s\n", why ? why : kr_strerror(rc));
+    kr_free(why);
+    return pool;
+}
+
+kr_job eval_job(const eval_setup *s, const kr_problem *p, const char *src, size_t len,
+                const char *name)
+{
+    kr_job job;
+    kr_job_init(&job, KR_JOB_VERSION);
+    job.flags = s->eval.flags;
+    job.problem = p;
+    job.source = src;
+    job.len = len;
+    job.name = name;
+    job.verify = &s->verify;
+    job.bench = &s->bench;
+    job.reward = s->reward;
+    return job;
 }
 
 void eval_release(eval_setup *s)

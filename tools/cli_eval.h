@@ -13,6 +13,9 @@ typedef struct {
     int no_bench;
     int json;
     int require_gpu;
+    int in_process;          /* trusted code only: no worker processes */
+    const char *gpus;        /* the pool's GPUs, "0,1" (default: every visible GPU) */
+    unsigned jobs;           /* compile workers (default: one per two CPUs) */
 } eval_args;
 
 /* The evaluation options, one table for every command that evaluates:
@@ -33,6 +36,15 @@ typedef struct {
 } eval_setup;
 int eval_prepare(kr_context *ctx, const eval_args *a, eval_setup *s);
 void eval_release(eval_setup *s);
+
+/* The pool that runs candidates (worker processes, sandboxed). Without a
+ * GPU it says so on stderr and makes a pool that compiles and checks plans
+ * only (reports not_run), unless --require-gpu (then NULL, exit 3). NULL
+ * with a message on stderr when it cannot start. */
+kr_pool *eval_pool(const eval_args *a, int *no_gpu);
+/* The job for one candidate source with the options of s. */
+kr_job eval_job(const eval_setup *s, const kr_problem *p, const char *src, size_t len,
+                const char *name);
 
 /* Multi-line summary for people. */
 void eval_print(FILE *to, const kr_report *r, const char *reward_name);

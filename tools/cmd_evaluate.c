@@ -17,6 +17,23 @@ static void usage(FILE *to)
             eval_options_help());
 }
 
+/* The candidate in a sandboxed worker process of a pool of one. */
+static kr_report *evaluate_in_pool(const eval_args *a, const eval_setup *s, const kr_problem *p,
+                                   const char *src, size_t len)
+{
+    int no_gpu;
+    kr_pool *pool = eval_pool(a, &no_gpu);
+    if (!pool)
+        return NULL;
+    kr_job job = eval_job(s, p, src, len, s->eval.name);
+    uint64_t ticket;
+    kr_report *r = NULL;
+    if (kr_pool_submit(&ticket, pool, &job) == KR_OK)
+        kr_pool_wait(&r, pool, ticket, -1);
+    kr_pool_free(pool);
+    return r;
+}
+
 int cmd_evaluate(int argc, char **argv)
 {
     eval_args a;
@@ -47,7 +64,9 @@ int cmd_evaluate(int argc, char **argv)
     char *src = cli_read_file(files[1], &len);
     if (!src)
         return EXIT_USAGE;
-    kr_context *ctx = cli_context(a.cache_dir, 0);
+    /* the problem and the reward live here; the candidate runs in a worker
+     * (this process needs no GPU), or here with --in-process */
+    kr_context *ctx = cli_context(a.cache_dir, !a.in_process);
     kr_problem *p = NULL;
     eval_setup s;
     int rc = kr_problem_load(&p, ctx, files[0]);
@@ -61,13 +80,24 @@ int cmd_evaluate(int argc, char **argv)
         const char *base = strrchr(files[1], '/');
         s.eval.name = base ? base + 1 : files[1];
         kr_report *r = NULL;
-        if (kr_report_new(&r) != KR_OK) {
-            fprintf(stderr, "kreward evaluate: out of memory\n");
-            exit(EXIT_INTERNAL);
+        if (a.in_process) { /* trusted code: the candidate runs here */
+            if (kr_report_new(&r) != KR_OK) {
+                fprintf(stderr, "kreward evaluate: out of memory\n");
+                exit(EXIT_INTERNAL);
+            }
+            int saved = cli_quiet_stdout(); /* the candidate's printf never mixes with the report */
+            rc = kr_evaluate(r, ctx, p, src, len, &s.eval);
+            cli_restore_stdout(saved);
+        } else {
+            r = evaluate_in_pool(&a, &s, p, src, len);
+            if (!r) {
+                eval_release(&s);
+                kr_problem_free(p);
+                kr_context_free(ctx);
+                free(src);
+                return a.require_gpu ? EXIT_ENVIRONMENT : EXIT_INTERNAL;
+            }
         }
-        int saved = cli_quiet_stdout(); /* the candidate's printf never mixes with the report */
-        rc = kr_evaluate(r, ctx, p, src, len, &s.eval);
-        cli_restore_stdout(saved);
         if (a.json) {
             char *json = NULL;
             kr_report_json(&json, r);

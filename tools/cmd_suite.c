@@ -1,22 +1,16 @@
-/* `kreward suite DIR`: every problem x candidate of a suite directory, each
- * evaluated in a process of its own (a candidate that faults or hangs
- * poisons its process, never the suite), against the expectations in each
- * problem's manifest.json. */
+/* `kreward suite DIR`: every problem x candidate of a suite directory,
+ * evaluated through a worker pool (sandboxed processes: a candidate that
+ * faults or hangs costs a worker, never the suite or a report), against the
+ * expectations in each problem's manifest.json. */
 #include "cli_eval.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-#define WORKER_TIMEOUT_S 600
 
 static void usage(FILE *to)
 {
@@ -74,100 +68,35 @@ static problem_dir *list_problems(const char *root, const char *filter, size_t *
     return list;
 }
 
-/* The worker: evaluate one candidate, write its report as JSON, exit. */
-static void worker(const eval_args *a, const char *problem_path, const char *cand_path,
-                   const char *cand_name, int fd)
-{
-    kr_context *ctx = cli_context(a->cache_dir, 0);
-    kr_problem *p = NULL;
-    kr_report *r = NULL;
-    eval_setup s;
-    size_t len;
-    char *src = cli_read_file(cand_path, &len);
-    if (kr_report_new(&r) != KR_OK)
-        _exit(EXIT_INTERNAL);
-    int rc = kr_problem_load(&p, ctx, problem_path);
-    if (rc == KR_OK && src && eval_prepare(ctx, a, &s) == 0) {
-        s.eval.name = cand_name;
-        /* the candidate's device printf must not reach the suite's table */
-        fflush(stdout);
-        dup2(STDERR_FILENO, STDOUT_FILENO);
-        kr_evaluate(r, ctx, p, src, len, &s.eval);
-        eval_release(&s);
-    } else {
-        kr_report_set_verdict(r, KR_VERDICT_ERROR);
-        kr_report_set_text(r, "message", src ? kr_context_errmsg(ctx) : "cannot read the candidate");
-    }
-    char *json = NULL;
-    kr_report_json(&json, r);
-    size_t n = json ? strlen(json) : 0, off = 0;
-    while (off < n) {
-        ssize_t w = write(fd, json + off, n - off);
-        if (w <= 0)
-            break;
-        off += (size_t)w;
-    }
-    _exit(0); /* no teardown: a poisoned context must not block the exit */
-}
+/* One candidate of the suite: where it is, what it must get, its ticket. */
+typedef struct {
+    char problem[256];
+    char file[512];
+    char expect[32];
+    int faster;
+    uint64_t ticket;
+    int submitted;
+} entry;
 
-/* Runs a worker; returns its report as JSON, or a synthesized one when the
- * worker died or ran out of time. */
-static json_t *run_worker(const eval_args *a, const char *problem_path, const char *cand_path,
-                          const char *cand_name)
+typedef struct {
+    entry *items;
+    size_t count, cap;
+    kr_problem **problems;
+    size_t num_problems;
+} suite;
+
+/* The report of a candidate, as JSON, from the pool (every candidate gets
+ * one, whatever happened to its worker). */
+static json_t *collect(kr_pool *pool, const entry *e)
 {
-    int fds[2];
-    if (pipe(fds) != 0)
+    kr_report *r = NULL;
+    if (!e->submitted || kr_pool_wait(&r, pool, e->ticket, -1) != KR_OK || !r)
         return NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fds[0]);
-        worker(a, problem_path, cand_path, cand_name, fds[1]);
-    }
-    close(fds[1]);
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    time_t deadline = time(NULL) + WORKER_TIMEOUT_S;
-    int timed_out = 0;
-    for (;;) {
-        struct pollfd pfd = {fds[0], POLLIN, 0};
-        int left = (int)(deadline - time(NULL));
-        if (left <= 0 || poll(&pfd, 1, left * 1000) == 0) {
-            timed_out = 1;
-            kill(pid, SIGKILL);
-            break;
-        }
-        if (len + 65536 > cap) {
-            char *grown = realloc(buf, cap = cap * 2 + 65536);
-            if (!grown)
-                break;
-            buf = grown;
-        }
-        ssize_t got = read(fds[0], buf + len, cap - len - 1);
-        if (got <= 0)
-            break;
-        len += (size_t)got;
-    }
-    close(fds[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    json_t *report = buf && len ? json_loadb(buf, len, 0, NULL) : NULL;
-    free(buf);
-    if (report)
-        return report;
-    report = json_object();
-    json_object_set_new(report, "verdict", json_string(timed_out ? "timeout" : "error"));
-    char msg[200];
-    if (timed_out)
-        snprintf(msg, sizeof msg, "the worker ran past %d s and was killed", WORKER_TIMEOUT_S);
-    else if (WIFSIGNALED(status))
-        snprintf(msg, sizeof msg, "the worker died of signal %d", WTERMSIG(status));
-    else
-        snprintf(msg, sizeof msg, "the worker exited with %d without a report", WEXITSTATUS(status));
-    json_t *texts = json_object();
-    json_object_set_new(texts, "message", json_string(msg));
-    json_object_set_new(report, "texts", texts);
-    json_object_set_new(report, "metrics", json_object());
+    char *text = NULL;
+    kr_report_json(&text, r);
+    json_t *report = text ? json_loads(text, 0, NULL) : NULL;
+    kr_free(text);
+    kr_report_free(r);
     return report;
 }
 
@@ -214,8 +143,24 @@ static int check(json_t *report, const char *expect, int faster, tally *t)
     return ok;
 }
 
-static int run_problem(const eval_args *a, const problem_dir *pd, FILE *jsonl, size_t *done,
-                       size_t total, tally *t)
+static entry *add_entry(suite *st)
+{
+    if (st->count == st->cap) {
+        size_t cap = st->cap ? st->cap * 2 : 64;
+        entry *grown = realloc(st->items, cap * sizeof *grown);
+        if (!grown)
+            return NULL;
+        st->items = grown;
+        st->cap = cap;
+    }
+    entry *e = &st->items[st->count++];
+    memset(e, 0, sizeof *e);
+    return e;
+}
+
+/* Loads a problem and queues every candidate its manifest lists. */
+static int submit_problem(kr_context *ctx, kr_pool *pool, const eval_setup *s,
+                          const problem_dir *pd, suite *st)
 {
     char manifest_path[4200], problem_path[4200];
     snprintf(manifest_path, sizeof manifest_path, "%s/manifest.json", pd->dir);
@@ -223,66 +168,67 @@ static int run_problem(const eval_args *a, const problem_dir *pd, FILE *jsonl, s
     json_error_t err;
     json_t *manifest = json_load_file(manifest_path, 0, &err);
     json_t *cands = json_object_get(manifest, "candidates");
-    if (!json_is_array(cands)) {
-        fprintf(stderr, "kreward suite: %s: %s\n", manifest_path,
-                manifest ? "needs a \"candidates\" array" : err.text);
+    kr_problem *p = NULL;
+    if (!json_is_array(cands) || kr_problem_load(&p, ctx, problem_path) != KR_OK) {
+        fprintf(stderr, "kreward suite: %s: %s\n", json_is_array(cands) ? problem_path : manifest_path,
+                json_is_array(cands) ? kr_context_errmsg(ctx)
+                : manifest ? "needs a \"candidates\" array" : err.text);
         json_decref(manifest);
         return -1;
     }
+    st->problems[st->num_problems++] = p; /* lives until the suite is collected */
     for (size_t i = 0; i < json_array_size(cands); i++) {
         json_t *c = json_array_get(cands, i);
         const char *file = json_string_value(json_object_get(c, "file"));
         const char *expect = json_string_value(json_object_get(c, "expect"));
-        int faster = json_is_true(json_object_get(c, "faster"));
         if (!file || !expect || !kr_verdict_from_name(expect)) {
             fprintf(stderr, "kreward suite: %s: candidates[%zu] needs \"file\" and a verdict in "
                     "\"expect\"\n", manifest_path, i);
             json_decref(manifest);
             return -1;
         }
+        entry *e = add_entry(st);
+        if (!e)
+            return -1;
+        snprintf(e->problem, sizeof e->problem, "%s", pd->name);
+        snprintf(e->file, sizeof e->file, "%s", file);
+        snprintf(e->expect, sizeof e->expect, "%s", expect);
+        e->faster = json_is_true(json_object_get(c, "faster"));
         char cand_path[4400];
         snprintf(cand_path, sizeof cand_path, "%s/%s", pd->dir, file);
         const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
-        if (isatty(2))
-            fprintf(stderr, "\r[%zu/%zu] %s / %s ...\033[K", *done + 1, total, pd->name, base);
-        json_t *report = run_worker(a, problem_path, cand_path, base);
-        if (isatty(2))
-            fprintf(stderr, "\r\033[K");
-        int match = report && check(report, expect, faster, t);
-        t->total++;
-        t->as_expected += match;
-        print_row(pd->name, base, report, expect, match);
-        fflush(stdout);
-        if (jsonl && report) {
-            json_t *line = json_object();
-            json_object_set_new(line, "problem", json_string(pd->name));
-            json_object_set_new(line, "candidate", json_string(file));
-            json_object_set_new(line, "expect", json_string(expect));
-            json_object_set_new(line, "as_expected", json_boolean(match));
-            json_object_set(line, "report", report);
-            char *text = json_dumps(line, JSON_COMPACT);
-            fprintf(jsonl, "%s\n", text ? text : "{}");
-            free(text);
-            json_decref(line);
+        size_t len;
+        char *src = cli_read_file(cand_path, &len);
+        if (src) {
+            kr_job job = eval_job(s, p, src, len, base);
+            e->submitted = kr_pool_submit(&e->ticket, pool, &job) == KR_OK;
+            free(src);
         }
-        json_decref(report);
-        (*done)++;
     }
     json_decref(manifest);
     return 0;
 }
 
-static size_t count_candidates(const problem_dir *list, size_t n)
+static void print_entry(const entry *e, json_t *report, FILE *jsonl, tally *t)
 {
-    size_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/manifest.json", list[i].dir);
-        json_t *m = json_load_file(path, 0, NULL);
-        total += json_array_size(json_object_get(m, "candidates"));
-        json_decref(m);
+    const char *base = strrchr(e->file, '/') ? strrchr(e->file, '/') + 1 : e->file;
+    int match = report && check(report, e->expect, e->faster, t);
+    t->total++;
+    t->as_expected += match;
+    print_row(e->problem, base, report, e->expect, match);
+    fflush(stdout);
+    if (jsonl && report) {
+        json_t *line = json_object();
+        json_object_set_new(line, "problem", json_string(e->problem));
+        json_object_set_new(line, "candidate", json_string(e->file));
+        json_object_set_new(line, "expect", json_string(e->expect));
+        json_object_set_new(line, "as_expected", json_boolean(match));
+        json_object_set(line, "report", report);
+        char *text = json_dumps(line, JSON_COMPACT);
+        fprintf(jsonl, "%s\n", text ? text : "{}");
+        free(text);
+        json_decref(line);
     }
-    return total;
 }
 
 int cmd_suite(int argc, char **argv)
@@ -327,12 +273,6 @@ int cmd_suite(int argc, char **argv)
     }
     if (a.json)
         fprintf(stderr, "kreward suite: --json is for evaluate; use --jsonl OUT\n");
-    /* workers share compiles through the disk cache */
-    char cache[256];
-    if (!a.cache_dir && !getenv("KREWARD_CACHE_DIR")) {
-        snprintf(cache, sizeof cache, "/tmp/kreward-cache-%u", (unsigned)getuid());
-        a.cache_dir = cache;
-    }
     size_t n = 0;
     problem_dir *list = list_problems(dir, filter, &n);
     if (!list || n == 0) {
@@ -346,13 +286,44 @@ int cmd_suite(int argc, char **argv)
         free(list);
         return EXIT_USAGE;
     }
+    /* every candidate runs in a sandboxed worker process of one pool (a
+     * GPU worker per GPU, compile workers on the CPUs); this process holds
+     * the problems and the reward */
+    kr_context *ctx = cli_context(a.cache_dir, 1);
+    eval_setup s;
+    int no_gpu = 0;
+    kr_pool *pool = eval_prepare(ctx, &a, &s) == 0 ? eval_pool(&a, &no_gpu) : NULL;
+    if (!pool) {
+        kr_context_free(ctx);
+        free(list);
+        if (jsonl)
+            fclose(jsonl);
+        return a.require_gpu ? EXIT_ENVIRONMENT : EXIT_INTERNAL;
+    }
+    suite st = {NULL, 0, 0, calloc(n, sizeof(kr_problem *)), 0};
+    int bad = !st.problems;
+    for (size_t i = 0; i < n && !bad; i++)
+        bad |= submit_problem(ctx, pool, &s, &list[i], &st) != 0;
     printf("%-22s %-16s %-14s %-12s %-22s %-8s %s\n", "problem", "candidate", "verdict", "time",
            "speedup [95% CI]", "reward", "expected?");
-    size_t total = count_candidates(list, n), done = 0;
     tally t = {0, 0, 0, 0};
-    int bad = 0;
-    for (size_t i = 0; i < n; i++)
-        bad |= run_problem(&a, &list[i], jsonl, &done, total, &t) != 0;
+    for (size_t i = 0; i < st.count; i++) {
+        if (isatty(2))
+            fprintf(stderr, "\r[%zu/%zu] %s / %s ...\033[K", i + 1, st.count, st.items[i].problem,
+                    st.items[i].file);
+        json_t *report = collect(pool, &st.items[i]);
+        if (isatty(2))
+            fprintf(stderr, "\r\033[K");
+        print_entry(&st.items[i], report, jsonl, &t);
+        json_decref(report);
+    }
+    kr_pool_free(pool);
+    eval_release(&s);
+    for (size_t i = 0; i < st.num_problems; i++)
+        kr_problem_free(st.problems[i]);
+    free(st.problems);
+    free(st.items);
+    kr_context_free(ctx);
     if (jsonl)
         fclose(jsonl);
     printf("\n%zu candidates in %zu problems: %zu as expected", t.total, n, t.as_expected);

@@ -13,5 +13,6 @@
 #include "bench.h"
 #include "reward.h"
 #include "evaluate.h"
+#include "pool.h"
 
 #endif

@@ -1,0 +1,309 @@
+/* The pool's throughput on GRPO-like batches (problems x fresh candidates,
+ * fast preset), against evaluating the same candidates in this process, one
+ * after another; then the same batch with faulting and hanging candidates
+ * mixed in (every report present and right, respawn waits), and a soak that
+ * watches memory. Prints tables; needs a GPU.
+ *
+ *   bench_pool [--problems N] [--per-problem M] [--gpus LIST] [--soak K]
+ *              [--fault-percent F] [--hang-percent H] [--skip-in-process] */
+#include <kreward/kreward.h>
+
+#include "common/clock.h"
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const PROBLEMS[] = {"l1_vector_add", "l1_gelu", "l2_layernorm", "l2_rmsnorm",
+                                       "l2_softmax", "l2_sum", "l3_bias_gelu",
+                                       "l3_residual_rmsnorm"};
+#define NUM_PROBLEMS (sizeof PROBLEMS / sizeof PROBLEMS[0])
+
+static const char *FAULT =
+    "// kreward: launch k grid=(264) block=(128) args=(a, b, c, N)\n"
+    "extern \"C\" __global__ void k(const float *a, const float *b, float *c, long long n) {\n"
+    "  for (long long i = blockIdx.x * 128ll + threadIdx.x; i < n; i += 264ll * 128)\n"
+    "    c[i + (1ll << 36)] = a[i] + b[i]; }\n";
+static const char *HANG =
+    "// kreward: launch k grid=(1) block=(32) args=(a, b, c, N)\n"
+    "extern \"C\" __global__ void k(const float *a, const float *b, volatile float *c, long long n) {\n"
+    "  while (c[0] != 12345.0f) { } }\n";
+
+typedef struct {
+    kr_problem *problems[NUM_PROBLEMS];
+    char *sources[NUM_PROBLEMS][3];   /* fast, slow, wrong */
+    kr_reward *reward;
+    kr_context *ctx;
+} corpus;
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) == (size_t)n)
+        s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+/* A fresh candidate: one of the problem's three, made unique by a comment
+ * (so nothing is shared through the cache or deduplicated). */
+static char *fresh(const corpus *c, size_t p, size_t i, unsigned salt, const char **expect)
+{
+    static const char *const expects[] = {"passed", "passed", "incorrect"};
+    size_t kind = i % 3;
+    *expect = expects[kind];
+    const char *base = c->sources[p][kind];
+    size_t n = strlen(base) + 64;
+    char *s = malloc(n);
+    snprintf(s, n, "%s// variant %u.%zu.%zu\n", base, salt, p, i);
+    return s;
+}
+
+typedef struct {
+    double wall;
+    size_t total, right, faults, hangs;
+} outcome;
+
+static const char *verdict(const kr_report *r)
+{
+    return kr_verdict_name(kr_report_verdict(r));
+}
+
+static void run_pool(kr_pool *pool, const corpus *c, size_t problems, size_t per, unsigned salt,
+                     int fault_pct, int hang_pct, outcome *o)
+{
+    size_t n = problems * per;
+    kr_job *jobs = calloc(n, sizeof *jobs);
+    char **srcs = calloc(n, sizeof *srcs);
+    const char **expect = calloc(n, sizeof *expect);
+    kr_report **reports = calloc(n, sizeof *reports);
+    kr_bench_options bo;
+    kr_bench_options_init(&bo, KR_BENCH_OPTIONS_VERSION, KR_BENCH_FAST);
+    kr_verify_options vo;
+    kr_verify_options_init(&vo, KR_VERIFY_OPTIONS_VERSION);
+    vo.timeout_s = 2;
+    memset(o, 0, sizeof *o);
+    for (size_t i = 0; i < n; i++) {
+        size_t p = i % problems;
+        unsigned r = (unsigned)(i * 2654435761u + salt) % 100;
+        if ((int)r < fault_pct) {
+            srcs[i] = strdup(FAULT);
+            expect[i] = "fault";
+            p = 0; /* vector_add's arguments */
+            o->faults++;
+        } else if ((int)r < fault_pct + hang_pct) {
+            srcs[i] = strdup(HANG);
+            expect[i] = "timeout";
+            p = 0;
+            o->hangs++;
+        } else {
+            srcs[i] = fresh(c, p, i / problems, salt, &expect[i]);
+        }
+        kr_job_init(&jobs[i], KR_JOB_VERSION);
+        jobs[i].problem = c->problems[p];
+        jobs[i].source = srcs[i];
+        jobs[i].bench = &bo;
+        jobs[i].verify = &vo;
+        jobs[i].reward = c->reward;
+        jobs[i].name = "candidate.cu";
+    }
+    double t0 = kr__now();
+    kr_evaluate_batch(reports, pool, jobs, n);
+    o->wall = kr__now() - t0;
+    for (size_t i = 0; i < n; i++) {
+        o->total += reports[i] != NULL;
+        int ok = reports[i] && strcmp(verdict(reports[i]), expect[i]) == 0;
+        if (!ok && reports[i])
+            fprintf(stderr, "  unexpected: %s, expected %s: %.200s\n", verdict(reports[i]), expect[i],
+                    kr_report_text(reports[i], "message") ? kr_report_text(reports[i], "message") : "");
+        o->right += ok;
+        kr_report_free(reports[i]);
+        free(srcs[i]);
+    }
+    free(jobs);
+    free(srcs);
+    free(expect);
+    free(reports);
+}
+
+static void run_in_process(const corpus *c, size_t problems, size_t per, unsigned salt, outcome *o)
+{
+    kr_evaluate_options eo = KR_EVALUATE_OPTIONS_INIT;
+    eo.reward = c->reward;
+    memset(o, 0, sizeof *o);
+    double t0 = kr__now();
+    for (size_t i = 0; i < problems * per; i++) {
+        size_t p = i % problems;
+        const char *expect;
+        char *src = fresh(c, p, i / problems, salt, &expect);
+        kr_report *r = NULL;
+        kr_report_new(&r);
+        kr_evaluate(r, c->ctx, c->problems[p], src, 0, &eo);
+        o->total++;
+        o->right += strcmp(verdict(r), expect) == 0;
+        kr_report_free(r);
+        free(src);
+    }
+    o->wall = kr__now() - t0;
+}
+
+static long rss_kb(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            kb = atol(line + 6);
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+static long workers_rss_kb(kr_pool *pool)
+{
+    char *text = NULL;
+    kr_pool_status_json(&text, pool);
+    json_t *o = json_loads(text ? text : "{}", 0, NULL), *w;
+    size_t i;
+    long total = 0;
+    json_array_foreach(json_object_get(o, "workers"), i, w) {
+        json_int_t pid = json_integer_value(json_object_get(w, "pid"));
+        if (pid > 0)
+            total += rss_kb((pid_t)pid) > 0 ? rss_kb((pid_t)pid) : 0;
+    }
+    json_decref(o);
+    kr_free(text);
+    return total;
+}
+
+static double status(kr_pool *pool, const char *key)
+{
+    char *text = NULL;
+    kr_pool_status_json(&text, pool);
+    json_t *o = json_loads(text ? text : "{}", 0, NULL);
+    double v = json_number_value(json_object_get(o, key));
+    json_decref(o);
+    kr_free(text);
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    signal(SIGPIPE, SIG_IGN);
+    size_t problems = NUM_PROBLEMS, per = 16, soak = 0;
+    int fault_pct = 10, hang_pct = 5, skip_in_process = 0;
+    const char *gpus = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--problems") && i + 1 < argc)
+            problems = (size_t)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--per-problem") && i + 1 < argc)
+            per = (size_t)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--gpus") && i + 1 < argc)
+            gpus = argv[++i];
+        else if (!strcmp(argv[i], "--soak") && i + 1 < argc)
+            soak = (size_t)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--fault-percent") && i + 1 < argc)
+            fault_pct = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--hang-percent") && i + 1 < argc)
+            hang_pct = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--skip-in-process"))
+            skip_in_process = 1;
+    }
+    problems = problems > NUM_PROBLEMS ? NUM_PROBLEMS : problems;
+    const char *root = getenv("KR_SOURCE_ROOT") ? getenv("KR_SOURCE_ROOT") : ".";
+    corpus c;
+    memset(&c, 0, sizeof c);
+    if (kr_context_new(&c.ctx, NULL) != KR_OK || !kr_context_has_device(c.ctx)) {
+        printf("bench_pool: needs a GPU (skipped)\n");
+        return 0;
+    }
+    kr_reward_preset(&c.reward, c.ctx, "makora");
+    const char *kinds[] = {"fast", "slow", "wrong"};
+    for (size_t p = 0; p < problems; p++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/examples/problems/%s/problem.json", root, PROBLEMS[p]);
+        if (kr_problem_load(&c.problems[p], c.ctx, path) != KR_OK) {
+            printf("bench_pool: %s: %s\n", path, kr_context_errmsg(c.ctx));
+            return 1;
+        }
+        for (int k = 0; k < 3; k++) {
+            snprintf(path, sizeof path, "%s/examples/problems/%s/candidates/%s.cu", root,
+                     PROBLEMS[p], kinds[k]);
+            c.sources[p][k] = read_file(path);
+        }
+    }
+    kr_pool_options po;
+    kr_pool_options_init(&po, KR_POOL_OPTIONS_VERSION);
+    po.gpus = gpus;
+    kr_pool *pool = NULL;
+    char *why = NULL;
+    double t0 = kr__now();
+    if (kr_pool_new(&pool, &po, &why) != KR_OK) {
+        printf("bench_pool: the pool did not start: %s\n", why);
+        return 1;
+    }
+    double start = kr__now() - t0;
+    outcome warm, clean, mixed, inproc;
+    run_pool(pool, &c, problems, 2, 1, 0, 0, &warm); /* references, builtins, caches */
+    run_pool(pool, &c, problems, per, 2, 0, 0, &clean);
+    double respawns0 = status(pool, "respawns");
+    run_pool(pool, &c, problems, per, 3, fault_pct, hang_pct, &mixed);
+    double respawns = status(pool, "respawns") - respawns0;
+    if (!skip_in_process)
+        run_in_process(&c, problems, per, 4, &inproc);
+    printf("\n| batch (%zu problems x %zu fresh candidates, fast preset, gpus %s) | candidates | "
+           "right | wall s | candidates/s | vs in-process |\n|---|---|---|---|---|---|\n",
+           problems, per, gpus ? gpus : "all");
+    double base = skip_in_process ? 0 : (double)inproc.total / inproc.wall;
+    if (!skip_in_process)
+        printf("| in this process, one after another (kr_evaluate) | %zu | %zu | %.1f | %.2f | 1.00 |\n",
+               inproc.total, inproc.right, inproc.wall, base);
+    printf("| pool | %zu | %zu | %.1f | %.2f | %.2f |\n", clean.total, clean.right, clean.wall,
+           (double)clean.total / clean.wall, base ? (double)clean.total / clean.wall / base : 0);
+    printf("| pool, %d %% faulting + %d %% hanging | %zu (%zu faults, %zu hangs) | %zu | %.1f | "
+           "%.2f | %.2f |\n", fault_pct, hang_pct, mixed.total, mixed.faults, mixed.hangs,
+           mixed.right, mixed.wall, (double)mixed.total / mixed.wall,
+           base ? (double)mixed.total / mixed.wall / base : 0);
+    printf("\npool start %.2f s; respawns in the mixed batch %.0f; respawn wait mean %.3f s, max "
+           "%.3f s (a warm spare takes over)\n", start, respawns, status(pool, "respawn_wait_mean_s"),
+           status(pool, "respawn_wait_max_s"));
+    if (soak) {
+        size_t free0 = 0, free1 = 0, total = 0;
+        long rss0 = rss_kb(getpid()), wrss0 = workers_rss_kb(pool);
+        size_t done = 0, right = 0;
+        double ts = kr__now();
+        while (done < soak) {
+            outcome o;
+            run_pool(pool, &c, problems, per, 100 + (unsigned)done, fault_pct, hang_pct, &o);
+            done += o.total;
+            right += o.right;
+        }
+        long rss1 = rss_kb(getpid()), wrss1 = workers_rss_kb(pool);
+        (void)free0;
+        (void)free1;
+        (void)total;
+        printf("\nsoak: %zu evaluations in %.0f s, %zu right (%zu lost or wrong); caller RSS %ld -> "
+               "%ld MB, workers' RSS %ld -> %ld MB\n", done, kr__now() - ts, right, done - right,
+               rss0 / 1024, rss1 / 1024, wrss0 / 1024, wrss1 / 1024);
+    }
+    kr_pool_free(pool);
+    for (size_t p = 0; p < problems; p++) {
+        kr_problem_free(c.problems[p]);
+        for (int k = 0; k < 3; k++)
+            free(c.sources[p][k]);
+    }
+    kr_reward_free(c.reward);
+    kr_context_free(c.ctx);
+    return 0;
+}

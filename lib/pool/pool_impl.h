@@ -1,0 +1,100 @@
+/* The pool's private layout, shared by its files: pool.c (the public calls
+ * and the job table), pool_loop.c (the pool's thread: dispatch, deadlines,
+ * results, golden requests, respawns) and spawn.c (starting and stopping
+ * worker processes). */
+#ifndef KR_POOL_IMPL_H
+#define KR_POOL_IMPL_H
+
+#include "kreward/pool.h"
+#include "pool/protocol.h"
+
+#include <pthread.h>
+#include <sys/types.h>
+
+enum kr__job_state {
+    KR__JOB_COMPILE_QUEUED = 1, /* waiting for a compile worker */
+    KR__JOB_COMPILING,
+    KR__JOB_GPU_QUEUED,         /* waiting for a GPU worker */
+    KR__JOB_RUNNING,
+    KR__JOB_DONE,               /* report ready */
+    KR__JOB_COLLECTED,
+};
+
+typedef struct kr__pjob {
+    uint64_t ticket;
+    int state;
+    kr_job job;                 /* the caller's job, with every pointer copied below */
+    kr_compile_options compile; /* full structs, read by the caller's versions */
+    kr_verify_options verify;
+    kr_bench_options bench;
+    char *source, *name;
+    void *binary;
+    char *plan_json;            /* binary jobs: the plan (the caller's may be freed) */
+    uint64_t key[2];            /* what makes two jobs the same (XXH3-128) */
+    struct kr__pjob *same_as;   /* an identical earlier job: its report is copied */
+    int attempts;               /* times a worker died under it */
+    kr_report *report;
+} kr__pjob;
+
+enum kr__worker_kind { KR__GPU_WORKER = 1, KR__COMPILE_WORKER = 2 };
+enum kr__worker_state { KR__W_STARTING = 1, KR__W_IDLE, KR__W_BUSY, KR__W_SPARE, KR__W_DEAD };
+
+typedef struct kr__worker {
+    int kind;
+    int device;                 /* the device ordinal as the caller sees it (GPU workers) */
+    int spare;                  /* kept warm to replace a GPU worker that dies */
+    int failures;               /* starts that failed in a row */
+    int given_up;               /* it cannot start: not tried again */
+    int state;
+    pid_t pid;
+    int sock;                   /* -1 when none */
+    kr__pjob *job;              /* running */
+    double started, deadline;   /* wall clock */
+    char arch[32];
+    char device_name[128];
+    json_t *sandbox;            /* as the worker reported it */
+} kr__worker;
+
+struct kr_pool {
+    kr_pool_options o;
+    char *worker_path, *cache_dir, *cuda_home, *gpu_list;
+    int own_cache_dir;          /* a private cache directory, removed at free */
+    int num_gpus;
+    int devices[64];
+    char arch[32];              /* the GPU workers' compile target (compile workers use it) */
+    kr__worker *workers;
+    size_t num_workers;
+    pthread_t thread;
+    int thread_started;
+    pthread_mutex_t lock;
+    pthread_cond_t done;        /* a job finished */
+    int wake[2];                /* a pipe: submissions and shutdown wake the pool's thread */
+    int stopping;
+    kr__pjob **jobs;            /* by ticket - first_ticket */
+    size_t num_jobs, cap_jobs;
+    uint64_t first_ticket, next_ticket, next_collect;
+    /* what happened, for kr_pool_status_json */
+    uint64_t finished, respawns, retries, timeouts, dedup_hits;
+    double respawn_wait_total, respawn_wait_max;
+    char last_start_error[512];
+};
+
+/* spawn.c */
+int kr__worker_spawn(kr_pool *pool, kr__worker *w, char *why, size_t why_size);
+/* Waits for the worker's HELLO (at most timeout_s): KR_OK when it is ready. */
+int kr__worker_hello(kr_pool *pool, kr__worker *w, double timeout_s, char *why, size_t why_size);
+/* SIGKILL, reap, close: the worker is gone (no-op when it is). */
+void kr__worker_kill(kr__worker *w);
+/* Finds the kreward-worker executable; malloc'd path or NULL with why. */
+char *kr__worker_find(const char *option, char *why, size_t why_size);
+
+/* pool_loop.c */
+void *kr__pool_thread(void *pool);
+/* Wakes the pool's thread (after a submission or to stop). */
+void kr__pool_wake(kr_pool *pool);
+/* A job's report is final: store it, score it, wake waiters (lock held). */
+void kr__pool_finish(kr_pool *pool, kr__pjob *j, kr_report *r);
+/* A report with this verdict and message (for jobs the pool judges). */
+kr_report *kr__pool_report(int verdict, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,408 @@
+/* The pool's thread: hands queued jobs to idle workers, reads their
+ * results, answers golden requests with the caller's callback, kills
+ * workers past a job's deadline, and replaces dead workers (a GPU worker by
+ * its warm spare, which is then started again). Every job ends with exactly
+ * one report: its worker's, or the pool's own verdict when the worker could
+ * not give one. */
+#include "pool/pool_impl.h"
+#include "common/clock.h"
+#include "pool/job.h"
+#include "problem/problem_impl.h"
+#include "report/report_impl.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define RECV_TIMEOUT_S 30   /* a frame that has begun arrives in this time */
+#define MAX_START_FAILURES 5
+
+void kr__pool_wake(kr_pool *pool)
+{
+    char c = 1;
+    if (write(pool->wake[1], &c, 1) < 0 && errno != EAGAIN) { /* full: it is awake anyway */
+    }
+}
+
+static kr_report *copy_report(const kr_report *r)
+{
+    char *text = NULL, why[128];
+    kr_report *copy = NULL;
+    if (kr_report_json(&text, r) == KR_OK)
+        kr__report_from_json(&copy, text, strlen(text), why, sizeof why);
+    kr_free(text);
+    return copy;
+}
+
+void kr__pool_finish(kr_pool *pool, kr__pjob *j, kr_report *r)
+{
+    if (!r && j->same_as) /* a duplicate: the original's report, copied */
+        r = j->same_as->report ? copy_report(j->same_as->report) : NULL;
+    if (!r)
+        r = kr__pool_report(KR_VERDICT_ERROR, "out of memory for the report");
+    j->report = r;
+    j->state = KR__JOB_DONE;
+    pool->finished++;
+    for (size_t i = 0; i < pool->num_jobs; i++) {
+        kr__pjob *d = pool->jobs[i];
+        if (d && d->same_as == j && d->state != KR__JOB_DONE && d->state != KR__JOB_COLLECTED)
+            kr__pool_finish(pool, d, NULL);
+    }
+    pthread_cond_broadcast(&pool->done);
+}
+
+/* ---- sending jobs ---- */
+
+static kr__pjob *next_job(kr_pool *pool, int state)
+{
+    for (size_t i = 0; i < pool->num_jobs; i++) {
+        kr__pjob *j = pool->jobs[i];
+        if (j && !j->same_as && j->state == state)
+            return j;
+    }
+    return NULL;
+}
+
+static int send_job(kr__worker *w, kr__pjob *j)
+{
+    const char *stage = w->kind == KR__COMPILE_WORKER ? "compile" : "gpu";
+    json_t *body = kr__job_encode(&j->job, j->plan_json, j->ticket, stage, j->binary != NULL);
+    int fd = -1, rc = body ? KR_OK : KR_ENOMEM;
+    char why[256];
+    if (rc == KR_OK && j->binary)
+        rc = kr__blob_create("kreward-binary", j->binary, j->job.binary_len, &fd, why, sizeof why);
+    if (rc == KR_OK)
+        rc = kr__frame_send(w->sock, KR__MSG_JOB, body, fd >= 0 ? &fd : NULL, fd >= 0, why,
+                            sizeof why);
+    if (fd >= 0)
+        close(fd);
+    json_decref(body);
+    return rc;
+}
+
+static int compile_workers_alive(const kr_pool *pool)
+{
+    for (size_t i = 0; i < pool->num_workers; i++)
+        if (pool->workers[i].kind == KR__COMPILE_WORKER && !pool->workers[i].given_up)
+            return 1;
+    return 0;
+}
+
+static int gpu_workers_alive(const kr_pool *pool)
+{
+    for (size_t i = 0; i < pool->num_workers; i++)
+        if (pool->workers[i].kind == KR__GPU_WORKER && !pool->workers[i].given_up)
+            return 1;
+    return 0;
+}
+
+/* No GPU worker can be started any more: jobs waiting for one get a loud
+ * error, never a silent score. */
+static void fail_gpu_jobs(kr_pool *pool)
+{
+    if (!pool->num_gpus || gpu_workers_alive(pool))
+        return;
+    kr__pjob *j;
+    while ((j = next_job(pool, KR__JOB_GPU_QUEUED)))
+        kr__pool_finish(pool, j, kr__pool_report(KR_VERDICT_ERROR, "no GPU worker can be started "
+                                                 "any more (%s)", pool->last_start_error));
+}
+
+static void dispatch(kr_pool *pool)
+{
+    fail_gpu_jobs(pool);
+    for (size_t i = 0; i < pool->num_workers; i++) {
+        kr__worker *w = &pool->workers[i];
+        if (w->state != KR__W_IDLE)
+            continue;
+        int queued = w->kind == KR__COMPILE_WORKER ? KR__JOB_COMPILE_QUEUED : KR__JOB_GPU_QUEUED;
+        kr__pjob *j = next_job(pool, queued);
+        /* GPU workers compile too, but only when no compile worker is left:
+         * compile workers hold the limits a template bomb dies at */
+        if (!j && w->kind == KR__GPU_WORKER && !compile_workers_alive(pool))
+            j = next_job(pool, KR__JOB_COMPILE_QUEUED);
+        if (!j)
+            continue;
+        if (send_job(w, j) != KR_OK) {
+            kr__worker_kill(w); /* the job stays queued; the worker is replaced */
+            continue;
+        }
+        j->state = w->kind == KR__COMPILE_WORKER ? KR__JOB_COMPILING : KR__JOB_RUNNING;
+        w->job = j;
+        w->state = KR__W_BUSY;
+        w->deadline = kr__now() + (w->kind == KR__COMPILE_WORKER ? pool->o.compile_timeout_s
+                                                                 : pool->o.job_timeout_s);
+    }
+}
+
+/* ---- what workers say ---- */
+
+static void on_death(kr_pool *pool, kr__worker *w, const char *what);
+
+static void on_result(kr_pool *pool, kr__worker *w, kr__frame *f)
+{
+    kr__pjob *j = w->job;
+    if (!j || (uint64_t)json_integer_value(json_object_get(f->body, "id")) != j->ticket) {
+        /* a result for a job it does not have: the worker is not to be
+         * believed; its job counts an attempt as if the worker had died, so
+         * a candidate that makes every worker lie ends with a verdict */
+        on_death(pool, w, "answered for a job it was not given");
+        return;
+    }
+    w->job = NULL;
+    w->state = KR__W_IDLE;
+    const char *text = json_string_value(json_object_get(f->body, "report"));
+    size_t len = text ? strlen(text) : 0;
+    const void *blob = NULL;
+    if (!text && f->num_fds &&
+        kr__blob_map(f->fds[0], SIZE_MAX, &blob, &len, (char[128]){0}, 128) == KR_OK)
+        text = blob;
+    kr_report *r = NULL;
+    char why[256] = "no report";
+    if (text)
+        kr__report_from_json(&r, text, len, why, sizeof why);
+    if (blob)
+        kr__blob_unmap(blob, len);
+    if (!r) {
+        kr__worker_kill(w);
+        kr__pool_finish(pool, j, kr__pool_report(KR_VERDICT_ERROR, "the worker's report did not "
+                                                 "parse: %s", why));
+        return;
+    }
+    /* the compile stage found nothing wrong: the GPU stage takes it */
+    if (w->kind == KR__COMPILE_WORKER && kr_report_verdict(r) == KR_VERDICT_NOT_RUN &&
+        pool->num_gpus) {
+        kr_report_free(r);
+        j->state = KR__JOB_GPU_QUEUED;
+        return;
+    }
+    kr__pool_finish(pool, j, r);
+    if (json_is_true(json_object_get(f->body, "poisoned")))
+        kr__worker_kill(w); /* it exits anyway: its CUDA context is gone */
+}
+
+/* The caller's golden callback on the inputs the worker generated; the
+ * outputs go back as one blob per tensor. Runs without the lock: the
+ * callback is the caller's code. */
+static void on_golden(kr_pool *pool, kr__worker *w, kr__frame *f)
+{
+    kr__pjob *j = w->job;
+    const kr_problem *p = j ? j->job.problem : NULL;
+    size_t c = (size_t)json_integer_value(json_object_get(f->body, "case"));
+    uint64_t seed = (uint64_t)json_integer_value(json_object_get(f->body, "seed"));
+    char err[512] = "", why[256];
+    int ok = p && p->golden && c < p->num_cases && f->num_fds == p->num_tensors;
+    void **host = ok ? calloc(p->num_tensors, sizeof *host) : NULL;
+    uint64_t *bytes = ok ? calloc(p->num_tensors, sizeof *bytes) : NULL;
+    ok = ok && host && bytes;
+    for (size_t t = 0; ok && t < p->num_tensors; t++) {
+        const void *data;
+        size_t len;
+        ok = kr__blob_map(f->fds[t], p->cases[c].bytes[t], &data, &len, why, sizeof why) == KR_OK;
+        if (ok && (host[t] = malloc(len ? len : 1)))
+            memcpy(host[t], data, len);
+        ok = ok && host[t];
+        if (data)
+            kr__blob_unmap(data, len);
+        bytes[t] = len;
+    }
+    pthread_mutex_unlock(&pool->lock);
+    if (ok) {
+        kr_golden_request req = {KR_GOLDEN_REQUEST_VERSION, (uint32_t)c, seed, p->num_tensors,
+                                 host, bytes, p->cases[c].dims, err, sizeof err};
+        ok = p->golden(p->golden_user, &req) == 0;
+    } else {
+        snprintf(err, sizeof err, "%s", p && !p->golden ? "the problem has no golden callback"
+                                                         : "a malformed golden request");
+    }
+    json_t *body = json_object();
+    json_object_set_new(body, "id", json_integer(j ? (json_int_t)j->ticket : 0));
+    json_object_set_new(body, "status", json_integer(ok ? 0 : 1));
+    if (!ok)
+        json_object_set_new(body, "message", json_string(err[0] ? err : "the golden callback failed"));
+    int fds[KR__FRAME_MAX_FDS];
+    size_t nfds = 0;
+    for (size_t t = 0; ok && t < p->num_tensors && nfds < KR__FRAME_MAX_FDS; t++)
+        if (kr__blob_create("kreward-golden", host[t], bytes[t], &fds[nfds], why, sizeof why) == KR_OK)
+            nfds++;
+    kr__frame_send(w->sock, KR__MSG_GOLDEN_REPLY, body, fds, nfds, why, sizeof why);
+    for (size_t t = 0; t < nfds; t++)
+        close(fds[t]);
+    json_decref(body);
+    for (size_t t = 0; host && t < p->num_tensors; t++)
+        free(host[t]);
+    free(host);
+    free(bytes);
+    pthread_mutex_lock(&pool->lock);
+}
+
+/* The worker is gone without a result (a crash, a protocol error, a kill):
+ * its job is tried again elsewhere, up to max_attempts; a compile stage
+ * that killed its worker (memory or CPU limit) is the candidate's. */
+static void on_death(kr_pool *pool, kr__worker *w, const char *what)
+{
+    int status = 0;
+    pid_t pid = w->pid;
+    if (pid > 0 && waitpid(pid, &status, WNOHANG) == pid)
+        w->pid = 0;
+    if (w->state == KR__W_STARTING) {
+        w->failures++;
+        snprintf(pool->last_start_error, sizeof pool->last_start_error, "a worker %s while "
+                 "starting", what);
+    }
+    kr__pjob *j = w->job;
+    kr__worker_kill(w);
+    if (!j)
+        return;
+    char how[96] = "";
+    if (WIFSIGNALED(status))
+        snprintf(how, sizeof how, " (signal %d)", WTERMSIG(status));
+    if (w->kind == KR__COMPILE_WORKER) {
+        kr__pool_finish(pool, j, kr__pool_report(KR_VERDICT_COMPILE_ERROR, "the compile worker "
+                                                 "%s%s while compiling this source (limits: "
+                                                 "%.0f s, %.1f GB)", what, how,
+                                                 pool->o.compile_timeout_s,
+                                                 (double)pool->o.compile_memory_bytes / 1e9));
+        return;
+    }
+    if (++j->attempts < (int)pool->o.max_attempts) {
+        pool->retries++;
+        j->state = KR__JOB_GPU_QUEUED;
+        return;
+    }
+    kr__pool_finish(pool, j, kr__pool_report(KR_VERDICT_FAULT, "the worker died %d times while "
+                                             "evaluating it (last: %s%s)", j->attempts, what, how));
+}
+
+static void on_readable(kr_pool *pool, kr__worker *w)
+{
+    kr__frame f;
+    char why[256];
+    int rc = kr__frame_recv(w->sock, &f, RECV_TIMEOUT_S, why, sizeof why);
+    if (rc != KR_OK) {
+        on_death(pool, w, rc == KR_EIO ? "ended" : "sent a malformed frame");
+        return;
+    }
+    if (w->state == KR__W_STARTING && f.type == KR__MSG_HELLO) {
+        if (json_is_true(json_object_get(f.body, "ready"))) {
+            double waited = kr__now() - w->started;
+            w->failures = 0;
+            w->state = w->spare ? KR__W_SPARE : KR__W_IDLE;
+            pool->respawn_wait_total += waited;
+            pool->respawn_wait_max = waited > pool->respawn_wait_max ? waited : pool->respawn_wait_max;
+        } else {
+            const char *m = json_string_value(json_object_get(f.body, "why"));
+            snprintf(pool->last_start_error, sizeof pool->last_start_error, "%s",
+                     m ? m : "the worker was not ready");
+            w->failures++;
+            kr__worker_kill(w);
+        }
+    } else if (w->state == KR__W_BUSY && f.type == KR__MSG_RESULT) {
+        on_result(pool, w, &f);
+    } else if (w->state == KR__W_BUSY && f.type == KR__MSG_GOLDEN) {
+        on_golden(pool, w, &f);
+    } else {
+        on_death(pool, w, "said something out of turn");
+    }
+    kr__frame_clear(&f);
+}
+
+/* ---- deadlines and replacements ---- */
+
+static void deadlines(kr_pool *pool)
+{
+    double now = kr__now();
+    for (size_t i = 0; i < pool->num_workers; i++) {
+        kr__worker *w = &pool->workers[i];
+        if (w->state != KR__W_BUSY || now < w->deadline)
+            continue;
+        kr__pjob *j = w->job;
+        kr__worker_kill(w);
+        pool->timeouts++;
+        if (w->kind == KR__COMPILE_WORKER)
+            kr__pool_finish(pool, j, kr__pool_report(KR_VERDICT_COMPILE_ERROR, "the compile did "
+                                                     "not finish within %.0f s",
+                                                     pool->o.compile_timeout_s));
+        else
+            kr__pool_finish(pool, j, kr__pool_report(KR_VERDICT_TIMEOUT, "the evaluation did not "
+                                                     "finish within %.0f s (the job's deadline): a "
+                                                     "hang", pool->o.job_timeout_s));
+    }
+}
+
+/* A dead GPU worker is replaced by its device's warm spare, and a new spare
+ * is started; dead compile workers are started again. */
+static void replace(kr_pool *pool)
+{
+    char why[256];
+    for (size_t i = 0; i < pool->num_workers; i++) {
+        kr__worker *w = &pool->workers[i];
+        if (w->state != KR__W_DEAD || pool->stopping || w->given_up)
+            continue;
+        if (w->failures >= MAX_START_FAILURES) {
+            w->given_up = 1; /* it cannot start: stop trying (fail_gpu_jobs says so) */
+            continue;
+        }
+        for (size_t k = 0; k < pool->num_workers && w->kind == KR__GPU_WORKER && !w->spare; k++) {
+            kr__worker *s = &pool->workers[k];
+            if (s->spare && s->device == w->device && s->state == KR__W_SPARE) {
+                s->spare = 0;            /* the spare takes over at once */
+                s->state = KR__W_IDLE;
+                w->spare = 1;            /* and this slot becomes the new spare */
+                break;
+            }
+        }
+        pool->respawns++;
+        if (kr__worker_spawn(pool, w, why, sizeof why) != KR_OK) {
+            w->state = KR__W_DEAD;
+            w->failures++;
+            snprintf(pool->last_start_error, sizeof pool->last_start_error, "%s", why);
+        }
+    }
+}
+
+void *kr__pool_thread(void *arg)
+{
+    kr_pool *pool = arg;
+    struct pollfd *fds = calloc(pool->num_workers + 1, sizeof *fds);
+    kr__worker **owner = calloc(pool->num_workers + 1, sizeof *owner);
+    if (!fds || !owner)
+        return NULL;
+    pthread_mutex_lock(&pool->lock);
+    while (!pool->stopping) {
+        replace(pool);
+        dispatch(pool);
+        size_t n = 0;
+        fds[n++] = (struct pollfd){pool->wake[0], POLLIN, 0};
+        double next = kr__now() + 1.0;
+        for (size_t i = 0; i < pool->num_workers; i++) {
+            kr__worker *w = &pool->workers[i];
+            if (w->sock < 0)
+                continue;
+            owner[n] = w;
+            fds[n++] = (struct pollfd){w->sock, POLLIN, 0};
+            if (w->state == KR__W_BUSY && w->deadline < next)
+                next = w->deadline;
+        }
+        pthread_mutex_unlock(&pool->lock);
+        double wait = next - kr__now();
+        int ready = poll(fds, n, wait > 0 ? (int)(wait * 1000) + 1 : 0);
+        char drain[64];
+        if (ready > 0 && (fds[0].revents & POLLIN))
+            while (read(pool->wake[0], drain, sizeof drain) > 0)
+                ;
+        pthread_mutex_lock(&pool->lock);
+        for (size_t i = 1; ready > 0 && i < n; i++)
+            if (fds[i].revents && owner[i]->sock == fds[i].fd)
+                on_readable(pool, owner[i]);
+        deadlines(pool);
+    }
+    pthread_mutex_unlock(&pool->lock);
+    free(fds);
+    free(owner);
+    return NULL;
+}

@@ -1,0 +1,358 @@
+/* The worker process (`kreward-worker`): one context of its own, a sandbox,
+ * and a loop that runs the pool's jobs and sends back their reports.
+ *
+ *   kreward-worker --kind gpu|compile --fd N --parent PID [--arch ARCH]
+ *                  [--cuda-home DIR] [--cache-dir DIR] [--compile-memory BYTES]
+ *                  [--no-sandbox]
+ *
+ * A GPU worker sees one GPU (the pool sets CUDA_VISIBLE_DEVICES) and runs
+ * the whole evaluation; a compile worker has no device and runs a job's
+ * compile stage (compile, plan, admissibility: verdicts that need no GPU),
+ * leaving the binary in the shared compile cache for the GPU worker. A
+ * candidate that faults or hangs poisons this process's CUDA context: the
+ * worker reports the verdict and exits, and the pool starts another. */
+#include "pool/worker.h"
+#include "compile/program_impl.h"
+#include "driver/context_impl.h"
+#include "engine/engine.h"
+#include "pool/job.h"
+#include "pool/protocol.h"
+#include "pool/sandbox.h"
+#include "problem/problem_impl.h"
+#include "report/report_impl.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+typedef struct {
+    int sock;
+    int gpu;                     /* 1: a GPU worker */
+    kr_context *ctx;
+    kr__sandbox_status sandbox;
+    const kr__job_spec *job;     /* the job running (for golden requests) */
+    char why[512];
+} worker;
+
+/* ---- golden outputs, from the pool (the caller computes them) ---- */
+
+static int golden_rpc(void *user, const kr_golden_request *req)
+{
+    worker *w = user;
+    const kr_problem *p = NULL;
+    int fds[KR__FRAME_MAX_FDS];
+    size_t nfds = 0;
+    json_t *body = json_object();
+    json_object_set_new(body, "id", json_integer((json_int_t)w->job->id));
+    json_object_set_new(body, "case", json_integer(req->case_index));
+    json_object_set_new(body, "seed", json_integer((json_int_t)req->seed));
+    /* the inputs the device generated travel along: the caller needs not
+     * generate them again on its CPU */
+    json_t *inputs = json_array();
+    (void)p;
+    for (size_t t = 0; t < req->num_tensors && nfds < KR__FRAME_MAX_FDS; t++) {
+        int fd = -1;
+        if (kr__blob_create("kreward-golden-input", req->host[t], req->bytes[t], &fd, w->why,
+                            sizeof w->why) != KR_OK)
+            break;
+        fds[nfds++] = fd;
+        json_array_append_new(inputs, json_integer((json_int_t)t));
+    }
+    json_object_set_new(body, "tensors", inputs);
+    int rc = nfds == req->num_tensors ? kr__frame_send(w->sock, KR__MSG_GOLDEN, body, fds, nfds,
+                                                       w->why, sizeof w->why)
+                                      : KR_ETOOBIG;
+    json_decref(body);
+    for (size_t i = 0; i < nfds; i++)
+        close(fds[i]);
+    kr__frame reply;
+    memset(&reply, 0, sizeof reply);
+    if (rc == KR_OK)
+        rc = kr__frame_recv(w->sock, &reply, -1, w->why, sizeof w->why);
+    if (rc == KR_OK && (reply.type != KR__MSG_GOLDEN_REPLY ||
+                        json_integer_value(json_object_get(reply.body, "status")) != 0)) {
+        const char *m = json_string_value(json_object_get(reply.body, "message"));
+        snprintf(req->errbuf, req->errbuf_size, "%s", m ? m : "the pool sent no golden outputs");
+        rc = KR_EPLUGIN;
+    }
+    /* outputs come back as one blob per tensor, in the problem's order */
+    for (size_t t = 0; rc == KR_OK && t < req->num_tensors && t < reply.num_fds; t++) {
+        const void *data;
+        size_t len;
+        rc = kr__blob_map(reply.fds[t], req->bytes[t], &data, &len, w->why, sizeof w->why);
+        if (rc == KR_OK) {
+            memcpy(req->host[t], data, len);
+            kr__blob_unmap(data, len);
+        }
+    }
+    if (rc == KR_OK && reply.num_fds != req->num_tensors)
+        rc = KR_EPARSE;
+    if (rc != KR_OK && !req->errbuf[0])
+        snprintf(req->errbuf, req->errbuf_size, "golden outputs from the pool: %s", w->why);
+    kr__frame_clear(&reply);
+    return rc == KR_OK ? 0 : 1;
+}
+
+/* ---- one job ---- */
+
+static void describe(worker *w, kr_report *r)
+{
+    json_t *sec = kr__report_section(r, "worker");
+    json_object_set_new(sec, "pid", json_integer(getpid()));
+    json_object_set_new(sec, "kind", json_string(w->gpu ? "gpu" : "compile"));
+    json_object_set_new(sec, "landlock", json_boolean(w->sandbox.landlock));
+    json_object_set_new(sec, "seccomp", json_boolean(w->sandbox.seccomp));
+    if (!w->sandbox.landlock && w->sandbox.landlock_why[0])
+        json_object_set_new(sec, "landlock_why", json_string(w->sandbox.landlock_why));
+}
+
+static int run_job(worker *w, const kr__job_spec *job, int binary_fd, kr_report *r)
+{
+    kr_problem *problem = NULL;
+    kr_plan *plan = NULL;
+    kr_program *program = NULL;
+    int rc = kr_problem_parse(&problem, w->ctx, job->problem, strlen(job->problem),
+                              job->name ? job->name : "problem.json", NULL);
+    if (rc != KR_OK) {
+        kr_report_set_verdict(r, KR_VERDICT_ERROR);
+        kr_report_set_text(r, "message", kr_context_errmsg(w->ctx));
+        return rc;
+    }
+    if (problem->reference_kind == KR_REFERENCE_GOLDEN)
+        kr_problem_set_golden(problem, golden_rpc, w, NULL);
+    kr_evaluate_options o = KR_EVALUATE_OPTIONS_INIT;
+    o.flags = job->flags;
+    o.compile = &job->compile;
+    o.verify = &job->verify;
+    o.bench = &job->bench;
+    o.name = job->name;
+    w->job = job;
+    if (job->source) {
+        rc = kr_evaluate(r, w->ctx, problem, job->source, job->source_len, &o);
+    } else {
+        const void *data = NULL;
+        size_t len = 0;
+        rc = kr__blob_map(binary_fd, SIZE_MAX, &data, &len, w->why, sizeof w->why);
+        if (rc == KR_OK)
+            rc = kr_program_from_binary(&program, w->ctx, data, len, job->name);
+        if (data)
+            kr__blob_unmap(data, len);
+        if (rc == KR_OK && job->plan)
+            rc = kr_plan_parse_json(&plan, w->ctx, job->plan, strlen(job->plan), "plan.json");
+        if (rc == KR_OK)
+            rc = kr_evaluate_program(r, w->ctx, problem, program, plan, &o);
+        else if (kr_report_verdict(r) == KR_VERDICT_NONE) {
+            kr_report_set_verdict(r, rc == KR_EPLAN || rc == KR_EPARSE ? KR_VERDICT_INVALID_PLAN
+                                                                       : KR_VERDICT_COMPILE_ERROR);
+            kr_report_set_text(r, "message", kr_context_errmsg(w->ctx));
+            kr_report_set_text(r, "feedback", kr_context_errmsg(w->ctx));
+            rc = KR_OK;
+        }
+    }
+    w->job = NULL;
+    kr_program_free(program);
+    kr_plan_free(plan);
+    kr_problem_free(problem);
+    return rc;
+}
+
+static int send_result(worker *w, uint64_t id, int status, kr_report *r)
+{
+    describe(w, r);
+    char *text = NULL;
+    if (kr_report_json(&text, r) != KR_OK)
+        return KR_ENOMEM;
+    json_t *body = json_object();
+    json_object_set_new(body, "id", json_integer((json_int_t)id));
+    json_object_set_new(body, "status", json_integer(status));
+    json_object_set_new(body, "poisoned", json_boolean(w->ctx->poisoned));
+    /* a report with large details rides in a blob */
+    int fd = -1, rc = KR_OK;
+    size_t len = strlen(text);
+    if (len > ((size_t)1 << 20)) {
+        rc = kr__blob_create("kreward-report", text, len, &fd, w->why, sizeof w->why);
+        json_object_set_new(body, "report_blob", json_integer(0));
+    } else {
+        json_object_set_new(body, "report", json_stringn(text, len));
+    }
+    if (rc == KR_OK)
+        rc = kr__frame_send(w->sock, KR__MSG_RESULT, body, fd >= 0 ? &fd : NULL, fd >= 0,
+                            w->why, sizeof w->why);
+    if (fd >= 0)
+        close(fd);
+    json_decref(body);
+    kr_free(text);
+    return rc;
+}
+
+static int serve(worker *w)
+{
+    for (;;) {
+        kr__frame f;
+        int rc = kr__frame_recv(w->sock, &f, -1, w->why, sizeof w->why);
+        if (rc != KR_OK)
+            return rc == KR_EIO ? 0 : 3; /* the pool went away: nothing to report to */
+        if (f.type == KR__MSG_BYE) {
+            kr__frame_clear(&f);
+            return 0;
+        }
+        kr__job_spec job;
+        kr_report *r = NULL;
+        if (f.type != KR__MSG_JOB || kr__job_decode(f.body, &job, w->why, sizeof w->why) != KR_OK ||
+            kr_report_new(&r) != KR_OK) {
+            kr__frame_clear(&f);
+            return 4; /* the pool speaks nonsense: stop rather than guess */
+        }
+        int status = run_job(w, &job, f.num_fds ? f.fds[0] : -1, r);
+        kr__frame_clear(&f);
+        rc = send_result(w, job.id, status, r);
+        kr_report_free(r);
+        kr__job_spec_free(&job);
+        if (rc != KR_OK)
+            return 5;
+        if (w->ctx->poisoned)
+            return 0; /* this process's CUDA context is gone: the pool starts another */
+    }
+}
+
+/* ---- start ---- */
+
+typedef struct {
+    const char *kind, *arch, *cuda_home, *cache_dir;
+    int fd;
+    long parent;
+    unsigned long long compile_memory;
+    int no_sandbox;
+} worker_args;
+
+static int parse_args(int argc, char **argv, worker_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->fd = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--no-sandbox")) {
+            a->no_sandbox = 1;
+            continue;
+        }
+        if (!v)
+            return -1;
+        if (!strcmp(argv[i], "--kind"))
+            a->kind = v;
+        else if (!strcmp(argv[i], "--fd"))
+            a->fd = atoi(v);
+        else if (!strcmp(argv[i], "--parent"))
+            a->parent = atol(v);
+        else if (!strcmp(argv[i], "--arch"))
+            a->arch = v;
+        else if (!strcmp(argv[i], "--cuda-home"))
+            a->cuda_home = v;
+        else if (!strcmp(argv[i], "--cache-dir"))
+            a->cache_dir = v;
+        else if (!strcmp(argv[i], "--compile-memory"))
+            a->compile_memory = strtoull(v, NULL, 10);
+        else
+            return -1;
+        i++;
+    }
+    return a->kind && a->fd >= 0 && a->parent > 0 ? 0 : -1;
+}
+
+static int sandbox(worker *w, const worker_args *a)
+{
+    const char *reads[] = {w->ctx->cuda_home, "/usr/lib", "/usr/lib64", "/lib", "/lib64",
+                           "/usr/local/cuda", "/etc/ld.so.cache", "/usr/share/nvidia",
+                           "/etc/nvidia", "/usr/local/nvidia"};
+    const char *writes[] = {a->cache_dir};
+    kr__sandbox_spec spec = {reads, sizeof reads / sizeof reads[0], writes, a->cache_dir ? 1u : 0u,
+                             w->gpu ? 0 : (a->compile_memory ? a->compile_memory : 8ull << 30),
+                             0, 0, w->gpu};
+    if (a->no_sandbox) {
+        kr__sandbox_probe(&w->sandbox);
+        w->sandbox.landlock = w->sandbox.seccomp = 0;
+        snprintf(w->sandbox.landlock_why, sizeof w->sandbox.landlock_why, "--no-sandbox");
+        return 0;
+    }
+    return kr__sandbox_apply(&spec, &w->sandbox, w->why, sizeof w->why);
+}
+
+static int hello(worker *w)
+{
+    json_t *body = json_object();
+    json_object_set_new(body, "pid", json_integer(getpid()));
+    json_object_set_new(body, "kind", json_string(w->gpu ? "gpu" : "compile"));
+    json_object_set_new(body, "device", json_string(w->ctx->has_device ? w->ctx->device_name : ""));
+    json_object_set_new(body, "arch", json_string(w->ctx->arch));
+    json_object_set_new(body, "ready", json_boolean(1));
+    json_t *sb = json_object();
+    json_object_set_new(sb, "no_new_privs", json_boolean(w->sandbox.no_new_privs));
+    json_object_set_new(sb, "landlock", json_boolean(w->sandbox.landlock));
+    json_object_set_new(sb, "landlock_abi", json_integer(w->sandbox.landlock_abi));
+    json_object_set_new(sb, "seccomp", json_boolean(w->sandbox.seccomp));
+    json_object_set_new(sb, "landlock_why", json_string(w->sandbox.landlock_why));
+    json_object_set_new(sb, "seccomp_why", json_string(w->sandbox.seccomp_why));
+    json_object_set_new(body, "sandbox", sb);
+    if (!w->gpu || w->ctx->has_device) {
+        /* nothing to add */
+    } else {
+        json_object_set_new(body, "why", json_string(w->ctx->device_why));
+    }
+    int rc = kr__frame_send(w->sock, KR__MSG_HELLO, body, NULL, 0, w->why, sizeof w->why);
+    json_decref(body);
+    return rc;
+}
+
+/* A HELLO that says why the worker cannot serve, then exit. */
+static int refuse(worker *w, const char *why)
+{
+    json_t *body = json_object();
+    json_object_set_new(body, "pid", json_integer(getpid()));
+    json_object_set_new(body, "ready", json_boolean(0));
+    json_object_set_new(body, "why", json_string(why));
+    kr__frame_send(w->sock, KR__MSG_HELLO, body, NULL, 0, w->why, sizeof w->why);
+    json_decref(body);
+    return 2;
+}
+
+int kr__worker_main(int argc, char **argv)
+{
+    worker_args a;
+    if (parse_args(argc, argv, &a) != 0) {
+        fprintf(stderr, "kreward-worker: started by a kreward pool, not by hand (usage: see "
+                        "lib/pool/worker.c)\n");
+        return 2;
+    }
+    /* die with the pool; and if it is already gone, do not start at all */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != (pid_t)a.parent)
+        return 3;
+    signal(SIGPIPE, SIG_IGN);
+    worker w;
+    memset(&w, 0, sizeof w);
+    w.sock = a.fd;
+    w.gpu = strcmp(a.kind, "gpu") == 0;
+    kr_context_options co = KR_CONTEXT_OPTIONS_INIT;
+    co.cuda_home = a.cuda_home;
+    co.cache_dir = a.cache_dir;
+    co.default_arch = a.arch;
+    co.flags = w.gpu ? 0 : KR_CONTEXT_NO_DEVICE;
+    if (kr_context_new(&w.ctx, &co) != KR_OK)
+        return refuse(&w, "cannot create a context");
+    kr__engine *e;
+    if (w.gpu && !w.ctx->has_device)
+        return refuse(&w, w.ctx->device_why);
+    /* everything CUDA opens at start (device files, the builtin module)
+     * before the sandbox closes the file system */
+    if (w.gpu && kr__engine_get(w.ctx, &e) != KR_OK)
+        return refuse(&w, kr_context_errmsg(w.ctx));
+    if (sandbox(&w, &a) != 0)
+        return refuse(&w, w.why);
+    if (hello(&w) != KR_OK)
+        return 3;
+    int rc = serve(&w);
+    kr_context_free(w.ctx);
+    return rc;
+}

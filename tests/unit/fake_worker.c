@@ -1,0 +1,132 @@
+/* A worker that speaks the pool's protocol and misbehaves on request, for
+ * the pool's tests without a GPU. It says it is a GPU worker (or a compile
+ * worker), and answers each job by the job's name:
+ *   ok       a passed report (compile stage: not_run, on to the GPU stage)
+ *   crash    abort() before answering (GPU stage)
+ *   ccrash   abort() in the compile stage
+ *   once     crash on the first attempt (a marker file), ok after
+ *   hang     never answers
+ *   garble   writes bytes that are no frame
+ *   lie      answers with another job's id
+ *   golden   asks the pool for golden outputs first (one 4-byte tensor)
+ *   poison   a passed report that says its context is poisoned, then exits
+ * Started by the pool exactly as kreward-worker is (same arguments). */
+#include "pool/protocol.h"
+#include "kreward/common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <signal.h>
+#include <unistd.h>
+
+static const char *arg(int argc, char **argv, const char *name)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], name))
+            return argv[i + 1];
+    return NULL;
+}
+
+static void send_report(int sock, json_int_t id, const char *verdict, int poisoned)
+{
+    char report[256];
+    snprintf(report, sizeof report, "{\"format\": 1, \"verdict\": \"%s\", \"flags\": [], "
+             "\"metrics\": {\"fake_pid\": %d}, \"texts\": {}}", verdict, (int)getpid());
+    json_t *body = json_object();
+    json_object_set_new(body, "id", json_integer(id));
+    json_object_set_new(body, "status", json_integer(0));
+    json_object_set_new(body, "poisoned", json_boolean(poisoned));
+    json_object_set_new(body, "report", json_string(report));
+    kr__frame_send(sock, KR__MSG_RESULT, body, NULL, 0, NULL, 0);
+    json_decref(body);
+}
+
+/* Asks for golden outputs of a one-tensor problem; checks they came. */
+static int golden(int sock, json_int_t id)
+{
+    float input = 21.0f;
+    int fd = -1;
+    char why[256];
+    kr__blob_create("in", &input, sizeof input, &fd, why, sizeof why);
+    json_t *body = json_object();
+    json_object_set_new(body, "id", json_integer(id));
+    json_object_set_new(body, "case", json_integer(0));
+    json_object_set_new(body, "seed", json_integer(7));
+    kr__frame_send(sock, KR__MSG_GOLDEN, body, &fd, 1, why, sizeof why);
+    json_decref(body);
+    close(fd);
+    kr__frame f;
+    if (kr__frame_recv(sock, &f, 30, why, sizeof why) != KR_OK || f.type != KR__MSG_GOLDEN_REPLY ||
+        f.num_fds != 1)
+        return 0;
+    const void *data;
+    size_t len;
+    int ok = kr__blob_map(f.fds[0], sizeof(float), &data, &len, why, sizeof why) == KR_OK &&
+             *(const float *)data == 42.0f;
+    if (ok)
+        kr__blob_unmap(data, len);
+    kr__frame_clear(&f);
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    const char *fd_text = arg(argc, argv, "--fd"), *kind = arg(argc, argv, "--kind");
+    if (!fd_text || !kind)
+        return 2;
+    int sock = atoi(fd_text);
+    json_t *hello = json_object();
+    json_object_set_new(hello, "pid", json_integer(getpid()));
+    json_object_set_new(hello, "kind", json_string(kind));
+    json_object_set_new(hello, "arch", json_string("sm_90a"));
+    json_object_set_new(hello, "device", json_string("a fake GPU"));
+    json_object_set_new(hello, "ready", json_true());
+    kr__frame_send(sock, KR__MSG_HELLO, hello, NULL, 0, NULL, 0);
+    json_decref(hello);
+    for (;;) {
+        kr__frame f;
+        char why[256];
+        if (kr__frame_recv(sock, &f, -1, why, sizeof why) != KR_OK || f.type == KR__MSG_BYE)
+            return 0;
+        json_int_t id = json_integer_value(json_object_get(f.body, "id"));
+        const char *name = json_string_value(json_object_get(f.body, "name"));
+        const char *stage = json_string_value(json_object_get(f.body, "stage"));
+        int compile = stage && !strcmp(stage, "compile");
+        name = name ? name : "ok";
+        if ((!strcmp(name, "crash") && !compile) || (!strcmp(name, "ccrash") && compile))
+            abort();
+        if (!strcmp(name, "once") && !compile) {
+            char marker[512];
+            snprintf(marker, sizeof marker, "%s/once-%lld", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+                     (long long)id);
+            if (access(marker, F_OK) != 0) {
+                FILE *m = fopen(marker, "w");
+                if (m)
+                    fclose(m);
+                abort();
+            }
+        }
+        if (!strcmp(name, "hang") && !compile)
+            for (;;)
+                pause();
+        if (!strcmp(name, "garble") && !compile) {
+            if (write(sock, "this is not a frame at all, not at all", 38) < 0)
+                return 1;
+            pause();
+        }
+        if (!strcmp(name, "lie") && !compile)
+            id += 1000;
+        if (!strcmp(name, "golden") && !compile && !golden(sock, id)) {
+            send_report(sock, id, "error", 0);
+            kr__frame_clear(&f);
+            continue;
+        }
+        send_report(sock, id, compile ? "not_run" : "passed", !strcmp(name, "poison"));
+        kr__frame_clear(&f);
+        if (!strcmp(name, "poison") && !compile)
+            return 0;
+    }
+}

@@ -1,0 +1,290 @@
+/* The pool without a GPU: fake workers (fake_worker.c) that crash, hang,
+ * garble, lie and exit stand in for GPU workers; real compile workers run
+ * a compile-only pool. Every job must get exactly one report, in order,
+ * whatever its worker did. */
+#include "helpers.h"
+
+#include <dirent.h>
+#include <jansson.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *PROBLEM =
+    "{\"name\": \"p\", \"dims\": [\"N\"], \"cases\": [{\"N\": 1}],"
+    " \"tensors\": [{\"name\": \"y\", \"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"out\"}],"
+    " \"reference\": {\"golden\": true}}";
+
+static kr_context *g_ctx;
+static kr_problem *g_problem;
+
+static kr_pool *fake_pool(uint32_t flags, double job_timeout)
+{
+    kr_pool_options o;
+    kr_pool_options_init(&o, KR_POOL_OPTIONS_VERSION);
+    o.worker_path = getenv("KR_FAKE_WORKER");
+    o.gpus = "0";
+    o.compile_workers = 1;
+    o.flags = flags;
+    o.job_timeout_s = job_timeout;
+    kr_pool *pool = NULL;
+    char *why = NULL;
+    if (kr_pool_new(&pool, &o, &why) != KR_OK)
+        fail_msg("pool: %s", why);
+    return pool;
+}
+
+static uint64_t submit(kr_pool *pool, const char *name, const char *source)
+{
+    kr_job job;
+    kr_job_init(&job, KR_JOB_VERSION);
+    job.problem = g_problem;
+    job.source = source ? source : name;
+    job.name = name;
+    uint64_t ticket = 0;
+    assert_int_equal(kr_pool_submit(&ticket, pool, &job), KR_OK);
+    return ticket;
+}
+
+static const char *verdict_of(kr_pool *pool, uint64_t ticket)
+{
+    kr_report *r = NULL;
+    int wrc = kr_pool_wait(&r, pool, ticket, 60);
+    if (wrc != KR_OK) { /* say what the pool was doing */
+        char *js = NULL;
+        kr_pool_status_json(&js, pool);
+        fprintf(stderr, "ticket %llu: %s\n", (unsigned long long)ticket, js ? js : "?");
+        kr_free(js);
+    }
+    assert_int_equal(wrc, KR_OK);
+    static char v[32];
+    snprintf(v, sizeof v, "%s", kr_verdict_name(kr_report_verdict(r)));
+    kr_report_free(r);
+    return v;
+}
+
+static double status_number(kr_pool *pool, const char *key)
+{
+    char *text = NULL;
+    assert_int_equal(kr_pool_status_json(&text, pool), KR_OK);
+    json_t *o = json_loads(text, 0, NULL);
+    double v = json_number_value(json_object_get(o, key));
+    json_decref(o);
+    kr_free(text);
+    return v;
+}
+
+/* Many jobs, reports in submission order, each exactly once. */
+static void reports_in_order(void **state)
+{
+    (void)state;
+    kr_pool *pool = fake_pool(0, 30);
+    uint64_t tickets[40];
+    for (int i = 0; i < 40; i++) {
+        char src[32];
+        snprintf(src, sizeof src, "source %d", i); /* all different: no sharing */
+        tickets[i] = submit(pool, "ok", src);
+    }
+    for (int i = 0; i < 40; i++) {
+        kr_report *r = NULL;
+        uint64_t t = 0;
+        assert_int_equal(kr_pool_next(&r, &t, pool, 60), KR_OK);
+        assert_true(t == tickets[i]);
+        assert_int_equal(kr_report_verdict(r), KR_VERDICT_PASSED);
+        kr_report_free(r);
+    }
+    kr_report *r = NULL;
+    uint64_t t;
+    assert_int_equal(kr_pool_next(&r, &t, pool, 0), KR_ENOTFOUND); /* nothing twice */
+    assert_int_equal(kr_pool_wait(&r, pool, tickets[3], 0), KR_ENOTFOUND);
+    kr_pool_free(pool);
+}
+
+/* A crashing, hanging, garbling or lying worker costs a worker, never a
+ * report: its job gets a verdict, the others theirs. */
+static void faults_cost_a_worker(void **state)
+{
+    (void)state;
+    kr_pool *pool = fake_pool(0, 3);
+    uint64_t crash = submit(pool, "crash", NULL), ok1 = submit(pool, "ok", "a");
+    uint64_t hang = submit(pool, "hang", NULL), ok2 = submit(pool, "ok", "b");
+    uint64_t garble = submit(pool, "garble", NULL), lie = submit(pool, "lie", NULL);
+    uint64_t once = submit(pool, "once", NULL), poison = submit(pool, "poison", NULL);
+    uint64_t ok3 = submit(pool, "ok", "c"), ccrash = submit(pool, "ccrash", NULL);
+    assert_string_equal(verdict_of(pool, crash), "fault");   /* died every attempt */
+    assert_string_equal(verdict_of(pool, ok1), "passed");
+    assert_string_equal(verdict_of(pool, hang), "timeout");  /* killed at the deadline */
+    assert_string_equal(verdict_of(pool, ok2), "passed");
+    assert_string_equal(verdict_of(pool, garble), "fault");
+    assert_string_equal(verdict_of(pool, lie), "fault");
+    assert_string_equal(verdict_of(pool, once), "passed");   /* retried after one crash */
+    assert_string_equal(verdict_of(pool, poison), "passed");
+    assert_string_equal(verdict_of(pool, ok3), "passed");    /* a new worker took over */
+    /* a compile that kills its worker is the source's doing: not retried */
+    assert_string_equal(verdict_of(pool, ccrash), "compile_error");
+    assert_true(status_number(pool, "respawns") >= 5);
+    assert_true(status_number(pool, "retries") >= 3);
+    kr_pool_free(pool);
+}
+
+/* Identical candidates are evaluated once, each still gets its report. */
+static void identical_jobs_once(void **state)
+{
+    (void)state;
+    kr_pool *pool = fake_pool(0, 30);
+    uint64_t a = submit(pool, "ok", "same"), b = submit(pool, "ok", "same");
+    uint64_t c = submit(pool, "ok", "other");
+    assert_string_equal(verdict_of(pool, b), "passed");
+    assert_string_equal(verdict_of(pool, a), "passed");
+    assert_string_equal(verdict_of(pool, c), "passed");
+    assert_true(status_number(pool, "dedup_hits") == 1);
+    kr_pool_free(pool);
+}
+
+static int golden_42(void *user, const kr_golden_request *req)
+{
+    (void)user;
+    ((float *)req->host[0])[0] = 2 * ((const float *)req->host[0])[0];
+    return 0;
+}
+
+/* Golden outputs come from the caller's callback, asked by the worker. */
+static void golden_through_the_pool(void **state)
+{
+    (void)state;
+    kr_problem_set_golden(g_problem, golden_42, NULL, NULL);
+    kr_pool *pool = fake_pool(0, 30);
+    assert_string_equal(verdict_of(pool, submit(pool, "golden", NULL)), "passed");
+    kr_pool_free(pool);
+    kr_problem_set_golden(g_problem, NULL, NULL, NULL);
+}
+
+static int count_children(void)
+{
+    int n = 0;
+    char path[64];
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        int pid, ppid;
+        char comm[64], st;
+        if (f && fscanf(f, "%d %63s %c %d", &pid, comm, &st, &ppid) == 4 && ppid == getpid())
+            n++;
+        if (f)
+            fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* Freeing a pool with jobs in flight returns and leaves no process. */
+static void free_with_jobs_in_flight(void **state)
+{
+    (void)state;
+    kr_pool *pool = fake_pool(0, 300);
+    submit(pool, "hang", NULL);
+    submit(pool, "ok", "x");
+    usleep(200000);
+    assert_true(count_children() >= 2);
+    kr_pool_free(pool);
+    assert_int_equal(count_children(), 0);
+}
+
+/* Workers die with their parent (PR_SET_PDEATHSIG). */
+static void workers_die_with_parent(void **state)
+{
+    (void)state;
+    int pids[2];
+    assert_int_equal(pipe(pids), 0);
+    pid_t child = fork();
+    if (child == 0) {
+        kr_pool *pool = fake_pool(0, 30);
+        char text[64];
+        int n = snprintf(text, sizeof text, "%d\n", (int)status_number(pool, "first_worker_pid"));
+        if (write(pids[1], text, (size_t)n) < 0)
+            _exit(1);
+        _exit(0); /* no kr_pool_free: the parent just vanishes */
+    }
+    char text[64] = "";
+    assert_true(read(pids[0], text, sizeof text - 1) > 0);
+    waitpid(child, NULL, 0);
+    pid_t worker = atoi(text);
+    assert_true(worker > 0);
+    for (int i = 0; i < 100 && kill(worker, 0) == 0; i++)
+        usleep(20000);
+    assert_int_equal(kill(worker, 0), -1); /* gone */
+    close(pids[0]);
+    close(pids[1]);
+}
+
+/* A compile-only pool of real workers: verdicts decided without a GPU. */
+static void real_compile_workers(void **state)
+{
+    (void)state;
+    kr_pool_options o;
+    kr_pool_options_init(&o, KR_POOL_OPTIONS_VERSION);
+    o.worker_path = getenv("KR_REAL_WORKER");
+    o.gpus = "none";
+    o.compile_workers = 2;
+    o.compile_memory_bytes = (uint64_t)2 << 30;
+    o.compile_timeout_s = 30;
+    kr_pool *pool = NULL;
+    char *why = NULL;
+    if (kr_pool_new(&pool, &o, &why) != KR_OK)
+        fail_msg("pool: %s", why);
+    const char *bad = "extern \"C\" __global__ void k(float *y) { y[0] = nope; }\n";
+    const char *heap = "// kreward: launch k grid=(1) block=(1) args=(y)\n"
+                       "extern \"C\" __global__ void k(float *y) { y[0] = *(float *)malloc(4); }\n";
+    const char *good = "// kreward: launch k grid=(1) block=(1) args=(y)\n"
+                       "extern \"C\" __global__ void k(float *y) { y[0] = 1; }\n";
+    /* a template bomb: instantiations grow without end; the compile
+     * worker's limits end it, never the caller */
+    const char *bomb = "template <int N> struct B { static const int v = B<N - 1>::v + B<N - 2>::v; };\n"
+                       "template <> struct B<0> { static const int v = 1; };\n"
+                       "template <> struct B<1> { static const int v = 1; };\n"
+                       "// kreward: launch k grid=(1) block=(1) args=(y)\n"
+                       "extern \"C\" __global__ void k(int *y) { y[0] = B<100000>::v; }\n";
+    uint64_t t1 = submit(pool, "bad.cu", bad), t2 = submit(pool, "heap.cu", heap);
+    uint64_t t3 = submit(pool, "good.cu", good), t4 = submit(pool, "bomb.cu", bomb);
+    assert_string_equal(verdict_of(pool, t1), "compile_error");
+    assert_string_equal(verdict_of(pool, t2), "compile_error");
+    assert_string_equal(verdict_of(pool, t3), "not_run");
+    assert_string_equal(verdict_of(pool, t4), "compile_error");
+    kr_pool_free(pool);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    g_ctx = test_context(NULL);
+    assert_int_equal(kr_problem_parse(&g_problem, g_ctx, PROBLEM, strlen(PROBLEM), "p.json", NULL),
+                     KR_OK);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    kr_problem_free(g_problem);
+    kr_context_free(g_ctx);
+    return 0;
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(reports_in_order),
+        cmocka_unit_test(faults_cost_a_worker),
+        cmocka_unit_test(identical_jobs_once),
+        cmocka_unit_test(golden_through_the_pool),
+        cmocka_unit_test(free_with_jobs_in_flight),
+        cmocka_unit_test(workers_die_with_parent),
+        cmocka_unit_test(real_compile_workers),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
