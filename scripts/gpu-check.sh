@@ -50,7 +50,11 @@ if [ -d bindings/python/tests ] && python3 -c 'import pytest' 2>/dev/null; then
     | tee -a "$out/bench.log" | tail -12
 fi
 [ "${KR_GPU_BENCH:-1}" = 0 ] && echo "== benchmarks skipped (KR_GPU_BENCH=0)"
-for b in $( [ "${KR_GPU_BENCH:-1}" = 0 ] || find "$build/bench" -maxdepth 1 -type f -executable -name 'bench_*' | sort); do
+# KR_GPU_BENCHES="bench_pool bench_timing" runs only those (device time is short)
+benches=$(find "$build/bench" -maxdepth 1 -type f -executable -name 'bench_*' | sort)
+[ -n "${KR_GPU_BENCHES:-}" ] && benches=$(for n in $KR_GPU_BENCHES; do echo "$build/bench/$n"; done)
+[ "${KR_GPU_BENCH:-1}" = 0 ] && benches=""
+for b in $benches; do
   echo "== $(basename "$b")" | tee -a "$out/bench.log"
   timeout 300 "$b" 2>&1 | tee -a "$out/bench.log" | tail -30
 done

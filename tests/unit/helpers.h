@@ -31,8 +31,10 @@ static inline kr_context *test_context(const char *cache_dir)
 static inline char *test_tempdir(void)
 {
     const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    char *path = malloc(strlen(base) + 32);
-    sprintf(path, "%s/krtest-XXXXXX", base);
+    size_t size = strlen(base) + 32;
+    char *path = malloc(size);
+    assert_non_null(path);
+    snprintf(path, size, "%s/krtest-XXXXXX", base);
     assert_non_null(mkdtemp(path));
     return path;
 }
