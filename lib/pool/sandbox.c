@@ -383,6 +383,16 @@ typedef struct {
     int err;
 } denied_call;
 
+/* One argument comparison, every field named: libseccomp's SCMP_An macros
+ * leave datum_b to a partial initializer, which older headers turn into a
+ * -Wmissing-field-initializers error. */
+static struct scmp_arg_cmp arg_cmp(unsigned arg, enum scmp_compare op, scmp_datum_t a,
+                                   scmp_datum_t b)
+{
+    struct scmp_arg_cmp c = {.arg = arg, .op = op, .datum_a = a, .datum_b = b};
+    return c;
+}
+
 /* Refused outright, whatever the arguments (docs/sandbox.md groups them). */
 static const denied_call denied_calls[] = {
     /* running another program */
@@ -454,7 +464,7 @@ static int sc_rules(scmp_filter_ctx ctx, sc_build *b)
             return -1;
     /* sockets: AF_UNIX only (the worker's own socket pair is inherited).
      * The family is compared on all 64 bits: any high bit refuses. */
-    struct scmp_arg_cmp not_unix = SCMP_A0(SCMP_CMP_NE, AF_UNIX);
+    struct scmp_arg_cmp not_unix = arg_cmp(0, SCMP_CMP_NE, AF_UNIX, 0);
     if (sc_rule(ctx, b, "socket", EPERM, 1, &not_unix) != 0 ||
         sc_rule(ctx, b, "socketpair", EPERM, 1, &not_unix) != 0)
         return -1;
@@ -463,17 +473,17 @@ static int sc_rules(scmp_filter_ctx ctx, sc_build *b)
     static const uint64_t ns_flags[] = {CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
                                         CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET};
     for (size_t i = 0; i < sizeof ns_flags / sizeof ns_flags[0]; i++) {
-        struct scmp_arg_cmp ns = SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]);
+        struct scmp_arg_cmp ns = arg_cmp(0, SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]);
         if (sc_rule(ctx, b, "clone", EPERM, 1, &ns) != 0)
             return -1;
     }
     if (sc_rule(ctx, b, "clone3", ENOSYS, 0, NULL) != 0)
         return -1;
     /* the kernel reads these int arguments from the low 32 bits */
-    struct scmp_arg_cmp sti = SCMP_A1(SCMP_CMP_MASKED_EQ, LOW32, TIOCSTI);
-    struct scmp_arg_cmp linux_tty = SCMP_A1(SCMP_CMP_MASKED_EQ, LOW32, TIOCLINUX);
-    struct scmp_arg_cmp dumpable = SCMP_A0(SCMP_CMP_MASKED_EQ, LOW32, PR_SET_DUMPABLE);
-    struct scmp_arg_cmp new_limit = SCMP_A2(SCMP_CMP_NE, 0);
+    struct scmp_arg_cmp sti = arg_cmp(1, SCMP_CMP_MASKED_EQ, LOW32, TIOCSTI);
+    struct scmp_arg_cmp linux_tty = arg_cmp(1, SCMP_CMP_MASKED_EQ, LOW32, TIOCLINUX);
+    struct scmp_arg_cmp dumpable = arg_cmp(0, SCMP_CMP_MASKED_EQ, LOW32, PR_SET_DUMPABLE);
+    struct scmp_arg_cmp new_limit = arg_cmp(2, SCMP_CMP_NE, 0, 0);
     if (sc_rule(ctx, b, "ioctl", EPERM, 1, &sti) != 0 ||
         sc_rule(ctx, b, "ioctl", EPERM, 1, &linux_tty) != 0 ||
         sc_rule(ctx, b, "prctl", EPERM, 1, &dumpable) != 0 ||
