@@ -78,12 +78,13 @@ static void set_why(char **why, const char *fmt, ...)
 /* ---- starting ---- */
 
 /* The GPUs to use: the option's list, or every device the driver shows
- * through this process's CUDA_VISIBLE_DEVICES; "none": a pool that only
- * compiles (its jobs that need a GPU end not_run, as asked). */
+ * through this process's CUDA_VISIBLE_DEVICES; "none" (or no list and
+ * KREWARD_DEVICE=none, as for a context): a pool that only compiles (its
+ * jobs that need a GPU end not_run, as asked). */
 static int choose_gpus(kr_pool *pool, char *why, size_t why_size)
 {
-    const char *list = pool->o.gpus;
-    if (list && strcmp(list, "none") == 0)
+    const char *list = pool->o.gpus, *env = getenv("KREWARD_DEVICE");
+    if ((list && strcmp(list, "none") == 0) || (!list && env && strcmp(env, "none") == 0))
         return KR_OK;
     if (list) {
         char *copy = kr__strdup(list);

@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <signal.h>
 #include <spawn.h>
@@ -159,6 +160,11 @@ int kr__worker_spawn(kr_pool *pool, kr__worker *w, char *why, size_t why_size)
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, sv[1], WORKER_FD); /* dup2 clears CLOEXEC */
     posix_spawn_file_actions_addclosefrom_np(&fa, WORKER_FD + 1);
+    /* the candidate's device printf lands on the worker's stdout: never on
+     * the caller's (a kernel must not write the trainer's log or forge the
+     * CLI's JSON); stdin is nobody's. stderr stays: only the worker writes it */
+    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
     sigset_t none, all;

@@ -9,6 +9,7 @@
  *   garble   writes bytes that are no frame
  *   lie      answers with another job's id
  *   golden   asks the pool for golden outputs first (one 4-byte tensor)
+ *   shout    writes to its stdout (as a kernel's printf does), then ok
  *   poison   a passed report that says its context is poisoned, then exits
  * Started by the pool exactly as kreward-worker is (same arguments). */
 #include "pool/protocol.h"
@@ -116,6 +117,10 @@ int main(int argc, char **argv)
             if (write(sock, "this is not a frame at all, not at all", 38) < 0)
                 return 1;
             pause();
+        }
+        if (!strcmp(name, "shout") && !compile) {
+            printf("{\"verdict\": \"passed\", \"reward\": 99}\n");
+            fflush(stdout);
         }
         if (!strcmp(name, "lie") && !compile)
             id += 1000;

@@ -128,6 +128,28 @@ static void faults_cost_a_worker(void **state)
     kr_pool_free(pool);
 }
 
+/* What a worker writes to its stdout (a kernel's printf) never reaches the
+ * caller's stdout. */
+static void worker_stdout_is_not_the_callers(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/krpool-stdout-XXXXXX";
+    int file = mkstemp(path), saved = dup(STDOUT_FILENO);
+    assert_true(file >= 0 && saved >= 0);
+    fflush(stdout);
+    dup2(file, STDOUT_FILENO);
+    kr_pool *pool = fake_pool(0, 30);
+    const char *v = verdict_of(pool, submit(pool, "shout", NULL));
+    kr_pool_free(pool);
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    assert_string_equal(v, "passed");
+    assert_int_equal(lseek(file, 0, SEEK_END), 0);
+    close(file);
+    unlink(path);
+}
+
 /* Identical candidates are evaluated once, each still gets its report. */
 static void identical_jobs_once(void **state)
 {
@@ -280,6 +302,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(reports_in_order),
         cmocka_unit_test(faults_cost_a_worker),
+        cmocka_unit_test(worker_stdout_is_not_the_callers),
         cmocka_unit_test(identical_jobs_once),
         cmocka_unit_test(golden_through_the_pool),
         cmocka_unit_test(free_with_jobs_in_flight),
