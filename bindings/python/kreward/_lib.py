@@ -82,6 +82,8 @@ BASELINE_VERSION = 1
 EVALUATE_OPTIONS_VERSION = 1
 TERM_VERSION = 1
 GOLDEN_REQUEST_VERSION = 1  # the layout read from the library (it may append fields)
+POOL_OPTIONS_VERSION = 1
+JOB_VERSION = 1
 
 
 class ContextOptions(ctypes.Structure):
@@ -149,6 +151,22 @@ class TermDef(ctypes.Structure):
                 ("destroy", TERM_DESTROY)]
 
 
+class PoolOptions(ctypes.Structure):  # kr_pool_options, include/kreward/pool.h
+    _fields_ = [("version", c_uint32), ("flags", c_uint32), ("gpus", c_char_p),
+                ("compile_workers", c_uint32), ("job_timeout_s", c_double),
+                ("compile_timeout_s", c_double), ("compile_memory_bytes", c_uint64),
+                ("max_attempts", c_uint32), ("worker_path", c_char_p), ("cache_dir", c_char_p),
+                ("cuda_home", c_char_p)]
+
+
+class Job(ctypes.Structure):  # kr_job, include/kreward/pool.h
+    _fields_ = [("version", c_uint32), ("flags", c_uint32), ("problem", c_void_p),
+                ("source", c_char_p), ("len", c_size_t), ("binary", c_void_p),
+                ("binary_len", c_size_t), ("plan", c_void_p), ("name", c_char_p),
+                ("compile", PP(CompileOptions)), ("verify", PP(VerifyOptions)),
+                ("bench", PP(BenchOptions)), ("reward", c_void_p)]
+
+
 # ---- handles as arguments ----
 
 class Ptr(c_void_p):
@@ -169,12 +187,14 @@ def _error_context(arg):
     return arg if isinstance(arg, int) else None
 
 
-def status(ctx=None, owner=None, report=None, outcome=None):
+def status(ctx=None, owner=None, report=None, outcome=None, why=None):
     """The errcheck for a function returning a kr_status.
 
     ctx: index of the kr_context argument; owner: index of a handle whose
     context holds the error text (a reward: its errors are its context's).
-    Without either the message is kr_strerror's. report: index of the
+    why: index of a `char **why` the function fills with its reason when it
+    fails (kr_pool_new; pass it as ctypes.pointer(c_void_p()): the text is
+    read and freed here). Without any the message is kr_strerror's. report: index of the
     report an engine verb wrote; the KrewardError carries it (.report), since
     it says what happened. outcome(rc, args): True for a negative status that
     is a result of the call, not an error; it is returned as is."""
@@ -187,6 +207,9 @@ def status(ctx=None, owner=None, report=None, outcome=None):
         cp = _error_context(args[where]) if where is not None else None
         if cp:
             message, detail = text(fn.context_errmsg(cp)), text(fn.context_errdetail(cp))
+        if why is not None and isinstance(args[why], PP(c_void_p)) and args[why]:
+            message = take_string(args[why].contents) or message
+            args[why].contents.value = None
         err = KrewardError(rc, message, detail)
         if report is not None:
             err.report = getattr(args[report], "obj", None)
@@ -212,6 +235,12 @@ def _not_found(rc, args):
 def _unsound(rc, args):
     # kr_problem_sanity: KR_EUNSOUND is its answer "the problem is unsound", with a summary
     return rc == _code("EUNSOUND")
+
+
+def _pending(rc, args):
+    """kr_pool_wait, kr_pool_next: KR_ETIMEOUT (not done yet) and KR_ENOTFOUND
+    (an unknown or collected ticket; nothing pending) are answers."""
+    return rc in (_code("ETIMEOUT"), _code("ENOTFOUND"))
 
 
 def _judged(rc, args):
@@ -347,6 +376,17 @@ _FUNCTIONS = [
     ("kr_reward_presets", [], PP(c_char_p), None),
     ("kr_reward_score", [PP(c_double), _H, _H], c_int, status(owner=1)),
     ("kr_reward_json", [PP(c_void_p), _H], c_int, _S),
+    # pool.h: no context; kr_pool_new says why it failed in its own out string
+    ("kr_pool_options_init", [PP(PoolOptions), c_uint32], c_int, _S),
+    ("kr_pool_new", [PP(_H), PP(PoolOptions), PP(c_void_p)], c_int, status(why=2)),
+    ("kr_pool_free", [_H], None, None),
+    ("kr_job_init", [PP(Job), c_uint32], c_int, _S),
+    ("kr_pool_submit", [PP(c_uint64), _H, PP(Job)], c_int, _S),
+    ("kr_pool_wait", [PP(c_void_p), _H, c_uint64, c_double], c_int, status(outcome=_pending)),
+    ("kr_pool_next", [PP(c_void_p), PP(c_uint64), _H, c_double], c_int,
+     status(outcome=_pending)),
+    ("kr_pool_status_json", [PP(c_void_p), _H], c_int, _S),
+    ("kr_evaluate_batch", [PP(c_void_p), _H, PP(Job), c_size_t], c_int, _S),
 ]
 
 

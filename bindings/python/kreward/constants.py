@@ -81,9 +81,11 @@ CACHE_RESULTS = {0: "miss", 1: "memory", 2: "disk", 3: "skipped"}
 KERNEL_ATTRS = {"registers": 1, "shared_static": 2, "local_bytes": 3, "max_threads": 4,
                 "const_bytes": 5, "num_params": 6, "param_bytes": 7}
 # option flags: KR_CONTEXT_* (context.h), KR_COMPILE_* (program.h),
-# KR_VERIFY_* (verify.h), KR_BENCH_* (bench.h), KR_EVALUATE_* (evaluate.h)
+# KR_VERIFY_* (verify.h), KR_BENCH_* (bench.h), KR_EVALUATE_* (evaluate.h),
+# KR_POOL_* (pool.h)
 CONTEXT_NO_DEVICE, CONTEXT_NO_TRACE = 0x1, 0x2
 COMPILE_NO_CACHE = 0x1
 VERIFY_SINGLE_RUN = 0x1
 BENCH_NO_FLUSH, BENCH_GRAPH, BENCH_NO_CHECK, BENCH_EVENTS_ONLY = 0x1, 0x2, 0x4, 0x8
 EVALUATE_NO_BENCH = 0x1
+POOL_NO_SANDBOX, POOL_NO_SPARE = 0x1, 0x2

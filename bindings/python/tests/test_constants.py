@@ -95,11 +95,12 @@ def test_copied_tables_match_the_headers():
             for n, v in header_enum("program.h", "kr_kernel_attr").items()} \
         == constants.KERNEL_ATTRS
     flags = {}
-    for header in ("context.h", "program.h", "verify.h", "bench.h", "evaluate.h", "reward.h"):
+    for header in ("context.h", "program.h", "verify.h", "bench.h", "evaluate.h", "reward.h",
+                   "pool.h"):
         flags.update(header_defines(header, "KR_"))
     for name in ("CONTEXT_NO_DEVICE", "CONTEXT_NO_TRACE", "COMPILE_NO_CACHE", "VERIFY_SINGLE_RUN",
                  "BENCH_NO_FLUSH", "BENCH_GRAPH", "BENCH_NO_CHECK", "BENCH_EVENTS_ONLY",
-                 "EVALUATE_NO_BENCH", "TERM_NEEDS_CORRECT"):
+                 "EVALUATE_NO_BENCH", "TERM_NEEDS_CORRECT", "POOL_NO_SANDBOX", "POOL_NO_SPARE"):
         assert getattr(constants, name) == flags["KR_" + name], name
 
 
@@ -108,9 +109,10 @@ def test_struct_versions_match_the_headers():
     for header in HEADERS.glob("*.h"):
         versions.update(header_defines(header.name, "KR_"))
     for name in ("CONTEXT_OPTIONS", "COMPILE_OPTIONS", "VERIFY_OPTIONS", "BENCH_OPTIONS",
-                 "EVALUATE_OPTIONS"):
+                 "EVALUATE_OPTIONS", "POOL_OPTIONS"):
         assert getattr(_lib, name + "_VERSION") == versions[f"KR_{name}_VERSION"], name
     assert _lib.BASELINE_VERSION == versions["KR_BASELINE_VERSION"]
     assert _lib.TERM_VERSION == versions["KR_TERM_VERSION"]
+    assert _lib.JOB_VERSION == versions["KR_JOB_VERSION"]
     assert _lib.GOLDEN_REQUEST_VERSION == versions["KR_GOLDEN_REQUEST_VERSION"]
     assert _lib.ABI_VERSION == versions["KR_ABI_VERSION"]
