@@ -112,9 +112,22 @@ static void fail_gpu_jobs(kr_pool *pool)
                                                  "any more (%s)", pool->last_start_error));
 }
 
+/* No worker that compiles can be started any more (compile workers gave up
+ * and there is no GPU worker to compile instead): the same loud error. */
+static void fail_compile_jobs(kr_pool *pool)
+{
+    if (compile_workers_alive(pool) || gpu_workers_alive(pool))
+        return;
+    kr__pjob *j;
+    while ((j = next_job(pool, KR__JOB_COMPILE_QUEUED)))
+        kr__pool_finish(pool, j, kr__pool_report(KR_VERDICT_ERROR, "no compile worker can be "
+                                                 "started any more (%s)", pool->last_start_error));
+}
+
 static void dispatch(kr_pool *pool)
 {
     fail_gpu_jobs(pool);
+    fail_compile_jobs(pool);
     for (size_t i = 0; i < pool->num_workers; i++) {
         kr__worker *w = &pool->workers[i];
         if (w->state != KR__W_IDLE)

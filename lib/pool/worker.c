@@ -261,15 +261,30 @@ static int parse_args(int argc, char **argv, worker_args *a)
     return a->kind && a->fd >= 0 && a->parent > 0 ? 0 : -1;
 }
 
+/* The worker's address space now (/proc/self/statm's first field). */
+static uint64_t mapped_bytes(void)
+{
+    unsigned long long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%llu", &pages) != 1)
+            pages = 0;
+        fclose(f);
+    }
+    return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
 static int sandbox(worker *w, const worker_args *a)
 {
     const char *reads[] = {w->ctx->cuda_home, "/usr/lib", "/usr/lib64", "/lib", "/lib64",
                            "/usr/local/cuda", "/etc/ld.so.cache", "/usr/share/nvidia",
                            "/etc/nvidia", "/usr/local/nvidia"};
     const char *writes[] = {a->cache_dir};
+    /* the compile budget comes on top of what the worker already maps (its
+     * libraries, NVRTC; under ASan terabytes of shadow reservation) */
+    uint64_t budget = a->compile_memory ? a->compile_memory : 8ull << 30;
     kr__sandbox_spec spec = {reads, sizeof reads / sizeof reads[0], writes, a->cache_dir ? 1u : 0u,
-                             w->gpu ? 0 : (a->compile_memory ? a->compile_memory : 8ull << 30),
-                             0, 0, w->gpu};
+                             w->gpu ? 0 : mapped_bytes() + budget, 0, 0, w->gpu};
     if (a->no_sandbox) {
         kr__sandbox_probe(&w->sandbox);
         w->sandbox.landlock = w->sandbox.seccomp = 0;

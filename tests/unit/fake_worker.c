@@ -129,9 +129,10 @@ int main(int argc, char **argv)
             kr__frame_clear(&f);
             continue;
         }
-        send_report(sock, id, compile ? "not_run" : "passed", !strcmp(name, "poison"));
+        int poison = !strcmp(name, "poison") && !compile; /* name lives in the frame */
+        send_report(sock, id, compile ? "not_run" : "passed", poison);
         kr__frame_clear(&f);
-        if (!strcmp(name, "poison") && !compile)
+        if (poison)
             return 0;
     }
 }
