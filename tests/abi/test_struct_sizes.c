@@ -72,6 +72,20 @@ int main(void)
     PIN(offsetof(kr_plugin_info, terms), 8);
     PIN(offsetof(kr_plugin_info, term_size), 16);
     PIN(offsetof(kr_plugin_info, name), 24);
+
+    PIN(sizeof(kr_pool_options), 80);
+    PIN(offsetof(kr_pool_options, gpus), 8);
+    PIN(offsetof(kr_pool_options, compile_workers), 16);
+    PIN(offsetof(kr_pool_options, job_timeout_s), 24);
+    PIN(offsetof(kr_pool_options, compile_memory_bytes), 40);
+    PIN(offsetof(kr_pool_options, max_attempts), 48);
+    PIN(offsetof(kr_pool_options, cuda_home), 72);
+
+    PIN(sizeof(kr_job), 96);
+    PIN(offsetof(kr_job, problem), 8);
+    PIN(offsetof(kr_job, len), 24);
+    PIN(offsetof(kr_job, plan), 48);
+    PIN(offsetof(kr_job, reward), 88);
 #else
     printf("struct sizes are pinned for LP64 targets only\n");
     return 77;
