@@ -5,7 +5,9 @@
  * device exists, what each kernel uses. Programs come from CUDA C++ source
  * through NVRTC (kr_compile) or from a binary another compiler produced, e.g.
  * a Triton cubin (kr_program_from_binary). Compiles are cached by an XXH3-128
- * key over source, options, target, NVRTC version and library version.
+ * key over source, options, target, NVRTC version, library version, the real
+ * paths of the include directories and a digest of the built-in header shims
+ * (docs/compile-safety.md).
  *
  * A program belongs to the context it was made with (its module is loaded
  * there): free it before the context, and pass it only to calls on that
@@ -29,16 +31,19 @@ typedef struct kr_compile_options {
     const char *std;                     /* e.g. "c++17"; NULL: "c++17" */
     const char *const *defines;          /* "NAME=VALUE" or "NAME", passed as -D */
     size_t num_defines;
-    const char *const *include_dirs;     /* extra -I directories */
+    const char *const *include_dirs;     /* headers read by the library and handed to NVRTC in
+                                          * memory (no -I); "/", /proc, /sys, /dev refused */
     size_t num_include_dirs;
     const char *const *name_expressions; /* e.g. "my_kernel<128>", for templates */
     size_t num_name_expressions;
-    const char *const *extra_options;    /* passed to NVRTC verbatim */
+    const char *const *extra_options;    /* passed to NVRTC verbatim; -I, --include-path,
+                                          * -include, --pre-include, -isystem refused */
     size_t num_extra_options;
     int32_t fast_math;                   /* --use_fast_math */
     int32_t line_info;                   /* -lineinfo */
     uint64_t max_source_bytes;           /* 0: 1 MiB */
-    double time_limit_s;                 /* 0: none; cancels through NVRTC's flow callback */
+    double time_limit_s;                 /* 0: 30 s; < 0: none; cancels through NVRTC's
+                                          * flow callback */
     uint32_t flags;                      /* KR_COMPILE_* */
     /* version 2 */
     uint64_t max_log_bytes;              /* compile log kept per program; 0: 64 KiB (the rest is cut) */
