@@ -506,7 +506,7 @@ static void everything(const char *src, size_t len)
 
 /* 1 MB of one adversarial pattern each: unterminated comments and
  * literals, lone backslashes, splices, raw string openers, 100k nested
- * #if. Work is linear: each takes well under a second, even under ASan. */
+ * #if. Work is linear in the input. */
 static void adversarial(void **state)
 {
     (void)state;
@@ -522,11 +522,18 @@ static void adversarial(void **state)
         size_t k = strlen(patterns[p]);
         for (size_t i = 0; i < n; i++)
             buf[i] = patterns[p][i % k];
+        /* linear, whatever the build (ASan makes it 15x slower): a quarter
+         * of the input must take about a quarter of the time (quadratic
+         * work would take a sixteenth) */
         double t0 = seconds();
+        everything(buf, n / 4);
+        double quarter = seconds() - t0;
+        t0 = seconds();
         everything(buf, n);
         double dt = seconds() - t0;
-        if (dt > 5)
-            fail_msg("pattern %zu took %.2f s on 1 MB", p, dt);
+        if (dt > 10 * quarter + 0.5 || dt > 60)
+            fail_msg("pattern %zu took %.2f s on 1 MB, %.2f s on 256 KB: not linear", p, dt,
+                     quarter);
     }
     /* and with no terminator after the last byte: a read past len would
      * trip ASan */
