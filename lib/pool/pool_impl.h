@@ -1,7 +1,7 @@
 /* The pool's private layout, shared by its files: pool.c (the public calls
- * and the job table), pool_loop.c (the pool's thread: dispatch, deadlines,
- * results, golden requests, respawns) and spawn.c (starting and stopping
- * worker processes). */
+ * that start and stop it), pool_jobs.c (the job table), pool_loop.c (the
+ * pool's thread: dispatch, deadlines, results, golden requests, respawns)
+ * and spawn.c (starting and stopping worker processes). */
 #ifndef KR_POOL_IMPL_H
 #define KR_POOL_IMPL_H
 
@@ -78,6 +78,10 @@ struct kr_pool {
     double respawn_wait_total, respawn_wait_max;
     char last_start_error[512];
 };
+
+/* pool.c */
+/* Frees a job and its copies of the caller's data (NULL: nothing). */
+void kr__pool_job_free(kr__pjob *j);
 
 /* spawn.c */
 int kr__worker_spawn(kr_pool *pool, kr__worker *w, char *why, size_t why_size);
