@@ -77,6 +77,16 @@ typedef struct kr__launch_dims {
     unsigned smem;
 } kr__launch_dims;
 
+/* plan_parse.c: a plan's text form, shared with plan_parse_json.c. */
+/* A new, empty plan of that name (NULL when out of memory). */
+kr_plan *kr__plan_new(const char *name);
+/* Room for one more launch or scratch buffer (NULL past the limit or when
+ * out of memory). */
+kr__launch_text *kr__plan_new_launch(kr_plan *plan);
+kr__scratch_text *kr__plan_new_scratch(kr_plan *plan);
+/* The error for a scratch buffer kr__plan_new_scratch could not add. */
+int kr__plan_scratch_refused(kr_context *ctx, const kr_plan *plan);
+
 void kr__limits_for(kr_context *ctx, const char *arch, kr__limits *out);
 
 /* Resolves names and compiles expressions; checks arity and sizes against
