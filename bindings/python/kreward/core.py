@@ -334,6 +334,13 @@ class Report(_Handle):
         super().__init__(out)
 
     @classmethod
+    def _own(cls, ptr):
+        """A report the library handed over (the caller frees it): freed here."""
+        r = cls.__new__(cls)
+        _Handle.__init__(r, ptr)
+        return r
+
+    @classmethod
     def _borrow(cls, ptr):
         """The library's report, lent to a callback: never freed here."""
         r = cls.__new__(cls)

@@ -2,6 +2,7 @@
 as Python callables."""
 import ctypes
 import json
+import threading
 
 from . import _lib, constants
 from ._lib import fn
@@ -41,6 +42,10 @@ class Reward(_Handle):
         # last use of them. They refer to _errors, never to the reward.
         self._callbacks = []
         self._errors = _lib.ErrorSlot()
+        # kr_reward is single-threaded (terms keep state, errors go to one
+        # context): score() runs one call at a time, whichever thread calls
+        # it (a Pool scores in the thread that collects a report)
+        self._lock = threading.RLock()
 
     def add(self, term, config=None, weight=1.0, gate="default"):
         """Adds a known term (built-in, registered or from a plugin)."""
@@ -80,7 +85,7 @@ class Reward(_Handle):
     def score(self, report):
         """Scores a report in place and returns the reward."""
         v = ctypes.c_double()
-        with _lib.reraise_callbacks(self._errors):
+        with self._lock, _lib.reraise_callbacks(self._errors):
             fn.reward_score(ctypes.byref(v), self.handle, report.handle)
         return v.value
 

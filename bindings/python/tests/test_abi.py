@@ -17,9 +17,6 @@ STRUCTS = {"kr_context_options": _lib.ContextOptions, "kr_compile_options": _lib
            "kr_baseline": _lib.Baseline, "kr_evaluate_options": _lib.EvaluateOptions,
            "kr_golden_request": _lib.GoldenRequest, "kr_term_def": _lib.TermDef,
            "kr_pool_options": _lib.PoolOptions, "kr_job": _lib.Job}
-# structs tests/abi/test_struct_sizes.c does not pin (yet): checked against the
-# C compiler's layout instead (test_struct_layouts_match_the_c_compiler)
-UNPINNED = {"kr_pool_options", "kr_job"}
 # KR_API functions returning int that are not a kr_status
 NOT_STATUS = {"kr_context_has_device", "kr_problem_tensor_dtype", "kr_problem_tensor_role",
               "kr_problem_reference_kind", "kr_program_cache_result", "kr_report_verdict",
@@ -44,7 +41,7 @@ def test_struct_layouts_match_the_c_pins():
     for struct, field, offset in offsets:
         if struct in STRUCTS:
             assert getattr(STRUCTS[struct], field).offset == int(offset), (struct, field)
-    assert checked == set(STRUCTS) - UNPINNED
+    assert checked == set(STRUCTS)
 
 
 @pytest.mark.skipif(not shutil.which("cc"), reason="needs a C compiler")
