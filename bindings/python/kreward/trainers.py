@@ -7,8 +7,13 @@ completion holds the kernel in a fenced code block (see extract_code).
 
 Each process gets one Evaluator (built on first use from the environment:
 KREWARD_REWARD preset or JSON path, default makora; KREWARD_PRESET fast or
-precise), or pass your own with set_evaluator(). Candidates that cannot be
-judged here (no GPU) score the evaluator's fallback (0.0)."""
+precise; KREWARD_GPUS the pool's GPUs, e.g. "0,1" or "none"), or pass your
+own with set_evaluator(). Candidates are untrusted: they are evaluated in
+the library's sandboxed worker processes (a kreward.Pool), so a kernel that
+faults or hangs never touches the trainer's own CUDA context;
+KREWARD_IN_PROCESS=1 evaluates them in this process instead (trusted code,
+debugging). Candidates that cannot be judged here (no GPU) score the
+evaluator's fallback (0.0)."""
 import asyncio
 import os
 
@@ -27,7 +32,9 @@ def get_evaluator():
     global _evaluator
     if _evaluator is None:
         _evaluator = Evaluator(reward=os.environ.get("KREWARD_REWARD", "makora"),
-                               preset=os.environ.get("KREWARD_PRESET", "fast"))
+                               preset=os.environ.get("KREWARD_PRESET", "fast"),
+                               isolated=os.environ.get("KREWARD_IN_PROCESS", "") in ("", "0"),
+                               gpus=os.environ.get("KREWARD_GPUS") or None)
     return _evaluator
 
 
@@ -54,8 +61,8 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
 
 
 def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos=None, **kwargs):
-    """verl's batch reward manager form: lists in, a list out (parallel
-    compiles, then one evaluation at a time on the GPU)."""
+    """verl's batch reward manager form: lists in, a list out (one batch
+    through the evaluator's pool)."""
     ev = get_evaluator()
     extra_infos = extra_infos or [None] * len(solution_strs)
     problems = [(e or {}).get("problem", g) for e, g in zip(extra_infos, ground_truths)]

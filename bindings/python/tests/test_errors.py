@@ -104,14 +104,38 @@ def test_handles_of_another_context_are_refused(vadd, vadd_fast):
 
 
 def test_evaluator_turns_environment_errors_into_fallback(tmp_path, vadd, vadd_fast):
-    with kreward.Evaluator(reward=None, cache_dir=str(tmp_path), fallback=-1.5) as ev:
-        ev.ctx.close()
-        ev.ctx = kreward.Context(no_device=True, cache_dir=str(tmp_path))
+    # in-process: kr_evaluate refuses a reward of another context
+    with kreward.Evaluator(reward=None, cache_dir=str(tmp_path), fallback=-1.5,
+                           isolated=False, no_device=True) as ev:
         with kreward.Context(no_device=True) as other:
             ev.reward = other.reward("makora")  # of another context: the step fails
             report = ev.evaluate(vadd, vadd_fast)
+            ev.reward.close()
         assert report.verdict == "error" and "another context" in report.message
         assert ev.score_of(report) == -1.5
+
+
+BROKEN_REFERENCE = {
+    "name": "broken", "dims": ["N"], "cases": [{"N": 1000}],
+    "tensors": [{"name": "x", "dtype": "f32", "shape": ["N"], "role": "in"},
+                {"name": "y", "dtype": "f32", "shape": ["N"], "role": "out"}],
+    "reference": {"cuda": "// kreward: launch k grid=(cdiv(N,256)) block=(256) args=(x, y, N)\n"
+                          "extern \"C\" __global__ void k(const float* x, float* y, int n) "
+                          "{ y[0] = }"}}
+Y_IS_2X = ("// kreward: launch k grid=(cdiv(N,256)) block=(256) args=(x, y, N)\n"
+           "extern \"C\" __global__ void k(const float* x, float* y, int n) {"
+           " int i = blockIdx.x * 256 + threadIdx.x; if (i < n) y[i] = 2 * x[i]; }")
+
+
+@pytest.mark.parametrize("isolated", [True, False])
+def test_a_broken_reference_is_an_error_scoring_the_fallback(tmp_path, isolated):
+    # not the candidate's doing: verdict error, unscored, whichever path
+    with kreward.Evaluator(reward="makora", cache_dir=str(tmp_path), fallback=-1.5,
+                           isolated=isolated, no_device=True) as ev:
+        report = ev.evaluate(BROKEN_REFERENCE, Y_IS_2X)
+        assert report.verdict == "error"
+        assert "the problem's reference is broken" in report.message
+        assert report.reward is None and ev.score_of(report) == -1.5
 
 
 def test_status_helper_reads_the_context_of_a_bare_pointer(ctx):

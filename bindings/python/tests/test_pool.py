@@ -389,6 +389,35 @@ def test_no_gpu_here_is_an_error_not_a_silent_fallback(monkeypatch):
     assert "no GPU worker can start" in e.value.message
 
 
+def test_evaluator_falls_back_to_compile_only_with_a_warning(tmp_path, vadd, vadd_fast):
+    from conftest import has_gpu
+    if has_gpu():
+        pytest.skip("this machine has a GPU")
+    with pytest.warns(RuntimeWarning, match="compile checks only"):
+        ev = kreward.Evaluator(cache_dir=str(tmp_path))
+    with ev:
+        assert ev.pool.status()["gpus"] == 0
+        r = ev.evaluate(vadd, vadd_fast)
+        assert r.verdict == "not_run" and ev.score_of(r) == 0.0
+    with pytest.raises(kreward.KrewardError):  # unless told to insist
+        kreward.Evaluator(cache_dir=str(tmp_path), require_gpu=True)
+
+
+def test_evaluator_is_isolated_by_default(tmp_path, vadd, vadd_fast):
+    with kreward.Evaluator(cache_dir=str(tmp_path), no_device=True) as ev:
+        assert ev.pool is not None
+        assert not ev.ctx.has_device  # no CUDA context in the caller for candidates
+        reports = ev.evaluate_batch([vadd] * 3, [vadd_fast, BAD, None])
+        assert [r.verdict for r in reports] == ["not_run", "compile_error", "compile_error"]
+        assert [ev.score_of(r) for r in reports] == [0.0, -10.0, -10.0]
+        assert ev.pool.status()["jobs_finished"] == 2  # None never reached the pool
+        r = asyncio.run(ev.evaluate_async(vadd, BAD))
+        assert r.verdict == "compile_error" and r.reward == -10.0
+    with kreward.Evaluator(cache_dir=str(tmp_path), isolated=False, no_device=True) as ev:
+        assert ev.pool is None
+        assert ev.evaluate(vadd, BAD).verdict == "compile_error"
+
+
 def test_pools_left_open_are_tracked_for_exit(problem):
     p = kreward.Pool(gpus="none", compile_workers=1)
     assert p in pool_module._live

@@ -1,7 +1,8 @@
-"""Trainer adapters, called the way each trainer calls them. On the CPU the
-valid candidates are compiled and checked but cannot be judged: they score
-the fallback (0.0); compile errors and missing code are judged (makora:
--10)."""
+"""Trainer adapters, called the way each trainer calls them, through the
+default isolated evaluator (a compile-only pool of worker processes) and the
+in-process one. On the CPU the valid candidates are compiled and checked but
+cannot be judged: they score the fallback (0.0); compile errors and missing
+code are judged (makora: -10)."""
 import asyncio
 import types
 
@@ -13,17 +14,20 @@ from kreward import trainers
 GOOD = None  # filled from the example
 
 
-@pytest.fixture(autouse=True)
-def evaluator(tmp_path, vadd_fast):
+@pytest.fixture(autouse=True, params=["isolated", "in_process"])
+def evaluator(request, tmp_path, vadd_fast):
     global GOOD
     GOOD = f"I vectorized it:\n```cuda\n{vadd_fast}\n```\nThis is faster."
-    ev = kreward.Evaluator(reward="makora", cache_dir=str(tmp_path))
-    ev.ctx.close()
-    ev.ctx = kreward.Context(no_device=True, cache_dir=str(tmp_path))
-    ev.reward = ev.ctx.reward("makora")
+    isolated = request.param == "isolated"
+    # no_device: the same outcomes on a GPU machine (compile and check only)
+    ev = kreward.Evaluator(reward="makora", cache_dir=str(tmp_path), isolated=isolated,
+                           no_device=True, pool_options={"compile_workers": 2})
+    assert (ev.pool is not None) == isolated
     trainers.set_evaluator(ev)
     yield ev
     trainers.set_evaluator(None)
+    if isolated:  # every candidate went to the worker processes
+        assert ev.pool.status()["jobs_finished"] > 0
     ev.close()
 
 
