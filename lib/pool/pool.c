@@ -28,25 +28,6 @@ int kr_pool_options_init(kr_pool_options *opts, uint32_t version)
     return kr__options_init(&pool_version, opts, &pool_defaults, version);
 }
 
-kr_report *kr__pool_report(int verdict, const char *fmt, ...)
-{
-    kr_report *r = NULL;
-    if (kr_report_new(&r) != KR_OK)
-        return NULL;
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    kr_report_set_verdict(r, verdict);
-    kr_report_set_text(r, "message", msg);
-    if (verdict != KR_VERDICT_ERROR && verdict != KR_VERDICT_NOT_RUN) {
-        kr_report_set_text(r, "feedback", msg);
-        kr_report_set(r, "correct", 0);
-    }
-    return r;
-}
-
 static void set_why(char **why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void set_why(char **why, const char *fmt, ...)
 {

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,27 @@ static kr_report *copy_report(const kr_report *r)
         kr__report_from_json(&copy, text, strlen(text), why, sizeof why);
     kr_free(text);
     return copy;
+}
+
+/* A report the pool writes itself (a worker died, a deadline passed, the
+ * job was refused): the verdict and why, as message and feedback. */
+kr_report *kr__pool_report(int verdict, const char *fmt, ...)
+{
+    kr_report *r = NULL;
+    if (kr_report_new(&r) != KR_OK)
+        return NULL;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    kr_report_set_verdict(r, verdict);
+    kr_report_set_text(r, "message", msg);
+    if (verdict != KR_VERDICT_ERROR && verdict != KR_VERDICT_NOT_RUN) {
+        kr_report_set_text(r, "feedback", msg);
+        kr_report_set(r, "correct", 0);
+    }
+    return r;
 }
 
 void kr__pool_finish(kr_pool *pool, kr__pjob *j, kr_report *r)
