@@ -520,7 +520,7 @@ class Pool:
             error.reports = reports
             raise error
         first = None
-        for i, (b, report) in enumerate(zip(built, reports)):
+        for b, report in zip(built, reports):
             try:
                 self._finish(None, report, b.record)
             except BaseException as e:  # noqa: B036 -- the first is raised once all are scored
@@ -593,7 +593,8 @@ class Pool:
             while self._active:
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
-                    self._state = _OPEN  # at exit, a call still in the library: leave it be
+                    # at exit, a daemon thread's call is still in the library:
+                    # leave the pool be (its workers die with the process)
                     return
                 self._cond.wait(left)
             pending = sorted(self._jobs)
