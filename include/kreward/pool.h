@@ -59,8 +59,10 @@ KR_API int kr_pool_options_init(kr_pool_options *opts, uint32_t version);
  * the reason in *why when not NULL, a string to kr_free) when no GPU worker
  * can start: never a silent fallback. */
 KR_API int kr_pool_new(kr_pool **out, const kr_pool_options *opts, char **why);
-/* Stops the workers. Jobs still pending get a report with verdict error and
- * the message "the pool was freed". */
+/* Stops the workers and frees the pool with every job still in it: reports
+ * not collected by then are gone (collect what you need first; the Python
+ * Pool's close() hands its pending jobs verdict error, "the pool was
+ * freed"). No thread may be waiting on the pool. */
 KR_API void kr_pool_free(kr_pool *pool);
 
 /* One candidate: source (CUDA C++, with its plan as annotations) or a ready

@@ -54,10 +54,21 @@ static int choose_gpus(kr_pool *pool, char *why, size_t why_size)
         return KR_OK;
     if (list) {
         char *copy = kr__strdup(list);
-        for (char *save = NULL, *t = copy ? strtok_r(copy, ",", &save) : NULL;
-             t && pool->num_gpus < 64; t = strtok_r(NULL, ",", &save))
-            pool->devices[pool->num_gpus++] = atoi(t);
+        for (char *save = NULL, *t = copy ? strtok_r(copy, ",", &save) : NULL; t;
+             t = strtok_r(NULL, ",", &save)) {
+            char *end;
+            long d = strtol(t, &end, 10);
+            if (end == t || *end || d < 0 || d > 255 || pool->num_gpus == 64) {
+                snprintf(why, why_size, "gpus '%s': '%s' is not a device ordinal (a list such "
+                         "as \"0,1\", or \"none\")", list, t);
+                free(copy);
+                return KR_EINVAL;
+            }
+            pool->devices[pool->num_gpus++] = (int)d;
+        }
         free(copy);
+        if (!pool->num_gpus)
+            snprintf(why, why_size, "gpus '%s' names no device", list);
         return pool->num_gpus ? KR_OK : KR_EINVAL;
     }
     const kr__cuda_api *cu = kr__cuda();
@@ -163,6 +174,22 @@ static int setup(kr_pool *pool, char *why, size_t why_size)
     return KR_OK;
 }
 
+/* Every worker, GPU ones first (run on the pool's thread, see pool_impl.h). */
+static int start_all(kr_pool *pool, char *why, size_t why_size)
+{
+    kr__buf errors = KR__BUF_INIT;
+    int rc = KR_OK;
+    if (pool->num_gpus && !start_workers(pool, KR__GPU_WORKER, &errors)) {
+        snprintf(why, why_size, "no GPU worker could start: %s",
+                 errors.data ? errors.data : "no reason given");
+        rc = KR_ENODEVICE;
+    }
+    if (rc == KR_OK)
+        start_workers(pool, KR__COMPILE_WORKER, &errors); /* without them, GPU workers compile */
+    kr__buf_free(&errors);
+    return rc;
+}
+
 int kr_pool_new(kr_pool **out, const kr_pool_options *opts, char **why)
 {
     if (!out)
@@ -181,18 +208,19 @@ int kr_pool_new(kr_pool **out, const kr_pool_options *opts, char **why)
     int rc = kr__options_read(&pool_version, &pool->o, &pool_defaults, opts, reason, sizeof reason);
     if (rc == KR_OK)
         rc = setup(pool, reason, sizeof reason);
-    kr__buf errors = KR__BUF_INIT;
-    if (rc == KR_OK && pool->num_gpus && !start_workers(pool, KR__GPU_WORKER, &errors)) {
-        snprintf(reason, sizeof reason, "no GPU worker could start: %s",
-                 errors.data ? errors.data : "no reason given");
-        rc = KR_ENODEVICE;
-    }
-    if (rc == KR_OK)
-        start_workers(pool, KR__COMPILE_WORKER, &errors); /* without them, GPU workers compile */
+    pool->start = start_all;
     if (rc == KR_OK && pthread_create(&pool->thread, NULL, kr__pool_thread, pool) != 0)
         rc = KR_ENOMEM;
     pool->thread_started = rc == KR_OK;
-    kr__buf_free(&errors);
+    if (rc == KR_OK) { /* the pool's thread starts the workers: wait for it */
+        pthread_mutex_lock(&pool->lock);
+        while (!pool->start_done)
+            pthread_cond_wait(&pool->done, &pool->lock);
+        rc = pool->start_rc;
+        pthread_mutex_unlock(&pool->lock);
+        if (rc != KR_OK)
+            snprintf(reason, sizeof reason, "%s", pool->start_why);
+    }
     if (rc != KR_OK) {
         set_why(why, "%s", reason[0] ? reason : kr_strerror(rc));
         kr_pool_free(pool);

@@ -66,6 +66,12 @@ struct kr_pool {
     size_t num_workers;
     pthread_t thread;
     int thread_started;
+    /* The workers are started by the pool's own thread (PR_SET_PDEATHSIG
+     * follows the thread that spawned a child: a pool made in a short-lived
+     * caller thread would lose them); kr_pool_new waits for the outcome. */
+    int (*start)(kr_pool *pool, char *why, size_t why_size);
+    int start_done, start_rc;
+    char start_why[1024];
     pthread_mutex_t lock;
     pthread_cond_t done;        /* a job finished */
     int wake[2];                /* a pipe: submissions and shutdown wake the pool's thread */

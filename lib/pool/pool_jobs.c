@@ -164,11 +164,16 @@ static kr__pjob *find_ticket(kr_pool *pool, uint64_t ticket)
     return NULL;
 }
 
-/* Waits for a job to be done (lock held); KR_ETIMEOUT at the deadline. */
-static int wait_done(kr_pool *pool, kr__pjob *j, double timeout_s)
+/* Waits for a ticket's job to be done (lock held) and returns it in *out;
+ * KR_ETIMEOUT at the deadline, KR_ENOTFOUND when there is no such job or
+ * another thread collected it meanwhile. The job is looked up again after
+ * every wake-up: a collector frees it, so no pointer is kept across a wait. */
+static int wait_done(kr__pjob **out, kr_pool *pool, uint64_t ticket, double timeout_s)
 {
     double deadline = kr__now() + timeout_s;
-    while (j->state != KR__JOB_DONE) {
+    kr__pjob *j;
+    while ((j = find_ticket(pool, ticket)) && j->state != KR__JOB_DONE &&
+           j->state != KR__JOB_COLLECTED) {
         if (timeout_s < 0) {
             pthread_cond_wait(&pool->done, &pool->lock);
             continue;
@@ -183,7 +188,8 @@ static int wait_done(kr_pool *pool, kr__pjob *j, double timeout_s)
         ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
         pthread_cond_timedwait(&pool->done, &pool->lock, &ts);
     }
-    return KR_OK;
+    *out = j;
+    return j && j->state == KR__JOB_DONE ? KR_OK : KR_ENOTFOUND;
 }
 
 /* Hands a done job's report out (lock held), scored with the job's reward
@@ -209,7 +215,12 @@ static kr_report *collect(kr_pool *pool, kr__pjob *j)
             }
         }
     pthread_mutex_unlock(&pool->lock);
-    if (r && reward && kr_reward_score(NULL, reward, r) != KR_OK)
+    /* as kr_evaluate: a job that never ran (not_run) or that the library
+     * failed (error) gets no reward; a score would teach the policy from
+     * what was not the candidate's doing */
+    int verdict = r ? kr_report_verdict(r) : KR_VERDICT_ERROR;
+    if (r && reward && verdict != KR_VERDICT_NOT_RUN && verdict != KR_VERDICT_ERROR &&
+        kr_reward_score(NULL, reward, r) != KR_OK)
         kr_report_set_text(r, "message", kr_context_errmsg(reward->ctx));
     pthread_mutex_lock(&pool->lock);
     return r;
@@ -221,8 +232,8 @@ int kr_pool_wait(kr_report **out, kr_pool *pool, uint64_t ticket, double timeout
         return KR_EINVAL;
     *out = NULL;
     pthread_mutex_lock(&pool->lock);
-    kr__pjob *j = find_ticket(pool, ticket);
-    int rc = !j || j->state == KR__JOB_COLLECTED ? KR_ENOTFOUND : wait_done(pool, j, timeout_s);
+    kr__pjob *j = NULL;
+    int rc = wait_done(&j, pool, ticket, timeout_s);
     if (rc == KR_OK)
         *out = collect(pool, j);
     pthread_mutex_unlock(&pool->lock);
@@ -243,7 +254,7 @@ int kr_pool_next(kr_report **out, uint64_t *ticket, kr_pool *pool, double timeou
         pool->next_collect++;
         j = NULL;
     }
-    int rc = j ? wait_done(pool, j, timeout_s) : KR_ENOTFOUND;
+    int rc = j ? wait_done(&j, pool, j->ticket, timeout_s) : KR_ENOTFOUND;
     if (rc == KR_OK) {
         *ticket = j->ticket;
         *out = collect(pool, j);

@@ -403,6 +403,14 @@ static void replace(kr_pool *pool)
 void *kr__pool_thread(void *arg)
 {
     kr_pool *pool = arg;
+    int started = pool->start(pool, pool->start_why, sizeof pool->start_why);
+    pthread_mutex_lock(&pool->lock);
+    pool->start_rc = started;
+    pool->start_done = 1;
+    pthread_cond_broadcast(&pool->done);
+    pthread_mutex_unlock(&pool->lock);
+    if (started != KR_OK)
+        return NULL;
     struct pollfd *fds = calloc(pool->num_workers + 1, sizeof *fds);
     kr__worker **owner = calloc(pool->num_workers + 1, sizeof *owner);
     if (!fds || !owner)

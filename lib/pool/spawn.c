@@ -29,11 +29,13 @@ static int executable(const char *path)
  * Python package), then PATH. */
 char *kr__worker_find(const char *option, char *why, size_t why_size)
 {
-    if (option)
-        return executable(option) ? kr__strdup(option) : NULL;
-    const char *env = getenv("KREWARD_WORKER");
-    if (env && *env)
-        return executable(env) ? kr__strdup(env) : NULL;
+    if (option || ((option = getenv("KREWARD_WORKER")) && *option)) {
+        if (executable(option))
+            return kr__strdup(option);
+        snprintf(why, why_size, "the worker %s '%s' is not an executable file",
+                 option == getenv("KREWARD_WORKER") ? "named by $KREWARD_WORKER" : "path", option);
+        return NULL;
+    }
     Dl_info info;
     if (dladdr((void *)kr__worker_find, &info) && info.dli_fname) {
         char lib[4096], *dir;

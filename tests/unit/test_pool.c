@@ -7,7 +7,9 @@
 #include <dirent.h>
 #include <jansson.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -148,6 +150,80 @@ static void worker_stdout_is_not_the_callers(void **state)
     assert_int_equal(lseek(file, 0, SEEK_END), 0);
     close(file);
     unlink(path);
+}
+
+static void *wait_in_thread(void *arg)
+{
+    void **a = arg;
+    kr_report *r = NULL;
+    intptr_t rc = kr_pool_wait(&r, a[0], *(uint64_t *)a[1], 30);
+    kr_report_free(r);
+    return (void *)rc;
+}
+
+/* Two threads waiting on one ticket: one gets the report, the other
+ * KR_ENOTFOUND (never a freed job: the ticket is looked up after each
+ * wake-up). */
+static void two_waiters_one_ticket(void **state)
+{
+    (void)state;
+    kr_pool *pool = fake_pool(0, 30);
+    for (int round = 0; round < 20; round++) {
+        uint64_t t = submit(pool, "ok", "two waiters");
+        void *args[2] = {pool, &t};
+        pthread_t a, b;
+        void *ra, *rb;
+        pthread_create(&a, NULL, wait_in_thread, args);
+        pthread_create(&b, NULL, wait_in_thread, args);
+        pthread_join(a, &ra);
+        pthread_join(b, &rb);
+        int ok = ((intptr_t)ra == KR_OK) + ((intptr_t)rb == KR_OK);
+        int gone = ((intptr_t)ra == KR_ENOTFOUND) + ((intptr_t)rb == KR_ENOTFOUND);
+        assert_int_equal(ok, 1);
+        assert_int_equal(gone, 1);
+    }
+    kr_pool_free(pool);
+}
+
+static void *make_pool(void *arg)
+{
+    *(kr_pool **)arg = fake_pool(0, 30);
+    return NULL;
+}
+
+/* A pool made by a thread that then ends keeps its workers (they are the
+ * pool thread's children: PR_SET_PDEATHSIG follows the spawning thread). */
+static void pool_outlives_its_making_thread(void **state)
+{
+    (void)state;
+    kr_pool *pool = NULL;
+    pthread_t t;
+    pthread_create(&t, NULL, make_pool, &pool);
+    pthread_join(t, NULL);
+    usleep(300000);
+    assert_string_equal(verdict_of(pool, submit(pool, "ok", "after the thread")), "passed");
+    assert_true(status_number(pool, "respawns") == 0);
+    kr_pool_free(pool);
+}
+
+/* Bad options say what is wrong. */
+static void bad_options_explained(void **state)
+{
+    (void)state;
+    kr_pool_options o;
+    kr_pool_options_init(&o, KR_POOL_OPTIONS_VERSION);
+    o.worker_path = getenv("KR_FAKE_WORKER");
+    o.gpus = "0,abc";
+    kr_pool *pool = NULL;
+    char *why = NULL;
+    assert_int_equal(kr_pool_new(&pool, &o, &why), KR_EINVAL);
+    assert_non_null(strstr(why, "'abc' is not a device ordinal"));
+    kr_free(why);
+    o.gpus = "none";
+    o.worker_path = "/nonexistent/kreward-worker";
+    assert_int_not_equal(kr_pool_new(&pool, &o, &why), KR_OK);
+    assert_non_null(strstr(why, "/nonexistent/kreward-worker"));
+    kr_free(why);
 }
 
 /* Identical candidates are evaluated once, each still gets its report. */
@@ -304,6 +380,9 @@ int main(void)
         cmocka_unit_test(faults_cost_a_worker),
         cmocka_unit_test(worker_stdout_is_not_the_callers),
         cmocka_unit_test(identical_jobs_once),
+        cmocka_unit_test(two_waiters_one_ticket),
+        cmocka_unit_test(pool_outlives_its_making_thread),
+        cmocka_unit_test(bad_options_explained),
         cmocka_unit_test(golden_through_the_pool),
         cmocka_unit_test(free_with_jobs_in_flight),
         cmocka_unit_test(workers_die_with_parent),
