@@ -104,6 +104,9 @@ void *kr__pool_thread(void *pool);
 void kr__pool_wake(kr_pool *pool);
 /* A job's report is final: store it, score it, wake waiters (lock held). */
 void kr__pool_finish(kr_pool *pool, kr__pjob *j, kr_report *r);
+/* Whether workers of a kind (KR__GPU_WORKER, KR__COMPILE_WORKER) can still
+ * serve: the one test for dispatch, submission and failing stranded jobs. */
+int kr__pool_workers_alive(const kr_pool *pool, int kind);
 /* A report with this verdict and message (for jobs the pool judges). */
 kr_report *kr__pool_report(int verdict, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

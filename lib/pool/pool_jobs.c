@@ -99,14 +99,6 @@ static kr__pjob *find_same(kr_pool *pool, const kr__pjob *j)
     return NULL;
 }
 
-static int has_compile_workers(const kr_pool *pool)
-{
-    for (size_t i = 0; i < pool->num_workers; i++)
-        if (pool->workers[i].kind == KR__COMPILE_WORKER && pool->workers[i].state != KR__W_DEAD)
-            return 1;
-    return 0;
-}
-
 static int append(kr_pool *pool, kr__pjob *j)
 {
     if (pool->num_jobs == pool->cap_jobs) {
@@ -139,7 +131,7 @@ int kr_pool_submit(uint64_t *ticket, kr_pool *pool, const kr_job *job)
     if (j->same_as)
         pool->dedup_hits++;
     j->state = j->same_as ? j->same_as->state
-             : j->source && has_compile_workers(pool) ? KR__JOB_COMPILE_QUEUED
+             : j->source && kr__pool_workers_alive(pool, KR__COMPILE_WORKER) ? KR__JOB_COMPILE_QUEUED
              : pool->num_gpus ? KR__JOB_GPU_QUEUED : KR__JOB_COMPILE_QUEUED;
     rc = append(pool, j);
     if (rc == KR_OK) {

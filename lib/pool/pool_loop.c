@@ -106,50 +106,34 @@ static int send_job(kr__worker *w, kr__pjob *j)
     return rc;
 }
 
-static int compile_workers_alive(const kr_pool *pool)
+/* Workers of a kind that can still serve: alive, or dead and about to be
+ * started again (the pool stops trying after MAX_START_FAILURES). */
+int kr__pool_workers_alive(const kr_pool *pool, int kind)
 {
     for (size_t i = 0; i < pool->num_workers; i++)
-        if (pool->workers[i].kind == KR__COMPILE_WORKER && !pool->workers[i].given_up)
+        if (pool->workers[i].kind == kind && !pool->workers[i].given_up)
             return 1;
     return 0;
 }
 
-static int gpu_workers_alive(const kr_pool *pool)
+/* Jobs waiting in `queued` for workers that can no longer be started get a
+ * loud error, never a silent score. */
+static void fail_queued(kr_pool *pool, int queued, const char *kind)
 {
-    for (size_t i = 0; i < pool->num_workers; i++)
-        if (pool->workers[i].kind == KR__GPU_WORKER && !pool->workers[i].given_up)
-            return 1;
-    return 0;
-}
-
-/* No GPU worker can be started any more: jobs waiting for one get a loud
- * error, never a silent score. */
-static void fail_gpu_jobs(kr_pool *pool)
-{
-    if (!pool->num_gpus || gpu_workers_alive(pool))
-        return;
     kr__pjob *j;
-    while ((j = next_job(pool, KR__JOB_GPU_QUEUED)))
-        kr__pool_finish(pool, j, kr__pool_report(KR_VERDICT_ERROR, "no GPU worker can be started "
-                                                 "any more (%s)", pool->last_start_error));
-}
-
-/* No worker that compiles can be started any more (compile workers gave up
- * and there is no GPU worker to compile instead): the same loud error. */
-static void fail_compile_jobs(kr_pool *pool)
-{
-    if (compile_workers_alive(pool) || gpu_workers_alive(pool))
-        return;
-    kr__pjob *j;
-    while ((j = next_job(pool, KR__JOB_COMPILE_QUEUED)))
-        kr__pool_finish(pool, j, kr__pool_report(KR_VERDICT_ERROR, "no compile worker can be "
-                                                 "started any more (%s)", pool->last_start_error));
+    while ((j = next_job(pool, queued)))
+        kr__pool_finish(pool, j, kr__pool_report(KR_VERDICT_ERROR, "no %s worker can be started "
+                                                 "any more (%s)", kind, pool->last_start_error));
 }
 
 static void dispatch(kr_pool *pool)
 {
-    fail_gpu_jobs(pool);
-    fail_compile_jobs(pool);
+    int gpu_alive = kr__pool_workers_alive(pool, KR__GPU_WORKER);
+    if (pool->num_gpus && !gpu_alive)
+        fail_queued(pool, KR__JOB_GPU_QUEUED, "GPU");
+    /* compile jobs are stranded only when neither kind is left */
+    if (!gpu_alive && !kr__pool_workers_alive(pool, KR__COMPILE_WORKER))
+        fail_queued(pool, KR__JOB_COMPILE_QUEUED, "compile");
     for (size_t i = 0; i < pool->num_workers; i++) {
         kr__worker *w = &pool->workers[i];
         if (w->state != KR__W_IDLE)
@@ -158,7 +142,7 @@ static void dispatch(kr_pool *pool)
         kr__pjob *j = next_job(pool, queued);
         /* GPU workers compile too, but only when no compile worker is left:
          * compile workers hold the limits a template bomb dies at */
-        if (!j && w->kind == KR__GPU_WORKER && !compile_workers_alive(pool))
+        if (!j && w->kind == KR__GPU_WORKER && !kr__pool_workers_alive(pool, KR__COMPILE_WORKER))
             j = next_job(pool, KR__JOB_COMPILE_QUEUED);
         if (!j)
             continue;
@@ -379,7 +363,7 @@ static void replace(kr_pool *pool)
         if (w->state != KR__W_DEAD || pool->stopping || w->given_up)
             continue;
         if (w->failures >= MAX_START_FAILURES) {
-            w->given_up = 1; /* it cannot start: stop trying (fail_gpu_jobs says so) */
+            w->given_up = 1; /* it cannot start: stop trying (dispatch fails what waits for it) */
             continue;
         }
         for (size_t k = 0; k < pool->num_workers && w->kind == KR__GPU_WORKER && !w->spare; k++) {
