@@ -3,6 +3,7 @@
  * right, the caller's own CUDA context untouched, respawns within a second
  * of waiting (the warm spare), no worker left behind. */
 #include "gpu_test.h"
+#include "../unit/pool_test.h"
 
 #include "common/clock.h"
 
@@ -25,17 +26,6 @@ static const struct {
     {"wrong", BODY("if (i < n) y[i] = x[i];"), "incorrect"},
     {"good2", BODY("if (i < n) y[i] = x[i] + x[i];"), "passed"},
 };
-
-static double status_number(kr_pool *pool, const char *key)
-{
-    char *text = NULL;
-    kr_pool_status_json(&text, pool);
-    json_t *o = json_loads(text ? text : "{}", 0, NULL);
-    double v = json_number_value(json_object_get(o, key));
-    json_decref(o);
-    kr_free(text);
-    return v;
-}
 
 static void mixed_batch(void **state)
 {
@@ -72,7 +62,7 @@ static void mixed_batch(void **state)
     double t0 = kr__now();
     assert_int_equal(kr_evaluate_batch(reports, pool, jobs, 2 * n), KR_OK);
     printf("%zu jobs in %.1f s; respawns %.0f, respawn wait max %.2f s\n", 2 * n, kr__now() - t0,
-           status_number(pool, "respawns"), status_number(pool, "respawn_wait_max_s"));
+           pool_status_number(pool, "respawns"), pool_status_number(pool, "respawn_wait_max_s"));
     for (size_t i = 0; i < 2 * n; i++) {
         assert_non_null(reports[i]);
         printf("  %-6s %-10s %s\n", CASES[i % n].name, kr_verdict_name(kr_report_verdict(reports[i])),
@@ -80,7 +70,7 @@ static void mixed_batch(void **state)
         assert_string_equal(kr_verdict_name(kr_report_verdict(reports[i])), CASES[i % n].verdict);
         kr_report_free(reports[i]);
     }
-    assert_true(status_number(pool, "respawns") >= 6);
+    assert_true(pool_status_number(pool, "respawns") >= 6);
     kr_pool_free(pool);
     /* the caller's context works: a verify of a good candidate here */
     kr_program *prog = NULL;

@@ -2,7 +2,7 @@
  * garble, lie and exit stand in for GPU workers; real compile workers run
  * a compile-only pool. Every job must get exactly one report, in order,
  * whatever its worker did. */
-#include "helpers.h"
+#include "pool_test.h"
 
 #include <dirent.h>
 #include <jansson.h>
@@ -66,17 +66,6 @@ static const char *verdict_of(kr_pool *pool, uint64_t ticket)
     return v;
 }
 
-static double status_number(kr_pool *pool, const char *key)
-{
-    char *text = NULL;
-    assert_int_equal(kr_pool_status_json(&text, pool), KR_OK);
-    json_t *o = json_loads(text, 0, NULL);
-    double v = json_number_value(json_object_get(o, key));
-    json_decref(o);
-    kr_free(text);
-    return v;
-}
-
 /* Many jobs, reports in submission order, each exactly once. */
 static void reports_in_order(void **state)
 {
@@ -125,8 +114,8 @@ static void faults_cost_a_worker(void **state)
     assert_string_equal(verdict_of(pool, ok3), "passed");    /* a new worker took over */
     /* a compile that kills its worker is the source's doing: not retried */
     assert_string_equal(verdict_of(pool, ccrash), "compile_error");
-    assert_true(status_number(pool, "respawns") >= 5);
-    assert_true(status_number(pool, "retries") >= 3);
+    assert_true(pool_status_number(pool, "respawns") >= 5);
+    assert_true(pool_status_number(pool, "retries") >= 3);
     kr_pool_free(pool);
 }
 
@@ -202,7 +191,7 @@ static void pool_outlives_its_making_thread(void **state)
     pthread_join(t, NULL);
     usleep(300000);
     assert_string_equal(verdict_of(pool, submit(pool, "ok", "after the thread")), "passed");
-    assert_true(status_number(pool, "respawns") == 0);
+    assert_true(pool_status_number(pool, "respawns") == 0);
     kr_pool_free(pool);
 }
 
@@ -236,7 +225,7 @@ static void identical_jobs_once(void **state)
     assert_string_equal(verdict_of(pool, b), "passed");
     assert_string_equal(verdict_of(pool, a), "passed");
     assert_string_equal(verdict_of(pool, c), "passed");
-    assert_true(status_number(pool, "dedup_hits") == 1);
+    assert_true(pool_status_number(pool, "dedup_hits") == 1);
     kr_pool_free(pool);
 }
 
@@ -302,7 +291,7 @@ static void workers_die_with_parent(void **state)
     if (child == 0) {
         kr_pool *pool = fake_pool(0, 30);
         char text[64];
-        int n = snprintf(text, sizeof text, "%d\n", (int)status_number(pool, "first_worker_pid"));
+        int n = snprintf(text, sizeof text, "%d\n", (int)pool_status_number(pool, "first_worker_pid"));
         if (write(pids[1], text, (size_t)n) < 0)
             _exit(1);
         _exit(0); /* no kr_pool_free: the parent just vanishes */
