@@ -42,7 +42,6 @@ typedef struct {
 static int golden_rpc(void *user, const kr_golden_request *req)
 {
     worker *w = user;
-    const kr_problem *p = NULL;
     int fds[KR__FRAME_MAX_FDS];
     size_t nfds = 0;
     json_t *body = json_object();
@@ -52,7 +51,6 @@ static int golden_rpc(void *user, const kr_golden_request *req)
     /* the inputs the device generated travel along: the caller needs not
      * generate them again on its CPU */
     json_t *inputs = json_array();
-    (void)p;
     for (size_t t = 0; t < req->num_tensors && nfds < KR__FRAME_MAX_FDS; t++) {
         int fd = -1;
         if (kr__blob_create("kreward-golden-input", req->host[t], req->bytes[t], &fd, w->why,
@@ -65,6 +63,9 @@ static int golden_rpc(void *user, const kr_golden_request *req)
     int rc = nfds == req->num_tensors ? kr__frame_send(w->sock, KR__MSG_GOLDEN, body, fds, nfds,
                                                        w->why, sizeof w->why)
                                       : KR_ETOOBIG;
+    if (rc == KR_ETOOBIG && req->num_tensors > KR__FRAME_MAX_FDS)
+        snprintf(w->why, sizeof w->why, "a golden problem of %zu tensors: a frame carries %d",
+                 req->num_tensors, KR__FRAME_MAX_FDS);
     json_decref(body);
     for (size_t i = 0; i < nfds; i++)
         close(fds[i]);
