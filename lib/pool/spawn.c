@@ -88,6 +88,18 @@ static void visible_device(int ordinal, char *out, size_t size)
     free(copy);
 }
 
+/* Appends NAME=VALUE to env (storage holds the strings); dropped when
+ * storage is full. */
+static void env_add(char **env, size_t *n, char *storage, size_t size, size_t *used,
+                    const char *name, const char *value)
+{
+    int k = snprintf(storage + *used, size - *used, "%s=%s", name, value);
+    if (k < 0 || (size_t)k >= size - *used)
+        return;
+    env[(*n)++] = storage + *used;
+    *used += (size_t)k + 1;
+}
+
 /* A minimal environment: what CUDA and the loader need, nothing of the
  * caller's secrets (API keys live in trainers' environments). */
 static char **environment(const kr__worker *w, char *storage, size_t size)
@@ -98,29 +110,14 @@ static char **environment(const kr__worker *w, char *storage, size_t size)
     size_t n = 0, used = 0;
     if (!env)
         return NULL;
-    for (size_t i = 0; i < sizeof passed / sizeof passed[0]; i++) {
-        const char *v = getenv(passed[i]);
-        if (!v)
-            continue;
-        int k = snprintf(storage + used, size - used, "%s=%s", passed[i], v);
-        if (k < 0 || (size_t)k >= size - used)
-            break;
-        env[n++] = storage + used;
-        used += (size_t)k + 1;
-    }
-    char dev[64];
+    for (size_t i = 0; i < sizeof passed / sizeof passed[0]; i++)
+        if (getenv(passed[i]))
+            env_add(env, &n, storage, size, &used, passed[i], getenv(passed[i]));
+    char dev[64] = ""; /* compile workers see no GPU */
     if (w->kind == KR__GPU_WORKER)
         visible_device(w->device, dev, sizeof dev);
-    else
-        snprintf(dev, sizeof dev, "%s", ""); /* compile workers see no GPU */
-    int k = snprintf(storage + used, size - used, "CUDA_VISIBLE_DEVICES=%s", dev);
-    if (k > 0 && (size_t)k < size - used) {
-        env[n++] = storage + used;
-        used += (size_t)k + 1;
-    }
-    k = snprintf(storage + used, size - used, "CUDA_CACHE_DISABLE=1");
-    if (k > 0 && (size_t)k < size - used)
-        env[n++] = storage + used;
+    env_add(env, &n, storage, size, &used, "CUDA_VISIBLE_DEVICES", dev);
+    env_add(env, &n, storage, size, &used, "CUDA_CACHE_DISABLE", "1");
     return env;
 }
 
