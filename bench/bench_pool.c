@@ -5,7 +5,12 @@
  * watches memory. Prints tables; needs a GPU.
  *
  *   bench_pool [--problems N] [--per-problem M] [--gpus LIST] [--soak K]
- *              [--fault-percent F] [--hang-percent H] [--skip-in-process] */
+ *              [--fault-percent F] [--hang-percent H] [--skip-in-process]
+ *              [--scaling]
+ *
+ * --scaling: also runs the clean batch on a pool of GPU 0 alone and prints
+ * the ratio (the all-GPU pool over the one-GPU pool), for the multi-GPU
+ * target. */
 #include <kreward/kreward.h>
 
 #include "common/clock.h"
@@ -71,6 +76,9 @@ static char *fresh(const corpus *c, size_t p, size_t i, unsigned salt, const cha
 typedef struct {
     double wall;
     size_t total, right, faults, hangs;
+    /* where a passed candidate's time goes: sums over passed reports */
+    size_t passed;
+    double compile_s, bench_s;
 } outcome;
 
 static const char *verdict(const kr_report *r)
@@ -126,6 +134,14 @@ static void run_pool(kr_pool *pool, const corpus *c, size_t problems, size_t per
             fprintf(stderr, "  unexpected: %s, expected %s: %.200s\n", verdict(reports[i]), expect[i],
                     kr_report_text(reports[i], "message") ? kr_report_text(reports[i], "message") : "");
         o->right += ok;
+        double v;
+        if (reports[i] && kr_report_verdict(reports[i]) == KR_VERDICT_PASSED) {
+            o->passed++;
+            if (kr_report_get(&v, reports[i], "compile_seconds") == KR_OK)
+                o->compile_s += v;
+            if (kr_report_get(&v, reports[i], "bench_wall_s") == KR_OK)
+                o->bench_s += v;
+        }
         kr_report_free(reports[i]);
         free(srcs[i]);
     }
@@ -187,6 +203,34 @@ static long workers_rss_kb(kr_pool *pool)
     return total;
 }
 
+/* Device memory in use on every GPU, in MiB (nvidia-smi: the workers' CUDA
+ * contexts are in other processes, so this process's cuMemGetInfo would
+ * see them only as "used" on the device anyway). -1 when unavailable. */
+static long gpu_used_mib(void)
+{
+    FILE *p = popen("nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null",
+                    "r");
+    if (!p)
+        return -1;
+    long total = 0, v;
+    int n = 0;
+    while (fscanf(p, "%ld", &v) == 1) {
+        total += v;
+        n++;
+    }
+    pclose(p);
+    return n ? total : -1;
+}
+
+static void print_phases(const char *what, const outcome *o)
+{
+    if (!o->passed)
+        return;
+    printf("  %s: per candidate %.1f ms of batch wall; passed candidates' mean compile %.1f ms, "
+           "benchmark %.1f ms\n", what, 1e3 * o->wall / (double)o->total,
+           1e3 * o->compile_s / (double)o->passed, 1e3 * o->bench_s / (double)o->passed);
+}
+
 static double status(kr_pool *pool, const char *key)
 {
     char *text = NULL;
@@ -202,7 +246,7 @@ int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
     size_t problems = NUM_PROBLEMS, per = 16, soak = 0;
-    int fault_pct = 10, hang_pct = 5, skip_in_process = 0;
+    int fault_pct = 10, hang_pct = 5, skip_in_process = 0, scaling = 0;
     const char *gpus = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--problems") && i + 1 < argc)
@@ -219,6 +263,8 @@ int main(int argc, char **argv)
             hang_pct = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--skip-in-process"))
             skip_in_process = 1;
+        else if (!strcmp(argv[i], "--scaling"))
+            scaling = 1;
     }
     problems = problems > NUM_PROBLEMS ? NUM_PROBLEMS : problems;
     const char *root = getenv("KR_SOURCE_ROOT") ? getenv("KR_SOURCE_ROOT") : ".";
@@ -275,27 +321,49 @@ int main(int argc, char **argv)
            "%.2f | %.2f |\n", fault_pct, hang_pct, mixed.total, mixed.faults, mixed.hangs,
            mixed.right, mixed.wall, (double)mixed.total / mixed.wall,
            base ? (double)mixed.total / mixed.wall / base : 0);
+    print_phases("pool", &clean);
+    if (!skip_in_process)
+        print_phases("in this process", &inproc);
+    if (scaling) {
+        kr_pool_options po1 = po;
+        po1.gpus = "0";
+        kr_pool *one = NULL;
+        char *why1 = NULL;
+        if (kr_pool_new(&one, &po1, &why1) != KR_OK) {
+            printf("bench_pool: the one-GPU pool did not start: %s\n", why1);
+            kr_free(why1);
+        } else {
+            outcome w1, c1;
+            run_pool(one, &c, problems, 2, 5, 0, 0, &w1);
+            run_pool(one, &c, problems, per, 6, 0, 0, &c1);
+            double all = (double)clean.total / clean.wall, single = (double)c1.total / c1.wall;
+            printf("\n| scaling | candidates | right | wall s | candidates/s |\n|---|---|---|---|---|\n"
+                   "| GPU 0 alone | %zu | %zu | %.1f | %.2f |\n| gpus %s | %zu | %zu | %.1f | %.2f |\n"
+                   "scaling: %.2fx one GPU (target >= 1.9x on two)\n", c1.total, c1.right, c1.wall,
+                   single, gpus ? gpus : "all", clean.total, clean.right, clean.wall, all,
+                   all / single);
+            kr_pool_free(one);
+        }
+    }
     printf("\npool start %.2f s; respawns in the mixed batch %.0f; respawn wait mean %.3f s, max "
            "%.3f s (a warm spare takes over)\n", start, respawns, status(pool, "respawn_wait_mean_s"),
            status(pool, "respawn_wait_max_s"));
     if (soak) {
-        size_t free0 = 0, free1 = 0, total = 0;
-        long rss0 = rss_kb(getpid()), wrss0 = workers_rss_kb(pool);
-        size_t done = 0, right = 0;
+        long rss0 = rss_kb(getpid()), wrss0 = workers_rss_kb(pool), gpu0 = gpu_used_mib();
+        size_t done = 0, right = 0, reports = 0;
         double ts = kr__now();
         while (done < soak) {
             outcome o;
             run_pool(pool, &c, problems, per, 100 + (unsigned)done, fault_pct, hang_pct, &o);
-            done += o.total;
+            done += problems * per;
+            reports += o.total;
             right += o.right;
         }
-        long rss1 = rss_kb(getpid()), wrss1 = workers_rss_kb(pool);
-        (void)free0;
-        (void)free1;
-        (void)total;
-        printf("\nsoak: %zu evaluations in %.0f s, %zu right (%zu lost or wrong); caller RSS %ld -> "
-               "%ld MB, workers' RSS %ld -> %ld MB\n", done, kr__now() - ts, right, done - right,
-               rss0 / 1024, rss1 / 1024, wrss0 / 1024, wrss1 / 1024);
+        long rss1 = rss_kb(getpid()), wrss1 = workers_rss_kb(pool), gpu1 = gpu_used_mib();
+        printf("\nsoak: %zu evaluations in %.0f s, %zu reports (%zu lost), %zu with the expected "
+               "verdict; caller RSS %ld -> %ld MB, workers' RSS %ld -> %ld MB, GPU memory used %ld "
+               "-> %ld MiB\n", done, kr__now() - ts, reports, done - reports, right, rss0 / 1024,
+               rss1 / 1024, wrss0 / 1024, wrss1 / 1024, gpu0, gpu1);
     }
     kr_pool_free(pool);
     for (size_t p = 0; p < problems; p++) {

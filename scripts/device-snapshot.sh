@@ -10,4 +10,9 @@ rm -rf .snap && mkdir -p .snap
 git archive HEAD | tar -x -C .snap
 cp -r .device .snap/.device 2>/dev/null || mkdir -p .snap/.device
 git rev-parse --short HEAD > .snap/.device/commit
+# the tree before the reward-integrity defences, for bench/bench_defence_cost.py
+# (KR_SNAP_OLD=0 leaves it out)
+if [ "${KR_SNAP_OLD:-1}" != 0 ] && git cat-file -e 324416e 2>/dev/null; then
+  mkdir -p .snap/old && git archive 324416e | tar -x -C .snap/old
+fi
 du -sh .snap | cut -f1

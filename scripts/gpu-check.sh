@@ -31,7 +31,9 @@ fi
   [ -f "$build/build.ninja" ] || meson setup "$build" -Dbuildtype=release >/dev/null || exit 1
   ninja -C "$build" >/dev/null || { ninja -C "$build" | tail -30; echo "BUILD FAILED"; }
   "$build/tools/kreward" info
-  meson test -C "$build" --print-errorlogs --num-processes 1 --suite unit --suite abi --suite gpu
+  # KR_GPU_TESTS=0: benchmarks only (device time is short)
+  [ "${KR_GPU_TESTS:-1}" = 0 ] ||
+    meson test -C "$build" --print-errorlogs --num-processes 1 --suite unit --suite abi --suite gpu
 } 2>&1 | tee "$out/tests.log"
 cp "$build/meson-logs/testlog.txt" "$out/testlog.txt" 2>/dev/null
 # what a user sees for one good and one wrong candidate
@@ -40,7 +42,8 @@ for c in fast wrong; do
     examples/problems/l2_softmax/candidates/$c.cu 2>&1 | tee -a "$out/evaluate.log"
 done
 logs=("$build/meson-logs/testlog.json")
-if [ -d bindings/python/tests ] && python3 -c 'import pytest' 2>/dev/null; then
+if [ "${KR_GPU_TESTS:-1}" != 0 ] && [ -d bindings/python/tests ] &&
+   python3 -c 'import pytest' 2>/dev/null; then
   KREWARD_LIBRARY=$(ls "$build"/lib/libkreward.so.1) PYTHONPATH=bindings/python \
     python3 -m pytest -q -s -m gpu bindings/python/tests --junitxml="$out/pytest-gpu.xml" 2>&1 \
     | tee "$out/pytest.log" | tail -5
@@ -56,7 +59,20 @@ benches=$(find "$build/bench" -maxdepth 1 -type f -executable -name 'bench_*' | 
 [ "${KR_GPU_BENCH:-1}" = 0 ] && benches=""
 for b in $benches; do
   echo "== $(basename "$b")" | tee -a "$out/bench.log"
-  timeout 300 "$b" 2>&1 | tee -a "$out/bench.log" | tail -30
+  # KR_ARGS_bench_pool="--scaling" and the like: a benchmark's own arguments
+  args_var="KR_ARGS_$(basename "$b")"
+  # shellcheck disable=SC2086
+  timeout 300 "$b" ${!args_var:-} 2>&1 | tee -a "$out/bench.log" | tail -40
 done
+# the defences' cost: this tree against the one before them (old/, put there
+# by device-snapshot.sh), in the same run
+if [ -d old ] && [ "${KR_GPU_BENCH:-1}" != 0 ] && [ "${KR_DEFENCE_BENCH:-1}" != 0 ]; then
+  echo "== bench_defence_cost (old = 324416e)" | tee -a "$out/bench.log"
+  old_build=/tmp/build-old-$(pwd | md5sum | cut -c1-8)
+  { [ -f "$old_build/build.ninja" ] || meson setup "$old_build" old -Dbuildtype=release >/dev/null; } &&
+    ninja -C "$old_build" >/dev/null &&
+    timeout 500 python3 bench/bench_defence_cost.py --old "old:$(ls "$old_build"/lib/libkreward.so* | head -1)" \
+      --new ".:$(ls "$build"/lib/libkreward.so.1)" 2>&1 | tee -a "$out/bench.log" | tail -8
+fi
 echo "== summary (commit $commit$dirty)"
 python3 scripts/summary.py "${logs[@]}"
