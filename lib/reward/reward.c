@@ -291,6 +291,23 @@ static double speed_floor(const kr__added_term *t, const kr_report *report)
     return v < t->lo ? t->lo : v > t->hi ? t->hi : v;
 }
 
+/* A metric the term cannot do without, missing from the report: an error
+ * naming both (a report built by hand often lacks what a benchmark sets). */
+static int check_needs(kr_reward *r, const kr__added_term *t, const kr_report *report)
+{
+    kr__need needs[KR__MAX_NEEDS];
+    size_t n = kr__term_needs(t, needs);
+    for (size_t i = 0; i < n; i++) {
+        double v;
+        if (needs[i].missing || kr_report_get(&v, report, needs[i].metric) == KR_OK)
+            continue;
+        return kr__fail(r->ctx, KR_EPLUGIN, "term '%s' needs the metric '%s', which the report "
+                        "lacks (set it with kr_report_set, or give the term a \"missing\" "
+                        "value where it takes one)", t->def.name, needs[i].metric);
+    }
+    return KR_OK;
+}
+
 int kr_reward_score(double *value, kr_reward *r, kr_report *report)
 {
     if (!r || !report)
@@ -309,6 +326,8 @@ int kr_reward_score(double *value, kr_reward *r, kr_report *report)
             v = speed_floor(t, report);
         } else if (counted) {
             char err[512] = "";
+            if ((rc = check_needs(r, t, report)) != KR_OK)
+                break;
             if (t->def.evaluate(t->state, report, &v, err, sizeof err) != 0)
                 rc = kr__fail(r->ctx, KR_EPLUGIN, "term '%s' failed: %s", t->def.name,
                               err[0] ? err : "no message");
@@ -366,6 +385,15 @@ int kr_reward_json(char **json_out, const kr_reward *r)
         json_object_set_new(t, "speed", json_boolean(r->terms[i].speed));
         if (isfinite(r->terms[i].lo) && isfinite(r->terms[i].hi))
             json_object_set_new(t, "bounds", json_pack("[ff]", r->terms[i].lo, r->terms[i].hi));
+        /* what it reads, and what a missing value reads as: written for the
+         * reader, ignored when read back (it follows from term and config) */
+        kr__need needs[KR__MAX_NEEDS];
+        size_t n = kr__term_needs(&r->terms[i], needs);
+        json_t *nj = json_object();
+        for (size_t k = 0; k < n; k++)
+            json_object_set_new(nj, needs[k].metric,
+                                json_string(needs[k].missing ? needs[k].missing : "required"));
+        json_object_set_new(t, "needs", nj);
         if (r->terms[i].config) {
             json_t *cfg = json_loads(r->terms[i].config, 0, NULL);
             json_object_set_new(t, "config", cfg ? cfg : json_string(r->terms[i].config));

@@ -23,12 +23,14 @@ static const struct {
      "{\"term\": \"code_size\", \"weight\": 1, \"gate\": \"compiled\", \"config\": {\"free_lines\": 100, \"per_line\": -0.01}}],"
      " \"ladder\": {\"compile_error\": [-10, -10], \"failed\": [-10, -5], \"passed\": [0, 35]}}"},
     /* KernelGYM / Dr.Kernel recipe: 0.5 correct + 0.5 min(speedup, 3) +
-     * 0.5 time_coverage * correct; any failure or decoy scores 0 */
+     * 0.5 time_coverage * correct; any failure or decoy scores 0.
+     * time_coverage is the caller's to set (nothing here measures it): a
+     * report without it gets no coverage pay, never a constant 0.5 */
     {"kernelgym",
      "{\"terms\": ["
      "{\"term\": \"correct\", \"weight\": 0.5},"
      "{\"term\": \"speedup\", \"weight\": 0.5, \"config\": {\"mode\": \"clipped\", \"max\": 3}},"
-     "{\"term\": \"metric\", \"weight\": 0.5, \"gate\": \"correct\", \"config\": {\"metric\": \"time_coverage\", \"missing\": 1, \"min\": 0, \"max\": 1}}],"
+     "{\"term\": \"metric\", \"weight\": 0.5, \"gate\": \"correct\", \"config\": {\"metric\": \"time_coverage\", \"min\": 0, \"max\": 1}}],"
      " \"flag_overrides\": {\"implausible_speed\": 0, \"side_stream\": 0},"
      " \"ladder\": {\"compile_error\": [0, 0], \"failed\": [0, 0], \"passed\": [0, 2.5]}}"},
     /* KernelGYM default yaml: 0.5 correct + 0.5 [speedup >= 1.01], on the
@@ -95,7 +97,10 @@ static int gate_from(const char *name)
 static int add_term(kr_reward *r, json_t *t, size_t i)
 {
     kr_context *ctx = r->ctx;
-    static const char *const keys[] = {"term", "weight", "gate", "config", "speed", "bounds"};
+    /* "needs" is what kr_reward_json writes for the reader; it follows from
+     * the term and its config, so reading it back changes nothing */
+    static const char *const keys[] = {"term", "weight", "gate", "config", "speed", "bounds",
+                                       "needs"};
     const char *key;
     json_t *v;
     json_object_foreach(t, key, v) {
@@ -216,8 +221,15 @@ static int configure(kr_reward *r, json_t *root)
         size_t i = 0;
         while (name && i < sizeof presets / sizeof presets[0] && strcmp(presets[i].name, name))
             i++;
-        if (!name || i == sizeof presets / sizeof presets[0])
-            return kr__fail(ctx, KR_ENOTFOUND, "unknown preset '%s'", name ? name : "(not a string)");
+        if (!name || i == sizeof presets / sizeof presets[0]) {
+            char known[256] = "";
+            size_t used = 0;
+            for (size_t k = 0; k < sizeof presets / sizeof presets[0] && used < sizeof known; k++)
+                used += (size_t)snprintf(known + used, sizeof known - used, "%s%s",
+                                         k ? ", " : "", presets[k].name);
+            return kr__fail(ctx, KR_ENOTFOUND, "unknown preset '%s' (the presets: %s)",
+                            name ? name : "(not a string)", known);
+        }
         json_t *p = json_loads(presets[i].json, 0, NULL);
         int rc = configure(r, p);
         json_decref(p);

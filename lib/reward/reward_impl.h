@@ -6,6 +6,15 @@
 #include "driver/context_impl.h"
 #include "report/report_impl.h"
 
+/* A report metric a term reads. missing == NULL: the term cannot score a
+ * report without it (scoring fails naming the term and the metric); else
+ * what a missing value reads as, in words (docs/rewards.md, kr_reward_json). */
+typedef struct kr__need {
+    const char *metric;
+    const char *missing;
+} kr__need;
+#define KR__MAX_NEEDS 4
+
 /* What scoring knows of a built-in term beyond its table (terms.c). */
 typedef struct kr__term_traits {
     const kr_term_def *def;
@@ -15,6 +24,8 @@ typedef struct kr__term_traits {
     void (*bounds)(const void *state, double *lo, double *hi);
     /* its value for this report were the candidate as slow as can be (NULL: lo) */
     double (*floor)(const void *state, const kr_report *report);
+    /* the metrics it reads, at most KR__MAX_NEEDS (NULL: none) */
+    size_t (*needs)(const void *state, kr__need *out);
 } kr__term_traits;
 
 typedef struct kr__added_term {
@@ -69,6 +80,9 @@ struct kr_reward {
 const kr_term_def *const *kr__builtin_terms(void);
 /* The traits of a built-in term table (by address), NULL for others. */
 const kr__term_traits *kr__builtin_traits(const kr_term_def *def);
+/* The metrics an added term reads (none for terms of the caller's: their
+ * table cannot say yet). */
+size_t kr__term_needs(const kr__added_term *t, kr__need *out);
 int kr__reward_override(kr_reward *r, uint64_t flag, double value);
 /* kr_reward_add with the settings a JSON configuration may give (o may be
  * NULL: the term's own). */

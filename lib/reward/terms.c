@@ -31,10 +31,15 @@ const kr__term_traits *kr__builtin_traits(const kr_term_def *def)
 {
     static const kr__term_traits *const list[] = {
         &kr__traits_speedup, &kr__traits_threshold, &kr__traits_metric, &kr__traits_roofline,
-        &kr__traits_milestones,
+        &kr__traits_milestones, &kr__traits_memory, &kr__traits_code_size, &kr__traits_compiled,
     };
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
         if (list[i]->def == def)
             return list[i];
     return NULL;
+}
+
+size_t kr__term_needs(const kr__added_term *t, kr__need *out)
+{
+    return t->traits && t->traits->needs ? t->traits->needs(t->state, out) : 0;
 }

@@ -259,5 +259,27 @@ static double milestones_floor(const void *state, const kr_report *r)
     return v < s->fastest ? v : s->fastest;
 }
 
+/* Without speedup_vs_compiled (the library times no torch.compile
+ * baseline: the caller sets it) the top milestone is never reached. */
+static size_t milestones_needs(const void *state, kr__need *out)
+{
+    (void)state;
+    out[0] = (kr__need){"speedup", "not faster than eager: the correct milestone at most"};
+    out[1] = (kr__need){"speedup_vs_compiled",
+                        "not faster than torch.compile: the top milestone is not reached"};
+    return 2;
+}
+
 const kr__term_traits kr__traits_milestones = {&kr__term_milestones, milestones_speed,
-                                               milestones_bounds, milestones_floor};
+                                               milestones_bounds, milestones_floor,
+                                               milestones_needs};
+
+static size_t compiled_needs(const void *state, kr__need *out)
+{
+    (void)state;
+    out[0] = (kr__need){"compiled", "the verdict says: compiled unless compile_error"};
+    return 1;
+}
+
+const kr__term_traits kr__traits_compiled = {&kr__term_compiled, NULL, NULL, NULL,
+                                             compiled_needs};

@@ -300,9 +300,13 @@ static int init_memory(const char *config, void **state, char *err, size_t n)
 
 static int eval_memory(void *state, const kr_report *r, double *v, char *err, size_t n)
 {
+    (void)err;
+    (void)n;
     double bytes;
-    if (kr__term_metric(r, "memory_bytes", &bytes, err, n) != 0)
-        return -1;
+    /* measured by the benchmark; a report built by hand, or one verified
+     * without timing, has none: no penalty rather than no reward */
+    if (kr_report_get(&bytes, r, "memory_bytes") != KR_OK)
+        bytes = 0;
     *v = ((two_params *)state)->a * bytes / 1e9;
     return 0;
 }
@@ -390,10 +394,64 @@ static void unit_bounds(const void *state, double *lo, double *hi)
     *hi = 1;
 }
 
+/* ---- what each term reads (kr__need: NULL missing = required) ---- */
+
+static size_t speedup_needs(const void *state, kr__need *out)
+{
+    const speedup_cfg *s = state;
+    int interval = !strcmp(s->metric, "speedup_low") || !strcmp(s->metric, "speedup_high");
+    out[0] = (kr__need){s->metric, interval ? "speedup less (low) or plus (high) 0.5 %; "
+                                              "without speedup, the slowest"
+                                   : kr__is_speed_metric(s->metric) ? "the slowest (the range's low end)"
+                                   : "the range's low end"};
+    return 1;
+}
+
+static size_t threshold_needs(const void *state, kr__need *out)
+{
+    const metric_cfg *s = state;
+    out[0] = (kr__need){s->metric, s->speed ? "not reached (below)" : NULL};
+    return 1;
+}
+
+static size_t metric_needs(const void *state, kr__need *out)
+{
+    const metric_cfg *s = state;
+    out[0] = (kr__need){s->metric, s->has_missing ? "the config's \"missing\" value"
+                                   : s->speed && isfinite(s->value_lo) ? "its lowest value"
+                                   : NULL};
+    return 1;
+}
+
+static size_t roofline_needs(const void *state, kr__need *out)
+{
+    (void)state;
+    out[0] = (kr__need){"roofline_fraction", "0 (the slowest)"};
+    return 1;
+}
+
+static size_t memory_needs(const void *state, kr__need *out)
+{
+    (void)state;
+    out[0] = (kr__need){"memory_bytes", "0 bytes: no penalty"};
+    return 1;
+}
+
+static size_t code_size_needs(const void *state, kr__need *out)
+{
+    (void)state;
+    out[0] = (kr__need){"code_lines", "0 lines: no penalty"};
+    return 1;
+}
+
 const kr__term_traits kr__traits_speedup = {&kr__term_speedup, speedup_is_speed, speedup_bounds,
-                                            NULL};
+                                            NULL, speedup_needs};
 const kr__term_traits kr__traits_threshold = {&kr__term_threshold, metric_is_speed, metric_bounds,
-                                              NULL};
+                                              NULL, threshold_needs};
 const kr__term_traits kr__traits_metric = {&kr__term_metric_def, metric_is_speed, metric_bounds,
-                                           NULL};
-const kr__term_traits kr__traits_roofline = {&kr__term_roofline, always, unit_bounds, NULL};
+                                           NULL, metric_needs};
+const kr__term_traits kr__traits_roofline = {&kr__term_roofline, always, unit_bounds, NULL,
+                                             roofline_needs};
+const kr__term_traits kr__traits_memory = {&kr__term_memory, NULL, NULL, NULL, memory_needs};
+const kr__term_traits kr__traits_code_size = {&kr__term_code_size, NULL, NULL, NULL,
+                                              code_size_needs};

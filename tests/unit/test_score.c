@@ -53,7 +53,12 @@ static void makora(void **state)
 static void kernelgym(void **state)
 {
     (void)state;
-    NEAR(score("kernelgym", report(KR_VERDICT_PASSED, 4, 0)), 0.5 + 0.5 * 3 + 0.5 * 1);
+    /* time_coverage is the caller's to set: without it, no coverage pay
+     * (it was a constant 0.5 for every passing candidate) */
+    NEAR(score("kernelgym", report(KR_VERDICT_PASSED, 4, 0)), 0.5 + 0.5 * 3 + 0.5 * 0);
+    kr_report *full = report(KR_VERDICT_PASSED, 4, 0);
+    kr_report_set(full, "time_coverage", 1);
+    NEAR(score("kernelgym", full), 0.5 + 0.5 * 3 + 0.5 * 1);
     kr_report *r = report(KR_VERDICT_PASSED, 1.5, 0);
     kr_report_set(r, "time_coverage", 0.5);
     NEAR(score("kernelgym", r), 0.5 + 0.75 + 0.25);
@@ -97,7 +102,10 @@ static void cuda_agent_kevin_fast_p(void **state)
     (void)state;
     NEAR(score("cuda_agent", report(KR_VERDICT_INCORRECT, 0, 0)), -1);
     NEAR(score("cuda_agent", report(KR_VERDICT_PASSED, 1.02, 0)), 1);
+    /* without speedup_vs_compiled (the caller's to set) 2 is the most it
+     * pays, however fast */
     NEAR(score("cuda_agent", report(KR_VERDICT_PASSED, 1.1, 0)), 2);
+    NEAR(score("cuda_agent", report(KR_VERDICT_PASSED, 50, 0)), 2);
     kr_report *r = report(KR_VERDICT_PASSED, 1.1, 0);
     kr_report_set(r, "speedup_vs_compiled", 1.06);
     NEAR(score("cuda_agent", r), 3);
@@ -251,7 +259,8 @@ static void bad_configurations(void **state)
         {"{\"terms\": [{\"term\": \"speedup\", \"config\": {\"mode\": \"tiers\", \"tiers\": [[2, 1], [1, 2]]}}]}", "rising speedups"},
         {"{\"terms\": [{\"term\": \"metric\"}]}", "\"metric\" names the report metric"},
         {"{\"terms\": [{\"term\": \"flags\", \"config\": {\"penalties\": {\"sparkly\": 1}}}]}", "'sparkly' is not a flag"},
-        {"{\"preset\": \"nope\"}", "unknown preset 'nope'"},
+        {"{\"preset\": \"nope\"}", "unknown preset 'nope' (the presets: makora, kernelgym, "
+                                "kernelgym_default, kernelgym_tiers, cuda_agent, kevin, fast_p)"},
         {"{\"preset\": \"kevin\", \"colour\": 1}", "unknown field 'colour'"},
         {"{\"version\": 2, \"preset\": \"kevin\"}", "version 2 is not supported"},
         {"{\"terms\": [{\"term\": \"correct\"}], \"fallback\": \"x\"}", "\"fallback\" must be"},
@@ -272,7 +281,8 @@ static void bad_configurations(void **state)
     kr_report *r = report(KR_VERDICT_PASSED, 0, 0);
     double v;
     assert_int_equal(kr_reward_score(&v, w, r), KR_EPLUGIN);
-    assert_contains(kr_context_errmsg(ctx), "term 'metric' failed: the report has no 'max_abs_error'");
+    assert_contains(kr_context_errmsg(ctx), "term 'metric' needs the metric 'max_abs_error', "
+                    "which the report lacks");
     assert_int_equal(kr_report_term_count(r), 0);
     /* a speed term reads a missing or nonsensical speedup as the slowest
      * (it was an error: the candidate passed, its speed is unknown) */
@@ -286,6 +296,93 @@ static void bad_configurations(void **state)
     assert_int_equal(kr_reward_score(&v, w, r), KR_OK);
     NEAR(v, log(0.01));
     kr_report_free(r);
+    kr_reward_free(w);
+}
+
+/* A report built by hand: a verdict and perhaps a speedup, none of what a
+ * benchmark adds (memory_bytes, code_lines, speedup_low, time_coverage). */
+static kr_report *bare(int verdict, double speedup)
+{
+    kr_report *r;
+    assert_int_equal(kr_report_new(&r), KR_OK);
+    kr_report_set_verdict(r, verdict);
+    if (speedup > 0)
+        kr_report_set(r, "speedup", speedup);
+    return r;
+}
+
+static void presets_on_reports_by_hand(void **state)
+{
+    (void)state;
+    /* every preset scores a bare verdict: what each reads is optional */
+    for (const char *const *p = kr_reward_presets(); *p; p++) {
+        static const int verdicts[] = {KR_VERDICT_PASSED, KR_VERDICT_INCORRECT,
+                                       KR_VERDICT_COMPILE_ERROR};
+        for (size_t i = 0; i < 3; i++) {
+            kr_reward *w;
+            assert_int_equal(kr_reward_preset(&w, ctx, *p), KR_OK);
+            kr_report *r = bare(verdicts[i], 0);
+            double v;
+            if (kr_reward_score(&v, w, r) != KR_OK)
+                fail_msg("%s on a bare %s report: %s", *p, kr_verdict_name(verdicts[i]),
+                         kr_context_errmsg(ctx));
+            kr_report_free(r);
+            kr_reward_free(w);
+        }
+    }
+    /* makora, the default: no memory or code size penalty without their
+     * metrics (it failed: "the report has no 'memory_bytes'") */
+    NEAR(score("makora", bare(KR_VERDICT_PASSED, 2)), 10 + 5 * log(2.0));
+    NEAR(score("makora", bare(KR_VERDICT_INCORRECT, 0)), -5);
+    NEAR(score("kernelgym", bare(KR_VERDICT_PASSED, 2)), 0.5 + 1);
+    NEAR(score("kernelgym_tiers", bare(KR_VERDICT_PASSED, 2.1)), 0.8); /* speedup_low: 2.0895 */
+    NEAR(score("fast_p", bare(KR_VERDICT_PASSED, 1.2)), 1);
+}
+
+static void terms_say_what_they_need(void **state)
+{
+    (void)state;
+    kr_reward *w;
+    assert_int_equal(kr_reward_preset(&w, ctx, "makora"), KR_OK);
+    char *json;
+    assert_int_equal(kr_reward_json(&json, w), KR_OK);
+    assert_contains(json, "\"memory_bytes\": \"0 bytes: no penalty\"");
+    assert_contains(json, "\"code_lines\": \"0 lines: no penalty\"");
+    assert_contains(json, "\"speedup\": \"the slowest");
+    /* what kr_reward_json writes reads back */
+    kr_reward *again;
+    assert_int_equal(kr_reward_from_json(&again, ctx, json, 0), KR_OK);
+    kr_reward_free(again);
+    kr_free(json);
+    kr_reward_free(w);
+    /* a metric a term cannot do without: required in the JSON, and an
+     * error naming the term and the metric when a report lacks it */
+    assert_int_equal(kr_reward_from_json(&w, ctx, "{\"terms\": [{\"term\": \"threshold\", "
+                                         "\"gate\": \"always\", \"config\": {\"metric\": "
+                                         "\"max_abs_error\"}}]}", 0), KR_OK);
+    assert_int_equal(kr_reward_json(&json, w), KR_OK);
+    assert_contains(json, "\"max_abs_error\": \"required\"");
+    kr_free(json);
+    kr_report *r = bare(KR_VERDICT_PASSED, 1);
+    double v;
+    assert_int_equal(kr_reward_score(&v, w, r), KR_EPLUGIN);
+    assert_contains(kr_context_errmsg(ctx), "term 'threshold' needs the metric 'max_abs_error'");
+    kr_report_set(r, "max_abs_error", 2);
+    assert_int_equal(kr_reward_score(&v, w, r), KR_OK);
+    NEAR(v, 1);
+    kr_report_free(r);
+    kr_reward_free(w);
+    /* cuda_agent and kernelgym: what the caller sets, and what its absence means */
+    assert_int_equal(kr_reward_preset(&w, ctx, "cuda_agent"), KR_OK);
+    assert_int_equal(kr_reward_json(&json, w), KR_OK);
+    assert_contains(json, "\"speedup_vs_compiled\": \"not faster than torch.compile: the top "
+                    "milestone is not reached\"");
+    kr_free(json);
+    kr_reward_free(w);
+    assert_int_equal(kr_reward_preset(&w, ctx, "kernelgym"), KR_OK);
+    assert_int_equal(kr_reward_json(&json, w), KR_OK);
+    assert_contains(json, "\"time_coverage\": \"its lowest value\"");
+    kr_free(json);
     kr_reward_free(w);
 }
 
@@ -330,6 +427,8 @@ int main(void)
         cmocka_unit_test(plugins),
         cmocka_unit_test(bad_configurations),
         cmocka_unit_test(report_by_hand),
+        cmocka_unit_test(presets_on_reports_by_hand),
+        cmocka_unit_test(terms_say_what_they_need),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kr_context_free(ctx);
