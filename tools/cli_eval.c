@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *eval_options_help(void)
 {
@@ -128,6 +129,13 @@ int eval_prepare(kr_context *ctx, const eval_args *a, eval_setup *s)
         is_preset |= strcmp(*p, reward) == 0;
     if (is_preset) {
         rc = kr_reward_preset(&s->reward, ctx, reward);
+    } else if (access(reward, F_OK) != 0) {
+        /* neither a preset nor a file: most often a mistyped preset */
+        fprintf(stderr, "kreward: --reward %s: not a preset (", reward);
+        for (const char *const *p = kr_reward_presets(); *p; p++)
+            fprintf(stderr, "%s%s", p == kr_reward_presets() ? "" : ", ", *p);
+        fprintf(stderr, ") and no such file\n");
+        return -1;
     } else {
         size_t len;
         char *text = cli_read_file(reward, &len);

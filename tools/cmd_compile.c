@@ -2,6 +2,7 @@
  * it contains. */
 #include "cli.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,8 @@ static void usage(FILE *to)
             "Compiles CUDA C++ (FILE.cu) through NVRTC, or reads a CUBIN/PTX (FILE.cubin,\n"
             "FILE.ptx), and prints its kernels, their resources, the compile time and\n"
             "whether the compile cache was hit. On a compile error prints the NVRTC log\n"
-            "and exits with 1.\n\n"
+            "and exits with 1 (with --json, also {\"ok\": false, \"status\", \"message\",\n"
+            "\"log\"} on stdout). An empty file is a compile error.\n\n"
             "options:\n"
             "  --arch ARCH        target, e.g. sm_90a (default: the GPU's, else sm_90a)\n"
             "  -D NAME[=VAL]      define a macro (repeatable)\n"
@@ -189,6 +191,19 @@ static void print_text(const kr_program *p, int has_device)
         printf("compile log:\n%s%s", log, log[strlen(log) - 1] == '\n' ? "" : "\n");
 }
 
+/* --json on a failure: what went wrong as JSON on stdout (the message and
+ * log also go to stderr, as without --json), so a script reading stdout
+ * always gets one JSON document. */
+static void print_error_json(kr_context *ctx, int rc)
+{
+    json_t *o = json_pack("{s:b, s:s, s:s, s:s}", "ok", 0, "status", kr_status_name(rc),
+                          "message", kr_context_errmsg(ctx), "log", kr_context_errdetail(ctx));
+    char *text = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
+    printf("%s\n", text ? text : "{\"ok\": false}");
+    free(text);
+    json_decref(o);
+}
+
 static int write_image(const kr_program *p, const char *path)
 {
     size_t len = 0;
@@ -220,11 +235,14 @@ int cmd_compile(int argc, char **argv)
         return EXIT_USAGE;
     kr_context *ctx = cli_context(a.cache_dir, 0);
     kr_program *prog = NULL;
+    /* an empty file is len 0, read as NUL-terminated: empty, a compile error */
     int rc = is_binary_name(a.file) ? kr_program_from_binary(&prog, ctx, src, len, a.file)
-                                    : kr_compile(&prog, ctx, src, len ? len : 1, &a.opts);
+                                    : kr_compile(&prog, ctx, src, len, &a.opts);
     int exit_code = cli_exit_for(rc);
     if (rc != KR_OK) {
         cli_report_error(ctx, "compile", rc);
+        if (a.json)
+            print_error_json(ctx, rc);
     } else {
         if (a.json) {
             char *json = NULL;

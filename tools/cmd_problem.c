@@ -1,6 +1,7 @@
 /* `kreward problem show|check`: inspect a problem spec. */
 #include "cli.h"
 
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,9 +18,9 @@ static const struct verb {
     const struct option *options;
 } verbs[] = {
     {"show", "FILE.json [--json]",
-     "prints the parsed problem: dims, tensors (dtype, role, shape, input\n"
-     "distribution, tolerance), scalars, every case with its sizes in bytes,\n"
-     "the timing case, the reference; as JSON with --json.\n",
+     "prints the parsed problem: its description, dims, tensors (dtype, role,\n"
+     "shape, input distribution, tolerance), scalars, every case with its\n"
+     "sizes and bytes, the timing case, the reference; as JSON with --json.\n",
      show_options},
     {"check", "FILE.json",
      "checks what can be checked: the spec parses, every shape evaluates in\n"
@@ -77,20 +78,94 @@ static const char *role_text(int role)
     return role == KR_ROLE_IN ? "in" : role == KR_ROLE_OUT ? "out" : "inout";
 }
 
+/* A JSON scalar as the spec wrote it: "M", 4096, 1e-05. */
+static void print_value(const json_t *v)
+{
+    if (json_is_string(v))
+        printf("%s", json_string_value(v));
+    else if (json_is_integer(v))
+        printf("%lld", (long long)json_integer_value(v));
+    else if (json_is_number(v))
+        printf("%g", json_number_value(v));
+    else if (json_is_boolean(v))
+        printf("%s", json_is_true(v) ? "true" : "false");
+    else
+        printf("?");
+}
+
+/* "[M, N]" */
+static void print_shape(const json_t *shape)
+{
+    size_t i;
+    json_t *d;
+    printf("[");
+    json_array_foreach(shape, i, d) {
+        printf("%s", i ? ", " : "");
+        print_value(d);
+    }
+    printf("]");
+}
+
+/* "uniform low=-100 high=100": the input distribution of an input tensor */
+static void print_init(const json_t *init)
+{
+    const char *key;
+    json_t *v;
+    const char *dist = json_string_value(json_object_get(init, "dist"));
+    printf("init %s", dist ? dist : "default");
+    json_object_foreach((json_t *)init, key, v) {
+        if (strcmp(key, "dist") == 0)
+            continue;
+        printf(" %s=", key);
+        print_value(v);
+    }
+}
+
+/* Everything from the problem's JSON (kr_problem_json): shapes as the spec
+ * wrote them, input distributions, scalars; sizes from the accessors. */
 static void show_text(const kr_problem *p)
 {
-    printf("%s (hash %s)\n  dims:", kr_problem_name(p), kr_problem_hash(p));
+    char *text = NULL;
+    kr_problem_json(&text, p);
+    json_t *spec = text ? json_loads(text, 0, NULL) : NULL;
+    kr_free(text);
+    printf("%s (hash %s)\n", kr_problem_name(p), kr_problem_hash(p));
+    const char *description = json_string_value(json_object_get(spec, "description"));
+    if (description && *description)
+        printf("  %s\n", description);
+    printf("  dims:");
     for (size_t d = 0; d < kr_problem_dim_count(p); d++)
         printf(" %s", kr_problem_dim_name(p, d));
     printf("\n  tensors:\n");
+    json_t *tensors = json_object_get(spec, "tensors");
     for (size_t t = 0; t < kr_problem_tensor_count(p); t++) {
-        double rtol, atol;
-        kr_problem_tensor_tolerance(&rtol, &atol, p, t);
-        printf("    %-12s %-8s %-5s", kr_problem_tensor_name(p, t),
+        json_t *tj = json_array_get(tensors, t);
+        printf("    %-12s %-8s %-5s ", kr_problem_tensor_name(p, t),
                kr_dtype_name(kr_problem_tensor_dtype(p, t)), role_text(kr_problem_tensor_role(p, t)));
-        if (kr_problem_tensor_role(p, t) != KR_ROLE_IN)
-            printf(" rtol %g atol %g", rtol, atol);
+        print_shape(json_object_get(tj, "shape"));
+        if (json_object_get(tj, "init")) {
+            printf("  ");
+            print_init(json_object_get(tj, "init"));
+        }
+        if (kr_problem_tensor_role(p, t) != KR_ROLE_IN) {
+            double rtol, atol;
+            kr_problem_tensor_tolerance(&rtol, &atol, p, t);
+            printf("  rtol %g atol %g", rtol, atol);
+        }
         printf("\n");
+    }
+    json_t *scalars = json_object_get(spec, "scalars");
+    if (json_array_size(scalars)) {
+        printf("  scalars:\n");
+        size_t i;
+        json_t *sc;
+        json_array_foreach(scalars, i, sc) {
+            const char *name = json_string_value(json_object_get(sc, "name"));
+            const char *dtype = json_string_value(json_object_get(sc, "dtype"));
+            printf("    %-12s %-8s ", name ? name : "?", dtype ? dtype : "?");
+            print_value(json_object_get(sc, "value"));
+            printf("\n");
+        }
     }
     printf("  cases (* = timing):\n");
     for (size_t c = 0; c < kr_problem_case_count(p); c++) {
@@ -104,9 +179,14 @@ static void show_text(const kr_problem *p)
         human_bytes(total, hb, sizeof hb);
         printf("   (%s in all)\n", hb);
     }
-    printf("  reference: %s\n",
-           kr_problem_reference_kind(p) == KR_REFERENCE_GOLDEN ? "golden outputs from the caller"
-                                                               : "CUDA source + plan");
+    const char *ref = json_string_value(json_object_get(json_object_get(spec, "reference"),
+                                                        "source"));
+    if (kr_problem_reference_kind(p) == KR_REFERENCE_GOLDEN)
+        printf("  reference: golden outputs from the caller\n");
+    else
+        printf("  reference: CUDA source + plan%s%s%s\n", ref ? " (" : "", ref ? ref : "",
+               ref ? ")" : "");
+    json_decref(spec);
 }
 
 static int is_pow2(int64_t v)

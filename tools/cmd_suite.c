@@ -44,10 +44,11 @@ static problem_dir *list_problems(const char *root, const char *filter, size_t *
         fprintf(stderr, "kreward suite: cannot open %s: %s\n", root, strerror(errno));
         return NULL;
     }
-    problem_dir *list = NULL;
+    /* never NULL once the directory opened: NULL means it could not be read */
+    problem_dir *list = malloc(sizeof *list);
     size_t n = 0;
     struct dirent *e;
-    while ((e = readdir(d))) {
+    while (list && (e = readdir(d))) {
         if (e->d_name[0] == '.' || (filter && !strstr(e->d_name, filter)))
             continue;
         char probe[4400];
@@ -63,9 +64,26 @@ static problem_dir *list_problems(const char *root, const char *filter, size_t *
         n++;
     }
     closedir(d);
+    if (!list) {
+        fprintf(stderr, "kreward suite: out of memory\n");
+        return NULL;
+    }
     qsort(list, n, sizeof *list, by_name);
     *count = n;
     return list;
+}
+
+/* Says why no problem was found: none there, or none the filter matches. */
+static void no_problem(const char *dir, const char *filter)
+{
+    size_t all = 0;
+    problem_dir *every = filter ? list_problems(dir, NULL, &all) : NULL;
+    free(every);
+    if (all)
+        fprintf(stderr, "kreward suite: no problem under %s matches the filter '%s' (none of its "
+                "%zu problems has '%s' in its name)\n", dir, filter, all, filter);
+    else
+        fprintf(stderr, "kreward suite: no DIR/*/problem.json under %s\n", dir);
 }
 
 /* One candidate of the suite: where it is, what it must get, its ticket. */
@@ -107,12 +125,20 @@ static double metric(json_t *report, const char *key)
 }
 
 typedef struct {
-    size_t total, as_expected, not_run;
-    int no_gpu;
+    size_t total, as_expected, unexpected, not_run;
 } tally;
 
-static void print_row(const char *problem, const char *cand, json_t *report, const char *expect,
-                      int match)
+/* A candidate's outcome against its manifest. NOT_RUN: compiled and plan
+ * checked, as much as can be known without a GPU: neither as expected nor
+ * not. */
+enum { MATCH, UNEXPECTED, NOT_RUN };
+
+static const char *outcome_text(int outcome)
+{
+    return outcome == MATCH ? "ok" : outcome == NOT_RUN ? "not run" : "UNEXPECTED";
+}
+
+static void print_row(const char *problem, const char *cand, json_t *report, int outcome)
 {
     const char *verdict = json_string_value(json_object_get(report, "verdict"));
     double t = metric(report, "time_us"), s = metric(report, "speedup");
@@ -126,21 +152,21 @@ static void print_row(const char *problem, const char *cand, json_t *report, con
     if (json_is_number(reward))
         snprintf(rbuf, sizeof rbuf, "%.3g", json_number_value(reward));
     printf("%-22s %-16s %-14s %-12s %-22s %-8s %s\n", problem, cand, verdict ? verdict : "?", tbuf,
-           sbuf, rbuf, match ? "ok" : expect ? "UNEXPECTED" : "");
+           sbuf, rbuf, outcome_text(outcome));
 }
 
-static int check(json_t *report, const char *expect, int faster, tally *t)
+static int check(json_t *report, const char *expect, int faster)
 {
     const char *verdict = json_string_value(json_object_get(report, "verdict"));
-    if (verdict && !strcmp(verdict, "not_run")) {
-        t->not_run++;
-        t->no_gpu = 1;
-        return 1; /* compiled and checked: as much as can be known here */
-    }
+    /* not run: it compiled and its plan fits; a candidate expected to fail
+     * there (compile_error, invalid_plan) did not, and that is known here */
+    if (verdict && !strcmp(verdict, "not_run"))
+        return !strcmp(expect, "compile_error") || !strcmp(expect, "invalid_plan") ? UNEXPECTED
+                                                                                  : NOT_RUN;
     int ok = verdict && expect && !strcmp(verdict, expect);
     if (ok && faster)
         ok = metric(report, "speedup") > 1.0;
-    return ok;
+    return ok ? MATCH : UNEXPECTED;
 }
 
 static entry *add_entry(suite *st)
@@ -212,17 +238,20 @@ static int submit_problem(kr_context *ctx, kr_pool *pool, const eval_setup *s,
 static void print_entry(const entry *e, json_t *report, FILE *jsonl, tally *t)
 {
     const char *base = strrchr(e->file, '/') ? strrchr(e->file, '/') + 1 : e->file;
-    int match = report && check(report, e->expect, e->faster, t);
+    int outcome = report ? check(report, e->expect, e->faster) : UNEXPECTED;
     t->total++;
-    t->as_expected += match;
-    print_row(e->problem, base, report, e->expect, match);
+    t->as_expected += outcome == MATCH;
+    t->unexpected += outcome == UNEXPECTED;
+    t->not_run += outcome == NOT_RUN;
+    print_row(e->problem, base, report, outcome);
     fflush(stdout);
     if (jsonl && report) {
         json_t *line = json_object();
         json_object_set_new(line, "problem", json_string(e->problem));
         json_object_set_new(line, "candidate", json_string(e->file));
         json_object_set_new(line, "expect", json_string(e->expect));
-        json_object_set_new(line, "as_expected", json_boolean(match));
+        json_object_set_new(line, "as_expected", json_boolean(outcome == MATCH));
+        json_object_set_new(line, "not_run", json_boolean(outcome == NOT_RUN));
         json_object_set(line, "report", report);
         char *text = json_dumps(line, JSON_COMPACT);
         fprintf(jsonl, "%s\n", text ? text : "{}");
@@ -275,8 +304,9 @@ int cmd_suite(int argc, char **argv)
         fprintf(stderr, "kreward suite: --json is for evaluate; use --jsonl OUT\n");
     size_t n = 0;
     problem_dir *list = list_problems(dir, filter, &n);
+    if (list && n == 0)
+        no_problem(dir, filter);
     if (!list || n == 0) {
-        fprintf(stderr, "kreward suite: no DIR/*/problem.json under %s\n", dir);
         free(list);
         return EXIT_USAGE;
     }
@@ -327,17 +357,19 @@ int cmd_suite(int argc, char **argv)
     if (jsonl)
         fclose(jsonl);
     printf("\n%zu candidates in %zu problems: %zu as expected", t.total, n, t.as_expected);
-    if (t.total > t.as_expected)
-        printf(", %zu NOT", t.total - t.as_expected);
+    if (t.unexpected)
+        printf(", %zu NOT", t.unexpected);
+    if (t.not_run)
+        printf(", %zu not run", t.not_run);
     printf("\n");
-    if (t.no_gpu)
+    if (t.not_run)
         printf("No usable NVIDIA GPU here: %zu candidates were compiled and their launch plans "
                "checked; verification and timing need an NVIDIA GPU ('kreward info' says why).\n",
                t.not_run);
     free(list);
     if (bad)
         return EXIT_USAGE;
-    if (t.no_gpu && a.require_gpu)
+    if (t.not_run && a.require_gpu)
         return EXIT_ENVIRONMENT;
-    return t.as_expected == t.total ? EXIT_OK : EXIT_CANDIDATE;
+    return t.unexpected ? EXIT_CANDIDATE : EXIT_OK;
 }

@@ -60,7 +60,7 @@ KR_API int kr_compile_options_init(kr_compile_options *opts, uint32_t version);
 
 /* Compiles CUDA C++ source (len bytes; len 0 means NUL-terminated) into a
  * program. On failure *out is NULL, the context's errmsg says what failed and
- * its errdetail holds the NVRTC log. */
+ * its errdetail holds the NVRTC log. Empty source is KR_ECOMPILE. */
 KR_API int kr_compile(kr_program **out, kr_context *ctx, const char *source, size_t len,
                       const kr_compile_options *opts);
 

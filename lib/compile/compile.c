@@ -204,8 +204,10 @@ static kr__hash128 cache_key(const kr__nvrtc_api *nv, const char *arch, const op
 static int validate_source(kr_context *ctx, const char *src, size_t len, const char *name,
                            uint64_t max)
 {
+    /* a model that answered nothing wrote a candidate that does not compile:
+     * a compile error (a verdict), not a caller's mistake */
     if (len == 0)
-        return kr__fail(ctx, KR_EINVAL, "%s: empty source", name);
+        return kr__fail(ctx, KR_ECOMPILE, "%s: empty source: there is no code to compile", name);
     if (len > max)
         return kr__fail(ctx, KR_ETOOBIG, "%s: source is %zu bytes, over the limit of %llu", name,
                         len, (unsigned long long)max);

@@ -3,7 +3,9 @@
 # (KREWARD_DEVICE=none): "--opt value" and "--opt=value" give the same
 # result, -h/--help works on every command and verb (usage on stdout, exit
 # 0), an unknown option, a missing value or a value refused exits 2 with one
-# line on stderr naming the option and pointing to --help.
+# line on stderr naming the option and pointing to --help. Then the
+# papercuts a new user met: empty candidates, --json on errors, filters,
+# rows without a GPU, problem show, unknown presets.
 # Usage: cli_check.sh KREWARD SOURCE_ROOT
 set -uo pipefail
 kreward=$1 root=$2
@@ -132,6 +134,43 @@ run problem show
 if [ "$rc" -ne 2 ] || ! grep -q "^usage: kreward problem show" "$tmp/err"; then
   fail "problem show without FILE: usage on stderr, exit 2 (got $rc)"
 fi
+
+# papercuts a new user met (issue 16)
+# an empty candidate is a compile error (exit 1) that says so, not binary data
+: >"$tmp/empty.cu"
+run compile "$tmp/empty.cu"
+[ "$rc" -eq 1 ] && grep -qF "empty source: there is no code to compile" "$tmp/err" &&
+  ! grep -q NUL "$tmp/err" || fail "compile of an empty file: a compile error (exit 1), got $rc"
+run evaluate --in-process "$problem" "$tmp/empty.cu" --json
+[ "$rc" -eq 1 ] && grep -q '"verdict": "compile_error"' "$tmp/out" ||
+  fail "evaluate of an empty file: verdict compile_error and exit 1 (got $rc)"
+# compile --json prints JSON on a compile error too
+printf 'extern "C" __global__ void k() { int x = ; }\n' >"$tmp/bad.cu"
+run compile --json "$tmp/bad.cu"
+[ "$rc" -eq 1 ] && python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["ok"] is False and d["status"] == "KR_ECOMPILE", d
+assert "expected an expression" in d["log"], d' "$tmp/out" ||
+  fail "compile --json on a compile error: JSON with ok false, the status and the log (exit $rc)"
+# a filter that matches nothing says so
+run suite "$root/examples/problems" --filter no_such_problem
+[ "$rc" -eq 2 ] && grep -qF "no problem under $root/examples/problems matches the filter 'no_such_problem'" \
+  "$tmp/err" || fail "suite --filter without a match: say that no problem matches (exit $rc)"
+# without a GPU, rows are "not run", never "ok"; the summary counts them
+run suite "$root/examples/problems" --filter l1_vector_add
+[ "$rc" -eq 0 ] && [ "$(grep -c 'not_run .* not run$' "$tmp/out")" -eq 3 ] &&
+  ! grep -q ' ok$' "$tmp/out" && grep -qF "3 candidates in 1 problems: 0 as expected, 3 not run" \
+  "$tmp/out" || fail "suite without a GPU: 3 rows 'not run', none 'ok' (exit $rc)"
+# problem show prints what its help promises: shapes, input distributions, scalars
+run problem show "$root/examples/problems/l2_layernorm/problem.json"
+grep -qE '^    x +f32 +in +\[M, N\] +init normal mean=1 std=3' "$tmp/out" &&
+  grep -qE '^    eps +f32 +1e-05' "$tmp/out" ||
+  fail "problem show: each tensor's shape and init, and the scalars"
+# an unknown reward preset lists the presets
+run evaluate "$problem" "$cand" --reward nosuch
+[ "$rc" -eq 2 ] && grep -qF "not a preset (makora, kernelgym," "$tmp/err" ||
+  fail "--reward nosuch: list the presets (exit $rc)"
 
 [ "$failures" -eq 0 ] && echo "cli: all checks passed" && exit 0
 echo "cli: $failures checks failed"

@@ -162,8 +162,8 @@ static void bad_inputs(void **state)
     (void)state;
     kr_context *ctx = test_context(NULL);
     kr_program *p = NULL;
-    assert_int_equal(kr_compile(&p, ctx, "", 0, NULL), KR_EINVAL);
-    assert_contains(kr_context_errmsg(ctx), "empty source");
+    assert_int_equal(kr_compile(&p, ctx, "", 0, NULL), KR_ECOMPILE);
+    assert_contains(kr_context_errmsg(ctx), "empty source: there is no code to compile");
     assert_int_equal(kr_compile(&p, ctx, NULL, 0, NULL), KR_EINVAL);
     assert_int_equal(kr_compile(&p, NULL, ADD_SRC, 0, NULL), KR_EINVAL);
 
