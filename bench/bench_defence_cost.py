@@ -42,7 +42,7 @@ with kreward.Evaluator(**kw) as ev:
     for label, pdir, cand in json.loads(sys.argv[3]):
         base = os.path.join(root, "examples", "problems", pdir)
         src = open(os.path.join(base, "candidates", cand)).read()
-        prob = ev.problem(os.path.join(base, "problem.json"))
+        prob = os.path.join(base, "problem.json")  # a path: both Evaluators cache it
         first = ev.evaluate(prob, src)
         walls = []
         for _ in range(reps):

@@ -127,6 +127,8 @@ static void run_pool(kr_pool *pool, const corpus *c, size_t problems, size_t per
     double t0 = kr__now();
     kr_evaluate_batch(reports, pool, jobs, n);
     o->wall = kr__now() - t0;
+    /* progress on stderr: a batch that takes minutes says so as it goes */
+    fprintf(stderr, "  batch of %zu (salt %u): %.1f s\n", n, salt, o->wall);
     for (size_t i = 0; i < n; i++) {
         o->total += reports[i] != NULL;
         int ok = reports[i] && strcmp(verdict(reports[i]), expect[i]) == 0;
@@ -170,6 +172,7 @@ static void run_in_process(const corpus *c, size_t problems, size_t per, unsigne
         free(src);
     }
     o->wall = kr__now() - t0;
+    fprintf(stderr, "  in process: %zu in %.1f s\n", problems * per, o->wall);
 }
 
 static long rss_kb(pid_t pid)
@@ -245,6 +248,7 @@ static double status(kr_pool *pool, const char *key)
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a timeout's kill must not lose the tables */
     size_t problems = NUM_PROBLEMS, per = 16, soak = 0;
     int fault_pct = 10, hang_pct = 5, skip_in_process = 0, scaling = 0;
     const char *gpus = NULL;
