@@ -93,8 +93,9 @@ class Context(_Handle):
         return Problem(out, self._ref)
 
     def problem(self, spec):
-        """A Problem from a path, JSON text or dict."""
-        return self.load_problem(spec) if _is_file(spec) else self.parse_problem(spec)
+        """A Problem from a path, JSON text or dict. A string that is neither
+        JSON nor an existing file raises FileNotFoundError."""
+        return self.load_problem(spec) if _is_file(spec, "problem file") else self.parse_problem(spec)
 
     def plan_from_source(self, source, name="candidate.cu"):
         src = _lib.encode(source)

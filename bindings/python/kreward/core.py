@@ -15,6 +15,7 @@ whatever order close() and the garbage collector get to them. Plans and
 reports are values that need no context: they hold none, so a report kept
 for logging does not keep a GPU context alive."""
 import ctypes
+import errno
 import itertools
 import json
 import os
@@ -380,7 +381,15 @@ class Report(_Handle):
     def __getitem__(self, key):
         v = ctypes.c_double()
         if fn.report_get(ctypes.byref(v), self.handle, _lib.encode(key)) != 0:
-            raise KeyError(key)  # KR_ENOTFOUND: never set
+            # KR_ENOTFOUND: never set. Timing metrics exist only for a
+            # candidate that ran (not for not_run, compile_error, ...)
+            e = KeyError(key)
+            if hasattr(e, "add_note"):
+                message = self.message
+                e.add_note(f"the report has no metric {key!r} (verdict {self.verdict}"
+                           f"{': ' + message if message else ''}); report.get({key!r}) "
+                           "gives None instead")
+            raise e
         return v.value
 
     def get(self, key, default=None):
@@ -433,5 +442,16 @@ class Report(_Handle):
         return f"<kreward.Report {self.verdict} reward={self.reward}>"
 
 
-def _is_file(s):
-    return isinstance(s, str) and not s.lstrip().startswith("{") and os.path.exists(s)
+def _looks_like_json(s):
+    return s.lstrip().startswith(("{", "["))
+
+
+def _is_file(s, what="file"):
+    """Whether s is a path to read rather than JSON text (or a dict). A
+    string that is neither JSON nor an existing file raises
+    FileNotFoundError: a mistyped path is not JSON text with a syntax error."""
+    if not isinstance(s, str) or _looks_like_json(s):
+        return False
+    if os.path.exists(s):
+        return True
+    raise FileNotFoundError(errno.ENOENT, f"no such {what} (nor JSON text)", s)

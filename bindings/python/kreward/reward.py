@@ -2,6 +2,8 @@
 as Python callables."""
 import ctypes
 import json
+import os
+import re
 import threading
 
 from . import _lib, constants
@@ -17,22 +19,35 @@ def presets():
     return list(constants.PRESETS)
 
 
+def _is_preset_name(config):
+    """A preset's name, or a word that can only have meant one (not JSON,
+    no file of that name, no path separator or extension)."""
+    if not isinstance(config, str):
+        return False
+    return config in constants.PRESETS or (re.fullmatch(r"[A-Za-z0-9_-]+", config) is not None
+                                           and not os.path.exists(config))
+
+
 class Reward(_Handle):
     """A weighted sum of terms. Build it from a preset name, a JSON
     configuration (text, dict or file path), or empty and add terms. It
-    belongs to its context (counts on it, like a Program)."""
+    belongs to its context (counts on it, like a Program). An unknown preset
+    raises KrewardError (KR_ENOTFOUND) listing the presets; a path that does
+    not exist, FileNotFoundError."""
     _free = staticmethod(fn.reward_free)
 
     def __init__(self, ctx, config=None):
         out = ctypes.c_void_p()
         if config is None:
             fn.reward_new(ctypes.byref(out), ctx.handle)
-        elif isinstance(config, str) and config in constants.PRESETS:
+        elif _is_preset_name(config):
+            # a preset, or a name that is neither a preset nor a file: the
+            # library's error lists the presets (it was a JSON syntax error)
             fn.reward_preset(ctypes.byref(out), ctx.handle, _lib.encode(config))
         else:
             if isinstance(config, dict):
                 config = json.dumps(config)
-            elif _is_file(config):
+            elif _is_file(config, "reward configuration file"):
                 with open(config) as f:
                     config = f.read()
             fn.reward_from_json(ctypes.byref(out), ctx.handle, _lib.encode(config), 0)
