@@ -19,7 +19,7 @@ import tempfile
 import threading
 import warnings
 
-from .completion import completion_text, extract_code
+from .completion import extract_code
 from .constants import Status
 from .context import Context
 from .core import Report
@@ -121,7 +121,7 @@ class Evaluator:
         callbacks' exceptions (golden, reward terms) are raised."""
         p = self.problem(problem)
         if source is None:
-            return self._no_code()
+            return self.no_code()
         if self.pool is not None:
             return self.pool.wait(self._submit(p, source, name))
         with self._gpu:
@@ -129,12 +129,15 @@ class Evaluator:
                 return self.ctx.evaluate(p, source, reward=self.reward, preset=self.preset,
                                          name=name)
             except KrewardError as e:
-                if e.report is None:
+                # a poisoned context fails every later candidate the same
+                # way: raised, so a trainer stops rather than score them all
+                # as environment errors
+                if e.report is None or e.code == Status.EPOISONED:
                     raise
                 return e.report
 
     def evaluate_completion(self, problem, completion):
-        return self.evaluate(problem, extract_code(completion_text(completion)))
+        return self.evaluate(problem, extract_code(completion))
 
     def evaluate_batch(self, problem_specs, sources):
         """Reports for a batch (a GRPO group), in order. Isolated: one
@@ -154,7 +157,7 @@ class Evaluator:
         jobs = [dict(problem=problems[i], source=sources[i], reward=self.reward,
                      preset=self.preset) for i in todo]
         done = dict(zip(todo, self.pool.evaluate_batch(jobs)))
-        return [done[i] if i in done else self._no_code() for i in range(len(sources))]
+        return [done[i] if i in done else self.no_code() for i in range(len(sources))]
 
     async def evaluate_async(self, problem, source, name="candidate.cu"):
         """evaluate() for an event loop: never blocks it (isolated: the job
@@ -165,16 +168,18 @@ class Evaluator:
                                                                     source)
         p = self.problem(problem)
         if source is None:
-            return self._no_code()
+            return self.no_code()
         return await self.pool.wait_async(self._submit(p, source, name))
 
-    def _no_code(self):
+    def no_code(self, why=None):
+        """The report of a completion without code (scored: the policy's
+        doing): compile_error, why as its feedback."""
         r = Report()
         r.verdict = "compile_error"
         r["compiled"] = 0
         r.set_text("message", "no code found in the completion")
-        r.set_text("feedback", "no code found: put the CUDA kernel in a ```cuda fenced block, "
-                   "with its // kreward: launch line")
+        r.set_text("feedback", why or "no code found: put the CUDA kernel in a ```cuda fenced "
+                   "block, with its // kreward: launch line")
         if self.reward is not None:
             self.reward.score(r)
         return r

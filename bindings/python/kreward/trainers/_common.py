@@ -1,0 +1,248 @@
+"""What every trainer adapter shares: the process's Evaluator, reading a
+completion against what its prompt showed, and judging a report.
+
+A report is one of three things to a trainer:
+- judged: the candidate's own outcome (passed, incorrect, compile_error,
+  fault, timeout, ...), scored by the reward, whatever the score;
+- not judged: the environment failed for this candidate (verdict error or
+  none). The trainer leaves it out where it can (TRL: None), else it gets
+  the Evaluator's fallback, and is logged;
+- impossible here: nothing can be run (no GPU: verdict not_run; the pool
+  lost every GPU worker or was closed; a poisoned in-process context).
+  EvaluationUnavailable is raised, never a score: a training run without a
+  GPU would otherwise learn from zeros.
+
+Imports are absolute (kreward....): verl and OpenRLHF load an adapter's
+file by path, outside its package."""
+import json
+import logging
+import math
+import os
+import threading
+
+from kreward.completion import Extraction, extract, safe_text, shown_code
+from kreward.constants import Status
+from kreward.errors import KrewardError
+from kreward.evaluator import Evaluator
+from kreward.pool import FREED_MESSAGE
+
+log = logging.getLogger("kreward.trainers")
+
+NAN = float("nan")
+JUDGED_NOT = frozenset({"error", "none"})
+
+_HINT = ("set KREWARD_GPUS to the device ordinals the pool may use (a Ray actor started with "
+         "num_gpus=0 sees CUDA_VISIBLE_DEVICES='', and the pool then takes KREWARD_GPUS as "
+         "physical ordinals), or build an Evaluator yourself and pass it to set_evaluator(); "
+         "see docs/trainers.md")
+
+
+class EvaluationUnavailable(RuntimeError):
+    """Candidates cannot be evaluated here (no GPU, no pool, a poisoned
+    context): raised instead of a score."""
+
+
+# ---- the process's evaluator ----
+
+_lock = threading.Lock()   # trainers call from several threads at once (verl, OpenRLHF)
+_evaluator = None
+
+
+def set_evaluator(evaluator):
+    """The Evaluator the adapters use in this process (None: build one from
+    the environment on next use)."""
+    global _evaluator
+    with _lock:
+        _evaluator = evaluator
+
+
+def get_evaluator():
+    """The process's Evaluator, built on first use from the environment:
+    KREWARD_REWARD (preset name or JSON path, default makora), KREWARD_PRESET
+    (fast or precise), KREWARD_GPUS (the pool's GPUs, e.g. "0,1"; "none":
+    compile checks only, every candidate that compiles then raises
+    EvaluationUnavailable), KREWARD_IN_PROCESS=1 (trusted code only: no
+    pool). No GPU: EvaluationUnavailable, saying why."""
+    global _evaluator
+    with _lock:
+        if _evaluator is None:
+            isolated = os.environ.get("KREWARD_IN_PROCESS", "") in ("", "0")
+            gpus = os.environ.get("KREWARD_GPUS") or None
+            try:
+                _evaluator = Evaluator(reward=os.environ.get("KREWARD_REWARD", "makora"),
+                                       preset=os.environ.get("KREWARD_PRESET", "fast"),
+                                       isolated=isolated, gpus=gpus, require_gpu=True,
+                                       no_device=not isolated and gpus == "none")
+            except KrewardError as e:
+                if e.code != Status.ENODEVICE:
+                    raise
+                raise EvaluationUnavailable(f"kreward: no pool can evaluate candidates in this "
+                                            f"process: {e.message}; {_HINT}") from e
+        return _evaluator
+
+
+# ---- reading a sample ----
+
+_refs = {}
+_refs_lock = threading.Lock()
+
+
+def _problem_json(spec):
+    """(the problem's JSON object, its folder) or (None, None)."""
+    if isinstance(spec, dict):
+        return spec, None
+    if not isinstance(spec, str):
+        return None, None
+    text = spec.lstrip()
+    if text.startswith("{"):
+        return json.loads(text), None
+    with open(spec) as f:
+        return json.load(f), os.path.dirname(os.path.abspath(spec))
+
+
+def reference_sources(spec):
+    """The reference kernel of a problem (the code a prompt usually shows):
+    a tuple of 0 or 1 sources, cached per problem."""
+    key = spec if isinstance(spec, str) else repr(spec)
+    with _refs_lock:
+        if key in _refs:
+            return _refs[key]
+    out = ()
+    try:
+        problem, folder = _problem_json(spec)
+        ref = (problem or {}).get("reference") or {}
+        if isinstance(ref.get("cuda"), str):
+            out = (ref["cuda"],)
+        elif isinstance(ref.get("source"), str):
+            path = ref["source"]
+            if folder is not None and not os.path.isabs(path):
+                path = os.path.join(folder, path)
+            with open(path, encoding="utf-8", errors="replace") as f:
+                out = (f.read(),)
+    except (OSError, ValueError, TypeError, AttributeError):
+        out = ()  # a problem that cannot be read fails loudly when it is evaluated
+    with _refs_lock:
+        _refs[key] = out
+    return out
+
+
+def read(completion, prompt=None, problem=None):
+    """The candidate in a completion (an Extraction), never one of the
+    blocks the prompt showed nor the problem's reference."""
+    try:
+        sources = reference_sources(problem) if problem is not None else ()
+        return extract(completion, shown_code(prompt, sources))
+    except Exception as e:  # noqa: BLE001 -- one sample never costs the batch
+        return Extraction(None, f"the completion could not be read ({type(e).__name__})")
+
+
+# ---- evaluating and judging ----
+
+def _unavailable(ev, e):
+    """An error that means nothing can be evaluated here (a poisoned or
+    GPU-less context, a closed pool), as EvaluationUnavailable; None for
+    other errors, which are raised as they are."""
+    if isinstance(e, KrewardError) and e.code in (Status.EPOISONED, Status.ENODEVICE):
+        return EvaluationUnavailable(f"kreward: candidates cannot be evaluated in this process: "
+                                     f"{e.message}")
+    pool = getattr(ev, "pool", None)
+    if isinstance(e, ValueError) and pool is not None and pool.closed:
+        return EvaluationUnavailable(f"kreward: the Evaluator's pool is closed ({e})")
+    return None
+
+
+def _raise_unavailable(ev, e):
+    err = _unavailable(ev, e)
+    if err is None:
+        raise e
+    log.error("%s", err)
+    raise err from e
+
+
+def evaluate(ev, problems, extractions):
+    """Reports for a batch, in order: one kr_evaluate_batch for the samples
+    with code, a compile_error saying why for the others."""
+    todo = [i for i, x in enumerate(extractions) if x.code is not None]
+    try:
+        got = ev.evaluate_batch([problems[i] for i in todo],
+                                [extractions[i].code for i in todo]) if todo else []
+    except (KrewardError, ValueError) as e:
+        _raise_unavailable(ev, e)
+    done = dict(zip(todo, got))
+    return [done[i] if i in done else ev.no_code(x.why) for i, x in enumerate(extractions)]
+
+
+async def evaluate_async(ev, problem, extraction):
+    """One report, awaited without blocking the event loop."""
+    if extraction.code is None:
+        return ev.no_code(extraction.why)
+    try:
+        return await ev.evaluate_async(problem, extraction.code)
+    except (KrewardError, ValueError) as e:
+        _raise_unavailable(ev, e)
+
+
+class Judgement:
+    """A report as a trainer sees it: score (None when not judged), judged,
+    verdict, passed, speedup and time_us (NaN when not measured), feedback."""
+    __slots__ = ("score", "judged", "verdict", "passed", "speedup", "time_us", "feedback")
+
+    def details(self, score):
+        """The same keys for every sample (verl stacks them into arrays;
+        numbers are floats, NaN when absent, so np.mean works)."""
+        return {"score": score, "verdict": self.verdict, "judged": float(self.judged),
+                "passed": float(self.passed), "speedup": self.speedup,
+                "time_us": self.time_us, "feedback": self.feedback}
+
+
+def _number(report, key):
+    v = report.get(key)
+    return NAN if v is None or not math.isfinite(v) else float(v)
+
+
+def judge(report):
+    """A Judgement of a report, which it closes. Raises
+    EvaluationUnavailable when the report says nothing can run here."""
+    try:
+        j = Judgement()
+        j.verdict = report.verdict
+        message = report.text("message") or ""
+        if j.verdict == "not_run":
+            raise EvaluationUnavailable(
+                "kreward: the candidate compiled but could not be run: no GPU worker here "
+                f"({message or 'compile checks only'}); {_HINT}")
+        if j.verdict in JUDGED_NOT and (message == FREED_MESSAGE or
+                                        "worker can be started" in message):
+            raise EvaluationUnavailable(f"kreward: the pool cannot evaluate candidates any "
+                                        f"more: {message}")
+        j.judged = j.verdict not in JUDGED_NOT and report.reward is not None
+        j.score = float(report.reward) if j.judged else None
+        j.passed = j.verdict == "passed"
+        j.speedup = _number(report, "speedup")
+        j.time_us = _number(report, "time_us")
+        j.feedback = safe_text(report.text("feedback") or message) or ""
+        if not j.judged:
+            log.warning("kreward: a candidate could not be judged (verdict %s: %s); it is left "
+                        "out or gets the fallback", j.verdict, message or "no message")
+        return j
+    except EvaluationUnavailable as e:
+        log.error("%s", e)
+        raise
+    finally:
+        report.close()
+
+
+def fallback(ev):
+    """The score of a sample that was not judged, where the trainer needs a
+    number."""
+    v = getattr(ev, "fallback", None)
+    return 0.0 if v is None else float(v)
+
+
+def judge_all(reports):
+    """judge() for a batch; every report is closed, also when one raises."""
+    try:
+        return [judge(r) for r in reports]
+    finally:
+        for r in reports:
+            r.close()
