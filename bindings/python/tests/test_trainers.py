@@ -352,7 +352,7 @@ def test_slime_reward_key(fake, vadd):
     args = types.SimpleNamespace(reward_key="score", eval_reward_key="acc")
     samples = [Sample(response=PASSED, label=vadd), Sample(response=FAULT, label=vadd)]
     rewards = asyncio.run(trainers.custom_rm(args, samples))
-    for s, r in zip(samples, rewards):  # sglang_rollout.py:276-278 assigns them
+    for s, r in zip(samples, rewards):  # sglang_rollout.py:277-279 assigns them
         s.reward = r
     assert samples[0].get_reward_value(args) == pytest.approx(PASS_SCORE)
     assert samples[1].reward["acc"] == -5.0 and samples[1].reward["verdict"] == "fault"

@@ -7,7 +7,7 @@ openrlhf/trainer/ray/vllm_engine.py:33-60, 300-307) and calls
 reward_func([query], [prompt], [label]) once per sample through
 asyncio.to_thread (agent.py:303-320), so many threads at once. query is the
 prompt and response tokens decoded with skip_special_tokens=False
-(agent.py:282), so it need not start with prompt (a BOS token, a chat
+(agent.py:283), so it need not start with prompt (a BOS token, a chat
 template's whitespace). An exception is logged at INFO and the sample keeps
 no reward (agent.py:298-299): this module logs its own failures at ERROR.
 "scores" feed dynamic filtering, which keeps a prompt when the mean score of

@@ -6,7 +6,7 @@ one function serves both forms. async_rm (slime/rollout/rm_hub/__init__.py:
 55-63) awaits custom_rm(args, sample, **kwargs); batched_async_rm (same
 file, 101-109) awaits custom_rm(args, samples, **kwargs) with a list, for
 --group-rm (slime/rollout/sglang_rollout.py:330-334) and for generate
-functions that return several samples (sglang_rollout.py:267-276). Both
+functions that return several samples (sglang_rollout.py:270-280). Both
 run on the asyncio loop of the RolloutManager, a Ray actor with num_gpus=0
 (slime/ray/placement_group.py:228-237). A reward is a number, or a dict
 read through --reward-key / --eval-reward-key
