@@ -76,6 +76,9 @@ static json_t *nvrtc_json(const kr__nvrtc_api *nv)
     snprintf(v, sizeof v, "%d.%d", nv->major, nv->minor);
     json_object_set_new(o, "version", json_string(v));
     json_object_set_new(o, "path", json_string(nv->path));
+    json_object_set_new(o, "source", json_string(nv->source));
+    if (nv->note[0])
+        json_object_set_new(o, "note", json_string(nv->note));
     json_object_set_new(o, "cancellable", json_boolean(nv->nvrtcSetFlowCallback != NULL));
     json_t *archs = json_array();
     for (int i = 0; i < nv->num_archs; i++) {
@@ -94,6 +97,9 @@ static json_t *cupti_json(const kr__cupti_api *cp)
     if (cp->loaded) {
         json_object_set_new(o, "api_version", json_integer(cp->version));
         json_object_set_new(o, "path", json_string(cp->path));
+        json_object_set_new(o, "source", json_string(cp->source));
+        if (cp->note[0])
+            json_object_set_new(o, "note", json_string(cp->note));
     } else {
         json_object_set_new(o, "why", json_string(cp->why));
     }

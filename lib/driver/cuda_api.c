@@ -71,6 +71,30 @@ const kr__cuda_api *kr__cuda(void)
     return &g_cuda;
 }
 
+static int g_driver_version;
+static pthread_once_t g_version_once = PTHREAD_ONCE_INIT;
+
+static void version_once(void)
+{
+    /* the handle stays open, as kr__cuda's does: unloading a driver is never safe */
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *sym = lib ? dlsym(lib, "cuDriverGetVersion") : NULL;
+    CUresult (*get)(int *);
+    int v = 0;
+    if (sym) {
+        memcpy(&get, &sym, sizeof sym);
+        if (get(&v) != CUDA_SUCCESS)
+            v = 0;
+    }
+    g_driver_version = v;
+}
+
+int kr__cuda_driver_version(void)
+{
+    pthread_once(&g_version_once, version_once);
+    return g_driver_version;
+}
+
 void kr__cuda_describe(CUresult r, char *buf, size_t size)
 {
     const char *name = NULL, *text = NULL;

@@ -84,6 +84,12 @@ typedef struct kr__cuda_api {
  * check ->loaded. */
 const kr__cuda_api *kr__cuda(void);
 
+/* The CUDA version the installed driver supports (e.g. 12080), 0 when there
+ * is no driver. Does not initialise CUDA (no cuInit): the NVRTC and CUPTI
+ * loaders ask it to pick a version the driver can run, also in processes
+ * that never open a device. */
+int kr__cuda_driver_version(void);
+
 /* "CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)" */
 void kr__cuda_describe(CUresult r, char *buf, size_t size);
 

@@ -1,4 +1,5 @@
-/* CUPTI, loaded lazily at run time (libcupti.so.13), for activity tracing. */
+/* CUPTI, loaded lazily at run time (libcupti.so.13 or .so.12: lib/common/dynlib.h),
+ * for activity tracing. */
 #ifndef KR_CUPTI_API_H
 #define KR_CUPTI_API_H
 
@@ -22,13 +23,16 @@
 
 typedef struct kr__cupti_api {
     int loaded;
-    uint32_t version; /* CUPTI API version number */
+    uint32_t version; /* CUPTI API version: 130001 for 13.0; 18 to 28 for 12.x */
     char path[512];
-    char why[1024];
+    char source[64];        /* where path was found: "toolkit", "wheel", ... */
+    char note[256];         /* a caveat about the copy loaded, or "" */
+    char why[2048];
     KR_CUPTI_FUNCTIONS(KR__CUPTI_FIELD)
 } kr__cupti_api;
 
-/* Loads CUPTI once per process (thread-safe); a failed load is retried. */
+/* Loads CUPTI once per process (thread-safe), found as NVRTC is
+ * ($KREWARD_CUPTI_LIBRARY, else CUDA 13 or 12); a failed load is retried. */
 const kr__cupti_api *kr__cupti(const char *cuda_home);
 
 #endif

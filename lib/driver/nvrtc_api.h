@@ -1,4 +1,4 @@
-/* NVRTC, loaded lazily at run time (libnvrtc.so.13). */
+/* NVRTC, loaded lazily at run time (libnvrtc.so.13 or .so.12: lib/common/dynlib.h). */
 #ifndef KR_NVRTC_API_H
 #define KR_NVRTC_API_H
 
@@ -27,7 +27,9 @@ typedef struct kr__nvrtc_api {
     int loaded;
     int major, minor;
     char path[512];
-    char why[1024];
+    char source[64];        /* where path was found: "toolkit", "wheel", ... */
+    char note[256];         /* a caveat about the copy loaded, or "" */
+    char why[2048];
     int num_archs;
     int archs[64];          /* e.g. 75, 80, ..., 90, 100, 120 */
     KR_NVRTC_FUNCTIONS(KR__NVRTC_FIELD)
@@ -35,8 +37,10 @@ typedef struct kr__nvrtc_api {
     nvrtcResult (*nvrtcSetFlowCallback)(nvrtcProgram, int (*)(void *, void *), void *);
 } kr__nvrtc_api;
 
-/* Loads NVRTC once per process (thread-safe); cuda_home is searched when the
- * loader path has no libnvrtc.so.13. A failed load is retried on the next call. */
+/* Loads NVRTC once per process (thread-safe): $KREWARD_NVRTC_LIBRARY, else
+ * the newest of CUDA 13 and 12 the driver runs, from the loader path,
+ * cuda_home, or NVIDIA's wheels (kr__dynlib_find). A failed load is retried
+ * on the next call. */
 const kr__nvrtc_api *kr__nvrtc(const char *cuda_home);
 
 #endif

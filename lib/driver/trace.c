@@ -73,7 +73,10 @@ static void append_kernel(const CUpti_ActivityKernel10 *k)
     r->end = k->end;
     r->stream = k->streamId;
     r->correlation = k->correlationId;
-    r->device_launched = k->isDeviceLaunched;
+    /* CUPTI 12 writes CUpti_ActivityKernel9 records, which end where
+     * Kernel10 adds isDeviceLaunched (the fields above share offsets): read
+     * it only from CUPTI 13, else it is the next record's bytes */
+    r->device_launched = g_cupti->version >= 130000 ? k->isDeviceLaunched : 0;
     r->marker = 0; /* set at collection, from the marks */
 }
 

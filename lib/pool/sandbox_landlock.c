@@ -287,20 +287,20 @@ static int ll_rules(ll_build *b, const kr__sandbox_spec *spec)
     for (size_t i = 0; i < sizeof always_grants / sizeof always_grants[0]; i++)
         if (ll_allow(b, always_grants[i].path, always_grants[i].rights, 0) != 0)
             return -1;
-    if (!spec->allow_gpu)
-        return 0;
-    for (size_t i = 0; i < sizeof gpu_grants / sizeof gpu_grants[0]; i++)
-        if (ll_allow(b, gpu_grants[i].path, gpu_grants[i].rights, gpu_grants[i].pin) != 0)
-            return -1;
-    if (gpu_device_grants(b) != 0)
-        return -1;
+    /* every worker: NVRTC loads its builtins from its own folder while it
+     * compiles, and that folder may be a Python wheel's (docs/packaging.md) */
     lib_dirs d;
     d.n = 0;
     dl_iterate_phdr(lib_dir_of, &d);
     for (size_t i = 0; i < d.n; i++)
         if (ll_allow(b, d.dirs[i], FS_READ, 0) != 0)
             return -1;
-    return 0;
+    if (!spec->allow_gpu)
+        return 0;
+    for (size_t i = 0; i < sizeof gpu_grants / sizeof gpu_grants[0]; i++)
+        if (ll_allow(b, gpu_grants[i].path, gpu_grants[i].rights, gpu_grants[i].pin) != 0)
+            return -1;
+    return gpu_device_grants(b);
 }
 
 /* Landlock: returns 0 when applied or when the kernel has none (status

@@ -104,7 +104,11 @@ static void env_add(char **env, size_t *n, char *storage, size_t size, size_t *u
  * caller's secrets (API keys live in trainers' environments). */
 static char **environment(const kr__worker *w, char *storage, size_t size)
 {
+    /* the explicit NVRTC/CUPTI files and the disk cache cap too: a worker
+     * must load what its caller would (lib/common/dynlib.h) */
     static const char *const passed[] = {"LD_LIBRARY_PATH", "CUDA_DEVICE_ORDER", "KREWARD_CUPTI",
+                                         "KREWARD_NVRTC_LIBRARY", "KREWARD_CUPTI_LIBRARY",
+                                         "KREWARD_CUDA_MAJOR", "KREWARD_CACHE_MAX_BYTES",
                                          "TMPDIR", "LANG"};
     char **env = calloc(16, sizeof *env);
     size_t n = 0, used = 0;

@@ -14,6 +14,7 @@
 #include "pool/worker.h"
 #include "compile/program_impl.h"
 #include "driver/context_impl.h"
+#include "driver/nvrtc_api.h"
 #include "engine/engine.h"
 #include "pool/job.h"
 #include "pool/protocol.h"
@@ -364,6 +365,10 @@ int kr__worker_main(int argc, char **argv)
      * before the sandbox closes the file system */
     if (w.gpu && kr__engine_get(w.ctx, &e) != KR_OK)
         return refuse(&w, kr_context_errmsg(w.ctx));
+    /* NVRTC too, wherever it is found (a wheel's site-packages, a file named
+     * by $KREWARD_NVRTC_LIBRARY): the sandbox grants the folders of the
+     * libraries loaded by then. A compile job reports it if it is missing */
+    kr__nvrtc(w.ctx->cuda_home);
     if (sandbox(&w, &a) != 0)
         return refuse(&w, w.why);
     if (hello(&w) != KR_OK)

@@ -1,7 +1,10 @@
 """Finding libkreward and declaring its functions (ctypes).
 
 The library is looked up in this order: $KREWARD_LIBRARY (when set, only
-there), libkreward.so.<ABI> next to this package, the system loader path.
+there), libkreward.so.<ABI> in this package's folder, in the wheel's
+native folder (site-packages/.kreward.mesonpy.libs, where `pip install .`
+of the repository puts it with kreward-worker and the CLI), then the
+system loader path.
 Its ABI version is checked at once, before any other symbol is bound, so a
 mismatch is a clear error at import rather than a crash later.
 
@@ -36,12 +39,17 @@ class LibraryNotFound(ImportError):
     pass
 
 
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+# meson-python's folder for the wheel's native files (pyproject.toml, meson.build)
+WHEEL_NATIVE_DIR = os.path.join(os.path.dirname(PACKAGE_DIR), ".kreward.mesonpy.libs")
+
+
 def _candidates():
     env = os.environ.get("KREWARD_LIBRARY")
     if env:  # an explicit choice: never silently replaced by another copy
         return [env]
-    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), SONAME)
-    return ([here] if os.path.exists(here) else []) + [SONAME]
+    bundled = [os.path.join(d, SONAME) for d in (PACKAGE_DIR, WHEEL_NATIVE_DIR)]
+    return [p for p in bundled if os.path.exists(p)] + [SONAME]
 
 
 def _load():
