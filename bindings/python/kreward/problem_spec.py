@@ -1,0 +1,39 @@
+"""Problems sent to another process or machine (`kreward serve`, a Ray
+actor): made self-contained on the way.
+
+A problem given as a path is read here and sent as JSON, its reference
+source inlined ("reference": {"cuda": ...}): the path means nothing on
+the server. A name or JSON text goes as is (a name is looked up in the
+server's problem directories)."""
+import json
+import os
+import threading
+
+_cache = {}
+_lock = threading.Lock()
+
+
+def portable(spec):
+    """A problem spec another process can resolve: a dict (a local file's
+    JSON, reference inlined), or the given name, JSON text or dict."""
+    if isinstance(spec, str) and not spec.lstrip().startswith("{") and os.path.exists(spec):
+        path = os.path.realpath(spec)
+        if os.path.isdir(path):
+            path = os.path.join(path, "problem.json")
+        stamp = os.stat(path).st_mtime_ns
+        with _lock:
+            hit = _cache.get(path)
+            if hit is not None and hit[0] == stamp:
+                return hit[1]
+        with open(path) as f:
+            d = json.load(f)
+        ref = d.get("reference")
+        if isinstance(ref, dict) and isinstance(ref.get("source"), str):
+            with open(os.path.join(os.path.dirname(path), ref["source"])) as f:
+                ref = dict(ref, cuda=f.read())
+            del ref["source"]
+            d = dict(d, reference=ref)
+        with _lock:
+            _cache[path] = (stamp, d)
+        return d
+    return spec

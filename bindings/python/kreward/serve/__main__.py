@@ -1,0 +1,92 @@
+"""python3 -m kreward.serve (what `kreward serve` runs): see --help and
+docs/serve.md."""
+import argparse
+import logging
+import os
+import sys
+
+from .server import Options, Server, default_problem_dirs
+
+
+def _size(text):
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    t = text.strip().lower().rstrip("b").rstrip("i")
+    mult = units.get(t[-1:], 1)
+    return int(float(t[:-1] if t[-1:] in units else t) * mult)
+
+
+def parser():
+    p = argparse.ArgumentParser(
+        prog="kreward serve",
+        description="Serve rewards over HTTP: native /v1/evaluate, KernelGYM /evaluate, "
+                    "OpenRLHF /openrlhf, slime /slime (docs/serve.md).")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (8000; 0: any free one)")
+    p.add_argument("--problems", action="append", metavar="DIR",
+                   help="a directory of problems (each DIR/NAME/problem.json), repeatable; "
+                        "default $KREWARD_PROBLEMS or the bundled suite")
+    p.add_argument("--reward", default="makora",
+                   help="the default reward: a preset or a JSON file (makora)")
+    p.add_argument("--preset", default="fast", choices=("fast", "precise"),
+                   help="default benchmark preset (fast)")
+    p.add_argument("--fallback", type=float, default=0.0,
+                   help="the reward of a candidate that could not be judged (0)")
+    p.add_argument("--token-file", help="require 'Authorization: Bearer TOKEN', the token read "
+                   "from this file (or $KREWARD_TOKEN); /health stays open")
+    p.add_argument("--max-body", type=_size, default=8 << 20, help="largest request body (8M)")
+    p.add_argument("--max-queue", type=int, default=1024,
+                   help="jobs accepted and not yet reported, beyond which requests get 429 (1024)")
+    p.add_argument("--max-batch", type=int, default=1024, help="largest batch (1024)")
+    p.add_argument("--collectors", type=int, default=4, help="collector threads (4)")
+    p.add_argument("--gpus", help="the pool's GPUs ('0,1'; 'none': compile only; default all)")
+    p.add_argument("--require-gpu", action="store_true",
+                   help="fail rather than serve compile-only when no GPU worker starts")
+    p.add_argument("--compile-workers", type=int, default=0, help="the pool's compile workers")
+    p.add_argument("--job-timeout", type=float, default=0.0, help="a job's wall limit (300 s)")
+    p.add_argument("--drain-timeout", type=float, default=600.0,
+                   help="on SIGTERM, how long accepted jobs may run before the pool is freed "
+                        "and they get error reports (600 s)")
+    p.add_argument("--result-grace", type=float, default=30.0,
+                   help="on SIGTERM, how long finished reports wait to be fetched (30 s)")
+    p.add_argument("--log-level", default="info")
+    return p
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    token = None
+    if args.token_file:
+        with open(args.token_file) as f:
+            token = f.read().strip()
+        if not token:
+            sys.exit(f"kreward serve: {args.token_file} is empty")
+    problems = args.problems or default_problem_dirs()
+    if not problems:
+        sys.exit("kreward serve: no problem directory (--problems DIR or $KREWARD_PROBLEMS)")
+    pool_options = {"compile_workers": args.compile_workers, "job_timeout_s": args.job_timeout}
+    logging.basicConfig(level=args.log_level.upper(), format="%(message)s")
+    try:
+        import uvicorn  # noqa: F401
+        import starlette  # noqa: F401
+    except ImportError as e:
+        sys.exit(f"kreward serve: {e.name} is not installed (pip install starlette uvicorn)")
+    from .run import serve
+    server = Server(Options(problems=problems, reward=args.reward, preset=args.preset,
+                            fallback=args.fallback, token=token, max_body=args.max_body,
+                            max_queue=args.max_queue, max_batch=args.max_batch,
+                            collectors=args.collectors, gpus=args.gpus,
+                            require_gpu=args.require_gpu, pool_options=pool_options,
+                            drain_timeout=args.drain_timeout, result_grace=args.result_grace))
+
+    def ready(s):
+        host, port = s.servers[0].sockets[0].getsockname()[:2]
+        print(f"kreward serve: listening on http://{host}:{port} "
+              f"({len(server.registry.names())} problems, "
+              f"{'compile only' if server.compile_only else 'GPU'})", flush=True)
+
+    serve(server, host=args.host, port=args.port, log_level=args.log_level, ready=ready)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

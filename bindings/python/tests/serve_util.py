@@ -1,0 +1,48 @@
+"""A live `kreward serve` for the tests: a subprocess on a free port
+(python -m kreward.serve --port 0), its URL read from its first line."""
+import contextlib
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+
+
+@contextlib.contextmanager
+def live_server(*args, token=None, env=None):
+    e = dict(os.environ)
+    e["PYTHONPATH"] = str(ROOT / "bindings" / "python") + os.pathsep + e.get("PYTHONPATH", "")
+    if token:
+        e["KREWARD_TOKEN"] = token
+    e.update(env or {})
+    proc = subprocess.Popen([sys.executable, "-m", "kreward.serve", "--port", "0", "--gpus",
+                             os.environ.get("KREWARD_TEST_GPUS", "none"), "--log-level",
+                             "warning", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e)
+    url = None
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            if "listening on " in line:
+                url = line.split("listening on ")[1].split()[0]
+                break
+        if url is None:
+            proc.kill()
+            raise RuntimeError(f"kreward serve did not start: {proc.stderr.read()}")
+        proc.url = url
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            proc.send_signal(signal.SIGINT)  # the second one stops at once
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
