@@ -3,6 +3,9 @@
 # (and PyPI for the Python tests), where it is missing. The CUDA toolkit
 # (headers, NVRTC) is expected at $CUDA_HOME or /usr/local/cuda.
 set -euo pipefail
+# --build: only what building and running needs (scripts/main.sh), not pytest
+build_only=0
+[ "${1:-}" = --build ] && build_only=1
 need=()
 command -v meson >/dev/null || need+=(meson)
 command -v ninja >/dev/null || need+=(ninja-build)
@@ -26,7 +29,7 @@ if [ ${#need[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-if ! python3 -c 'import pytest' 2>/dev/null; then
+if [ "$build_only" = 0 ] && ! python3 -c 'import pytest' 2>/dev/null; then
   echo "deps: installing pytest"
   python3 -m pip install -q pytest 2>/dev/null || python3 -m pip install -q --break-system-packages pytest
 fi
