@@ -5,6 +5,7 @@ Prints, for each reason a test was skipped, one line "skipped: REASON: names"
 (the reason is the test's own: meson tests print "SKIP: why" before exit 77,
 pytest records the skip message), then one line "N passed, N failed, N
 skipped" last, and exits 1 when anything failed."""
+import ast
 import json
 import sys
 import xml.etree.ElementTree as ET
@@ -20,6 +21,20 @@ def meson_skip_reason(record):
     return line.split(":", 1)[1].strip() if said and ":" in line else line or "no reason given"
 
 
+def pytest_skip_reason(skipped):
+    """The skip's message; for a module skipped at collection, the reason in
+    the element's text, "('file.py', line, 'Skipped: reason')"."""
+    reason = skipped.get("message") or ""
+    if reason == "collection skipped" and skipped.text:
+        try:
+            reason = str(ast.literal_eval(skipped.text)[2])
+        except (ValueError, SyntaxError, IndexError, TypeError):
+            reason = skipped.text
+    for prefix in ("Skipped: ", "SKIP: "):
+        reason = reason[len(prefix):] if reason.startswith(prefix) else reason
+    return reason.strip() or "no reason given"
+
+
 def summarise(paths):
     passed = failed = 0
     skips = {}  # reason -> names, in the order met
@@ -32,10 +47,8 @@ def summarise(paths):
                     if case.find("failure") is not None or case.find("error") is not None:
                         failed += 1
                     elif skipped is not None:
-                        reason = skipped.get("message") or skipped.text or "no reason given"
-                        # pytest writes "SKIP: reason" or a location first
-                        reason = reason.split(": ", 1)[1] if reason.startswith("SKIP") else reason
-                        skips.setdefault(reason.strip(), []).append("py:" + case.get("name", "?"))
+                        skips.setdefault(pytest_skip_reason(skipped), []).append(
+                            "py:" + case.get("name", "?"))
                     else:
                         passed += 1
                 continue

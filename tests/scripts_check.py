@@ -39,12 +39,14 @@ with tempfile.TemporaryDirectory() as tmp:
     xml.write_text('<testsuites><testsuite><testcase name="test_a"/>'
                    '<testcase name="test_gpu"><skipped type="pytest.skip" '
                    'message="GPU test: run with -m gpu on a GPU machine"/></testcase>'
+                   '<testcase name="tests.test_torch"><skipped message="collection skipped">'
+                   "('/x/test_torch.py', 7, 'Skipped: needs torch')</skipped></testcase>"
                    '</testsuite></testsuites>')
     out = subprocess.run([sys.executable, str(root / "scripts/summary.py"), str(log), str(xml)],
                          capture_output=True, text=True)
     lines = out.stdout.splitlines()
     check(out.returncode == 0, f"summary.py exits 0 without failures (got {out.returncode})")
-    check(lines and lines[-1] == "2 passed, 0 failed, 4 skipped",
+    check(lines and lines[-1] == "2 passed, 0 failed, 5 skipped",
           f"summary.py: the count line last: {lines[-1:]}")
     check("skipped: no usable GPU: no NVIDIA driver: libkreward:gpu / gpu_fault, "
           "libkreward:gpu / gpu_suite" in lines, f"summary.py: the GPU skip reason: {lines}")
@@ -52,6 +54,8 @@ with tempfile.TemporaryDirectory() as tmp:
           f"summary.py: a skip that said nothing: {lines}")
     check("skipped: GPU test: run with -m gpu on a GPU machine: py:test_gpu" in lines,
           f"summary.py: pytest's skip message: {lines}")
+    check("skipped: needs torch: py:tests.test_torch" in lines,
+          f"summary.py: a module skipped at collection: {lines}")
 
     # ---- main.sh installs no pytest ----
     main = (root / "scripts/main.sh").read_text()
