@@ -37,7 +37,7 @@ static void loose_tolerance_is_unsound(void **state)
 {
     (void)state;
     char *summary = NULL;
-    /* outputs ~1e-6 with atol 1e-3: all zeros pass (field notes hack 2) */
+    /* outputs ~1e-6 with atol 1e-3: all zeros pass (near-constant, loose tolerance) */
     assert_int_equal(sanity_of(SPEC("{\"atol\": 1e-3}", "1e-6f * x[i]"), &summary), KR_EUNSOUND);
     assert_contains(summary, "UNSOUND: writing all zeros passes every case");
     kr_free(summary);
