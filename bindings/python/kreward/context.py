@@ -95,6 +95,7 @@ class Context(_Handle):
     def problem(self, spec):
         """A Problem from a path, JSON text or dict. A string that is neither
         JSON nor an existing file raises FileNotFoundError."""
+        spec = os.fspath(spec) if isinstance(spec, os.PathLike) else spec
         return self.load_problem(spec) if _is_file(spec, "problem file") else self.parse_problem(spec)
 
     def plan_from_source(self, source, name="candidate.cu"):

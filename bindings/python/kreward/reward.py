@@ -38,6 +38,7 @@ class Reward(_Handle):
 
     def __init__(self, ctx, config=None):
         out = ctypes.c_void_p()
+        config = os.fspath(config) if isinstance(config, os.PathLike) else config
         if config is None:
             fn.reward_new(ctypes.byref(out), ctx.handle)
         elif _is_preset_name(config):

@@ -90,6 +90,10 @@ def test_a_mistyped_path_is_no_such_file(ctx, tmp_path):
         ctx.evaluate(missing, "x")
     with pytest.raises(FileNotFoundError, match="no such reward configuration file"):
         ctx.reward(str(tmp_path / "reward.json"))
+    # a pathlib.Path is a path
+    assert ctx.problem(ROOT / "examples/problems/l1_vector_add/problem.json").name
+    (tmp_path / "kevin.json").write_text('{"preset": "kevin"}')
+    ctx.reward(tmp_path / "kevin.json").close()
     # JSON text is still JSON, with the parser's error
     with pytest.raises(kreward.KrewardError):
         ctx.problem('{"name": ')
