@@ -1,11 +1,13 @@
 /* Guarded device buffers and poison patterns (dbuf.h). */
 #include "engine/dbuf.h"
+#include "engine/profile.h"
 
 #include <string.h>
 
 int kr__dbuf_alloc(kr_context *ctx, kr__dbuf *b, uint64_t bytes, const char *what)
 {
     const kr__cuda_api *cu = kr__cuda();
+    double t0 = kr__now();
     memset(b, 0, sizeof *b);
     uint64_t body = (bytes + 255) / 256 * 256;
     uint64_t alloc = KR__GUARD_BYTES + body + KR__GUARD_BYTES;
@@ -23,13 +25,17 @@ int kr__dbuf_alloc(kr_context *ctx, kr__dbuf *b, uint64_t bytes, const char *wha
     b->alloc = alloc;
     b->bytes = bytes;
     b->ptr = b->base + KR__GUARD_BYTES;
-    return kr__dbuf_reguard(ctx, b);
+    int rc = kr__dbuf_reguard(ctx, b);
+    kr__prof_add(ctx, KR__PROF_ALLOC, t0);
+    return rc;
 }
 
 void kr__dbuf_free(kr_context *ctx, kr__dbuf *b)
 {
+    double t0 = kr__now();
     if (b->base && !ctx->poisoned)
         kr__cuda()->cuMemFree(b->base);
+    kr__prof_add(ctx, KR__PROF_FREE, t0);
     memset(b, 0, sizeof *b);
 }
 

@@ -1,6 +1,7 @@
 /* The engine's per-context state on the device: created on first use,
  * freed through the destructor it registers with the context. */
 #include "engine/engine.h"
+#include "engine/profile.h"
 #include "common/clock.h"
 #include "compile/program_impl.h"
 #include "driver/trace.h"
@@ -130,16 +131,27 @@ int kr__engine_pinned(kr_context *ctx, size_t bytes, void **out)
     return KR_OK;
 }
 
+const char *const kr__prof_names[KR__PROF_N] = {"alloc", "free", "wait", "reference"};
+
+void kr__prof_add(kr_context *ctx, int which, double t0)
+{
+    kr__engine *e = ctx ? kr__engine_of(ctx) : NULL;
+    if (e && which >= 0 && which < KR__PROF_N)
+        e->prof[which] += kr__now() - t0;
+}
+
 int kr__engine_wait(kr_context *ctx, double timeout_s, const char *what)
 {
     const kr__cuda_api *cu = kr__cuda();
     kr__engine *e = ctx->engine;
-    double deadline = kr__now() + timeout_s;
+    double t0 = kr__now(), deadline = t0 + timeout_s;
     struct timespec nap = {0, 20000};
     for (;;) {
         CUresult r = cu->cuStreamQuery(e->stream);
-        if (r == CUDA_SUCCESS)
+        if (r == CUDA_SUCCESS) {
+            kr__prof_add(ctx, KR__PROF_WAIT, t0);
             return KR_OK;
+        }
         if (r != CUDA_ERROR_NOT_READY)
             return kr__cuda_fail(ctx, r, what);
         if (kr__now() > deadline) {

@@ -12,6 +12,7 @@
 #include "kreward/verify.h"
 #include "kreward/program.h"
 #include "common/kr_gen.h"
+#include "engine/profile.h"
 
 /* Returns the mapped status from the enclosing function when a driver call
  * fails (kr__cuda_fail also poisons the context on sticky errors). */
@@ -67,6 +68,7 @@ typedef struct kr__engine {
     int l2_bytes;
     kr__sound_entry *sound;     /* problems checked for soundness so far */
     size_t num_sound;
+    double prof[KR__PROF_N];    /* where the time goes (profile.h) */
 } kr__engine;
 
 /* Compiles the builtin kernels for the context's arch; works without a

@@ -8,6 +8,7 @@
 #include "common/text.h"
 #include "compile/compile_impl.h"
 #include "engine/engine.h"
+#include "engine/profile.h"
 #include "report/report_impl.h"
 #include "reward/reward_impl.h"
 
@@ -109,9 +110,55 @@ static void flag_weak_problem(kr_context *ctx, const kr_problem *problem, kr_rep
     kr__clear_error(ctx);
 }
 
+/* KR_PROFILE: one line on stderr per evaluation saying where its wall time
+ * went (the phases here and the engine's counters, profile.h). */
+enum { PH_FACTS, PH_COMPILE, PH_PLAN, PH_VERIFY, PH_WEAK, PH_BENCH, PH_SCORE, PH_N };
+static const char *const phase_names[PH_N] = {"facts", "compile", "plan", "verify", "weak",
+                                              "bench", "score"};
+typedef struct {
+    int on;
+    double start, mark, phase[PH_N], engine0[KR__PROF_N];
+} profile;
+
+static void profile_begin(profile *pr, kr_context *ctx)
+{
+    memset(pr, 0, sizeof *pr);
+    const char *v = getenv("KR_PROFILE");
+    pr->on = v && *v && strcmp(v, "0") != 0;
+    pr->start = pr->mark = kr__now();
+    if (pr->on && kr__engine_of(ctx))
+        memcpy(pr->engine0, kr__engine_of(ctx)->prof, sizeof pr->engine0);
+}
+
+static void profile_phase(profile *pr, int phase)
+{
+    double now = kr__now();
+    pr->phase[phase] += now - pr->mark;
+    pr->mark = now;
+}
+
+static void profile_end(const profile *pr, kr_context *ctx, const kr_report *r)
+{
+    if (!pr->on)
+        return;
+    char line[600];
+    int n = snprintf(line, sizeof line, "kreward profile: %s %s: total %.1f ms;",
+                     kr_verdict_name(kr_report_verdict(r)), kr_report_text(r, "problem") ?
+                     kr_report_text(r, "problem") : "?", 1e3 * (kr__now() - pr->start));
+    for (int i = 0; i < PH_N && n > 0 && (size_t)n < sizeof line; i++)
+        n += snprintf(line + n, sizeof line - (size_t)n, " %s %.1f", phase_names[i],
+                      1e3 * pr->phase[i]);
+    const kr__engine *e = kr__engine_of(ctx);
+    for (int i = 0; e && i < KR__PROF_N && n > 0 && (size_t)n < sizeof line; i++)
+        n += snprintf(line + n, sizeof line - (size_t)n, "%s %s %.1f", i ? "," : "; engine:",
+                      kr__prof_names[i], 1e3 * (e->prof[i] - pr->engine0[i]));
+    fprintf(stderr, "%s (ms)\n", line);
+}
+
 /* A ready program and its plan: check, verify, benchmark. */
 static int run_program(kr_report *r, kr_context *ctx, const kr_problem *problem,
-                       const kr_program *prog, const kr_plan *plan, const kr_evaluate_options *o)
+                       const kr_program *prog, const kr_plan *plan, const kr_evaluate_options *o,
+                       profile *pr)
 {
     compile_metrics(r, prog);
     int rc = kr__program_admissible(ctx, prog);
@@ -126,13 +173,17 @@ static int run_program(kr_report *r, kr_context *ctx, const kr_problem *problem,
         return environment_error(ctx, r, rc);
     if (!kr_context_has_device(ctx))
         return without_device(ctx, problem, r);
+    profile_phase(pr, PH_PLAN);
     rc = kr_verify(r, ctx, problem, prog, plan, o->verify);
+    profile_phase(pr, PH_VERIFY);
     if (rc != KR_OK || kr_report_verdict(r) != KR_VERDICT_PASSED)
         return rc;
     flag_weak_problem(ctx, problem, r);
+    profile_phase(pr, PH_WEAK);
     if (o->flags & KR_EVALUATE_NO_BENCH)
         return rc;
     rc = kr_benchmark(r, ctx, problem, prog, plan, o->bench, o->baseline);
+    profile_phase(pr, PH_BENCH);
     double s;
     if (rc == KR_OK && kr_report_verdict(r) == KR_VERDICT_PASSED &&
         kr_report_get(&s, r, "speedup") == KR_OK) {
@@ -161,7 +212,7 @@ static void flag_reference_copy(kr_context *ctx, const kr_problem *p, const char
 
 /* Source: compile (a compile error is a verdict), read the plan, run. */
 static int run_source(kr_report *r, kr_context *ctx, const kr_problem *problem, const char *source,
-                      size_t len, const kr_evaluate_options *o)
+                      size_t len, const kr_evaluate_options *o, profile *pr)
 {
     /* measured on tokens: string literals that look like comments, or code
      * joined onto a few lines, cannot make it look smaller */
@@ -170,6 +221,7 @@ static int run_source(kr_report *r, kr_context *ctx, const kr_problem *problem, 
     kr_report_set(r, "code_lines", (double)facts.code_lines);
     kr_report_set(r, "code_tokens", (double)facts.code_tokens);
     flag_reference_copy(ctx, problem, source, len, r);
+    profile_phase(pr, PH_FACTS);
     kr_compile_options co;
     int rc = kr__compile_options_read(ctx, &co, o->compile);
     if (rc != KR_OK)
@@ -179,6 +231,7 @@ static int run_source(kr_report *r, kr_context *ctx, const kr_problem *problem, 
     kr_program *prog = NULL;
     kr_plan *plan = NULL;
     rc = kr_compile(&prog, ctx, source, len, &co);
+    profile_phase(pr, PH_COMPILE);
     if (rc == KR_ECOMPILE || rc == KR_ETIMEOUT || rc == KR_EPARSE || rc == KR_ETOOBIG) {
         kr_report_set(r, "compiled", 0);
         compile_feedback(ctx, r);
@@ -188,7 +241,7 @@ static int run_source(kr_report *r, kr_context *ctx, const kr_problem *problem, 
         return environment_error(ctx, r, rc);
     rc = kr_plan_from_source(&plan, ctx, source, len, co.name);
     if (rc == KR_OK) {
-        rc = run_program(r, ctx, problem, prog, plan, o);
+        rc = run_program(r, ctx, problem, prog, plan, o, pr);
     } else if (rc == KR_EPLAN || rc == KR_ENOTFOUND) {
         compile_metrics(r, prog);
         rc = judged(ctx, r, KR_VERDICT_INVALID_PLAN, "launch plan");
@@ -216,13 +269,16 @@ static int begin(kr_report *r, kr_context *ctx, const kr_problem *problem,
     return KR_OK;
 }
 
-static int score(kr_context *ctx, const kr_evaluate_options *o, kr_report *r, int rc)
+static int score(kr_context *ctx, const kr_evaluate_options *o, kr_report *r, int rc,
+                 profile *pr)
 {
     if (rc == KR_OK && o->reward) {
         rc = kr_reward_score(NULL, o->reward, r);
         if (rc != KR_OK)
             kr_report_set_text(r, "message", kr_context_errmsg(ctx));
     }
+    profile_phase(pr, PH_SCORE);
+    profile_end(pr, ctx, r);
     return rc;
 }
 
@@ -237,11 +293,13 @@ int kr_evaluate(kr_report *r, kr_context *ctx, const kr_problem *problem, const 
         return KR_EINVAL;
     }
     kr_evaluate_options o;
+    profile pr;
+    profile_begin(&pr, ctx);
     int rc = begin(r, ctx, problem, opts, &o);
     if (rc != KR_OK)
         return rc;
-    rc = run_source(r, ctx, problem, source, len ? len : strlen(source), &o);
-    return score(ctx, &o, r, rc);
+    rc = run_source(r, ctx, problem, source, len ? len : strlen(source), &o, &pr);
+    return score(ctx, &o, r, rc, &pr);
 }
 
 int kr_evaluate_program(kr_report *r, kr_context *ctx, const kr_problem *problem,
@@ -257,11 +315,13 @@ int kr_evaluate_program(kr_report *r, kr_context *ctx, const kr_problem *problem
         return KR_EINVAL;
     }
     kr_evaluate_options o;
+    profile pr;
+    profile_begin(&pr, ctx);
     int rc = begin(r, ctx, problem, opts, &o);
     if (rc != KR_OK)
         return rc;
     if (kr__program_check_owner(ctx, program, "the program") != KR_OK)
         return environment_error(ctx, r, KR_EINVAL);
-    rc = run_program(r, ctx, problem, program, plan, &o);
-    return score(ctx, &o, r, rc);
+    rc = run_program(r, ctx, problem, program, plan, &o, &pr);
+    return score(ctx, &o, r, rc, &pr);
 }

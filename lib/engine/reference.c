@@ -1,5 +1,6 @@
 /* Reference and golden runs (reference.h). */
 #include "engine/reference.h"
+#include "engine/profile.h"
 #include "kreward/plan.h"
 
 #include <stdio.h>
@@ -182,8 +183,20 @@ static void free_host(const kr_problem *p, void **host)
     }
 }
 
+static int reference_run(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
+                         const kr__tset *want);
+
 int kr__reference_run(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
                       const kr__tset *want)
+{
+    double t0 = kr__now();
+    int rc = reference_run(ctx, ref, c, seed, want);
+    kr__prof_add(ctx, KR__PROF_REFERENCE, t0);
+    return rc;
+}
+
+static int reference_run(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
+                         const kr__tset *want)
 {
     int rc = case_state(ctx, ref, c);
     if (rc != KR_OK || !ref->golden)

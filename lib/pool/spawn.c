@@ -109,7 +109,7 @@ static char **environment(const kr__worker *w, char *storage, size_t size)
     static const char *const passed[] = {"LD_LIBRARY_PATH", "CUDA_DEVICE_ORDER", "KREWARD_CUPTI",
                                          "KREWARD_NVRTC_LIBRARY", "KREWARD_CUPTI_LIBRARY",
                                          "KREWARD_CUDA_MAJOR", "KREWARD_CACHE_MAX_BYTES",
-                                         "TMPDIR", "LANG"};
+                                         "TMPDIR", "LANG", "KR_PROFILE"};
     char **env = calloc(16, sizeof *env);
     size_t n = 0, used = 0;
     if (!env)
