@@ -28,6 +28,7 @@ closed: what cannot be read as a final answer with a code block is "no code"
 - Anything (None, bytes, lone surrogates, odd message shapes) gives a
   result, never an exception: one bad sample never costs a batch its
   rewards."""
+import functools
 import re
 
 CODE_LANGUAGES = frozenset({"", "cuda", "cu", "cuh", "cpp", "c++", "cxx", "cc", "c", "h", "hpp",
@@ -219,18 +220,27 @@ def _texts(prompt):
     return []
 
 
+@functools.lru_cache(maxsize=256)
+def _shown_in(text):
+    """The normalised blocks of one prompt text (cached: a trainer passes
+    the same prompt for every completion of a group)."""
+    return frozenset(k for k in (normalize_code(b.body) for b in fenced_blocks(text)) if k)
+
+
+@functools.lru_cache(maxsize=256)
+def _normalized(source):
+    return normalize_code(source)
+
+
 def shown_code(prompt=None, sources=()):
     """The set of normalised code a prompt shows (its fenced blocks, any
     language) and the given sources (e.g. the problem's reference)."""
     shown = set()
     for text in _texts(prompt):
-        for b in fenced_blocks(text):
-            key = normalize_code(b.body)
-            if key:
-                shown.add(key)
+        shown |= _shown_in(text)
     for s in sources:
         s = safe_text(s)
-        key = normalize_code(s) if s else ""
+        key = _normalized(s) if s else ""
         if key:
             shown.add(key)
     return frozenset(shown)

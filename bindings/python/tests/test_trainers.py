@@ -289,6 +289,9 @@ def test_openrlhf_as_the_single_turn_executor_calls_it(fake, vadd):
     assert all(0.0 <= s <= 1.0 for s in scores)
     assert [float(i["extra_logs"]["passed"][0]) for i in infos[:4]] == [1.0, 0.0, 0.0, 0.0]
     assert [float(i["extra_logs"]["judged"][0]) for i in infos[:4]] == [1.0, 1.0, 1.0, 0.0]
+    assert [float(i["extra_logs"]["compiled"][0]) for i in infos[:4]] == [1.0, 1.0, 0.0, 1.0]
+    # each log is averaged by OpenRLHF: never NaN
+    assert all(not math.isnan(float(v[0])) for i in infos for v in i["extra_logs"].values())
     assert len(fake.threads) > 1
 
 

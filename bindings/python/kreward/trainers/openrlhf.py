@@ -17,7 +17,7 @@ its samples is strictly inside --algo.dynamic_filtering_range, default
 rewards: the reward as configured (makora: -10 to 35). scores: the reward
 mapped onto 0..1 by the reward's ladder (its lowest compile_error value is
 0, its highest passed value 1), or passed as 0/1 for a reward without a
-ladder. extra_logs: passed, judged, speedup (NaN when not measured).
+ladder. extra_logs: passed, compiled, judged (0/1 each).
 A candidate that could not be judged gets the Evaluator's fallback."""
 import threading
 
@@ -90,7 +90,10 @@ def reward_func(queries, prompts, labels, **kwargs):
     bounds = score_range(getattr(ev, "reward", None))
     scores = [unit_score(r, j.passed, bounds) for r, j in zip(rewards, judgements)]
     return {"rewards": _tensor(rewards), "scores": _tensor(scores),
+            # OpenRLHF averages each log over the batch: no NaN (a speedup
+            # is only measured for some candidates), so no speedup here
             "extra_logs": {"passed": _tensor([float(j.passed) for j in judgements]),
-                           "judged": _tensor([float(j.judged) for j in judgements]),
-                           "speedup": _tensor([j.speedup for j in judgements])}}
+                           "compiled": _tensor([float(j.verdict != "compile_error")
+                                                for j in judgements]),
+                           "judged": _tensor([float(j.judged) for j in judgements])}}
 
