@@ -1,0 +1,190 @@
+"""The importer's probe: runs one KernelBench-format problem file in its own
+process (never the caller's: the file is code, and its import may allocate
+gigabytes or hang) and prints what the importer needs as one JSON line.
+
+Usage: python probe.py FILE REQUESTS_JSON, a list of requests, each
+  {"overrides": {const: value}, "real": bool, "determinism": bool},
+answered by one JSON line each, in order
+- overrides replace the file's module-level constants after it ran (its
+  get_inputs/get_init_inputs read them when called, so sizes follow);
+- real: inputs and parameters made on the CPU, with value statistics (the
+  importer picks input distributions from them); otherwise on the meta
+  device (shapes only, nothing allocated);
+- determinism: the forward runs twice on the same CPU inputs and the
+  outputs are compared (dropout and other randomness are refused).
+
+It imports nothing of kreward: only torch and the problem file."""
+import inspect
+import json
+import math
+import sys
+import types
+
+import torch
+
+DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.float64: "f64",
+          torch.int8: "i8", torch.uint8: "u8", torch.int32: "i32", torch.int64: "i64",
+          torch.bool: "bool"}
+STATS_LIMIT = 1 << 26  # elements per tensor whose statistics are computed exactly
+
+
+def load(path, overrides):
+    mod = types.ModuleType("kernelbench_problem")
+    mod.__file__ = path
+    with open(path) as f:
+        code = compile(f.read(), path, "exec")
+    exec(code, mod.__dict__)
+    for k, v in overrides.items():
+        if k not in mod.__dict__:
+            raise KeyError(f"no module-level constant '{k}'")
+        mod.__dict__[k] = v
+    return mod
+
+
+def constants(mod):
+    """Module-level integer constants: what sizes may be scaled by."""
+    return {k: v for k, v in vars(mod).items()
+            if not k.startswith("_") and type(v) is int}
+
+
+def stats(t):
+    flat = t.detach().reshape(-1)
+    if flat.numel() > STATS_LIMIT:
+        flat = flat[:STATS_LIMIT]
+    f = flat.double()
+    s = {"min": f.min().item(), "max": f.max().item(), "mean": f.mean().item(),
+         "std": f.std().item() if f.numel() > 1 else 0.0}
+    if s["std"] > 0 and f.numel() > 3:
+        z = (f - s["mean"]) / s["std"]
+        s["kurtosis"] = (z ** 4).mean().item()
+    return s
+
+
+def structure(t):
+    """Structure the problem's get_inputs built into an input, which random
+    inputs of the same distribution would lack."""
+    if t.dim() < 2 or not t.is_floating_point() or t.numel() > STATS_LIMIT:
+        return None
+    if t.shape[-1] == t.shape[-2]:
+        if torch.equal(t, t.mT):
+            return "symmetric"
+        if torch.count_nonzero(torch.triu(t, 1)) == 0 and torch.count_nonzero(torch.tril(t)) > 0:
+            return "lower_triangular"
+        if torch.count_nonzero(torch.tril(t, -1)) == 0 and torch.count_nonzero(torch.triu(t)) > 0:
+            return "upper_triangular"
+    if t.min() >= 0 and torch.allclose(t.sum(-1), torch.ones(()), atol=1e-4):
+        return "softmax_last"
+    return None
+
+
+def describe(v, real):
+    if isinstance(v, torch.Tensor):
+        d = {"kind": "tensor", "shape": list(v.shape), "dtype": DTYPES.get(v.dtype, str(v.dtype))}
+        if real and v.numel():
+            d["stats"] = stats(v)
+            d["structure"] = structure(v)
+        return d
+    if v is None or isinstance(v, (bool, int, float, str)):
+        if isinstance(v, float) and not math.isfinite(v):
+            return {"kind": "unsupported", "type": "non-finite float"}
+        return {"kind": "value", "value": v}
+    if isinstance(v, (list, tuple)) and all(x is None or isinstance(x, (bool, int, float, str)) for x in v):
+        return {"kind": "value", "value": list(v)}
+    return {"kind": "unsupported", "type": type(v).__name__}
+
+
+def outputs_of(result):
+    if isinstance(result, torch.Tensor):
+        return [result], False
+    if isinstance(result, (tuple, list)) and all(isinstance(r, torch.Tensor) for r in result):
+        return list(result), True
+    raise TypeError(f"forward returned {type(result).__name__}, not a tensor or a tuple of tensors")
+
+
+def run_forward(model, inputs):
+    with torch.no_grad():
+        return outputs_of(model(*inputs))
+
+
+def build(mod, device):
+    with torch.device(device):
+        init = list(mod.get_init_inputs())
+        torch.manual_seed(0)
+        model = mod.Model(*init)
+        torch.manual_seed(1)
+        inputs = list(mod.get_inputs())
+    return init, model, inputs
+
+
+def probe(path, req):
+    mod = load(path, req.get("overrides", {}))
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(mod, name):
+            raise LookupError(f"the file defines no {name}")
+    real = req.get("real", False)
+    device = "cpu" if real else "meta"
+    init, model, inputs = build(mod, device)
+    out = {"constants": constants(mod), "device": device,
+           "init_inputs": [describe(v, False) for v in init],
+           "inputs": [describe(v, real) for v in inputs],
+           "params": [dict(name=n, **describe(p, real)) for n, p in model.named_parameters()],
+           "buffers": [dict(name=n, **describe(b, real)) for n, b in model.named_buffers()],
+           "arg_names": arg_names(mod.Model, len(inputs)),
+           "modules": sorted({type(m).__name__ for m in model.modules()})}
+    for i, d in enumerate(out["inputs"]):
+        if d["kind"] == "unsupported":
+            raise TypeError(f"get_inputs()[{i}] is a {d['type']}: only tensors and plain values "
+                            "can be passed")
+    if real:  # values only: the meta probe gives the output shapes without the CPU's time
+        return out
+    try:
+        outs, is_tuple = run_forward(model, inputs)
+    except (NotImplementedError, RuntimeError) as e:
+        if device != "meta":
+            raise
+        # an op without a meta kernel: shapes from a CPU run when small enough
+        out["meta_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+        if sum(t.numel() for t in inputs if isinstance(t, torch.Tensor)) > STATS_LIMIT:
+            raise RuntimeError(f"the forward has no meta kernel ({out['meta_error']}) "
+                               f"and the inputs are too large for a CPU run") from e
+        init, model, inputs = build(mod, "cpu")
+        outs, is_tuple = run_forward(model, inputs)
+    out["outputs"] = [describe(t, False) for t in outs]
+    out["tuple_output"] = is_tuple
+    if req.get("determinism"):
+        out["deterministic"] = deterministic(mod)
+    return out
+
+
+def deterministic(mod):
+    init, model, inputs = build(mod, "cpu")
+    copies = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    torch.manual_seed(2)
+    a, _ = run_forward(model, inputs)
+    torch.manual_seed(3)
+    b, _ = run_forward(model, copies)
+    return all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+def arg_names(cls, n):
+    try:
+        params = list(inspect.signature(cls.forward).parameters.values())[1:]
+    except (TypeError, ValueError):
+        params = []
+    names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return [names[i] if i < len(names) else f"x{i}" for i in range(n)]
+
+
+def main():
+    path, reqs = sys.argv[1], json.loads(sys.argv[2])
+    for req in reqs:  # one process for all of a file's probes: torch is imported once
+        try:
+            result = {"ok": True, **probe(path, req)}
+        except Exception as e:  # the importer turns this into a refusal with the reason
+            result = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+        sys.stdout.write("\n" + json.dumps(result) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""The KernelBench importer on every problem of examples/kernelbench (CPU:
+the probes run torch on the meta device and the CPU), and its refusals."""
+import pathlib
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the KernelBench importer needs torch (CPU is enough)")
+
+import kreward  # noqa: E402
+from kreward.kernelbench import ImportRefused, import_problem  # noqa: E402
+from kreward.kernelbench.inputs import make_inputs  # noqa: E402
+from kreward.kernelbench.reference import Reference  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+CORPUS = sorted((ROOT / "examples" / "kernelbench").glob("level*/*.py"))
+REFUSED = {"28_dropout": "not deterministic"}
+STRUCTURED = {"17_matmul_symmetric": "symmetric", "18_matmul_lower_triangular": "lower_triangular",
+              "26_kldiv": "softmax_last"}
+_cache = {}
+
+
+def imported(path):
+    if path not in _cache:
+        try:
+            _cache[path] = import_problem(str(path))
+        except ImportRefused as e:
+            _cache[path] = e
+    return _cache[path]
+
+
+def test_corpus_is_large_enough():
+    assert len(CORPUS) >= 30
+    assert {p.parent.name for p in CORPUS} == {"level1", "level2", "level3"}
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_import_corpus(path):
+    imp = imported(path)
+    if path.stem in REFUSED:
+        assert isinstance(imp, ImportRefused)
+        assert REFUSED[path.stem] in imp.reason
+        return
+    assert not isinstance(imp, ImportRefused), getattr(imp, "reason", "")
+    assert len(imp.cases) >= 2, imp.notes  # every corpus file names its sizes as constants
+    # the library parses the spec: every case's shapes are the probe's
+    with kreward.Context(no_device=True) as ctx:
+        prob = ctx.parse_problem(imp.spec)
+        assert prob.num_cases == len(imp.cases)
+        for c, (_, _, probe) in enumerate(imp.cases):
+            assert [list(prob.shape(t, c)) for t in range(len(imp.tensors))] == imp.shapes(probe)
+    if path.stem in STRUCTURED:
+        assert STRUCTURED[path.stem] in imp.device_only_reason
+        assert any(t["transform"] == STRUCTURED[path.stem] for t in imp.tensors)
+    else:
+        assert imp.device_only_reason is None
+
+
+def _lifted(stem):
+    path = next(p for p in CORPUS if p.stem == stem)
+    imp = imported(path)
+    return imp, {t["name"]: imp.shapes(imp.cases[0][2])[i] for i, t in enumerate(imp.tensors)}
+
+
+def test_parameters_lifted_with_their_shapes():
+    imp, shapes = _lifted("19_conv2d")
+    assert shapes == {"x": [16, 3, 256, 256], "conv2d_weight": [64, 3, 3, 3], "out": [16, 64, 254, 254]}
+    imp, shapes = _lifted("01_mlp")
+    assert [n for n, src in imp.summary()["tensors"] if src == "param"] == [
+        "network_0_weight", "network_0_bias", "network_2_weight", "network_2_bias",
+        "network_4_weight", "network_4_bias"]
+    assert shapes["network_4_weight"] == [64, 512]
+
+
+def test_buffers_that_are_state_stay_in_the_module():
+    imp, shapes = _lifted("04_causal_self_attention")
+    assert "bias" not in shapes  # the causal mask keeps its meaning only as it is
+    assert any("buffer 'bias'" in n for n in imp.notes)
+    imp, shapes = _lifted("05_conv_bn_relu")
+    assert {"bn_weight", "bn_bias"} <= set(shapes) and "bn_running_mean" not in shapes
+
+
+def test_scaled_cases_change_sizes_and_say_what_failed():
+    imp, _ = _lifted("04_causal_self_attention")
+    names = [n for n, _, _ in imp.cases]
+    assert names == ["base", "small", "odd"]
+    # scaling every constant breaks n_embd % n_head: the note says so, and only the batch scales
+    assert any("case 'odd'" in n and "invalid" in n for n in imp.notes)
+    assert imp.cases[2][1] == {"batch_size": 9}
+
+
+def test_reference_is_the_model_on_lifted_weights():
+    imp, _ = _lifted("01_gemm_bias_relu")
+    ref = Reference(imp, "cpu")
+    layout = [{"name": t["name"], "shape": s, "dtype": t["dtype"], "init": t["init"]}
+              for t, s in zip(imp.tensors, imp.shapes(imp.cases[1][2])) if t["role"] == "in"]
+    x = make_inputs(layout, 7, "cpu")
+    got = ref(1, x)[0]
+    want = torch.relu(x["x"] @ x["linear_weight"].T + x["linear_bias"])
+    assert torch.allclose(got, want, atol=1e-4)
+    assert not torch.equal(make_inputs(layout, 8, "cpu")["x"], x["x"])  # fresh per seed
+
+
+BAD = {
+    "no_inputs.py": ("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+                     "def get_init_inputs():\n    return []\n", "defines no get_inputs"),
+    "object_input.py": ("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+                        "        return x\ndef get_inputs():\n    return [object()]\n"
+                        "def get_init_inputs():\n    return []\n", "only tensors and plain values"),
+    "raises.py": ("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+                  "def get_inputs():\n    raise ValueError('broken on purpose')\n"
+                  "def get_init_inputs():\n    return []\n", "broken on purpose"),
+    "dict_output.py": ("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+                       "        return {'y': x}\ndef get_inputs():\n    return [torch.randn(8, 8)]\n"
+                       "def get_init_inputs():\n    return []\n", "not a tensor or a tuple"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_refusals_say_why(tmp_path, name):
+    src, why = BAD[name]
+    (tmp_path / name).write_text(src)
+    with pytest.raises(ImportRefused) as e:
+        import_problem(str(tmp_path / name))
+    assert why in e.value.reason
+
+
+def test_too_many_tensors_have_no_device_only_form(tmp_path):
+    src = ("import torch\nclass Model(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+           "        self.layers = torch.nn.ModuleList(torch.nn.Linear(16, 16) for _ in range(40))\n"
+           "    def forward(self, x):\n        for l in self.layers:\n            x = l(x)\n        return x\n"
+           "batch = 32\ndef get_inputs():\n    return [torch.randn(batch, 16)]\n"
+           "def get_init_inputs():\n    return []\n")
+    (tmp_path / "deep.py").write_text(src)
+    imp = import_problem(str(tmp_path / "deep.py"))
+    assert "82 tensors" in imp.device_only_reason
+    with kreward.Context(no_device=True) as ctx, pytest.raises(ImportRefused):
+        imp.problem(ctx)
+
+
+def test_constants_that_drive_nothing_are_reported(tmp_path):
+    src = ("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n"
+           "unused = 1024\ndef get_inputs():\n    return [torch.randn(64, 64)]\n"
+           "def get_init_inputs():\n    return []\n")
+    (tmp_path / "fixed.py").write_text(src)
+    imp = import_problem(str(tmp_path / "fixed.py"))
+    assert [n for n, _, _ in imp.cases] == ["base"]
+    assert any("do not change" in n for n in imp.notes)
