@@ -2,9 +2,14 @@
  *
  * Writers create a temporary file in the same folder and rename it over the
  * final name, so a reader in another process sees either no file or a whole
- * one. Every read checks magic, format, key, length and an XXH3-128 checksum
- * of the payload: a truncated or corrupted entry is reported, never used. */
+ * one. Every read checks that the folders and the file are this user's and
+ * writable by no one else (cache_disk_dir.c: another user cannot plant an
+ * entry), then magic, format, key, length and an XXH3-128 checksum of the
+ * payload: a truncated, corrupted or foreign entry is reported, never used.
+ * The checksum catches damage, not forgery: forgery is kept out by the
+ * ownership checks. */
 #include "common/cache.h"
+#include "common/cache_disk_impl.h"
 #include "common/strbuf.h"
 
 #include <errno.h>
@@ -13,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAGIC "KRCACHE1"
@@ -113,14 +119,56 @@ static int check_entry(const unsigned char *file, size_t size, kr__hash128 key, 
     return 0;
 }
 
+/* The shard folder (DIR/xx) of a key, its file name, and a descriptor of
+ * the shard opened through the trusted cache folder. */
+static int open_shard(const char *dir, kr__hash128 key, int create, char name[40], char *why,
+                      size_t why_size)
+{
+    char hex[33];
+    kr__hash128_hex(key, hex);
+    snprintf(name, 40, "%s.krc", hex);
+    char shard[3] = {hex[0], hex[1], '\0'};
+    int dirfd = kr__cache_dir_open(dir, create, why, why_size);
+    if (dirfd < 0)
+        return dirfd;
+    int fd = kr__cache_subdir_open(dirfd, dir, shard, create, why, why_size);
+    close(dirfd);
+    return fd;
+}
+
+/* A hit makes its entry the most recently used (eviction goes by mtime); at
+ * most once a minute, to keep hits free of metadata writes. */
+static void touch(int fd, const struct stat *st)
+{
+    if (time(NULL) - st->st_mtime > 60)
+        futimens(fd, NULL);
+}
+
 int kr__disk_cache_get(const char *dir, kr__hash128 key, void **blob, size_t *len, char *why,
                        size_t why_size)
 {
-    char path[4096];
+    char path[4096], name[40];
     kr__disk_cache_path(dir, key, path, sizeof path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ENOENT ? KR__DISK_MISS : KR__DISK_ERROR;
+    int shard = open_shard(dir, key, 0, name, why, why_size);
+    if (shard == KR__CACHE_DIR_MISSING)
+        return KR__DISK_MISS;
+    if (shard < 0)
+        return KR__DISK_ERROR;
+    int fd = openat(shard, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int err = errno;
+    close(shard);
+    if (fd < 0) {
+        if (err == ENOENT)
+            return KR__DISK_MISS;
+        snprintf(why, why_size, "%s: %s", path, strerror(err));
+        return KR__DISK_CORRUPT; /* a link or an unreadable file: replaced by the next write */
+    }
+    char what[4200];
+    snprintf(what, sizeof what, "cache entry %s", path);
+    if (kr__cache_trusted(fd, what, 0, why, why_size) != 0) {
+        close(fd);
+        return KR__DISK_CORRUPT;
+    }
     struct stat st;
     if (fstat(fd, &st) != 0 || (uint64_t)st.st_size > MAX_PAYLOAD + HEADER_SIZE) {
         close(fd);
@@ -134,60 +182,65 @@ int kr__disk_cache_get(const char *dir, kr__hash128 key, void **blob, size_t *le
         return KR__DISK_ERROR;
     }
     int rd = read_whole(fd, file, size);
-    close(fd);
     char reason[200] = "short read";
     if (rd != 0 || check_entry(file, size, key, reason, sizeof reason) != 0) {
+        close(fd);
         free(file);
         snprintf(why, why_size, "%s: %s", path, reason);
         return KR__DISK_CORRUPT;
     }
+    touch(fd, &st);
+    close(fd);
     memmove(file, file + HEADER_SIZE, size - HEADER_SIZE);
     *blob = file;
     *len = size - HEADER_SIZE;
     return KR__DISK_HIT;
 }
 
-static int make_dirs(const char *path)
+/* A fresh name for a temporary file ("O_EXCL" decides; a few tries). */
+static int create_temp(int shard, char tmp[64])
 {
-    char tmp[4096];
-    kr__strlcpy(tmp, path, sizeof tmp);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
+    static unsigned counter;
+    for (int attempt = 0; attempt < 16; attempt++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        snprintf(tmp, 64, ".tmp-%ld-%u-%ld", (long)getpid(),
+                 __atomic_fetch_add(&counter, 1u, __ATOMIC_RELAXED), (long)ts.tv_nsec);
+        int fd = openat(shard, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
     }
-    return (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
+    return -1;
 }
 
 int kr__disk_cache_put(const char *dir, kr__hash128 key, const void *blob, size_t len, char *why,
                        size_t why_size)
 {
-    char path[4096], folder[4096], tmp[4200];
+    char path[4096], name[40], tmp[64];
     kr__disk_cache_path(dir, key, path, sizeof path);
-    kr__strlcpy(folder, path, sizeof folder);
-    *strrchr(folder, '/') = '\0';
-    if (make_dirs(folder) != 0) {
-        snprintf(why, why_size, "cannot create %s: %s", folder, strerror(errno));
+    int shard = open_shard(dir, key, 1, name, why, why_size);
+    if (shard < 0) {
+        if (shard == KR__CACHE_DIR_MISSING)
+            snprintf(why, why_size, "%s vanished while it was being created", dir);
         return -1;
     }
-    snprintf(tmp, sizeof tmp, "%s/.tmp-XXXXXX", folder);
-    int fd = mkstemp(tmp);
+    int fd = create_temp(shard, tmp);
     if (fd < 0) {
-        snprintf(why, why_size, "cannot create a file in %s: %s", folder, strerror(errno));
+        snprintf(why, why_size, "cannot create a file beside %s: %s", path, strerror(errno));
+        close(shard);
         return -1;
     }
     unsigned char header[HEADER_SIZE];
     encode_header(header, key, blob, len);
     int ok = write_whole(fd, header, sizeof header) == 0 && write_whole(fd, blob, len) == 0;
-    ok = ok && fchmod(fd, 0644) == 0;
     ok = (close(fd) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
+    if (!ok || renameat(shard, tmp, shard, name) != 0) {
         snprintf(why, why_size, "cannot write %s: %s", path, strerror(errno));
-        unlink(tmp);
+        unlinkat(shard, tmp, 0);
+        close(shard);
         return -1;
     }
+    close(shard);
+    kr__cache_after_write(dir, HEADER_SIZE + (uint64_t)len);
     return 0;
 }
