@@ -31,9 +31,11 @@ fi
   [ -f "$build/build.ninja" ] || meson setup "$build" -Dbuildtype=release >/dev/null || exit 1
   ninja -C "$build" >/dev/null || { ninja -C "$build" | tail -30; echo "BUILD FAILED"; }
   "$build/tools/kreward" info
-  # KR_GPU_TESTS=0: benchmarks only (device time is short)
+  # KR_GPU_TESTS=0: benchmarks only; KR_GPU_SUITES="gpu": only those suites
+  # (the unit suite runs in CI; device time is short)
   [ "${KR_GPU_TESTS:-1}" = 0 ] ||
-    meson test -C "$build" --print-errorlogs --num-processes 1 --suite unit --suite abi --suite gpu
+    meson test -C "$build" --print-errorlogs --num-processes 1 \
+      $(for s in ${KR_GPU_SUITES:-unit abi gpu}; do printf -- '--suite %s ' "$s"; done)
 } 2>&1 | tee "$out/tests.log"
 cp "$build/meson-logs/testlog.txt" "$out/testlog.txt" 2>/dev/null
 # what a user sees for one good and one wrong candidate

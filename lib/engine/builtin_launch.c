@@ -47,6 +47,12 @@ int kr__k_compare(kr_context *ctx, CUdeviceptr got, CUdeviceptr want, uint64_t n
     return launch(ctx, kr__engine_of(ctx)->f_compare, n, params, "comparing outputs");
 }
 
+int kr__k_mask(kr_context *ctx, CUdeviceptr p, uint64_t bytes, uint64_t key)
+{
+    void *params[] = {&p, &bytes, &key};
+    return launch(ctx, kr__engine_of(ctx)->f_mask, bytes / 4 + 4, params, "masking outputs");
+}
+
 int kr__k_bitdiff(kr_context *ctx, CUdeviceptr a, CUdeviceptr b, uint64_t n, uint32_t elem,
                   CUdeviceptr count)
 {

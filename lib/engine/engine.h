@@ -53,7 +53,7 @@ typedef struct kr__engine {
     CUstream stream;
     kr_program *builtins;
     CUfunction f_generate, f_compare, f_hash, f_check_bytes, f_bitdiff, f_spin_until,
-        f_spin_cycles, f_fma_peak, f_mma_peak;
+        f_spin_cycles, f_fma_peak, f_mma_peak, f_mask;
     double peak_bytes_per_s;    /* measured device copy bandwidth (read + write), 0 until measured */
     double peak_flops;          /* measured fp32 FMA rate */
     double peak_mma_flops;      /* measured bf16 tensor-core rate (mma.sync); 0 below sm_80 */
@@ -96,6 +96,9 @@ int kr__engine_pinned(kr_context *ctx, size_t bytes, void **out);
  * outputs constant, or independent of the inputs, or matched by zeros,
  * ones or a copy of an input, in every case. Cached per context. */
 int kr__problem_weak(kr_context *ctx, const kr_problem *p, int *weak);
+/* Tells the context a problem's soundness found elsewhere (a pool's earlier
+ * worker), so kr__problem_weak does not check it again. */
+int kr__problem_weak_note(kr_context *ctx, const kr_problem *p, int weak);
 
 /* The callers' versioned options read into full structs (for the pool,
  * which copies a job at submission); KR_EVERSION with why. */
@@ -112,6 +115,8 @@ int kr__k_check_bytes(kr_context *ctx, CUdeviceptr p, uint64_t n, unsigned value
                       CUdeviceptr count, CUdeviceptr first);
 int kr__k_compare(kr_context *ctx, CUdeviceptr got, CUdeviceptr want, uint64_t n, int dtype,
                   double rtol, double atol, uint32_t poison, CUdeviceptr stats);
+/* XORs bytes at p with key's keystream (its own inverse). */
+int kr__k_mask(kr_context *ctx, CUdeviceptr p, uint64_t bytes, uint64_t key);
 /* Counts elements of elem bytes whose bits differ. */
 int kr__k_bitdiff(kr_context *ctx, CUdeviceptr a, CUdeviceptr b, uint64_t n, uint32_t elem,
                   CUdeviceptr count);

@@ -169,6 +169,21 @@ extern "C" __global__ void kr_hash(const kr_u8 *p, kr_u64 bytes, kr_u64 key, kr_
         atomicAdd((unsigned long long *)out, (unsigned long long)h);
 }
 
+/* XORs a buffer with key's keystream, in place; the same call undoes it.
+ * Verification keeps the reference's outputs on the device this way while a
+ * candidate runs: a kernel that reads beyond its own buffers finds noise,
+ * and the key lives on the host (drawn per run from the OS). */
+extern "C" __global__ void kr_mask(kr_u8 *p, kr_u64 bytes, kr_u64 key)
+{
+    kr_u64 words = bytes / 4;
+    kr_u64 stride = (kr_u64)gridDim.x * blockDim.x;
+    for (kr_u64 i = (kr_u64)blockIdx.x * blockDim.x + threadIdx.x; i < words; i += stride)
+        ((kr_u32 *)p)[i] ^= (kr_u32)kr_mix64(key ^ (i * 0x9E3779B97F4A7C15ull));
+    kr_u64 tail = (kr_u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (tail < bytes % 4)
+        p[words * 4 + tail] ^= (kr_u8)kr_mix64(key ^ ((words * 4 + tail) * 0xD6E8FEB86659FD93ull));
+}
+
 /* Counts bytes that differ from value (canary guard zones); records the
  * lowest such offset. */
 extern "C" __global__ void kr_check_bytes(const kr_u8 *p, kr_u64 n, kr_u32 value,

@@ -203,6 +203,27 @@ int kr_problem_sanity(char **summary, kr_context *ctx, const kr_problem *p)
     return rc;
 }
 
+static int note(kr__engine *e, const kr_problem *p, int weak)
+{
+    kr__sound_entry *grown = realloc(e->sound, (e->num_sound + 1) * sizeof *grown);
+    if (!grown)
+        return KR_ENOMEM;
+    e->sound = grown;
+    snprintf(grown[e->num_sound].hash, sizeof grown->hash, "%s", p->hash);
+    grown[e->num_sound++].weak = weak;
+    return KR_OK;
+}
+
+int kr__problem_weak_note(kr_context *ctx, const kr_problem *p, int weak)
+{
+    kr__engine *e;
+    int rc = kr__engine_get(ctx, &e);
+    for (size_t i = 0; rc == KR_OK && i < e->num_sound; i++)
+        if (strcmp(e->sound[i].hash, p->hash) == 0)
+            return KR_OK;
+    return rc == KR_OK ? note(e, p, weak != 0) : rc;
+}
+
 int kr__problem_weak(kr_context *ctx, const kr_problem *p, int *weak)
 {
     kr__engine *e;
@@ -220,12 +241,7 @@ int kr__problem_weak(kr_context *ctx, const kr_problem *p, int *weak)
     kr__buf_free(&out);
     if (rc != KR_OK)
         return rc;
-    kr__sound_entry *grown = realloc(e->sound, (e->num_sound + 1) * sizeof *grown);
-    if (grown) {
-        e->sound = grown;
-        snprintf(grown[e->num_sound].hash, sizeof grown->hash, "%s", p->hash);
-        grown[e->num_sound++].weak = unsound;
-    }
+    note(e, p, unsound);
     *weak = unsound;
     return KR_OK;
 }

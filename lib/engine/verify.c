@@ -1,10 +1,14 @@
 /* kr_verify: is the candidate right? One unit (case x seed) at a time:
  *
  *   inputs generated on the GPU, hashed (keyed hash, expected value on the host)
- *   reference outputs computed from the same seed and taken to host memory;
- *     nothing of them stays on the device or in pinned memory
+ *   reference outputs computed from the same seed on inputs of its own; they
+ *     stay on the device XOR-masked with a key drawn per run that only the
+ *     host holds while the candidate runs, and are unmasked for the
+ *     comparison (golden outputs come from the host and are uploaded after
+ *     the run). Copying them to the host and back cost 0.3 s of a 0.4 s
+ *     evaluation on the H200 for tensors of 128 MiB.
  *   candidate run 1: fresh outputs poisoned with pattern A, guard zones,
- *     then canaries, input hashes, comparison with the uploaded reference
+ *     then canaries, input hashes, comparison with the reference
  *   candidate run 2: other fresh addresses, pattern B; the same checks plus a
  *     bitwise comparison with run 1 (nondeterministic vs race)
  *
@@ -66,12 +70,39 @@ static int inputs_and_hashes(vstate *v, vunit *u)
     return rc;
 }
 
-/* The reference outputs on the device, for comparing: uploaded only after
- * the candidate ran. */
+/* XORs every reference output of the unit with key's keystream (mask and
+ * unmask are the same call). */
+static int mask_want(vstate *v, vunit *u, uint64_t key)
+{
+    int rc = KR_OK;
+    for (size_t t = 0; t < v->p->num_tensors && rc == KR_OK; t++)
+        if (u->want.buf[t].base)
+            rc = kr__k_mask(v->ctx, u->want.buf[t].ptr, u->want.buf[t].bytes,
+                            key ^ (t * 0x9E3779B97F4A7C15ull));
+    return rc;
+}
+
+/* Before a candidate run: the reference outputs hidden under a fresh key. */
+static int hide_want(vstate *v, vunit *u)
+{
+    if (!u->want_on_device || u->mask_key)
+        return KR_OK;
+    u->mask_key = fresh_seed();
+    return mask_want(v, u, u->mask_key);
+}
+
+/* The reference outputs on the device, for comparing, after the candidate
+ * ran: unmasked, or (golden) uploaded. */
 static int upload_want(vstate *v, vunit *u)
 {
     const kr_problem *p = v->p;
     int rc = KR_OK;
+    if (u->want_on_device) {
+        if (u->mask_key)
+            rc = mask_want(v, u, u->mask_key);
+        u->mask_key = 0;
+        return rc;
+    }
     if (!u->want.buf)
         rc = kr__tset_alloc(v->ctx, &u->want, p, u->c, KR__SET_OUTPUTS, "reference copy");
     for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++) {
@@ -148,6 +179,8 @@ static int candidate_run(vstate *v, vunit *u, int run)
     int rc = kr__tset_alloc(ctx, &u->out[run], v->p, u->c, KR__SET_OUTPUTS, "output");
     if (rc == KR_OK)
         rc = kr__tset_fill_outputs(ctx, &u->out[run], u->seed, run);
+    if (rc == KR_OK)
+        rc = hide_want(v, u);
     int prepared = rc == KR_OK ? kr__run_prepare(ctx, &cr, &v->cand, u->c) : KR_OK;
     if (rc != KR_OK)
         memset(&cr, 0, sizeof cr);
@@ -185,11 +218,39 @@ static int candidate_run(vstate *v, vunit *u, int run)
     return rc;
 }
 
+/* The unit's reference outputs: a source reference runs into want and they
+ * stay there; a golden one's come from the host. */
+static int reference_outputs(vstate *v, vunit *u)
+{
+    if (v->ref.golden)
+        return kr__reference_outputs_host(v->ctx, &v->ref, u->c, u->seed, u->host_want);
+    int rc = kr__tset_alloc(v->ctx, &u->want, v->p, u->c, KR__SET_OUTPUTS, "reference output");
+    if (rc == KR_OK)
+        rc = kr__reference_run(v->ctx, &v->ref, u->c, u->seed, &u->want);
+    u->want_on_device = rc == KR_OK;
+    return rc;
+}
+
+const void *kr__vunit_want_host(vstate *v, vunit *u, size_t t)
+{
+    if (u->host_want[t] || !u->want_on_device || u->mask_key || !u->want.buf[t].base)
+        return u->host_want[t];
+    const kr__dbuf *b = &u->want.buf[t];
+    void *host = malloc(b->bytes ? b->bytes : 1);
+    if (host && kr__engine_wait(v->ctx, 30, "the reference outputs") == KR_OK &&
+        kr__cuda()->cuMemcpyDtoH(host, b->ptr, b->bytes) == CUDA_SUCCESS) {
+        u->host_want[t] = host;
+        return host;
+    }
+    free(host);
+    return NULL;
+}
+
 static int verify_unit(vstate *v, vunit *u)
 {
     int rc = inputs_and_hashes(v, u);
     if (rc == KR_OK)
-        rc = kr__reference_outputs_host(v->ctx, &v->ref, u->c, u->seed, u->host_want);
+        rc = reference_outputs(v, u);
     int runs = v->o.flags & KR_VERIFY_SINGLE_RUN ? 1 : 2;
     for (int run = 0; run < runs && rc == KR_OK && !u->stopped; run++)
         rc = candidate_run(v, u, run);
@@ -225,6 +286,8 @@ static vunit *unit_new(vstate *v, size_t c, size_t s, uint64_t seed)
 
 static void unit_free(vstate *v, vunit *u)
 {
+    if (u->want_on_device && u->want.buf && !v->ctx->poisoned)
+        kr__tset_scrub(v->ctx, &u->want); /* freed memory keeps no answer */
     kr__tset_free(v->ctx, &u->in);
     kr__tset_free(v->ctx, &u->out[0]);
     kr__tset_free(v->ctx, &u->out[1]);

@@ -36,7 +36,13 @@ typedef struct vunit {
     size_t c, s;
     uint64_t seed;
     kr__tset in, out[2], want;
-    void **host_want;            /* reference outputs on the host (malloc'd) */
+    /* Source references: the outputs stay in want, XOR-masked with mask_key
+     * (drawn per run, held here only) while the candidate runs, unmasked for
+     * the comparison. Golden references: host_want, uploaded after the run. */
+    int want_on_device;
+    uint64_t mask_key;           /* 0: want is not masked now */
+    void **host_want;            /* reference outputs on the host (malloc'd; for a
+                                    source reference, downloaded to explain a failure) */
     uint64_t *in_hash;           /* expected keyed hash per input */
     json_t *json;
     int passed;
@@ -52,6 +58,10 @@ typedef struct vchecks {
     kr__check *cmp;              /* per output */
     kr__check *diff;             /* per output, second run only */
 } vchecks;
+
+/* Output t's reference values on the host (downloaded on first use for a
+ * device-resident reference); NULL when they cannot be had. */
+const void *kr__vunit_want_host(vstate *v, vunit *u, size_t t);
 
 /* Records a failure of the unit: the verdict (most severe wins), flags, and
  * the words of the first failure for the message and the feedback. */

@@ -44,8 +44,10 @@ static void explain(vstate *v, vunit *u, int run, size_t t, json_t *oj)
         return;
     if (kr__cuda()->cuMemcpyDtoH(got, b->ptr, b->bytes) == CUDA_SUCCESS) {
         kr__buf text = KR__BUF_INIT;
-        kr__explain_output(v->p, t, u->c, got, u->host_want[t],
-                           kr__output_poison(&v->p->tensors[t], run), v->o.max_mismatches, &text, oj);
+        const void *want = kr__vunit_want_host(v, u, t);
+        if (want)
+            kr__explain_output(v->p, t, u->c, got, want, kr__output_poison(&v->p->tensors[t], run),
+                               v->o.max_mismatches, &text, oj);
         if (text.data && v->feedback_unit == u->id && !v->feedback_explained) {
             kr__buf_printf(&v->feedback, "; %s", text.data);
             v->feedback_explained = 1;

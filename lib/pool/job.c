@@ -236,6 +236,8 @@ int kr__job_decode(const json_t *body, kr__job_spec *s, char *why, size_t why_si
     s->plan = json_is_object(plan) ? json_dumps(plan, JSON_COMPACT) : NULL;
     s->name = str(body, "name") ? kr__strdup(str(body, "name")) : NULL;
     s->flags = (uint32_t)num(body, "flags", 0);
+    json_t *weak = json_object_get(body, "problem_weak");
+    s->problem_weak = json_is_integer(weak) ? json_integer_value(weak) != 0 : -1;
     int bad = !s->problem || (json_is_string(source) && !s->source) ||
               decode_compile(s, json_object_get(body, "compile")) != 0;
     decode_verify(&s->verify, json_object_get(body, "verify"));

@@ -27,6 +27,7 @@ typedef struct kr__job_spec {
     char *plan;             /* binary jobs: the plan as JSON */
     char *name;
     uint32_t flags;         /* KR_EVALUATE_* */
+    int problem_weak;       /* the pool's knowledge of the problem's soundness: -1 unknown */
     kr_compile_options compile;
     kr_verify_options verify;
     kr_bench_options bench;

@@ -280,6 +280,7 @@ void kr_pool_free(kr_pool *pool)
     pthread_mutex_destroy(&pool->lock);
     pthread_cond_destroy(&pool->done);
     free(pool->jobs);
+    free(pool->sound);
     free(pool->workers);
     free(pool->worker_path);
     free(pool->cache_dir);

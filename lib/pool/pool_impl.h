@@ -79,6 +79,15 @@ struct kr_pool {
     kr__pjob **jobs;            /* by ticket - first_ticket */
     size_t num_jobs, cap_jobs;
     uint64_t first_ticket, next_ticket, next_collect;
+    /* problems' soundness (kr__problem_weak) as the GPU workers found it,
+     * by problem hash: a new worker is told rather than checking again (a
+     * second or more per problem, paid after every respawn otherwise);
+     * touched only by the pool's thread */
+    struct kr__sound_note {
+        char hash[33];
+        int weak;
+    } *sound;
+    size_t num_sound;
     /* what happened, for kr_pool_status_json */
     uint64_t finished, respawns, retries, timeouts, dedup_hits;
     double respawn_wait_total, respawn_wait_max;

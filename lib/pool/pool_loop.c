@@ -89,10 +89,37 @@ static kr__pjob *next_job(kr_pool *pool, int state)
     return NULL;
 }
 
-static int send_job(kr__worker *w, kr__pjob *j)
+/* The soundness of a problem as far as the pool knows: -1 unknown. */
+static int sound_known(const kr_pool *pool, const char *hash)
+{
+    for (size_t i = 0; hash && i < pool->num_sound; i++)
+        if (strcmp(pool->sound[i].hash, hash) == 0)
+            return pool->sound[i].weak;
+    return -1;
+}
+
+/* A passed report from a GPU worker carries its verdict on the problem's
+ * soundness (evaluate checks it before the benchmark). */
+static void sound_learn(kr_pool *pool, const kr__pjob *j, const kr_report *r)
+{
+    const char *hash = kr_problem_hash(j->job.problem);
+    if (!hash || kr_report_verdict(r) != KR_VERDICT_PASSED || sound_known(pool, hash) >= 0)
+        return;
+    struct kr__sound_note *grown = realloc(pool->sound, (pool->num_sound + 1) * sizeof *grown);
+    if (!grown)
+        return;
+    pool->sound = grown;
+    snprintf(grown[pool->num_sound].hash, sizeof grown->hash, "%s", hash);
+    grown[pool->num_sound++].weak = (kr_report_flags(r) & KR_FLAG_WEAK_PROBLEM) != 0;
+}
+
+static int send_job(kr_pool *pool, kr__worker *w, kr__pjob *j)
 {
     const char *stage = w->kind == KR__COMPILE_WORKER ? "compile" : "gpu";
     json_t *body = kr__job_encode(&j->job, j->plan_json, j->ticket, stage, j->binary != NULL);
+    int weak = w->kind == KR__GPU_WORKER ? sound_known(pool, kr_problem_hash(j->job.problem)) : -1;
+    if (body && weak >= 0)
+        json_object_set_new(body, "problem_weak", json_integer(weak));
     int fd = -1, rc = body ? KR_OK : KR_ENOMEM;
     char why[256];
     if (rc == KR_OK && j->binary)
@@ -146,7 +173,7 @@ static void dispatch(kr_pool *pool)
             j = next_job(pool, KR__JOB_COMPILE_QUEUED);
         if (!j)
             continue;
-        if (send_job(w, j) != KR_OK) {
+        if (send_job(pool, w, j) != KR_OK) {
             kr__worker_kill(w); /* the job stays queued; the worker is replaced */
             continue;
         }
@@ -199,6 +226,8 @@ static void on_result(kr_pool *pool, kr__worker *w, kr__frame *f)
         j->state = KR__JOB_GPU_QUEUED;
         return;
     }
+    if (w->kind == KR__GPU_WORKER)
+        sound_learn(pool, j, r);
     kr__pool_finish(pool, j, r);
     if (json_is_true(json_object_get(f->body, "poisoned")))
         kr__worker_kill(w); /* it exits anyway: its CUDA context is gone */

@@ -125,6 +125,9 @@ static int run_job(worker *w, const kr__job_spec *job, int binary_fd, kr_report 
     }
     if (problem->reference_kind == KR_REFERENCE_GOLDEN)
         kr_problem_set_golden(problem, golden_rpc, w, NULL);
+    /* an earlier worker of the pool checked the problem's soundness */
+    if (job->problem_weak >= 0 && kr_context_has_device(w->ctx))
+        kr__problem_weak_note(w->ctx, problem, job->problem_weak);
     kr_evaluate_options o = KR_EVALUATE_OPTIONS_INIT;
     o.flags = job->flags;
     o.compile = &job->compile;

@@ -6,6 +6,7 @@
  * No GPU. The test binary is also the child: test_protocol --child FD. */
 #include "helpers.h"
 
+#include "pool/job.h"
 #include "pool/protocol.h"
 
 #include <dirent.h>
@@ -1208,6 +1209,31 @@ static void blobs_to_child(void **state)
     free(data);
 }
 
+/* A GPU job may carry the pool's knowledge of the problem's soundness (so a
+ * respawned worker does not check it again); absent, it is unknown (-1),
+ * and anything but an integer is not believed. */
+static void job_carries_problem_soundness(void **state)
+{
+    (void)state;
+    const char *bodies[] = {
+        "{\"id\":1,\"stage\":\"gpu\",\"problem\":\"{}\",\"source\":\"x\"}",
+        "{\"id\":1,\"stage\":\"gpu\",\"problem\":\"{}\",\"source\":\"x\",\"problem_weak\":1}",
+        "{\"id\":1,\"stage\":\"gpu\",\"problem\":\"{}\",\"source\":\"x\",\"problem_weak\":0}",
+        "{\"id\":1,\"stage\":\"gpu\",\"problem\":\"{}\",\"source\":\"x\",\"problem_weak\":\"yes\"}",
+    };
+    const int want[] = {-1, 1, 0, -1};
+    for (size_t i = 0; i < 4; i++) {
+        json_t *body = json_loads(bodies[i], 0, NULL);
+        assert_non_null(body);
+        kr__job_spec s;
+        char why[256];
+        assert_int_equal(kr__job_decode(body, &s, why, sizeof why), KR_OK);
+        assert_int_equal(s.problem_weak, want[i]);
+        kr__job_spec_free(&s);
+        json_decref(body);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "--child"))
@@ -1234,6 +1260,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(timeouts),
         cmocka_unit_test(interrupted),
         cmocka_unit_test(blobs_to_child),
+        cmocka_unit_test(job_carries_problem_soundness),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
