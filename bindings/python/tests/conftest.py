@@ -5,9 +5,13 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "bindings" / "python"))
+# KREWARD_TEST_INSTALLED=1 (scripts/wheel-test.sh): test the kreward package
+# installed in this Python (a wheel), not the tree's sources and build
+INSTALLED = os.environ.get("KREWARD_TEST_INSTALLED") == "1"
+if not INSTALLED:
+    sys.path.insert(0, str(ROOT / "bindings" / "python"))
 # tests run against the build tree unless told otherwise
-if "KREWARD_LIBRARY" not in os.environ:
+if "KREWARD_LIBRARY" not in os.environ and not INSTALLED:
     for build in ("build", "build-asan"):
         lib = ROOT / build / "lib" / "libkreward.so.1"
         if lib.exists():
@@ -15,6 +19,15 @@ if "KREWARD_LIBRARY" not in os.environ:
             break
 
 import kreward  # noqa: E402
+
+if INSTALLED:
+    if pathlib.Path(kreward.__file__).resolve().is_relative_to(ROOT):
+        raise RuntimeError(f"KREWARD_TEST_INSTALLED=1 but kreward comes from the tree "
+                           f"({kreward.__file__}): install the wheel into this Python")
+    # the package found its own library (tests/wheel/check_installed.py
+    # checks where); tests that run the tree's sources in a subprocess
+    # (PYTHONPATH=bindings/python) get the same one
+    os.environ.setdefault("KREWARD_LIBRARY", kreward._lib.path)
 
 EXAMPLES = ROOT / "examples" / "problems"
 
