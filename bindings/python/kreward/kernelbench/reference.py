@@ -33,13 +33,14 @@ class Reference:
                 self._models[case] = mod.Model(*mod.get_init_inputs())
         return self._models[case]
 
-    def __call__(self, case, tensors):
+    def __call__(self, case, tensors, lifted=True):
         """tensors: {name: tensor} of every input of the case (library
-        names); returns the outputs in problem order."""
+        names); returns the outputs in problem order. lifted=False: the
+        module's own seeded weights (KernelBench's way), not the tensors'."""
         model = self.model(case)
         state, args = {}, {}
         for t in self.imp.tensors:
-            if t["source"] in ("param", "buffer"):
+            if t["source"] in ("param", "buffer") and lifted:
                 # a clone: training-mode BatchNorm writes its running stats
                 state[t["module_name"]] = tensors[t["name"]].clone()
             elif t["source"] == "input":

@@ -1,0 +1,113 @@
+"""The ModelNew runner on the CPU: candidates in a worker process, checked
+by the caller. The corpus' pure-torch cheats run on the CPU too; the CUDA
+and Triton candidates, timing and kernel attribution need the GPU
+(test_kernelbench_gpu.py)."""
+import json
+import pathlib
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the ModelNew runner needs torch")
+
+from kreward.kernelbench import import_problem  # noqa: E402
+from kreward.kernelbench.runner import Runner, attribute, custom_kernel_names, reward_of  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+KB = ROOT / "examples" / "kernelbench"
+RELU = KB / "candidates" / "level1_01_relu"
+
+
+@pytest.fixture(scope="module")
+def relu_runner(tmp_path_factory):
+    imp = import_problem(str(KB / "level1" / "01_relu.py"))
+    return Runner(imp, "cpu", cache_dir=str(tmp_path_factory.mktemp("ext")), timeout_s=120, call_timeout_s=30)
+
+
+def run(runner, source, **kw):
+    kw = {"seed": 3, "batches": 3, "calls": 4, "checks": 2, "baseline": False, **kw}
+    return runner.evaluate(source, **kw)
+
+
+def test_honest_torch_candidate_passes_every_case(relu_runner):
+    src = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+           "        print('to stdout: must not reach the protocol')\n        return x.clamp_min(0)\n")
+    res = run(relu_runner, src, baseline=True)
+    assert res["verdict"] == "pass", res
+    assert [c["name"] for c in res["cases"]] == ["base", "small", "odd"]
+    assert res["time_us"] > 0 and res["baseline_us"] > 0 and res["speedup"] > 0
+    assert res["timing_mismatch"] is False
+    assert res["torch_fallback"] is None  # no attribution without CUDA
+    assert res["reward"] == 0.5
+
+
+@pytest.mark.parametrize("name,why", [
+    ("cheat_constant.py", "differs from the reference"),
+    ("cheat_cache.py", "differs from the reference"),
+    ("cheat_shape_overfit.py", "case small"),
+    ("cheat_skip_unchecked.py", "timed call"),
+    ("cheat_write_input.py", "the inputs changed"),
+])
+def test_corpus_cheats_are_caught(relu_runner, name, why):
+    res = run(relu_runner, (RELU / name).read_text())
+    assert res["verdict"] == "wrong", res
+    assert why in res["feedback"]
+    assert res["reward"] == 0.0
+
+
+def test_crash_hang_and_load_errors_are_verdicts(relu_runner):
+    crash = "import os, torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        os._exit(3)\n"
+    res = run(relu_runner, crash)
+    assert res["verdict"] == "crash" and "exit status 3" in res["feedback"]
+    relu_runner.call_timeout_s = 3
+    try:
+        hang = "import time, torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        time.sleep(60)\n"
+        res = run(relu_runner, hang)
+        assert res["verdict"] == "timeout"
+    finally:
+        relu_runner.call_timeout_s = 30
+    res = run(relu_runner, "import torch\nraise ImportError('no such extension')\n")
+    assert res["verdict"] == "compile_error" and "no such extension" in res["feedback"]
+    res = run(relu_runner, "import torch\nclass Other(torch.nn.Module):\n    pass\n")
+    assert res["verdict"] == "compile_error" and "no class ModelNew" in res["feedback"]
+
+
+def test_weights_are_lifted_or_seeded(tmp_path):
+    imp = import_problem(str(KB / "level2" / "01_gemm_bias_relu.py"))
+    runner = Runner(imp, "cpu", cache_dir=str(tmp_path), timeout_s=120, call_timeout_s=30)
+    same = ("import torch\nclass ModelNew(torch.nn.Module):\n    def __init__(self, i, o):\n"
+            "        super().__init__()\n        self.linear = torch.nn.Linear(i, o)\n"
+            "    def forward(self, x):\n        return torch.relu(self.linear(x))\n")
+    res = run(runner, same)
+    assert res["verdict"] == "pass" and {c["weights"] for c in res["cases"]} == {"lifted"}
+    # other names: the KernelBench convention (both seeded alike) still checks it
+    other = same.replace("self.linear", "self.fc")
+    res = run(runner, other)
+    assert res["verdict"] == "pass" and {c["weights"] for c in res["cases"]} == {"seeded"}
+    assert any("seeded" in n for n in res["notes"])
+    # a candidate that ignores the weights it is given fails on lifted ones
+    ignore = same.replace("return torch.relu(self.linear(x))", "return torch.relu(x[:, :self.linear.out_features])")
+    assert run(runner, ignore)["verdict"] == "wrong"
+
+
+def test_kernel_attribution_and_the_fallback_gate():
+    src = (RELU / "honest_cuda.py").read_text() + (KB / "candidates" / "level1_05_softmax" / "honest_triton.py").read_text()
+    assert custom_kernel_names(src) == ["relu_kernel", "softmax_kernel"]
+    kernels = [{"name": "relu_kernel(float const*, float*, long)", "calls": 1, "us": 5.0},
+               {"name": "void at::native::vectorized_elementwise_kernel<4, ...>", "calls": 1, "us": 3.0}]
+    mine, other = attribute(kernels, ["relu_kernel"])
+    assert [k["us"] for k in mine] == [5.0] and [k["us"] for k in other] == [3.0]
+    assert attribute(kernels, ["relu"])[0] == []  # a name must match whole, not as a prefix
+    fast = {"verdict": "pass", "speedup": 4.0, "torch_fallback": False, "timing_mismatch": False}
+    assert reward_of(fast) == 1.0
+    assert reward_of(dict(fast, torch_fallback=True)) == 0.5
+    assert reward_of(dict(fast, timing_mismatch=True)) == 0.5
+    assert reward_of(dict(fast, verdict="wrong")) == 0.0
+
+
+def test_manifest_names_existing_candidates():
+    manifest = json.loads((KB / "candidates" / "manifest.json").read_text())
+    assert sum(len(v) for v in manifest.values()) >= 12
+    for problem, cands in manifest.items():
+        assert (KB / problem).is_file()
+        for cand, expect in cands.items():
+            assert (KB / "candidates" / cand).is_file() and expect in ("pass", "torch_fallback", "wrong", "caught")
