@@ -1,0 +1,58 @@
+"""The KernelBench corpus end to end on a GPU (marked gpu): every importable
+problem evaluated with its own Model as the candidate (passes, flagged
+torch_fallback), and every candidate of the manifest gets its expected
+outcome: honest and slow ones pass with custom kernels, cheats are caught."""
+import json
+import pathlib
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="needs torch with CUDA")
+
+from kreward.kernelbench import ImportRefused, import_problem  # noqa: E402
+from kreward.kernelbench.runner import Runner  # noqa: E402
+
+KB = pathlib.Path(__file__).resolve().parents[3] / "examples" / "kernelbench"
+CORPUS = sorted(KB.glob("level*/*.py"))
+MANIFEST = json.loads((KB / "candidates" / "manifest.json").read_text())
+CASES = [(p, c, e) for p, cands in MANIFEST.items() for c, e in cands.items()]
+_runners = {}
+
+
+def runner(problem, tmp_path_factory):
+    if problem not in _runners:
+        _runners[problem] = Runner(import_problem(str(KB / problem)), "cuda",
+                                   cache_dir=str(tmp_path_factory.getbasetemp() / "ext"))
+    return _runners[problem]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_corpus_reference_as_candidate(path, tmp_path_factory):
+    try:
+        imp = import_problem(str(path))
+    except ImportRefused:
+        pytest.skip("refused by the importer (test_kernelbench_import checks the reason)")
+    src = path.read_text() + "\nModelNew = Model\n"
+    res = Runner(imp, "cuda", cache_dir=str(tmp_path_factory.getbasetemp() / "ext")).evaluate(src, seed=1)
+    print(json.dumps({"problem": f"{path.parent.name}/{path.stem}", **{k: res.get(k) for k in (
+        "verdict", "time_us", "baseline_us", "speedup", "torch_fallback", "timing_mismatch")}}))
+    assert res["verdict"] == "pass", res
+    assert res["torch_fallback"] is True and res["reward"] == 0.5
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("problem,cand,expect", CASES, ids=[c for _, c, _ in CASES])
+def test_candidates(problem, cand, expect, tmp_path_factory):
+    res = runner(problem, tmp_path_factory).evaluate((KB / "candidates" / cand).read_text(), seed=1)
+    print(json.dumps({"candidate": cand, **{k: res.get(k) for k in (
+        "verdict", "feedback", "time_us", "baseline_us", "speedup", "compile_seconds", "torch_fallback")}}))
+    if expect == "pass":
+        assert res["verdict"] == "pass" and res["torch_fallback"] is False, res
+        assert res["kernels"]["custom"]
+    elif expect == "torch_fallback":
+        assert res["verdict"] == "pass" and res["torch_fallback"] is True and res["reward"] == 0.5, res
+    elif expect == "wrong":
+        assert res["verdict"] == "wrong" and res["reward"] == 0.0, res
+    else:  # caught: never paid for speed
+        assert res["reward"] <= 0.5, res
