@@ -84,7 +84,9 @@ static void value_text(double v, int unwritten, char *out, size_t size)
         snprintf(out, size, "%.6g", v);
 }
 
-/* Columns (last-dim indices) in which every element was left unwritten. */
+/* Columns (last-dim indices) in which every element was left unwritten.
+ * Row by row, in memory order: walking down each column touched a new
+ * cache line per element and took seconds on 128 MiB. */
 static size_t dead_columns(const kr_problem *p, size_t t, size_t c, const void *got, uint32_t poison,
                            uint64_t n, uint64_t *cols, size_t max)
 {
@@ -93,18 +95,23 @@ static size_t dead_columns(const kr_problem *p, size_t t, size_t c, const void *
     if (rank < 2 || ext[rank - 1] <= 1)
         return 0;
     uint64_t width = (uint64_t)ext[rank - 1], rows = n / width;
+    if (rows < 2)
+        return 0;
+    unsigned char *alive = calloc(width, 1); /* 1: a written element seen in the column */
+    if (!alive)
+        return 0;
     int dtype = p->tensors[t].dtype;
+    for (uint64_t r = 0; r < rows; r++)
+        for (uint64_t j = 0; j < width; j++)
+            alive[j] |= kr__element_bits(dtype, got, r * width + j) != poison;
     size_t found = 0;
-    for (uint64_t j = 0; j < width; j++) {
-        uint64_t r = 0;
-        while (r < rows && kr__element_bits(dtype, got, r * width + j) == poison)
-            r++;
-        if (r == rows && rows > 1) {
+    for (uint64_t j = 0; j < width; j++)
+        if (!alive[j]) {
             if (found < max)
                 cols[found] = j;
             found++;
         }
-    }
+    free(alive);
     return found;
 }
 

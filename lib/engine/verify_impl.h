@@ -28,6 +28,7 @@ typedef struct vstate {
     kr__buf feedback;            /* about the first failing unit only */
     size_t feedback_unit;        /* its id (units are numbered from 1) */
     int feedback_explained;      /* its first wrong output has been explained */
+    size_t explained;            /* wrong outputs explained so far (host scans; capped) */
     char message[1024];
 } vstate;
 
