@@ -1,6 +1,7 @@
 /* `kreward info`: what this machine offers (driver, GPUs, NVRTC, CUPTI). */
 #include "cli.h"
 
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,8 +15,9 @@ int cmd_info(int argc, char **argv)
             printf("usage: kreward info\n\n"
                    "Prints, as JSON, what libkreward found on this machine: the NVIDIA driver\n"
                    "and its CUDA version, each GPU (name, compute capability, memory, SMs, L2),\n"
-                   "NVRTC (version, target architectures), CUPTI, the CUDA headers, and the\n"
-                   "compile cache; for anything missing, why.\n");
+                   "NVRTC (version, target architectures), CUPTI, the CUDA headers, the\n"
+                   "compile cache, and what the workers' sandbox can use (Landlock,\n"
+                   "seccomp); for anything missing, why.\n");
             return EXIT_OK;
         }
         if (c == CLI_ARG)
@@ -30,7 +32,21 @@ int cmd_info(int argc, char **argv)
         kr_context_free(ctx);
         return cli_exit_for(rc);
     }
-    printf("%s\n", json);
+    /* the workers' sandbox beside the context's view: a machine without
+     * Landlock says so here, before any pool runs */
+    char *sandbox = NULL;
+    json_t *all = json_loads(json, 0, NULL);
+    json_t *sb = kr_pool_sandbox_json(&sandbox) == KR_OK ? json_loads(sandbox, 0, NULL) : NULL;
+    char *merged = NULL;
+    if (all && sb) {
+        json_object_set(all, "sandbox", sb);
+        merged = json_dumps(all, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    }
+    printf("%s\n", merged ? merged : json);
+    free(merged);
+    json_decref(sb);
+    json_decref(all);
+    kr_free(sandbox);
     kr_free(json);
     kr_context_free(ctx);
     return EXIT_OK;

@@ -103,6 +103,13 @@ KR_API int kr_pool_next(kr_report **out, uint64_t *ticket, kr_pool *pool, double
  * running and done, respawns, timings); caller frees. */
 KR_API int kr_pool_status_json(char **json_out, kr_pool *pool);
 
+/* What the workers' sandbox can use on this machine, as JSON, without a
+ * pool: {"landlock": bool, "landlock_abi": n, "landlock_why": "...",
+ * "seccomp": bool, "seccomp_why": "..."} (a why is empty when available).
+ * Where Landlock or seccomp is missing, workers still run, with the rest of
+ * the sandbox; `kreward info` prints this. Caller frees. */
+KR_API int kr_pool_sandbox_json(char **json_out);
+
 /* A GRPO-style group in one call: every job through the pool, reports[i]
  * for jobs[i] (each freed by the caller), identical candidates (same
  * problem, source or binary, plan and options) evaluated once. Returns KR_OK

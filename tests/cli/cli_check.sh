@@ -171,6 +171,15 @@ grep -qE '^    x +f32 +in +\[M, N\] +init normal mean=1 std=3' "$tmp/out" &&
 run evaluate "$problem" "$cand" --reward nosuch
 [ "$rc" -eq 2 ] && grep -qF "not a preset (makora, kernelgym," "$tmp/err" ||
   fail "--reward nosuch: list the presets (exit $rc)"
+# info says what the workers' sandbox can use here, with a reason where it cannot
+run info
+[ "$rc" -eq 0 ] && python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))["sandbox"]
+assert isinstance(s["landlock"], bool) and isinstance(s["seccomp"], bool), s
+assert s["landlock"] == (s["landlock_abi"] > 0), s
+assert bool(s["landlock_why"]) != s["landlock"] and bool(s["seccomp_why"]) != s["seccomp"], s
+' "$tmp/out" || fail "info: a sandbox section (landlock, seccomp, why not) (exit $rc)"
 
 [ "$failures" -eq 0 ] && echo "cli: all checks passed" && exit 0
 echo "cli: $failures checks failed"

@@ -9,6 +9,8 @@
 #include "driver/context_impl.h"
 #include "pool/sandbox.h"
 
+#include <jansson.h>
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1013,6 +1015,28 @@ static void missing_spec(void **state)
     assert_int_equal(prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0), nnp); /* nothing applied */
 }
 
+/* kr_pool_sandbox_json agrees with the probes the workers use, and gives a
+ * reason exactly where something is missing. */
+static void sandbox_json_says_what_is_missing(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    assert_int_equal(kr_pool_sandbox_json(&text), KR_OK);
+    json_t *o = json_loads(text, 0, NULL);
+    assert_non_null(o);
+    kr__sandbox_status st;
+    kr__sandbox_probe(&st);
+    assert_int_equal(json_integer_value(json_object_get(o, "landlock_abi")), st.landlock_abi);
+    assert_int_equal(json_is_true(json_object_get(o, "landlock")), st.landlock_abi > 0);
+    int seccomp = json_is_true(json_object_get(o, "seccomp"));
+    assert_int_equal(strlen(json_string_value(json_object_get(o, "landlock_why"))) > 0,
+                     st.landlock_abi == 0);
+    assert_int_equal(strlen(json_string_value(json_object_get(o, "seccomp_why"))) > 0, !seccomp);
+    json_decref(o);
+    kr_free(text);
+    assert_int_equal(kr_pool_sandbox_json(NULL), KR_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1028,6 +1052,7 @@ int main(void)
         cmocka_unit_test(x32_killed),
         cmocka_unit_test(ia32_killed),
         cmocka_unit_test(nvrtc_compile),
+        cmocka_unit_test(sandbox_json_says_what_is_missing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
