@@ -46,3 +46,11 @@ def live_server(*args, token=None, env=None):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def slow(i):
+    """A candidate whose compile takes about 1.4 s (NVRTC's constexpr step
+    limit), then fails: work that keeps a compile worker busy."""
+    return ("__host__ __device__ constexpr long f(long n) { long s = 0; for (long i = 0; i < n; "
+            "i++) s = (s * 31 + i) % 1000003; return s; }\n"
+            f"__global__ void k(float *x) {{ constexpr long v = f(1000000); x[0] = v + {i}; }}\n")

@@ -13,15 +13,7 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
 from kreward.client import Client  # noqa: E402
-from serve_util import live_server  # noqa: E402
-
-
-def slow(i):
-    """A candidate whose compile takes about 1.4 s (NVRTC's constexpr step
-    limit), then fails: work that keeps the one compile worker busy."""
-    return ("__host__ __device__ constexpr long f(long n) { long s = 0; for (long i = 0; i < n; "
-            "i++) s = (s * 31 + i) % 1000003; return s; }\n"
-            f"__global__ void k(float *x) {{ constexpr long v = f(1000000); x[0] = v + {i}; }}\n")
+from serve_util import live_server, slow  # noqa: E402
 
 
 def post(client, path, body):

@@ -1,0 +1,60 @@
+"""One reward backend, chosen by argument or environment: a local pool (the
+Evaluator), a `kreward serve` URL (kreward.client.Client) or a Ray cluster
+(kreward.ray_pool.RayPool). All three have the Evaluator's methods:
+evaluate(problem, source), evaluate_completion(problem, completion),
+evaluate_batch(problems, sources), evaluate_async(problem, source),
+score_of(report) and close(); the reports they return read alike
+(verdict, reward, to_dict, close).
+
+    ev = kreward.backend.resolve()            # KREWARD_URL, KREWARD_RAY or local
+    ev = kreward.backend.resolve("http://rewards:8000")
+    ev = kreward.backend.resolve("ray")       # the running Ray cluster
+
+Problems: a path or the problem's JSON works everywhere (a path is read
+here and sent inline to a server or actor); a registered name works with a
+server or Ray (their problem directories)."""
+import os
+
+# the environment a trainer's reward process reads
+URL_ENV, RAY_ENV = "KREWARD_URL", "KREWARD_RAY"
+
+
+def _is_backend(obj):
+    return all(callable(getattr(obj, m, None)) for m in ("evaluate", "evaluate_batch", "score_of"))
+
+
+def resolve(backend=None, **options):
+    """The backend for `backend`:
+    - an object with the Evaluator's methods: itself;
+    - "http://..." or "https://...": a Client (options: token, reward,
+      preset, fallback, timeout, max_wait);
+    - "ray", "ray:auto", "ray:ADDRESS" or "ray://HOST:PORT": a RayPool over
+      that cluster (options: RayPool's);
+    - "local": an Evaluator (options: Evaluator's);
+    - None: $KREWARD_URL if set, else $KREWARD_RAY ("1"/"auto" or an
+      address) if set, else local."""
+    if backend is not None and not isinstance(backend, str):
+        if _is_backend(backend):
+            return backend
+        raise TypeError(f"a backend is a URL, 'ray[:ADDRESS]', 'local' or an object with "
+                        f"evaluate/evaluate_batch/score_of, not {type(backend).__name__}")
+    if backend is None:
+        if os.environ.get(URL_ENV):
+            backend = os.environ[URL_ENV]
+        elif os.environ.get(RAY_ENV) and os.environ[RAY_ENV] not in ("0", ""):
+            ray_env = os.environ[RAY_ENV]
+            backend = "ray" if ray_env in ("1", "auto") else "ray:" + ray_env
+        else:
+            backend = "local"
+    if backend.startswith(("http://", "https://")):
+        from .client import Client
+        return Client(backend, **options)
+    if backend == "ray" or backend.startswith(("ray:", "ray://")):
+        from .ray_pool import RayPool
+        address = "auto" if backend in ("ray", "ray:auto") else (
+            backend if backend.startswith("ray://") else backend[len("ray:"):])
+        return RayPool.from_cluster(address, **options)
+    if backend == "local":
+        from .evaluator import Evaluator
+        return Evaluator(**options)
+    raise ValueError(f"backend {backend!r}: an http(s):// URL, 'ray[:ADDRESS]' or 'local'")
