@@ -12,15 +12,17 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 @contextlib.contextmanager
-def live_server(*args, token=None, env=None):
+def live_server(*args, token=None, env=None, gpus="none"):
+    """gpus: the server's --gpus ("none": compile only, as CI has no GPU;
+    None: every GPU)."""
     e = dict(os.environ)
     e["PYTHONPATH"] = str(ROOT / "bindings" / "python") + os.pathsep + e.get("PYTHONPATH", "")
     if token:
         e["KREWARD_TOKEN"] = token
     e.update(env or {})
-    proc = subprocess.Popen([sys.executable, "-m", "kreward.serve", "--port", "0", "--gpus",
-                             os.environ.get("KREWARD_TEST_GPUS", "none"), "--log-level",
-                             "warning", *args],
+    gpu_args = ["--gpus", gpus] if gpus else []
+    proc = subprocess.Popen([sys.executable, "-m", "kreward.serve", "--port", "0", *gpu_args,
+                             "--log-level", "warning", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e)
     url = None
     deadline = time.monotonic() + 60
