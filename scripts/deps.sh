@@ -35,6 +35,13 @@ if [ "$build_only" = 0 ] && ! python3 -c 'import pytest' 2>/dev/null; then
   echo "deps: installing pytest"
   python3 -m pip install -q pytest 2>/dev/null || python3 -m pip install -q --break-system-packages pytest
 fi
+# kreward serve and the Ray pool's tests (docs/serve.md): starlette + uvicorn
+# (small), ray (~70 MB)
+if ! python3 -c 'import starlette, uvicorn, ray' 2>/dev/null; then
+  echo "deps: installing starlette uvicorn ray"
+  python3 -m pip install -q starlette uvicorn ray 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages starlette uvicorn ray
+fi
 cuda="${CUDA_HOME:-/usr/local/cuda}"
 if [ ! -f "$cuda/include/nvrtc.h" ]; then
   echo "deps: no CUDA toolkit headers under $cuda (set CUDA_HOME); libkreward needs them to build" >&2
