@@ -75,5 +75,6 @@ int cmd_compile(int argc, char **argv);
 int cmd_problem(int argc, char **argv);
 int cmd_evaluate(int argc, char **argv);
 int cmd_suite(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif
