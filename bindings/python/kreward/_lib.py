@@ -394,6 +394,7 @@ _FUNCTIONS = [
     ("kr_pool_next", [PP(c_void_p), PP(c_uint64), _H, c_double], c_int,
      status(outcome=_pending)),
     ("kr_pool_status_json", [PP(c_void_p), _H], c_int, _S),
+    ("kr_pool_sandbox_json", [PP(c_void_p)], c_int, _S),
     ("kr_evaluate_batch", [PP(c_void_p), _H, PP(Job), c_size_t], c_int, _S),
 ]
 

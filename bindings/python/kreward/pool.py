@@ -558,6 +558,16 @@ class Pool:
         return report
 
     # ---- state ----
+    @staticmethod
+    def sandbox():
+        """What the workers' sandbox can use on this machine, without a pool
+        (kr_pool_sandbox_json): landlock, landlock_abi, landlock_why, seccomp,
+        seccomp_why (a why is empty when available)."""
+        import json
+        out = ctypes.c_void_p()
+        fn.pool_sandbox_json(ctypes.byref(out))
+        return json.loads(_lib.take_string(out))
+
     def status(self):
         """The pool's state (kr_pool_status_json): workers (kind, device,
         state, pid, sandbox), gpus, arch, cache_dir, jobs queued, running,

@@ -423,3 +423,12 @@ def test_pools_left_open_are_tracked_for_exit(problem):
     assert p in pool_module._live
     p.close()
     assert p not in pool_module._live
+
+
+def test_sandbox_says_what_is_missing():
+    """Pool.sandbox(): the same probe the workers use, a reason exactly where
+    Landlock or seccomp is missing, without starting a pool."""
+    s = kreward.Pool.sandbox()
+    assert s["landlock"] == (s["landlock_abi"] > 0)
+    assert bool(s["landlock_why"]) != s["landlock"]
+    assert bool(s["seccomp_why"]) != s["seccomp"]
