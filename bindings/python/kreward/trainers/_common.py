@@ -62,9 +62,19 @@ def get_evaluator():
     (fast or precise), KREWARD_GPUS (the pool's GPUs, e.g. "0,1"; "none":
     compile checks only, every candidate that compiles then raises
     EvaluationUnavailable), KREWARD_IN_PROCESS=1 (trusted code only: no
-    pool). No GPU: EvaluationUnavailable, saying why."""
+    pool). No GPU: EvaluationUnavailable, saying why.
+
+    KREWARD_URL (a `kreward serve`) or KREWARD_RAY (a Ray cluster: "1" or
+    an address) send the candidates there instead (kreward.backend.resolve):
+    the way for trainers whose reward code runs where no GPU is (verl's
+    reward workers, slime's rollout manager)."""
     global _evaluator
     with _lock:
+        if _evaluator is None and (os.environ.get("KREWARD_URL") or
+                                   os.environ.get("KREWARD_RAY", "0") not in ("", "0")):
+            from ..backend import resolve
+            _evaluator = resolve(reward=os.environ.get("KREWARD_REWARD", "makora"),
+                                 preset=os.environ.get("KREWARD_PRESET", "fast"))
         if _evaluator is None:
             isolated = os.environ.get("KREWARD_IN_PROCESS", "") in ("", "0")
             gpus = os.environ.get("KREWARD_GPUS") or None
