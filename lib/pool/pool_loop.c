@@ -242,48 +242,57 @@ static void on_golden(kr_pool *pool, kr__worker *w, kr__frame *f)
     const kr_problem *p = j ? j->job.problem : NULL;
     size_t c = (size_t)json_integer_value(json_object_get(f->body, "case"));
     uint64_t seed = (uint64_t)json_integer_value(json_object_get(f->body, "seed"));
-    char err[512] = "", why[256];
-    int ok = p && p->golden && c < p->num_cases && f->num_fds == p->num_tensors;
-    void **host = ok ? calloc(p->num_tensors, sizeof *host) : NULL;
-    uint64_t *bytes = ok ? calloc(p->num_tensors, sizeof *bytes) : NULL;
-    ok = ok && host && bytes;
-    for (size_t t = 0; ok && t < p->num_tensors; t++) {
-        const void *data;
-        size_t len;
-        ok = kr__blob_map(f->fds[t], p->cases[c].bytes[t], &data, &len, why, sizeof why) == KR_OK;
-        if (ok && (host[t] = malloc(len ? len : 1)))
-            memcpy(host[t], data, len);
-        ok = ok && host[t];
-        if (data)
-            kr__blob_unmap(data, len);
-        bytes[t] = len;
+    char err[512] = "", why[256] = "";
+    /* every tensor in one blob, in the problem's order, each of the size the
+     * problem says for the case: anything else is not believed */
+    int ok = p && p->golden && c < p->num_cases && f->num_fds == 1;
+    void **host = ok ? calloc(p->num_tensors + 1, sizeof *host) : NULL;
+    const void **parts = ok ? calloc(p->num_tensors + 1, sizeof *parts) : NULL;
+    uint64_t *bytes = ok ? calloc(p->num_tensors + 1, sizeof *bytes) : NULL;
+    ok = ok && host && parts && bytes;
+    const void *data = NULL;
+    size_t len = 0;
+    if (ok) {
+        memcpy(bytes, p->cases[c].bytes, p->num_tensors * sizeof *bytes);
+        ok = kr__blob_map_parts(f->fds[0], bytes, p->num_tensors, &data, &len, parts, why,
+                                sizeof why) == KR_OK;
     }
+    for (size_t t = 0; ok && t < p->num_tensors; t++) {
+        ok = (host[t] = malloc(bytes[t] ? (size_t)bytes[t] : 1)) != NULL;
+        if (ok)
+            memcpy(host[t], parts[t], (size_t)bytes[t]);
+    }
+    if (data)
+        kr__blob_unmap(data, len);
     pthread_mutex_unlock(&pool->lock);
     if (ok) {
         kr_golden_request req = {KR_GOLDEN_REQUEST_VERSION, (uint32_t)c, seed, p->num_tensors,
                                  host, bytes, p->cases[c].dims, err, sizeof err};
         ok = p->golden(p->golden_user, &req) == 0;
     } else {
-        snprintf(err, sizeof err, "%s", p && !p->golden ? "the problem has no golden callback"
-                                                         : "a malformed golden request");
+        snprintf(err, sizeof err, "%s%s%s", p && !p->golden ? "the problem has no golden callback"
+                 : "a malformed golden request", why[0] ? ": " : "", why);
     }
     json_t *body = json_object();
     json_object_set_new(body, "id", json_integer(j ? (json_int_t)j->ticket : 0));
     json_object_set_new(body, "status", json_integer(ok ? 0 : 1));
     if (!ok)
         json_object_set_new(body, "message", json_string(err[0] ? err : "the golden callback failed"));
-    int fds[KR__FRAME_MAX_FDS];
-    size_t nfds = 0;
-    for (size_t t = 0; ok && t < p->num_tensors && nfds < KR__FRAME_MAX_FDS; t++)
-        if (kr__blob_create("kreward-golden", host[t], bytes[t], &fds[nfds], why, sizeof why) == KR_OK)
-            nfds++;
-    kr__frame_send(w->sock, KR__MSG_GOLDEN_REPLY, body, fds, nfds, why, sizeof why);
-    for (size_t t = 0; t < nfds; t++)
-        close(fds[t]);
+    int fd = -1;
+    if (ok && kr__blob_create_parts("kreward-golden", (const void *const *)host, bytes,
+                                    p->num_tensors, &fd, why, sizeof why) != KR_OK) {
+        json_object_set_new(body, "status", json_integer(1));
+        json_object_set_new(body, "message", json_string(why));
+    }
+    kr__frame_send(w->sock, KR__MSG_GOLDEN_REPLY, body, fd >= 0 ? &fd : NULL, fd >= 0, why,
+                   sizeof why);
+    if (fd >= 0)
+        close(fd);
     json_decref(body);
-    for (size_t t = 0; host && t < p->num_tensors; t++)
+    for (size_t t = 0; host && p && t < p->num_tensors; t++)
         free(host[t]);
     free(host);
+    free(parts);
     free(bytes);
     pthread_mutex_lock(&pool->lock);
 }

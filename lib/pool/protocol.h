@@ -32,8 +32,8 @@ enum kr__msg {
     KR__MSG_HELLO = 1,        /* worker -> pool, once: {"pid", "kind": "gpu"|"compile", "device", "arch", "sandbox": {...}} */
     KR__MSG_JOB = 2,          /* pool -> worker: {"id", "problem": spec, "source"|"binary": blob, "plan"?, "options": {...}} */
     KR__MSG_RESULT = 3,       /* worker -> pool: {"id", "status", "report": report JSON or blob} */
-    KR__MSG_GOLDEN = 4,       /* worker -> pool: {"id", "case", "seed"}: golden outputs wanted */
-    KR__MSG_GOLDEN_REPLY = 5, /* pool -> worker: {"id", "status", "message"?, outputs as blobs} */
+    KR__MSG_GOLDEN = 4,       /* worker -> pool: {"id", "case", "seed", "tensors": n}: golden outputs wanted; every tensor's host buffer in one blob, in the problem's order */
+    KR__MSG_GOLDEN_REPLY = 5, /* pool -> worker: {"id", "status", "message"?}; every tensor in one blob, the same layout */
     KR__MSG_BYE = 6,          /* pool -> worker: finish and exit */
     KR__MSG_MAX = 6,
 };
@@ -70,6 +70,16 @@ void kr__frame_clear(kr__frame *f);
 /* Blobs: a sealed, read-only memfd holding len bytes (a copy of data). */
 int kr__blob_create(const char *name, const void *data, size_t len, int *fd_out, char *why,
                     size_t why_size);
+/* Several buffers in one blob, one after another: a golden request or
+ * reply carries every tensor of a problem (up to 64) in one descriptor,
+ * where a frame carries at most KR__FRAME_MAX_FDS. */
+int kr__blob_create_parts(const char *name, const void *const *parts, const uint64_t *lens,
+                          size_t n, int *fd_out, char *why, size_t why_size);
+/* Maps a blob that must be exactly the parts of lens[0..n) one after
+ * another (KR_EPARSE otherwise); parts[i] points into the mapping, which
+ * data and len describe for kr__blob_unmap. */
+int kr__blob_map_parts(int fd, const uint64_t *lens, size_t n, const void **data, size_t *len,
+                       const void **parts, char *why, size_t why_size);
 /* Maps a blob read-only; KR_EPARSE when fd is not a sealed memfd of the
  * expected length (expect_len SIZE_MAX: any), so a peer cannot hand over a
  * file it can still change. Unmap with kr__blob_unmap. */

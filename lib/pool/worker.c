@@ -43,33 +43,22 @@ typedef struct {
 static int golden_rpc(void *user, const kr_golden_request *req)
 {
     worker *w = user;
-    int fds[KR__FRAME_MAX_FDS];
-    size_t nfds = 0;
     json_t *body = json_object();
     json_object_set_new(body, "id", json_integer((json_int_t)w->job->id));
     json_object_set_new(body, "case", json_integer(req->case_index));
     json_object_set_new(body, "seed", json_integer((json_int_t)req->seed));
-    /* the inputs the device generated travel along: the caller needs not
-     * generate them again on its CPU */
-    json_t *inputs = json_array();
-    for (size_t t = 0; t < req->num_tensors && nfds < KR__FRAME_MAX_FDS; t++) {
-        int fd = -1;
-        if (kr__blob_create("kreward-golden-input", req->host[t], req->bytes[t], &fd, w->why,
-                            sizeof w->why) != KR_OK)
-            break;
-        fds[nfds++] = fd;
-        json_array_append_new(inputs, json_integer((json_int_t)t));
-    }
-    json_object_set_new(body, "tensors", inputs);
-    int rc = nfds == req->num_tensors ? kr__frame_send(w->sock, KR__MSG_GOLDEN, body, fds, nfds,
-                                                       w->why, sizeof w->why)
-                                      : KR_ETOOBIG;
-    if (rc == KR_ETOOBIG && req->num_tensors > KR__FRAME_MAX_FDS)
-        snprintf(w->why, sizeof w->why, "a golden problem of %zu tensors: a frame carries %d",
-                 req->num_tensors, KR__FRAME_MAX_FDS);
+    json_object_set_new(body, "tensors", json_integer((json_int_t)req->num_tensors));
+    /* the inputs the device generated travel along (the caller needs not
+     * generate them again on its CPU): every tensor in one blob, so a
+     * problem of any number of tensors fits a frame */
+    int fd = -1;
+    int rc = kr__blob_create_parts("kreward-golden-inputs", (const void *const *)req->host,
+                                   req->bytes, req->num_tensors, &fd, w->why, sizeof w->why);
+    if (rc == KR_OK)
+        rc = kr__frame_send(w->sock, KR__MSG_GOLDEN, body, &fd, 1, w->why, sizeof w->why);
     json_decref(body);
-    for (size_t i = 0; i < nfds; i++)
-        close(fds[i]);
+    if (fd >= 0)
+        close(fd);
     kr__frame reply;
     memset(&reply, 0, sizeof reply);
     if (rc == KR_OK)
@@ -80,18 +69,24 @@ static int golden_rpc(void *user, const kr_golden_request *req)
         snprintf(req->errbuf, req->errbuf_size, "%s", m ? m : "the pool sent no golden outputs");
         rc = KR_EPLUGIN;
     }
-    /* outputs come back as one blob per tensor, in the problem's order */
-    for (size_t t = 0; rc == KR_OK && t < req->num_tensors && t < reply.num_fds; t++) {
-        const void *data;
-        size_t len;
-        rc = kr__blob_map(reply.fds[t], req->bytes[t], &data, &len, w->why, sizeof w->why);
-        if (rc == KR_OK) {
-            memcpy(req->host[t], data, len);
-            kr__blob_unmap(data, len);
-        }
-    }
-    if (rc == KR_OK && reply.num_fds != req->num_tensors)
+    /* the outputs come back the same way: one blob, the problem's order */
+    if (rc == KR_OK && reply.num_fds != 1) {
+        snprintf(w->why, sizeof w->why, "a golden reply with %zu blobs, 1 expected",
+                 reply.num_fds);
         rc = KR_EPARSE;
+    }
+    const void *data = NULL, **parts = NULL;
+    size_t len = 0;
+    if (rc == KR_OK && !(parts = calloc(req->num_tensors ? req->num_tensors : 1, sizeof *parts)))
+        rc = KR_ENOMEM;
+    if (rc == KR_OK)
+        rc = kr__blob_map_parts(reply.fds[0], req->bytes, req->num_tensors, &data, &len, parts,
+                                w->why, sizeof w->why);
+    for (size_t t = 0; rc == KR_OK && t < req->num_tensors; t++)
+        memcpy(req->host[t], parts[t], (size_t)req->bytes[t]);
+    if (data)
+        kr__blob_unmap(data, len);
+    free(parts);
     if (rc != KR_OK && !req->errbuf[0])
         snprintf(req->errbuf, req->errbuf_size, "golden outputs from the pool: %s", w->why);
     kr__frame_clear(&reply);

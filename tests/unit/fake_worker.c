@@ -9,6 +9,8 @@
  *   garble   writes bytes that are no frame
  *   lie      answers with another job's id
  *   golden   asks the pool for golden outputs first (one 4-byte tensor)
+ *   golden12 the same for a problem of 12 one-float tensors (more than a
+ *            frame carries descriptors: they travel in one blob)
  *   shout    writes to its stdout (as a kernel's printf does), then ok
  *   poison   a passed report that says its context is poisoned, then exits
  * Started by the pool exactly as kreward-worker is (same arguments). */
@@ -44,17 +46,26 @@ static void send_report(int sock, json_int_t id, const char *verdict, int poison
     json_decref(body);
 }
 
-/* Asks for golden outputs of a one-tensor problem; checks they came. */
-static int golden(int sock, json_int_t id)
+/* Asks for golden outputs of a problem of n one-float tensors (tensor t
+ * holds 21 + t); checks they came back doubled, in one blob. */
+static int golden(int sock, json_int_t id, size_t n)
 {
-    float input = 21.0f;
+    float input[16];
+    const void *parts[16];
+    uint64_t lens[16];
+    for (size_t t = 0; t < n; t++) {
+        input[t] = 21.0f + (float)t;
+        parts[t] = &input[t];
+        lens[t] = sizeof(float);
+    }
     int fd = -1;
     char why[256];
-    kr__blob_create("in", &input, sizeof input, &fd, why, sizeof why);
+    kr__blob_create_parts("in", parts, lens, n, &fd, why, sizeof why);
     json_t *body = json_object();
     json_object_set_new(body, "id", json_integer(id));
     json_object_set_new(body, "case", json_integer(0));
     json_object_set_new(body, "seed", json_integer(7));
+    json_object_set_new(body, "tensors", json_integer((json_int_t)n));
     kr__frame_send(sock, KR__MSG_GOLDEN, body, &fd, 1, why, sizeof why);
     json_decref(body);
     close(fd);
@@ -62,11 +73,12 @@ static int golden(int sock, json_int_t id)
     if (kr__frame_recv(sock, &f, 30, why, sizeof why) != KR_OK || f.type != KR__MSG_GOLDEN_REPLY ||
         f.num_fds != 1)
         return 0;
-    const void *data;
+    const void *data, *out[16];
     size_t len;
-    int ok = kr__blob_map(f.fds[0], sizeof(float), &data, &len, why, sizeof why) == KR_OK &&
-             *(const float *)data == 42.0f;
-    if (ok)
+    int ok = kr__blob_map_parts(f.fds[0], lens, n, &data, &len, out, why, sizeof why) == KR_OK;
+    for (size_t t = 0; ok && t < n; t++)
+        ok = *(const float *)out[t] == 2 * input[t];
+    if (data)
         kr__blob_unmap(data, len);
     kr__frame_clear(&f);
     return ok;
@@ -124,7 +136,8 @@ int main(int argc, char **argv)
         }
         if (!strcmp(name, "lie") && !compile)
             id += 1000;
-        if (!strcmp(name, "golden") && !compile && !golden(sock, id)) {
+        size_t golden_tensors = !strcmp(name, "golden") ? 1 : !strcmp(name, "golden12") ? 12 : 0;
+        if (golden_tensors && !compile && !golden(sock, id, golden_tensors)) {
             send_report(sock, id, "error", 0);
             kr__frame_clear(&f);
             continue;

@@ -229,10 +229,12 @@ static void identical_jobs_once(void **state)
     kr_pool_free(pool);
 }
 
+/* Doubles every tensor's one float (the fake worker checks). */
 static int golden_42(void *user, const kr_golden_request *req)
 {
     (void)user;
-    ((float *)req->host[0])[0] = 2 * ((const float *)req->host[0])[0];
+    for (size_t t = 0; t < req->num_tensors; t++)
+        ((float *)req->host[t])[0] = 2 * ((const float *)req->host[t])[0];
     return 0;
 }
 
@@ -245,6 +247,34 @@ static void golden_through_the_pool(void **state)
     assert_string_equal(verdict_of(pool, submit(pool, "golden", NULL)), "passed");
     kr_pool_free(pool);
     kr_problem_set_golden(g_problem, NULL, NULL, NULL);
+}
+
+/* A golden problem of more tensors than a frame carries descriptors (12 >
+ * KR__FRAME_MAX_FDS): inputs and outputs travel in one blob each way. */
+static void golden_of_many_tensors_through_the_pool(void **state)
+{
+    (void)state;
+    char spec[4096];
+    size_t n = (size_t)snprintf(spec, sizeof spec, "{\"name\": \"p12\", \"dims\": [\"N\"], "
+                                "\"cases\": [{\"N\": 1}], \"tensors\": [");
+    for (int t = 0; t < 12; t++)
+        n += (size_t)snprintf(spec + n, sizeof spec - n, "%s{\"name\": \"t%d\", \"dtype\": "
+                              "\"f32\", \"shape\": [\"N\"], \"role\": \"%s\"}", t ? ", " : "",
+                              t, t < 11 ? "in" : "out");
+    snprintf(spec + n, sizeof spec - n, "], \"reference\": {\"golden\": true}}");
+    kr_problem *p12 = NULL;
+    assert_int_equal(kr_problem_parse(&p12, g_ctx, spec, strlen(spec), "p12.json", NULL), KR_OK);
+    kr_problem_set_golden(p12, golden_42, NULL, NULL);
+    kr_pool *pool = fake_pool(0, 30);
+    kr_job job;
+    kr_job_init(&job, KR_JOB_VERSION);
+    job.problem = p12;
+    job.source = job.name = "golden12";
+    uint64_t ticket = 0;
+    assert_int_equal(kr_pool_submit(&ticket, pool, &job), KR_OK);
+    assert_string_equal(verdict_of(pool, ticket), "passed");
+    kr_pool_free(pool);
+    kr_problem_free(p12);
 }
 
 static int count_children(void)
@@ -373,6 +403,7 @@ int main(void)
         cmocka_unit_test(pool_outlives_its_making_thread),
         cmocka_unit_test(bad_options_explained),
         cmocka_unit_test(golden_through_the_pool),
+        cmocka_unit_test(golden_of_many_tensors_through_the_pool),
         cmocka_unit_test(free_with_jobs_in_flight),
         cmocka_unit_test(workers_die_with_parent),
         cmocka_unit_test(real_compile_workers),

@@ -1234,6 +1234,39 @@ static void job_carries_problem_soundness(void **state)
     }
 }
 
+/* Parts in one blob come back as the same parts; a blob whose size is not
+ * the parts' sum is refused (a peer cannot shift the tensors), and empty
+ * parts are fine. */
+static void blob_of_parts(void **state)
+{
+    (void)state;
+    unsigned char a[3] = {1, 2, 3}, c[5] = {7, 8, 9, 10, 11};
+    const void *parts[3] = {a, NULL, c};
+    uint64_t lens[3] = {3, 0, 5};
+    char why[256];
+    int fd = -1;
+    assert_int_equal(kr__blob_create_parts("parts", parts, lens, 3, &fd, why, sizeof why), KR_OK);
+    const void *data = NULL, *got[3];
+    size_t len = 0;
+    assert_int_equal(kr__blob_map_parts(fd, lens, 3, &data, &len, got, why, sizeof why), KR_OK);
+    assert_int_equal(len, 8);
+    assert_memory_equal(got[0], a, 3);
+    assert_memory_equal(got[2], c, 5);
+    assert_ptr_equal(got[1], got[2]);
+    kr__blob_unmap(data, len);
+    uint64_t wrong[3] = {3, 1, 5};
+    assert_int_equal(kr__blob_map_parts(fd, wrong, 3, &data, &len, got, why, sizeof why),
+                     KR_EPARSE);
+    assert_non_null(strstr(why, "9 expected"));
+    close(fd);
+    uint64_t huge[2] = {UINT64_MAX, 2};
+    assert_int_equal(kr__blob_map_parts(-1, huge, 2, &data, &len, got, why, sizeof why),
+                     KR_EPARSE);
+    const void *missing[1] = {NULL};
+    uint64_t one[1] = {1};
+    assert_int_equal(kr__blob_create_parts("x", missing, one, 1, &fd, why, sizeof why), KR_EINVAL);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "--child"))
@@ -1261,6 +1294,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(interrupted),
         cmocka_unit_test(blobs_to_child),
         cmocka_unit_test(job_carries_problem_soundness),
+        cmocka_unit_test(blob_of_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
