@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""End-to-end time per ModelNew candidate: kreward's path against
+KernelBench's own eval path, on the same corpus problems and candidates, in
+the same run, one after the other on the same GPU.
+
+  kreward      kreward.kernelbench.runner.Runner(...).evaluate(source): a worker
+               process per candidate, every case verified, batches timed on the
+               caller's clock, checked calls drawn after the batch, input
+               digests, kernel attribution (torch_fallback), the reference
+               timed once per problem (the first candidate pays for it).
+               Importing the problem and building the Runner happen once per
+               problem and are reported apart ("setup").
+  KernelBench  its eval_kernel_against_ref as scripts/eval_from_generations.py
+               runs it (bench/kernelbench_reference_eval.py, replicated from
+               the commit named there): a spawned process per candidate, 5
+               correctness trials, 100 timed trials with an L2 flush each, the
+               reference timed the same way (the >10x speedup flag), a build
+               directory per candidate.
+
+Each side gets its own fresh torch-extension and Triton cache directories (a
+candidate's first compile counts on both sides, as for a new candidate in
+training). Candidates: examples/kernelbench/candidates/manifest.json, and
+with --reference each problem's own Model as a ModelNew (a torch-only
+candidate); --all adds every importable corpus problem's Model.
+
+Printed: one row per candidate (problem, candidate, the manifest's expectation,
+kreward's verdict, KernelBench's verdict, seconds per candidate on each side,
+their ratio KernelBench / kreward), the totals, and for the cheating
+candidates which path caught each (kreward: any verdict but pass, or
+torch_fallback / timing_mismatch, which withhold speed credit; KernelBench: not
+correct, or flagged excessive_speedup).
+
+    KREWARD_LIBRARY=build/lib/libkreward.so.1 python3 bench/bench_kernelbench.py [--json out.json]
+
+Needs torch with CUDA (and triton for the Triton candidates); without a GPU
+it prints "bench_kernelbench: needs a GPU (skipped)" and exits 0.
+"""
+import argparse
+import json
+import os
+import pathlib
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+KB = ROOT / "examples" / "kernelbench"
+sys.path.insert(0, str(ROOT / "bindings" / "python"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--problems", nargs="*", default=None,
+                   help="only problems whose path contains one of these (e.g. level1/01_relu)")
+    p.add_argument("--reference", action="store_true",
+                   help="also each selected problem's Model as a candidate")
+    p.add_argument("--all", action="store_true",
+                   help="every corpus problem, with its Model as a candidate (implies --reference)")
+    p.add_argument("--seed", type=int, default=1, help="kreward's evaluation seed")
+    p.add_argument("--budget-s", type=float, default=540.0,
+                   help="start no candidate after this many seconds (the rest are listed as not run)")
+    p.add_argument("--kb-trials", type=int, default=None,
+                   help="KernelBench's perf trials (default: its 100)")
+    p.add_argument("--json", help="write every row, with feedback, to this file")
+    return p.parse_args(argv)
+
+
+def gpu_missing():
+    """Why this machine cannot run the bench, or None."""
+    try:
+        import torch
+    except ImportError:
+        return "no torch"
+    if not torch.cuda.is_available():
+        return "torch sees no CUDA device"
+    return None
+
+
+def select(args):
+    """[(problem path relative to KB, candidate path relative to KB/candidates
+    or None for the Model itself, expected outcome)]."""
+    manifest = json.loads((KB / "candidates" / "manifest.json").read_text())
+    problems = ([str(p.relative_to(KB)) for p in sorted(KB.glob("level*/*.py"))] if args.all
+                else list(manifest))
+    if args.problems:
+        problems = [p for p in problems if any(s in p for s in args.problems)]
+    out = []
+    for p in problems:
+        for cand, expect in manifest.get(p, {}).items():
+            out.append((p, cand, expect))
+        if args.reference or args.all:
+            out.append((p, None, "torch_fallback"))
+    return out
+
+
+def model_as_candidate(problem_src):
+    return problem_src + "\nModelNew = Model\n"
+
+
+def is_cheat(cand):
+    return cand is not None and os.path.basename(cand).startswith("cheat_")
+
+
+# ---- verdicts ----
+
+def kreward_verdict(res):
+    v = res["verdict"]
+    if v == "pass" and res.get("torch_fallback"):
+        v += " (torch_fallback)"
+    if v == "pass" and res.get("timing_mismatch"):
+        v += " (timing_mismatch)"
+    return v
+
+
+def kreward_caught(res):
+    return res["verdict"] != "pass" or bool(res.get("torch_fallback")) or bool(res.get("timing_mismatch"))
+
+
+def kb_verdict(res, err):
+    """KernelBench's outcome in words: pass, wrong, compile_error,
+    runtime_error, error (its process failed), timeout, retry (a lock file)."""
+    if err:
+        return "timeout" if err.startswith("timeout") else "error"
+    if res is None:
+        return "retry"
+    md = res["metadata"]
+    if not res["compiled"]:
+        return "compile_error"
+    if not res["correctness"]:
+        return "runtime_error" if "runtime_error" in md else "wrong"
+    return "pass (excessive_speedup)" if md.get("excessive_speedup") else "pass"
+
+
+def kb_caught(res, err):
+    """Anything but a pass (or a retry, which is no verdict) pays no reward."""
+    return kb_verdict(res, err) not in ("pass", "retry")
+
+
+def kb_feedback(res, err):
+    if err or res is None:
+        return err or "lock file error: KernelBench asks for a retry"
+    md = res["metadata"]
+    for k in ("compilation_error", "runtime_error", "correctness_issue", "error_during_performance"):
+        if k in md:
+            return f"{k}: {md[k]}"[:300]
+    return md.get("correctness_trials", "")
+
+
+# ---- the two sides ----
+
+def run_kreward(runner, src, seed, cache):
+    os.environ["TRITON_CACHE_DIR"] = cache  # the worker inherits it
+    t0 = time.perf_counter()
+    res = runner.evaluate(src, seed=seed)
+    return res, time.perf_counter() - t0
+
+
+def run_kernelbench(problem_src, src, build_dir, cache, trials):
+    import kernelbench_reference_eval as kbe
+    from kreward.kernelbench.triton_extract import triton_kernels
+    try:
+        backend = "triton" if triton_kernels(src) else "cuda"
+    except SyntaxError:
+        backend = "cuda"  # KernelBench's exec reports the syntax error
+    kw = {"num_correct_trials": kbe.NUM_CORRECT_TRIALS, "measure_performance": True,
+          "num_perf_trials": trials or kbe.NUM_PERF_TRIALS, "build_dir": build_dir,
+          "device": "cuda:0", "backend": backend}
+    t0 = time.perf_counter()
+    res, err = kbe.evaluate_in_fresh_process(problem_src, src, env={"TRITON_CACHE_DIR": cache}, **kw)
+    return res, err, time.perf_counter() - t0
+
+
+# ---- output ----
+
+COLUMNS = ("problem", "candidate", "expected", "kreward", "KernelBench", "kreward s", "KB s", "KB/kreward")
+
+
+def table(rows):
+    """The rows as a fixed-width text table."""
+    cells = [COLUMNS]
+    for r in rows:
+        ratio = r["kb_s"] / r["kreward_s"] if r["kreward_s"] > 0 else float("nan")
+        cells.append((r["problem"], r["candidate"], r["expected"], r["kreward_verdict"], r["kb_verdict"],
+                      f"{r['kreward_s']:.2f}", f"{r['kb_s']:.2f}", f"{ratio:.2f}"))
+    widths = [max(len(c[i]) for c in cells) for i in range(len(COLUMNS))]
+    return "\n".join("  ".join(c[i].ljust(widths[i]) for i in range(len(COLUMNS))).rstrip() for c in cells)
+
+
+def totals(rows, setup_s):
+    if not rows:
+        return "no candidate ran"
+    kr, kb = sum(r["kreward_s"] for r in rows), sum(r["kb_s"] for r in rows)
+    n = len(rows)
+    return (f"totals over {n} candidates: kreward {kr:.1f} s ({kr / n:.2f} s/candidate), KernelBench "
+            f"{kb:.1f} s ({kb / n:.2f} s/candidate), KernelBench/kreward {kb / kr:.2f}x\n"
+            f"kreward problem setup (import + reference), once per problem: {setup_s:.1f} s in all; "
+            f"with it, KernelBench/kreward {kb / (kr + setup_s):.2f}x")
+
+
+def cheats_report(rows):
+    lines = []
+    for r in rows:
+        if is_cheat(r["cand_path"]):
+            by = [name for name, hit in (("kreward", r["kreward_caught"]), ("KernelBench", r["kb_caught"])) if hit]
+            lines.append(f"  {r['problem']} {r['candidate']}: caught by {' and '.join(by) or 'neither'}"
+                         f" (kreward: {r['kreward_verdict']}; KernelBench: {r['kb_verdict']})")
+    if not lines:
+        return "no cheating candidates ran"
+    n = len(lines)
+    kr = sum(1 for r in rows if is_cheat(r["cand_path"]) and r["kreward_caught"])
+    kb = sum(1 for r in rows if is_cheat(r["cand_path"]) and r["kb_caught"])
+    return "\n".join([f"cheating candidates caught: kreward {kr} of {n}, KernelBench {kb} of {n}"] + lines)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    why = gpu_missing()
+    if why:
+        print(f"bench_kernelbench: needs a GPU (skipped: {why})")
+        return 0
+    import torch
+    from kreward.kernelbench import ImportRefused, import_problem
+    from kreward.kernelbench.runner import Runner
+    import kernelbench_reference_eval as kbe
+
+    work = select(args)
+    tmp = tempfile.mkdtemp(prefix="bench_kernelbench-")
+    kr_ext, kr_triton = os.path.join(tmp, "kreward-ext"), os.path.join(tmp, "kreward-triton")
+    kb_triton = os.path.join(tmp, "kb-triton")
+    print(f"bench_kernelbench: {len(work)} candidates on {torch.cuda.get_device_name(0)}; KernelBench "
+          f"{kbe.KERNELBENCH_COMMIT[:12]} (atol=rtol={kbe.TOLERANCE[torch.float32]} fp32, "
+          f"{kbe.NUM_CORRECT_TRIALS} trials, {args.kb_trials or kbe.NUM_PERF_TRIALS} timed); caches in {tmp}",
+          flush=True)
+    t_start = time.perf_counter()
+    runners, setup_s, rows, skipped = {}, 0.0, [], []
+    for problem, cand, expect in work:
+        label = cand.split("/", 1)[1] if cand else "Model (itself)"
+        if time.perf_counter() - t_start > args.budget_s:
+            skipped.append(f"{problem} {label}")
+            continue
+        problem_src = (KB / problem).read_text()
+        if problem not in runners:
+            t0 = time.perf_counter()
+            try:
+                imp = import_problem(str(KB / problem))
+                runners[problem] = Runner(imp, "cuda", cache_dir=kr_ext)
+            except ImportRefused as e:
+                runners[problem] = e
+            setup_s += time.perf_counter() - t0
+        runner = runners[problem]
+        if isinstance(runner, ImportRefused):
+            print(f"  {problem}: not imported ({runner.reason}): skipped", flush=True)
+            continue
+        src = (KB / "candidates" / cand).read_text() if cand else model_as_candidate(problem_src)
+        kr_res, kr_s = run_kreward(runner, src, args.seed, kr_triton)
+        build = os.path.join(tmp, "kb-build", problem.replace("/", "_"), label.replace("/", "_"))
+        kb_res, kb_err, kb_s = run_kernelbench(problem_src, src, build, kb_triton, args.kb_trials)
+        row = {"problem": problem, "candidate": label, "cand_path": cand, "expected": expect,
+               "kreward_verdict": kreward_verdict(kr_res), "kreward_caught": kreward_caught(kr_res),
+               "kreward_s": kr_s, "kreward_feedback": kr_res.get("feedback"),
+               "kreward_compile_s": kr_res.get("compile_seconds"), "kreward_speedup": kr_res.get("speedup"),
+               "kb_verdict": kb_verdict(kb_res, kb_err), "kb_caught": kb_caught(kb_res, kb_err),
+               "kb_s": kb_s, "kb_feedback": kb_feedback(kb_res, kb_err),
+               "kb_runtime_ms": kb_res and kb_res.get("runtime"),
+               "kb_ref_runtime_ms": kb_res and kb_res.get("ref_runtime")}
+        rows.append(row)
+        print(f"  {problem} {label}: kreward {row['kreward_verdict']} in {kr_s:.2f} s, KernelBench "
+              f"{row['kb_verdict']} in {kb_s:.2f} s", flush=True)
+    print()
+    print(table(rows))
+    print()
+    print(totals(rows, setup_s))
+    print(cheats_report(rows))
+    if skipped:
+        print(f"not run (past --budget-s {args.budget_s:.0f}): " + ", ".join(skipped))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": rows, "setup_s": setup_s, "not_run": skipped,
+                       "kernelbench_commit": kbe.KERNELBENCH_COMMIT}, f, indent=1, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

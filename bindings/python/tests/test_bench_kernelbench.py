@@ -1,0 +1,224 @@
+"""bench/bench_kernelbench.py and its replica of KernelBench's eval loop
+(bench/kernelbench_reference_eval.py), on the CPU: the loop's logic (trial
+seeds, the order reference-then-candidate, what each check records, timing
+trial counts, the excessive-speedup flag, loading, the spawned process with
+its timeout) and the bench's selection, verdicts and table. The timed run
+itself needs a GPU (the lead's command in docs/kernelbench.md)."""
+import importlib
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+BENCH = ROOT / "bench"
+RELU = ROOT / "examples" / "kernelbench" / "candidates" / "level1_01_relu"
+
+
+@pytest.fixture(scope="module")
+def kbe():
+    pytest.importorskip("torch", reason="the replicated KernelBench loop needs torch")
+    pytest.importorskip("numpy", reason="KernelBench's timing stats use numpy")
+    sys.path.insert(0, str(BENCH))
+    try:
+        yield importlib.import_module("kernelbench_reference_eval")
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(BENCH))
+    try:
+        yield importlib.import_module("bench_kernelbench")
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+# a small problem: the loop's logic, not the corpus' sizes, is under test
+PROBLEM = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+    def forward(self, x):
+        return torch.relu(x)
+
+def get_inputs():
+    return [torch.randn(16, 32)]
+
+def get_init_inputs():
+    return []
+"""
+
+HONEST = """
+import torch
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        return x.clamp_min(0)
+"""
+
+
+def run(kbe, cand, **kw):
+    kw = {"num_correct_trials": 5, "num_perf_trials": 4, "measure_performance": True,
+          "device": "cpu", **kw}
+    return kbe.eval_kernel_against_ref(PROBLEM, cand, **kw)
+
+
+def test_honest_candidate_passes_every_trial_and_is_timed(kbe):
+    res = run(kbe, HONEST)
+    assert res["compiled"] and res["correctness"], res
+    assert res["metadata"]["correctness_trials"] == "(5 / 5)"
+    assert res["runtime_stats"]["num_trials"] == 4 and res["ref_runtime_stats"]["num_trials"] == 4
+    assert res["runtime"] == res["runtime_stats"]["mean"] > 0
+    assert "excessive_speedup" not in res["metadata"]
+
+
+def test_a_wrong_candidate_is_recorded_on_every_trial(kbe):
+    # KernelBench does not stop at the first mismatch: each trial's diff is kept
+    res = run(kbe, (RELU / "cheat_constant.py").read_text())
+    assert res["compiled"] and not res["correctness"]
+    assert res["metadata"]["correctness_issue"] == "Output mismatch"
+    assert len(res["metadata"]["max_difference"]) == 5
+    assert res["metadata"]["correctness_trials"] == "(0 / 5)"
+    assert res["runtime"] == -1.0  # not timed
+
+
+def test_trials_use_fresh_inputs_so_a_shape_keyed_cache_fails_after_the_first(kbe):
+    res = run(kbe, (RELU / "cheat_cache.py").read_text())
+    assert not res["correctness"]
+    assert res["metadata"]["correctness_trials"] == "(1 / 5)"
+
+
+def test_what_the_loop_does_not_catch(kbe):
+    # the reference runs first, so a candidate that writes its input passes;
+    # only 5 calls are checked, so work skipped on later calls passes too
+    for name in ("cheat_write_input.py", "cheat_skip_unchecked.py", "cheat_torch_fallback.py"):
+        res = run(kbe, (RELU / name).read_text())
+        assert res["correctness"], (name, res)
+
+
+def test_shape_mismatch_runtime_error_and_load_failures(kbe):
+    res = run(kbe, HONEST.replace("x.clamp_min(0)", "x.clamp_min(0).t()"))
+    assert not res["correctness"]
+    assert res["metadata"]["correctness_issue"].startswith("Output shape mismatch")
+    res = run(kbe, HONEST.replace("return x.clamp_min(0)", "raise RuntimeError('boom' * 100)"))
+    assert not res["correctness"] and res["metadata"]["runtime_error_name"] == "builtins.RuntimeError"
+    assert len(res["metadata"]["runtime_error"]) == 200  # truncated as KernelBench does
+    res = run(kbe, "def broken(:\n")
+    assert not res["compiled"] and res["metadata"]["compilation_error_name"] == "SyntaxError"
+    res = run(kbe, "import torch\n")
+    assert not res["compiled"]  # no ModelNew
+    res = run(kbe, "import torch\nraise ImportError('no such extension')\n")
+    assert not res["compiled"] and "no such extension" in res["metadata"]["compilation_error"]
+
+
+def test_excessive_speedup_is_flagged(kbe):
+    slow_ref = PROBLEM.replace("return torch.relu(x)", "import time; time.sleep(0.02); return torch.relu(x)")
+    res = kbe.eval_kernel_against_ref(slow_ref, HONEST, num_correct_trials=1, num_perf_trials=3,
+                                      measure_performance=True, device="cpu")
+    assert res["correctness"] and res["metadata"].get("excessive_speedup") is True
+    assert res["ref_runtime"] > 10 * res["runtime"]
+
+
+def test_trial_seeds_are_drawn_from_the_seed(kbe):
+    import torch
+    seen = []
+
+    class Log(torch.nn.Module):
+        def forward(self, x):
+            seen.append(x.sum().item())
+            return x
+
+    def get_inputs():
+        return [torch.randn(8)]
+
+    for _ in range(2):
+        kbe.run_and_check_correctness(Log(), Log(), get_inputs, {}, 3, 42, "cpu", torch.float32)
+    first, second = seen[:6], seen[6:]
+    assert first == second                      # reproducible from the seed
+    assert first[0] == first[1]                 # reference and candidate get the same inputs ...
+    assert len({first[0], first[2], first[4]}) == 3  # ... and each trial fresh ones
+
+
+def test_cuda_event_timing_counts(kbe):
+    calls = []
+    times = kbe.time_execution_with_cuda_event(lambda: calls.append(1), [], num_warmup=3, num_trials=7,
+                                               device="cpu")
+    assert len(times) == 7 and len(calls) == 3 + 7 + 1  # warm-ups, trials, the discarded first
+    stats = kbe.get_timing_stats([1.23456, 2.0, 3.0])
+    assert stats == {"mean": 2.08, "std": 0.723, "min": 1.23, "max": 3.0, "num_trials": 3}
+
+
+def test_build_dir_and_triton_tempfile_loading(kbe, tmp_path, monkeypatch):
+    monkeypatch.delenv("TORCH_EXTENSIONS_DIR", raising=False)
+    ctx = {}
+    src = HONEST + "\nimport os\nSEEN = os.environ['TORCH_EXTENSIONS_DIR']\n"
+    assert kbe.load_custom_model(src, ctx, str(tmp_path / "build")) is ctx["ModelNew"]
+    assert ctx["SEEN"] == str(tmp_path / "build") == ctx["BUILD_DIRECTORY"]
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    res = run(kbe, HONEST, backend="triton")
+    assert res["correctness"]
+    assert [p.name for p in tmp_path.iterdir()] == []  # the module file was removed
+
+
+def test_one_sample_in_a_spawned_process_with_its_timeout(kbe):
+    res, err = kbe.evaluate_in_fresh_process(PROBLEM, HONEST, timeout_s=120, num_correct_trials=2,
+                                             device="cpu")
+    assert err is None and res["correctness"], (res, err)
+    hang = HONEST.replace("return x.clamp_min(0)", "import time; time.sleep(120)")
+    res, err = kbe.evaluate_in_fresh_process(PROBLEM, hang, timeout_s=20, device="cpu")
+    assert res is None and err == "timeout after 20 s"
+
+
+def test_bench_refuses_without_a_gpu_and_parses_its_arguments(tmp_path):
+    probe = "import sys, torch; sys.exit(3 if torch.cuda.is_available() else 0)"  # no torch: 1
+    have_gpu = subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 3
+    if have_gpu:
+        pytest.skip("a GPU is here: the bench would run for real")
+    p = subprocess.run([sys.executable, str(BENCH / "bench_kernelbench.py"), "--json", str(tmp_path / "x")],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "bench_kernelbench: needs a GPU (skipped" in p.stdout, p
+    assert not (tmp_path / "x").exists()
+    p = subprocess.run([sys.executable, str(BENCH / "bench_kernelbench.py"), "--budget-s", "soon"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "--budget-s" in p.stderr
+
+
+def test_selection_follows_the_manifest(bench):
+    manifest = json.loads((ROOT / "examples" / "kernelbench" / "candidates" / "manifest.json").read_text())
+    work = bench.select(bench.parse_args([]))
+    assert len(work) == sum(len(c) for c in manifest.values())
+    relu = bench.select(bench.parse_args(["--problems", "01_relu", "--reference"]))
+    assert {p for p, _, _ in relu} == {"level1/01_relu.py"}
+    assert relu[-1] == ("level1/01_relu.py", None, "torch_fallback")
+    assert len(relu) == len(manifest["level1/01_relu.py"]) + 1
+    every = bench.select(bench.parse_args(["--all"]))
+    corpus = list((ROOT / "examples" / "kernelbench").glob("level*/*.py"))
+    assert sum(1 for _, c, _ in every if c is None) == len(corpus)
+
+
+def test_verdicts_and_the_table(bench, kbe):
+    wrong = run(kbe, (RELU / "cheat_constant.py").read_text())
+    ok = run(kbe, HONEST)
+    assert bench.kb_verdict(wrong, None) == "wrong" and bench.kb_caught(wrong, None)
+    assert bench.kb_verdict(ok, None) == "pass" and not bench.kb_caught(ok, None)
+    assert bench.kb_verdict(None, "timeout after 180 s") == "timeout"
+    assert bench.kb_verdict(None, None) == "retry" and not bench.kb_caught(None, None)
+    fallback = {"verdict": "pass", "torch_fallback": True}
+    assert bench.kreward_verdict(fallback) == "pass (torch_fallback)" and bench.kreward_caught(fallback)
+    assert not bench.kreward_caught({"verdict": "pass", "torch_fallback": False, "timing_mismatch": False})
+    rows = [{"problem": "level1/01_relu.py", "candidate": "cheat_constant.py",
+             "cand_path": "level1_01_relu/cheat_constant.py", "expected": "wrong",
+             "kreward_verdict": "wrong", "kreward_caught": True, "kreward_s": 2.0,
+             "kb_verdict": bench.kb_verdict(wrong, None), "kb_caught": True, "kb_s": 5.0}]
+    text = bench.table(rows)
+    assert text.splitlines()[0].split()[:3] == ["problem", "candidate", "expected"]
+    assert text.splitlines()[1].split()[-3:] == ["2.00", "5.00", "2.50"]
+    assert "KernelBench/kreward 2.50x" in bench.totals(rows, 1.0)
+    assert "caught by kreward and KernelBench" in bench.cheats_report(rows)
