@@ -36,8 +36,8 @@ if [ "$build_only" = 0 ] && ! python3 -c 'import pytest' 2>/dev/null; then
   python3 -m pip install -q pytest 2>/dev/null || python3 -m pip install -q --break-system-packages pytest
 fi
 # kreward serve and the Ray pool's tests (docs/serve.md): starlette + uvicorn
-# (small), ray (~70 MB)
-if ! python3 -c 'import starlette, uvicorn, ray' 2>/dev/null; then
+# (small), ray (~70 MB); for the tests only, like pytest (--build skips them)
+if [ "$build_only" = 0 ] && ! python3 -c 'import starlette, uvicorn, ray' 2>/dev/null; then
   echo "deps: installing starlette uvicorn ray"
   python3 -m pip install -q starlette uvicorn ray 2>/dev/null ||
     python3 -m pip install -q --break-system-packages starlette uvicorn ray

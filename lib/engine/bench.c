@@ -5,13 +5,13 @@
  * bench_cupti.c attributes CUPTI's records, bench_results.c reports. */
 #include "engine/bench_impl.h"
 #include "common/options.h"
+#include "common/random.h"
 #include "compile/program_impl.h"
 #include "driver/trace.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 static const struct {
     uint32_t min_samples, max_samples, sets;
@@ -230,11 +230,8 @@ static int read_options(bstate *b, const kr_bench_options *opts, const kr_baseli
     if (b->c >= b->p->num_cases)
         return kr__fail(b->ctx, KR_EINVAL, "case %lld does not exist", (long long)b->o.case_index);
     b->sets = b->o.buffer_sets;
-    b->seeds = b->o.seed;
-    while (!b->seeds && getrandom(&b->seeds, sizeof b->seeds, 0) != (ssize_t)sizeof b->seeds)
-        ;
-    while (!b->key && getrandom(&b->key, sizeof b->key, 0) != (ssize_t)sizeof b->key)
-        ;
+    b->seeds = b->o.seed ? b->o.seed : kr__random64();
+    b->key = b->key ? b->key : kr__random64();
     return KR_OK;
 }
 

@@ -6,18 +6,15 @@
  * looks like any other to the candidate: the same buffers, the same kinds
  * of values, no state surviving from one call to the next. */
 #include "engine/bench_impl.h"
+#include "common/random.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 int kr__bench_draw_check(const bstate *b)
 {
-    uint64_t bits = 0;
-    while (getrandom(&bits, sizeof bits, 0) != (ssize_t)sizeof bits)
-        ;
-    return (double)(bits >> 11) * 0x1.0p-53 < b->o.check_fraction;
+    return (double)(kr__random64() >> 11) * 0x1.0p-53 < b->o.check_fraction;
 }
 
 int kr__bench_check_begin(bstate *b, size_t k, bcheck *c)

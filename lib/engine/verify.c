@@ -2,11 +2,8 @@
  *
  *   inputs generated on the GPU, hashed (keyed hash, expected value on the host)
  *   reference outputs computed from the same seed on inputs of its own; they
- *     stay on the device XOR-masked with a key drawn per run that only the
- *     host holds while the candidate runs, and are unmasked for the
- *     comparison (golden outputs come from the host and are uploaded after
- *     the run). Copying them to the host and back cost 0.3 s of a 0.4 s
- *     evaluation on the H200 for tensors of 128 MiB.
+ *     stay on the device masked under a key only the host holds while the
+ *     candidate runs, and are unmasked for the comparison (verify_want.c)
  *   candidate run 1: fresh outputs poisoned with pattern A, guard zones,
  *     then canaries, input hashes, comparison with the reference
  *   candidate run 2: other fresh addresses, pattern B; the same checks plus a
@@ -16,12 +13,12 @@
  * check's expected value lives on the host. Judging is in verify_judge.c. */
 #include "engine/verify_impl.h"
 #include "common/options.h"
+#include "common/random.h"
 #include "compile/program_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 static const kr_verify_options verify_defaults = KR_VERIFY_OPTIONS_INIT;
 static const size_t verify_sizes[] = {0, KR__UPTO(kr_verify_options, max_mismatches)};
@@ -37,14 +34,6 @@ int kr__verify_options_read(kr_verify_options *dst, const kr_verify_options *src
                             size_t why_size)
 {
     return kr__options_read(&verify_version, dst, &verify_defaults, src, why, why_size);
-}
-
-static uint64_t fresh_seed(void)
-{
-    uint64_t s = 0;
-    while (s == 0 && getrandom(&s, sizeof s, 0) != (ssize_t)sizeof s)
-        ;
-    return s ? s : 0x6b7265776172641ull;
 }
 
 /* The inputs of the unit, and their hashes as the candidate must leave them. */
@@ -70,52 +59,6 @@ static int inputs_and_hashes(vstate *v, vunit *u)
     return rc;
 }
 
-/* XORs every reference output of the unit with key's keystream (mask and
- * unmask are the same call). */
-static int mask_want(vstate *v, vunit *u, uint64_t key)
-{
-    int rc = KR_OK;
-    for (size_t t = 0; t < v->p->num_tensors && rc == KR_OK; t++)
-        if (u->want.buf[t].base)
-            rc = kr__k_mask(v->ctx, u->want.buf[t].ptr, u->want.buf[t].bytes,
-                            key ^ (t * 0x9E3779B97F4A7C15ull));
-    return rc;
-}
-
-/* Before a candidate run: the reference outputs hidden under a fresh key. */
-static int hide_want(vstate *v, vunit *u)
-{
-    if (!u->want_on_device || u->mask_key)
-        return KR_OK;
-    u->mask_key = fresh_seed();
-    return mask_want(v, u, u->mask_key);
-}
-
-/* The reference outputs on the device, for comparing, after the candidate
- * ran: unmasked, or (golden) uploaded. */
-static int upload_want(vstate *v, vunit *u)
-{
-    const kr_problem *p = v->p;
-    int rc = KR_OK;
-    if (u->want_on_device) {
-        if (u->mask_key)
-            rc = mask_want(v, u, u->mask_key);
-        u->mask_key = 0;
-        return rc;
-    }
-    if (!u->want.buf)
-        rc = kr__tset_alloc(v->ctx, &u->want, p, u->c, KR__SET_OUTPUTS, "reference copy");
-    for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++) {
-        if (!u->want.buf[t].base)
-            continue;
-        CUresult r = kr__cuda()->cuMemcpyHtoDAsync(u->want.buf[t].ptr, u->host_want[t],
-                                                   u->want.buf[t].bytes, kr__engine_of(v->ctx)->stream);
-        if (r != CUDA_SUCCESS)
-            rc = kr__cuda_fail(v->ctx, r, "uploading reference outputs");
-    }
-    return rc;
-}
-
 static int queue_checks(vstate *v, vunit *u, int run, const kr__run *cr, vchecks *m)
 {
     const kr_problem *p = v->p;
@@ -132,7 +75,7 @@ static int queue_checks(vstate *v, vunit *u, int run, const kr__run *cr, vchecks
         if (u->in.buf[t].base)
             rc = kr__check_hash(ctx, &u->in.buf[t], v->key, &m->hash[t]);
     if (rc == KR_OK)
-        rc = upload_want(v, u);
+        rc = kr__vwant_reveal(v, u);
     for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++) {
         const kr__tensor *x = &p->tensors[t];
         if (!kr__is_output(x))
@@ -180,7 +123,7 @@ static int candidate_run(vstate *v, vunit *u, int run)
     if (rc == KR_OK)
         rc = kr__tset_fill_outputs(ctx, &u->out[run], u->seed, run);
     if (rc == KR_OK)
-        rc = hide_want(v, u);
+        rc = kr__vwant_hide(v, u);
     int prepared = rc == KR_OK ? kr__run_prepare(ctx, &cr, &v->cand, u->c) : KR_OK;
     if (rc != KR_OK)
         memset(&cr, 0, sizeof cr);
@@ -218,39 +161,11 @@ static int candidate_run(vstate *v, vunit *u, int run)
     return rc;
 }
 
-/* The unit's reference outputs: a source reference runs into want and they
- * stay there; a golden one's come from the host. */
-static int reference_outputs(vstate *v, vunit *u)
-{
-    if (v->ref.golden)
-        return kr__reference_outputs_host(v->ctx, &v->ref, u->c, u->seed, u->host_want);
-    int rc = kr__tset_alloc(v->ctx, &u->want, v->p, u->c, KR__SET_OUTPUTS, "reference output");
-    if (rc == KR_OK)
-        rc = kr__reference_run(v->ctx, &v->ref, u->c, u->seed, &u->want);
-    u->want_on_device = rc == KR_OK;
-    return rc;
-}
-
-const void *kr__vunit_want_host(vstate *v, vunit *u, size_t t)
-{
-    if (u->host_want[t] || !u->want_on_device || u->mask_key || !u->want.buf[t].base)
-        return u->host_want[t];
-    const kr__dbuf *b = &u->want.buf[t];
-    void *host = malloc(b->bytes ? b->bytes : 1);
-    if (host && kr__engine_wait(v->ctx, 30, "the reference outputs") == KR_OK &&
-        kr__cuda()->cuMemcpyDtoH(host, b->ptr, b->bytes) == CUDA_SUCCESS) {
-        u->host_want[t] = host;
-        return host;
-    }
-    free(host);
-    return NULL;
-}
-
 static int verify_unit(vstate *v, vunit *u)
 {
     int rc = inputs_and_hashes(v, u);
     if (rc == KR_OK)
-        rc = reference_outputs(v, u);
+        rc = kr__vwant_compute(v, u);
     int runs = v->o.flags & KR_VERIFY_SINGLE_RUN ? 1 : 2;
     for (int run = 0; run < runs && rc == KR_OK && !u->stopped; run++)
         rc = candidate_run(v, u, run);
@@ -388,8 +303,8 @@ int kr_verify(kr_report *report, kr_context *ctx, const kr_problem *problem,
     v.o.seeds_per_case = v.o.seeds_per_case ? v.o.seeds_per_case : 2;
     v.o.timeout_s = v.o.timeout_s > 0 ? v.o.timeout_s : 10;
     v.o.max_mismatches = v.o.max_mismatches ? v.o.max_mismatches : 5;
-    uint64_t seed = v.o.seed ? v.o.seed : fresh_seed();
-    v.key = fresh_seed();
+    uint64_t seed = v.o.seed ? v.o.seed : kr__random64();
+    v.key = kr__random64();
     int rc = setup(&v, cand, plan);
     if (rc == KR_EPLAN || rc == KR_ECOMPILE) {
         kr_report_set_verdict(report, rc == KR_EPLAN ? KR_VERDICT_INVALID_PLAN

@@ -60,8 +60,15 @@ typedef struct vchecks {
     kr__check *diff;             /* per output, second run only */
 } vchecks;
 
+/* verify_want.c: the unit's reference outputs. Computed (source: on the
+ * device; golden: on the host), hidden under a fresh mask before each
+ * candidate run, revealed (unmasked, or uploaded) for the comparison. */
+int kr__vwant_compute(vstate *v, vunit *u);
+int kr__vwant_hide(vstate *v, vunit *u);
+int kr__vwant_reveal(vstate *v, vunit *u);
 /* Output t's reference values on the host (downloaded on first use for a
- * device-resident reference); NULL when they cannot be had. */
+ * device-resident reference, which must be revealed); NULL when they
+ * cannot be had. */
 const void *kr__vunit_want_host(vstate *v, vunit *u, size_t t);
 
 /* Records a failure of the unit: the verdict (most severe wins), flags, and
