@@ -14,5 +14,6 @@
 #include "reward.h"
 #include "evaluate.h"
 #include "pool.h"
+#include "sandbox.h"
 
 #endif

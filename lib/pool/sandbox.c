@@ -29,8 +29,17 @@ static int set_limit(int resource, const char *name, rlim_t soft, rlim_t hard, c
         lim.rlim_max = cur.rlim_max;
     if (lim.rlim_cur > lim.rlim_max)
         lim.rlim_cur = lim.rlim_max;
+    /* already there (a sandbox applied before): nothing to set, and the
+     * earlier filter would refuse setrlimit */
+    if (lim.rlim_cur >= cur.rlim_cur && lim.rlim_max >= cur.rlim_max)
+        return 0;
     if (setrlimit(resource, &lim) != 0) {
-        snprintf(why, why_size, "setrlimit(%s): %s", name, strerror(errno));
+        int err = errno;
+        if (err == EPERM && prctl(PR_GET_SECCOMP, 0, 0, 0, 0) == 2)
+            snprintf(why, why_size, "setrlimit(%s): refused by the filter of a sandbox applied "
+                                    "before (limits are set when first entering)", name);
+        else
+            snprintf(why, why_size, "setrlimit(%s): %s", name, strerror(err));
         return -1;
     }
     return 0;
@@ -68,6 +77,12 @@ static int apply_limits(const kr__sandbox_spec *spec, char *why, size_t why_size
 int kr__sandbox_apply(const kr__sandbox_spec *spec, kr__sandbox_status *status, char *why,
                       size_t why_size)
 {
+    return kr__sandbox_apply_flags(spec, 0, status, why, why_size);
+}
+
+int kr__sandbox_apply_flags(const kr__sandbox_spec *spec, unsigned flags,
+                            kr__sandbox_status *status, char *why, size_t why_size)
+{
     kr__sandbox_status local;
     kr__sandbox_status *st = status ? status : &local;
     memset(st, 0, sizeof *st);
@@ -84,7 +99,7 @@ int kr__sandbox_apply(const kr__sandbox_spec *spec, kr__sandbox_status *status, 
     st->no_new_privs = 1;
     /* no core file, no ptrace by same-user processes, /proc/<pid> owned by
      * root: the candidate's memory stays in this process */
-    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
         snprintf(why, why_size, "PR_SET_DUMPABLE: %s", strerror(errno));
         return -1;
     }
@@ -92,9 +107,9 @@ int kr__sandbox_apply(const kr__sandbox_spec *spec, kr__sandbox_status *status, 
         return -1;
     st->rlimits = 1;
     /* the filter last: it refuses setrlimit and PR_SET_DUMPABLE, used above */
-    if (kr__sandbox_apply_landlock(spec, st, why, why_size) != 0)
+    if (kr__sandbox_apply_landlock(spec, flags, st, why, why_size) != 0)
         return -1;
-    if (kr__sandbox_apply_seccomp(st, why, why_size) != 0)
+    if (kr__sandbox_apply_seccomp(flags, st, why, why_size) != 0)
         return -1;
     return 0;
 }

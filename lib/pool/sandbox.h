@@ -40,6 +40,16 @@ typedef struct kr__sandbox_status {
  * A layer the kernel lacks is recorded in status, not an error. */
 int kr__sandbox_apply(const kr__sandbox_spec *spec, kr__sandbox_status *status, char *why,
                       size_t why_size);
+/* The same with flags (KR__SANDBOX_*): kr__sandbox_apply is flags 0.
+ * Applying again stacks: another Landlock layer and another seccomp
+ * filter, each narrowing what the previous allowed; what is already in
+ * place (no_new_privs, not dumpable, limits at or below the spec's) is
+ * kept, not set again (the first filter refuses setting it). */
+#define KR__SANDBOX_ALLOW_EXEC 1u /* programs may be started: no exec refusal in the
+                                     filter, Landlock execute on the read trees (never the
+                                     write trees); a started program inherits every layer */
+int kr__sandbox_apply_flags(const kr__sandbox_spec *spec, unsigned flags,
+                            kr__sandbox_status *status, char *why, size_t why_size);
 /* What this kernel offers, without applying anything. */
 void kr__sandbox_probe(kr__sandbox_status *status);
 

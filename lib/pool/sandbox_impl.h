@@ -11,14 +11,15 @@
 int kr__sandbox_landlock_abi(char *why, size_t why_size);
 /* Landlock: 0 when applied or when the kernel has none (status says which),
  * -1 with why when the kernel has it and applying failed. */
-int kr__sandbox_apply_landlock(const kr__sandbox_spec *spec, kr__sandbox_status *st, char *why,
-                               size_t why_size);
+int kr__sandbox_apply_landlock(const kr__sandbox_spec *spec, unsigned flags,
+                               kr__sandbox_status *st, char *why, size_t why_size);
 
 /* sandbox_seccomp.c */
 /* Whether this kernel and libseccomp can load the filter; why not otherwise. */
 int kr__sandbox_seccomp_available(char *why, size_t why_size);
 /* The seccomp filter: 0 when applied or when the kernel cannot load it
  * (status says which), -1 with why when building or loading it failed. */
-int kr__sandbox_apply_seccomp(kr__sandbox_status *st, char *why, size_t why_size);
+int kr__sandbox_apply_seccomp(unsigned flags, kr__sandbox_status *st, char *why,
+                              size_t why_size);
 
 #endif

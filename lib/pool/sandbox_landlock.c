@@ -108,6 +108,7 @@ static unsigned ll_errata(void)
 typedef struct {
     int ruleset;
     uint64_t handled;
+    uint64_t exec; /* FS_EXECUTE where programs may be started, else 0 */
     int pins[LL_MAX_PINS]; /* O_PATH descriptors kept open (see ll_allow) */
     size_t num_pins;
     char *why;
@@ -137,6 +138,10 @@ static int ll_allow(ll_build *b, const char *path, uint64_t rights, int pin)
     }
     if (!S_ISDIR(st.st_mode))
         rights &= FS_FILE_RIGHTS;
+    if (!(rights & FS_WRITE_FILE))
+        rights = (rights & ~FS_EXECUTE) | (rights & b->exec); /* read trees only */
+    else
+        rights &= ~FS_EXECUTE; /* never where files can be written: no dropped program runs */
     rights &= b->handled;
     if (rights == 0) {
         close(fd);
@@ -305,8 +310,8 @@ static int ll_rules(ll_build *b, const kr__sandbox_spec *spec)
 
 /* Landlock: returns 0 when applied or when the kernel has none (status
  * says which), -1 with why when the kernel has it and applying failed. */
-int kr__sandbox_apply_landlock(const kr__sandbox_spec *spec, kr__sandbox_status *st, char *why,
-                               size_t why_size)
+int kr__sandbox_apply_landlock(const kr__sandbox_spec *spec, unsigned flags,
+                               kr__sandbox_status *st, char *why, size_t why_size)
 {
     st->landlock_abi = kr__sandbox_landlock_abi(st->landlock_why, sizeof st->landlock_why);
     if (st->landlock_abi == 0)
@@ -333,6 +338,7 @@ int kr__sandbox_apply_landlock(const kr__sandbox_spec *spec, kr__sandbox_status 
     ll_build b;
     memset(&b, 0, sizeof b);
     b.handled = attr.handled_access_fs;
+    b.exec = (flags & KR__SANDBOX_ALLOW_EXEC) ? FS_EXECUTE : 0;
     b.why = why;
     b.why_size = why_size;
     b.ruleset = (int)syscall(__NR_landlock_create_ruleset, &attr, attr_size, 0);

@@ -28,9 +28,13 @@ static struct scmp_arg_cmp arg_cmp(unsigned arg, enum scmp_compare op, scmp_datu
 }
 
 /* Refused outright, whatever the arguments (docs/sandbox.md groups them). */
-static const denied_call denied_calls[] = {
-    /* running another program */
+/* Running another program: refused unless the spec allows it (a compile
+ * phase running nvcc, ninja, ptxas; what they run inherits the filter). */
+static const denied_call exec_calls[] = {
     {"execve", EPERM}, {"execveat", EPERM},
+};
+
+static const denied_call denied_calls[] = {
     /* other processes' memory */
     {"ptrace", EPERM}, {"process_vm_readv", EPERM}, {"process_vm_writev", EPERM},
     {"pidfd_getfd", EPERM},
@@ -91,8 +95,12 @@ static int sc_rule(scmp_filter_ctx ctx, sc_build *b, const char *name, int err,
 
 #define LOW32 0xffffffffull
 
-static int sc_rules(scmp_filter_ctx ctx, sc_build *b)
+static int sc_rules(scmp_filter_ctx ctx, sc_build *b, unsigned flags)
 {
+    size_t num_exec = (flags & KR__SANDBOX_ALLOW_EXEC) ? 0 : sizeof exec_calls / sizeof exec_calls[0];
+    for (size_t i = 0; i < num_exec; i++)
+        if (sc_rule(ctx, b, exec_calls[i].name, exec_calls[i].err, 0, NULL) != 0)
+            return -1;
     for (size_t i = 0; i < sizeof denied_calls / sizeof denied_calls[0]; i++)
         if (sc_rule(ctx, b, denied_calls[i].name, denied_calls[i].err, 0, NULL) != 0)
             return -1;
@@ -143,7 +151,8 @@ int kr__sandbox_seccomp_available(char *why, size_t why_size)
     return 1;
 }
 
-int kr__sandbox_apply_seccomp(kr__sandbox_status *st, char *why, size_t why_size)
+int kr__sandbox_apply_seccomp(unsigned flags, kr__sandbox_status *st, char *why,
+                              size_t why_size)
 {
     if (!kr__sandbox_seccomp_available(st->seccomp_why, sizeof st->seccomp_why))
         return 0;
@@ -165,7 +174,7 @@ int kr__sandbox_apply_seccomp(kr__sandbox_status *st, char *why, size_t why_size
         snprintf(why, why_size, "seccomp: cannot set the filter's attributes");
         goto out;
     }
-    if (sc_rules(ctx, &b) != 0)
+    if (sc_rules(ctx, &b, flags) != 0)
         goto out;
     int err = seccomp_load(ctx);
     if (err != 0) {
