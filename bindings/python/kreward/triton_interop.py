@@ -4,7 +4,13 @@ launch plan, evaluated like any CUDA candidate.
 Triton's launcher uses block = 32 * num_warps, dynamic shared memory =
 metadata.shared, and passes two extra pointers after the kernel's own
 arguments (global and profile scratch); the plan does the same, with
-scratch buffers for them."""
+scratch buffers for them.
+
+One compiled kernel serves every case here: right only when the caller
+compiled it without size-dependent specialisation (e.g. warmup with an odd
+n). Device-only Triton candidates from completions, and any kernel whose
+constexprs or specialisation follow the sizes, go through
+kreward.triton_cases, which compiles every case on its own."""
 import json
 
 from .constants import Status
