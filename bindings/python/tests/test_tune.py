@@ -340,3 +340,24 @@ def test_unknown_strategy_and_ppo_without_torch():
         with pytest.raises(ImportError, match="needs torch"):
             tune.tune(k, strategy="ppo", max_evals=4, backend=be)
     be.close()
+
+
+def test_compare_script_dry_run(tmp_path):
+    """examples/tune/compare.py end to end with --synthetic (no GPU): the
+    table, the JSON, and the honesty line."""
+    import json
+    import os
+    import sys
+    out = tmp_path / "rows.json"
+    p = subprocess.run([sys.executable, str(TUNE / "compare.py"), "--synthetic", "--kernel",
+                        "softmax", "--budget", "6", "--strategies", "random,grid,ppo",
+                        "--json", str(out)], capture_output=True, text=True, timeout=300,
+                       env={**os.environ})
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("SYNTHETIC speedups")
+    rows = json.loads(out.read_text())["rows"]
+    full, rand, grid, ppo = rows
+    assert full["strategy"] == "exhaustive (all)" and full["evaluations"] == 36  # constrained
+    assert full["pct_of_best"] == 100.0 and rand["evaluations"] == grid["evaluations"] == 6
+    assert rand["pct_of_best"] <= 100.0
+    assert "skipped" in ppo or ppo["evaluations"] <= 6

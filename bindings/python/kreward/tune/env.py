@@ -33,15 +33,18 @@ class Result:
     speedup, time_us: from the benchmark when it passed; invalid: why the
     check refused it (no GPU run); ran: whether a backend evaluated it;
     wall_s: this configuration's share of its batch's wall time plus its
-    check; report: the report as a dict."""
+    check; report: the report as a dict; cached: it came from the memo;
+    counted: it spent budget (new, and not refused by a declared
+    constraint, which costs no compile)."""
     __slots__ = ("assignment", "key", "verdict", "reward", "speedup", "time_us", "invalid", "ran",
-                 "wall_s", "report", "cached")
+                 "wall_s", "report", "cached", "counted")
 
     def __init__(self, assignment, key, verdict, reward, speedup=None, time_us=None, invalid=None,
                  ran=False, wall_s=0.0, report=None):
         self.assignment, self.key, self.verdict, self.reward = dict(assignment), key, verdict, reward
         self.speedup, self.time_us, self.invalid, self.ran = speedup, time_us, invalid, ran
         self.wall_s, self.report, self.cached = wall_s, report, False
+        self.counted = False  # whether it spent budget (a new configuration that was compiled)
 
     @property
     def passed(self):
@@ -50,7 +53,8 @@ class Result:
     def as_info(self):
         return {"knobs": dict(self.assignment), "verdict": self.verdict, "reward": self.reward,
                 "speedup": self.speedup, "time_us": self.time_us, "invalid": self.invalid,
-                "ran": self.ran, "cached": self.cached, "wall_s": self.wall_s, "key": self.key}
+                "ran": self.ran, "cached": self.cached, "counted": self.counted,
+                "wall_s": self.wall_s, "key": self.key}
 
     def __repr__(self):
         s = f"{self.speedup:.3g}x" if self.speedup is not None else "-"
@@ -75,8 +79,8 @@ class TuneEnv(_spaces.EnvBase):
     local pool over every GPU), or a Context for in-process evaluation of
     trusted kernels. reward, preset: for the backend it creates and for
     scoring refused configurations (a given Evaluator's own reward is used
-    when it has one). max_evals: new evaluations per episode before
-    `truncated`; arch: the target for the checks (None: the context's
+    when it has one). max_evals: new configurations compiled per episode
+    before `truncated` (memo hits and constraint refusals are free); arch: the target for the checks (None: the context's
     default, sm_90a); cache_dir: the compile cache (None: the backend's)."""
     metadata = {"render_modes": []}
 
@@ -197,7 +201,8 @@ class TuneEnv(_spaces.EnvBase):
             r = self._result_of(v, reports.pop(0), share) if v.invalid is None else self._refused(v)
             self.by_key[v.key] = r
             self.by_assignment[self.space.key(v.assignment)] = v.key
-            self.evaluations += 1
+            r.counted = not v.by_constraint
+            self.evaluations += r.counted
             first, *rest = waiting[v.key]
             out[first] = r
             for i in rest:

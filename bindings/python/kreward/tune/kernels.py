@@ -36,7 +36,7 @@ class Variant:
     given it (compile_error, invalid_plan, launch_error); resources:
     {kernel: {registers, shared_static, shared_reserved}}."""
     __slots__ = ("assignment", "key", "source", "binary", "plan", "invalid", "verdict",
-                 "resources", "check_s")
+                 "resources", "check_s", "by_constraint")
 
     def __init__(self, assignment):
         self.assignment = dict(assignment)
@@ -44,9 +44,10 @@ class Variant:
         self.invalid = self.verdict = None
         self.resources = {}
         self.check_s = 0.0
+        self.by_constraint = False  # refused by a declared constraint: nothing was compiled
 
-    def refuse(self, verdict, why):
-        self.verdict, self.invalid = verdict, why
+    def refuse(self, verdict, why, by_constraint=False):
+        self.verdict, self.invalid, self.by_constraint = verdict, why, by_constraint
         return self
 
 
@@ -152,7 +153,7 @@ class CudaKernel(_Kernel):
             v.key = hashlib.sha256(v.source.encode()).hexdigest()
             why = self.space.violated(assignment, self.cases(ctx))
             if why:
-                return v.refuse("invalid_plan", why)
+                return v.refuse("invalid_plan", why, by_constraint=True)
             self._check_source(v, ctx)
         finally:
             v.check_s = time.perf_counter() - t0
@@ -214,7 +215,7 @@ class TritonKernel(_Kernel):
             why = self.space.violated(assignment, self.cases(ctx))
             if why:
                 v.key = hashlib.sha256(repr(sorted(assignment.items())).encode()).hexdigest()
-                return v.refuse("invalid_plan", why)
+                return v.refuse("invalid_plan", why, by_constraint=True)
             try:
                 compiled = self.compile(assignment)
             except Exception as e:  # noqa: BLE001 -- Triton's compile errors have no common base

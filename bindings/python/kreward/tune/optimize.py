@@ -30,6 +30,9 @@ def make_kernel(obj, problem, knobs, constraints=(), grid=None, args=None, examp
         return CudaKernel(obj, knobs, problem, constraints, name or "candidate.cu")
     if callable(obj):
         source = obj()
+        if hasattr(source, "warmup"):  # a function returning the @triton.jit kernel
+            return make_kernel(source, problem, knobs, constraints, grid, args, example_args,
+                               name)
         if not isinstance(source, str):
             raise TypeError(f"{obj.__name__}() returned {type(source).__name__}, not the CUDA "
                             "source (a str)")

@@ -10,7 +10,7 @@ the batch, plus a value loss and an entropy bonus. Rewards are divided by
 the largest magnitude seen so far, so presets of any scale train alike. Tuning has no long
 horizon: an episode is one batch, so the return is the reward itself.
 
-Memoised assignments are free: when the policy keeps proposing configurations
+Memoised assignments (and those a constraint rules out) are free: when the policy keeps proposing configurations
 it has seen, iterations cost nothing but also add nothing, so the run also
 stops after max_batches iterations (default 4x the batches the budget
 needs, plus 8)."""
@@ -55,12 +55,14 @@ def _log_prob_entropy(torch, logits, actions):
 
 
 def _trim_to_budget(env, assignments):
-    """Keeps memoised assignments (free) and new ones up to the budget left."""
+    """Keeps free assignments (memoised, or ruled out by a constraint) and
+    new ones up to the budget left."""
     left = (env.max_evals - env.evaluations) if env.max_evals is not None else len(assignments)
+    cases = env.kernel.cases(env.ctx)
     keep, new = [], set()
     for i, a in enumerate(assignments):
         key = env.space.key(a)
-        if env.cached(a) is not None or key in new:
+        if env.cached(a) is not None or key in new or env.space.violated(a, cases):
             keep.append(i)
         elif len(new) < left:
             new.add(key)

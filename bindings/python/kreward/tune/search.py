@@ -1,8 +1,8 @@
 """Search strategies over a TuneEnv, and what a tuning run returns.
 
 Budget: `max_evals` new configurations judged (each costs a compile at
-least; those that pass the checks, a GPU evaluation). Memoised repeats are
-free. random draws configurations that meet the constraints without
+least; those that pass the checks, a GPU evaluation). Memoised repeats and
+assignments a declared constraint rules out (no compile) are free. random draws configurations that meet the constraints without
 replacement; grid walks them in grid order (the last knob fastest);
 ppo (ppo.py) learns a policy. Each submits `batch_size` configurations per
 step: one batch to the backend, spread over its GPUs."""
@@ -15,7 +15,7 @@ from .env import better
 class TuneResult:
     """best: the best configuration's knobs (None when none passed);
     best_result: its Result (report, speedup, reward); evaluations: new
-    configurations judged; gpu_runs: how many of them a backend ran;
+    configurations judged (compiled); gpu_runs: how many of them a backend ran;
     refused: how many the checks refused; wall_s: the whole run;
     history: every step's Result in order; source: the best CUDA variant's
     source (None for Triton or when none passed)."""
@@ -23,7 +23,7 @@ class TuneResult:
     def __init__(self, strategy, env, history, wall_s, gpu_runs, gpu_wall_s):
         self.strategy = strategy
         self.history = list(history)
-        fresh = [r for r in self.history if not r.cached]
+        fresh = [r for r in self.history if r.counted]
         self.evaluations = len(fresh)
         self.gpu_runs = gpu_runs
         self.gpu_wall_s = gpu_wall_s
