@@ -166,6 +166,20 @@ def test_every_case_compiles_its_own_specialisation(offline):
         offline.check_plan(wrong, offline.parse_problem(tc.one_case_spec(SPEC, 1), base_dir=str(VADD)), program)
 
 
+def test_evaluation_without_a_gpu_plans_every_case(offline):
+    launch, cases = tc.case_specs(ADD, SPEC)
+    compiled = tc.compile_cases(ADD, cases, launch.kernel, arch=90)
+    res = tc.evaluate_triton_cases(offline, str(VADD / "problem.json"), ADD, compiled=compiled)
+    assert res.verdict == "not_run" and res.failed_case is None
+    assert res.cases == [("one", "not_run"), ("odd", "not_run"), ("large", "not_run")]
+    # a plan that does not fit the case's kernel is judged, not raised
+    broken = list(compiled)
+    broken[1] = dict(compiled[1], specialised=["n"])  # n dropped: a scratch pointer lands on it
+    res = tc.evaluate_triton_cases(offline, str(VADD / "problem.json"), ADD, compiled=broken)
+    assert res.failed_case == "odd" and res.verdict == "invalid_plan", res.report.feedback
+    assert res.cases == [("one", "not_run"), ("odd", "invalid_plan")]
+
+
 def test_autotuned_kernel_takes_each_cases_config(offline):
     launch, cases = tc.case_specs(AUTOTUNED, SPEC, configs={0: 0, 1: 1, 2: 0})
     compiled = tc.compile_cases(AUTOTUNED, cases, launch.kernel, arch=90)
