@@ -42,6 +42,14 @@ if [ "$build_only" = 0 ] && ! python3 -c 'import starlette, uvicorn, ray' 2>/dev
   python3 -m pip install -q starlette uvicorn ray 2>/dev/null ||
     python3 -m pip install -q --break-system-packages starlette uvicorn ray
 fi
+# kreward.tune's environment is a gymnasium.Env when gymnasium is installed
+# (small; numpy): its tests run the Gymnasium checks. PPO's torch is not
+# installed: those tests skip without it.
+if ! python3 -c 'import gymnasium' 2>/dev/null; then
+  echo "deps: installing gymnasium"
+  python3 -m pip install -q gymnasium 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages gymnasium
+fi
 cuda="${CUDA_HOME:-/usr/local/cuda}"
 if [ ! -f "$cuda/include/nvrtc.h" ]; then
   echo "deps: no CUDA toolkit headers under $cuda (set CUDA_HOME); libkreward needs them to build" >&2
