@@ -52,8 +52,10 @@ def make_kernel(name):
     spec = KERNELS[name]
     with open(os.path.join(HERE, spec["source"])) as f:
         source = f.read()
+    # the default file name (candidate.cu), as the pool's jobs have: the
+    # check's compile and the pool's then have the same options and text
     return tune.CudaKernel(source, spec["knobs"], os.path.join(ROOT, spec["problem"]),
-                           spec["constraints"], name=spec["source"])
+                           spec["constraints"])
 
 
 def one_row(name, strategy, budget, backend, args):
