@@ -11,6 +11,8 @@ it. Run it in its own venv (docs/environments.md)."""
 import asyncio
 import http.server
 import json
+import os
+import subprocess
 import sys
 import threading
 
@@ -24,7 +26,9 @@ except ImportError as e:  # absent, or installed against dependencies it cannot 
 
 from serve_util import ROOT  # noqa: E402
 
-sys.path.insert(0, str(ROOT / "examples" / "envs" / "kreward_kernels"))
+# the environment package (Verifiers imports a taskset by its top-level module)
+KERNELS_PKG = ROOT / "examples" / "envs" / "kreward_kernels"
+sys.path.insert(0, str(KERNELS_PKG))
 
 import kreward  # noqa: E402
 from kreward.completion import extract_code  # noqa: E402
@@ -103,20 +107,25 @@ def fake():
     backend.close()
 
 
-def episode(tmp_path, reply, max_turns=1, target_speedup=None, task=None):
-    """One episode of vector_add through run_eval; (its trace, the model)."""
+def run(tmp_path, reply, env):
+    """One episode of vector_add through run_eval; (the episode, the model)."""
     model = ScriptedModel(reply)
     try:
         config = EvalConfig.model_validate({
-            "env": {"taskset": {"id": "kreward-kernels", "problems": ["vector_add"],
-                                "task": task or {}},
-                    "max_turns": max_turns, "target_speedup": target_speedup},
-            "model": "scripted", "client": {"base_url": model.url},
+            "env": env, "model": "scripted", "client": {"base_url": model.url},
             "push": False, "rich": None, "output_dir": str(tmp_path)})
         (ep,) = asyncio.run(run_eval(config))
     finally:
         model.close()
     assert ep.ok, ep.errors
+    return ep, model
+
+
+def episode(tmp_path, reply, max_turns=1, target_speedup=None, task=None):
+    """One KernelEnv episode; (its trace, the model)."""
+    ep, model = run(tmp_path, reply, {
+        "taskset": {"id": "kreward-kernels", "problems": ["vector_add"], "task": task or {}},
+        "max_turns": max_turns, "target_speedup": target_speedup})
     (trace,) = ep.traces
     return trace, model
 
@@ -194,11 +203,60 @@ def test_compile_only_pool(tmp_path):
     verdicts = [t["verdict"] for t in trace.state.turns]
     assert verdicts == ["compile_error", "not_run"]
     assert "error" in model.requests[1][-1]["content"]
+    assert trace.state.turns[0]["reward"] == pytest.approx(compile_error_score())
+    assert trace.state.turns[1]["reward"] == 0.0 and trace.rewards["kernel"].score == 0.0
+
+
+def compile_error_score():
+    """The makora preset's score of a compile_error (what the pool gives)."""
     with kreward.Context(no_device=True) as ctx, ctx.reward("makora") as preset:
         r = kreward.Report()
-        r.verdict = "compile_error"
-        r["compiled"] = 0
-        preset.score(r)
-        assert trace.state.turns[0]["reward"] == pytest.approx(r.reward)
-        r.close()
-    assert trace.state.turns[1]["reward"] == 0.0 and trace.rewards["kernel"].score == 0.0
+        try:
+            r.verdict = "compile_error"
+            r["compiled"] = 0
+            preset.score(r)
+            return r.reward
+        finally:
+            r.close()
+
+
+def test_vf_eval_command(tmp_path):
+    """The `vf-eval` program itself on the kreward-kernels package, with the
+    compile-only pool: its traces.jsonl carries the reward and metrics."""
+    replies = [NO_CODE, fenced(BROKEN)]
+    model = ScriptedModel(lambda messages, n: replies[n])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "bindings" / "python"), str(KERNELS_PKG),
+                                         env.get("PYTHONPATH", "")])
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", "from verifiers.v1.cli.eval.main import main; main()",
+             "kreward-kernels", "--env.taskset.problems", '["vector_add"]',
+             "--env.taskset.task.backend", "local",
+             "--env.taskset.task.backend-options", '{"no_device": true}',
+             "--env.max-turns", "2", "--model", "scripted", "--client.base-url", model.url,
+             "--no-push", "--no-rich", "-o", str(tmp_path)],
+            env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        model.close()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (traces,) = tmp_path.glob("*/traces.jsonl")
+    (line,) = traces.read_text().splitlines()
+    (trace,) = json.loads(line)["traces"]
+    assert trace["rewards"]["kernel"]["score"] == pytest.approx(compile_error_score())
+    assert trace["metrics"]["turns"] == 2.0 and trace["metrics"]["passed"] == 0.0
+    assert len(model.requests) == 2 and "no code found" in model.requests[1][-1]["content"]
+
+
+def test_under_another_env_the_final_reply_is_judged(tmp_path, fake):
+    """Verifiers' best-of-n env runs the task's agent twice, one reply each,
+    without KernelEnv: the task's reward judges each final reply itself."""
+    replies = [candidate("compile_error"), candidate("passed", 2.0)]
+    ep, model = run(tmp_path, lambda messages, n: replies[n], {
+        "id": "best-of-n", "n": 2, "agent": {"runtime": {"type": "subprocess"}},
+        "taskset": {"id": "kreward-kernels", "problems": ["vector_add"]}})
+    assert len(model.requests) == 2 and all(len(r) == 1 for r in model.requests)
+    by_reward = sorted(ep.traces, key=lambda t: t.reward)
+    assert [t.state.turns[0]["verdict"] for t in by_reward] == ["compile_error", "passed"]
+    assert [t.reward for t in by_reward] == pytest.approx([expected(fake, r)[1] for r in replies])
+    assert [t.metrics["best"] for t in by_reward] == [0.0, 1.0]
