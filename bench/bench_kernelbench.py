@@ -58,7 +58,7 @@ def parse_args(argv=None):
     p.add_argument("--all", action="store_true",
                    help="every corpus problem, with its Model as a candidate (implies --reference)")
     p.add_argument("--seed", type=int, default=1, help="kreward's evaluation seed")
-    p.add_argument("--budget-s", type=float, default=540.0,
+    p.add_argument("--budget-s", type=float, default=450.0,
                    help="start no candidate after this many seconds (the rest are listed as not run)")
     p.add_argument("--kb-trials", type=int, default=None,
                    help="KernelBench's perf trials (default: its 100)")
