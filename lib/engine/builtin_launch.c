@@ -47,10 +47,12 @@ int kr__k_compare(kr_context *ctx, CUdeviceptr got, CUdeviceptr want, uint64_t n
     return launch(ctx, kr__engine_of(ctx)->f_compare, n, params, "comparing outputs");
 }
 
-int kr__k_mask(kr_context *ctx, CUdeviceptr p, uint64_t bytes, uint64_t key)
+int kr__k_mask(kr_context *ctx, CUdeviceptr p, uint64_t bytes, const kr_chacha_key *key,
+               uint32_t nonce0, uint32_t nonce1)
 {
-    void *params[] = {&p, &bytes, &key};
-    return launch(ctx, kr__engine_of(ctx)->f_mask, bytes / 4 + 4, params, "masking outputs");
+    kr_chacha_key k = *key; /* passed by value: a struct of 8 words */
+    void *params[] = {&p, &bytes, &k, &nonce0, &nonce1};
+    return launch(ctx, kr__engine_of(ctx)->f_mask, (bytes + 63) / 64, params, "masking outputs");
 }
 
 int kr__k_bitdiff(kr_context *ctx, CUdeviceptr a, CUdeviceptr b, uint64_t n, uint32_t elem,

@@ -12,6 +12,7 @@
 #include "kreward/verify.h"
 #include "kreward/program.h"
 #include "common/kr_gen.h"
+#include "common/kr_chacha.h"
 #include "engine/profile.h"
 
 /* Returns the mapped status from the enclosing function when a driver call
@@ -99,6 +100,9 @@ int kr__problem_weak(kr_context *ctx, const kr_problem *p, int *weak);
 /* Tells the context a problem's soundness found elsewhere (a pool's earlier
  * worker), so kr__problem_weak does not check it again. */
 int kr__problem_weak_note(kr_context *ctx, const kr_problem *p, int weak);
+/* 1 with *weak when the context holds a completed check of the problem
+ * (its own or noted), 0 otherwise; never runs the check. */
+int kr__problem_weak_cached(kr_context *ctx, const kr_problem *p, int *weak);
 
 /* The callers' versioned options read into full structs (for the pool,
  * which copies a job at submission); KR_EVERSION with why. */
@@ -115,8 +119,10 @@ int kr__k_check_bytes(kr_context *ctx, CUdeviceptr p, uint64_t n, unsigned value
                       CUdeviceptr count, CUdeviceptr first);
 int kr__k_compare(kr_context *ctx, CUdeviceptr got, CUdeviceptr want, uint64_t n, int dtype,
                   double rtol, double atol, uint32_t poison, CUdeviceptr stats);
-/* XORs bytes at p with key's keystream (its own inverse). */
-int kr__k_mask(kr_context *ctx, CUdeviceptr p, uint64_t bytes, uint64_t key);
+/* XORs bytes at p with the ChaCha20 keystream of (key, nonce0, nonce1): its
+ * own inverse. */
+int kr__k_mask(kr_context *ctx, CUdeviceptr p, uint64_t bytes, const kr_chacha_key *key,
+               uint32_t nonce0, uint32_t nonce1);
 /* Counts elements of elem bytes whose bits differ. */
 int kr__k_bitdiff(kr_context *ctx, CUdeviceptr a, CUdeviceptr b, uint64_t n, uint32_t elem,
                   CUdeviceptr count);

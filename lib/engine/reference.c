@@ -130,10 +130,13 @@ static int run_source(kr_context *ctx, kr__reference *ref, size_t c, uint64_t se
         rc = kr__engine_wait(ctx, REFERENCE_TIMEOUT_S, "the reference");
     if (rc != KR_OK)
         return reference_failed(ctx, ref->p, c, rc);
-    /* intermediate values in scratch and the inputs are not left behind */
+    /* intermediate values in scratch, the inputs and whatever the
+     * reference left in its module's globals are not left behind */
     rc = kr__tset_scrub(ctx, &ref->inputs[c]);
     for (size_t i = 0; i < run->num_scratch && rc == KR_OK; i++)
         rc = kr__dbuf_scrub(ctx, &run->scratch[i]);
+    if (rc == KR_OK)
+        rc = kr__program_restore_globals(ctx, run->bp->program, kr__engine_of(ctx)->stream);
     return rc;
 }
 

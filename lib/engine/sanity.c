@@ -214,6 +214,17 @@ static int note(kr__engine *e, const kr_problem *p, int weak)
     return KR_OK;
 }
 
+int kr__problem_weak_cached(kr_context *ctx, const kr_problem *p, int *weak)
+{
+    const kr__engine *e = kr__engine_of(ctx);
+    for (size_t i = 0; e && i < e->num_sound; i++)
+        if (strcmp(e->sound[i].hash, p->hash) == 0) {
+            *weak = e->sound[i].weak;
+            return 1;
+        }
+    return 0;
+}
+
 int kr__problem_weak_note(kr_context *ctx, const kr_problem *p, int weak)
 {
     kr__engine *e;

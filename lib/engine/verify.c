@@ -148,6 +148,8 @@ static int candidate_run(vstate *v, vunit *u, int run)
         rc = kr__fail(ctx, KR_ENOMEM, "out of memory");
     if (rc == KR_OK)
         rc = queue_checks(v, u, run, &cr, &m);
+    if (rc == KR_OK)
+        rc = kr__vwant_conceal(v, u);
     kr__run_free(ctx, &cr);
     if (rc == KR_OK) {
         kr__vjudge_run(v, u, run, &m);
@@ -201,7 +203,7 @@ static vunit *unit_new(vstate *v, size_t c, size_t s, uint64_t seed)
 
 static void unit_free(vstate *v, vunit *u)
 {
-    if (u->want_on_device && u->want.buf && !v->ctx->poisoned)
+    if (u->want.buf && !v->ctx->poisoned)
         kr__tset_scrub(v->ctx, &u->want); /* freed memory keeps no answer */
     kr__tset_free(v->ctx, &u->in);
     kr__tset_free(v->ctx, &u->out[0]);

@@ -5,6 +5,8 @@
 #define KR_VERIFY_IMPL_H
 
 #include "engine/reference.h"
+#include "common/kr_gen.h"
+#include "common/kr_chacha.h"
 #include "kreward/verify.h"
 #include "report/report_impl.h"
 #include "common/strbuf.h"
@@ -41,7 +43,8 @@ typedef struct vunit {
      * (drawn per run, held here only) while the candidate runs, unmasked for
      * the comparison. Golden references: host_want, uploaded after the run. */
     int want_on_device;
-    uint64_t mask_key;           /* 0: want is not masked now */
+    int masked;                  /* want is masked under mask_key now */
+    kr_chacha_key mask_key;
     void **host_want;            /* reference outputs on the host (malloc'd; for a
                                     source reference, downloaded to explain a failure) */
     uint64_t *in_hash;           /* expected keyed hash per input */
@@ -66,6 +69,7 @@ typedef struct vchecks {
 int kr__vwant_compute(vstate *v, vunit *u);
 int kr__vwant_hide(vstate *v, vunit *u);
 int kr__vwant_reveal(vstate *v, vunit *u);
+int kr__vwant_conceal(vstate *v, vunit *u);
 /* Output t's reference values on the host (downloaded on first use for a
  * device-resident reference, which must be revealed); NULL when they
  * cannot be had. */

@@ -89,35 +89,43 @@ static kr__pjob *next_job(kr_pool *pool, int state)
     return NULL;
 }
 
-/* The soundness of a problem as far as the pool knows: -1 unknown. */
-static int sound_known(const kr_pool *pool, const char *hash)
+/* The soundness of a problem as far as the pool knows: -1 unknown. Golden
+ * problems are not remembered: their hash does not cover the callback, so
+ * two of them with one spec may differ. */
+static int sound_known(const kr_pool *pool, const kr_problem *p)
 {
-    for (size_t i = 0; hash && i < pool->num_sound; i++)
+    const char *hash = kr_problem_hash(p);
+    if (!hash || kr_problem_reference_kind(p) == KR_REFERENCE_GOLDEN)
+        return -1;
+    for (size_t i = 0; i < pool->num_sound; i++)
         if (strcmp(pool->sound[i].hash, hash) == 0)
             return pool->sound[i].weak;
     return -1;
 }
 
-/* A passed report from a GPU worker carries its verdict on the problem's
- * soundness (evaluate checks it before the benchmark). */
-static void sound_learn(kr_pool *pool, const kr__pjob *j, const kr_report *r)
+/* A GPU worker's result says the problem's soundness when its check
+ * completed ("problem_weak"); nothing is learnt otherwise (a report without
+ * the weak flag may only mean the check could not run). */
+static void sound_learn(kr_pool *pool, const kr__pjob *j, const json_t *result)
 {
-    const char *hash = kr_problem_hash(j->job.problem);
-    if (!hash || kr_report_verdict(r) != KR_VERDICT_PASSED || sound_known(pool, hash) >= 0)
+    const json_t *weak = json_object_get(result, "problem_weak");
+    const kr_problem *p = j->job.problem;
+    if (!json_is_integer(weak) || kr_problem_reference_kind(p) == KR_REFERENCE_GOLDEN ||
+        sound_known(pool, p) >= 0)
         return;
     struct kr__sound_note *grown = realloc(pool->sound, (pool->num_sound + 1) * sizeof *grown);
     if (!grown)
         return;
     pool->sound = grown;
-    snprintf(grown[pool->num_sound].hash, sizeof grown->hash, "%s", hash);
-    grown[pool->num_sound++].weak = (kr_report_flags(r) & KR_FLAG_WEAK_PROBLEM) != 0;
+    snprintf(grown[pool->num_sound].hash, sizeof grown->hash, "%s", kr_problem_hash(p));
+    grown[pool->num_sound++].weak = json_integer_value(weak) != 0;
 }
 
 static int send_job(kr_pool *pool, kr__worker *w, kr__pjob *j)
 {
     const char *stage = w->kind == KR__COMPILE_WORKER ? "compile" : "gpu";
     json_t *body = kr__job_encode(&j->job, j->plan_json, j->ticket, stage, j->binary != NULL);
-    int weak = w->kind == KR__GPU_WORKER ? sound_known(pool, kr_problem_hash(j->job.problem)) : -1;
+    int weak = w->kind == KR__GPU_WORKER ? sound_known(pool, j->job.problem) : -1;
     if (body && weak >= 0)
         json_object_set_new(body, "problem_weak", json_integer(weak));
     int fd = -1, rc = body ? KR_OK : KR_ENOMEM;
@@ -227,7 +235,7 @@ static void on_result(kr_pool *pool, kr__worker *w, kr__frame *f)
         return;
     }
     if (w->kind == KR__GPU_WORKER)
-        sound_learn(pool, j, r);
+        sound_learn(pool, j, f->body);
     kr__pool_finish(pool, j, r);
     if (json_is_true(json_object_get(f->body, "poisoned")))
         kr__worker_kill(w); /* it exits anyway: its CUDA context is gone */

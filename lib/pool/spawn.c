@@ -88,20 +88,23 @@ static void visible_device(int ordinal, char *out, size_t size)
     free(copy);
 }
 
-/* Appends NAME=VALUE to env (storage holds the strings); dropped when
- * storage is full. */
-static void env_add(char **env, size_t *n, char *storage, size_t size, size_t *used,
-                    const char *name, const char *value)
+/* Appends NAME=VALUE to env (storage holds the strings); -1 when storage
+ * is full (the worker is not started with part of its environment). */
+static int env_add(char **env, size_t *n, char *storage, size_t size, size_t *used,
+                   const char *name, const char *value)
 {
     int k = snprintf(storage + *used, size - *used, "%s=%s", name, value);
     if (k < 0 || (size_t)k >= size - *used)
-        return;
+        return -1;
     env[(*n)++] = storage + *used;
     *used += (size_t)k + 1;
+    return 0;
 }
 
 /* A minimal environment: what CUDA and the loader need, nothing of the
- * caller's secrets (API keys live in trainers' environments). */
+ * caller's secrets (API keys live in trainers' environments). The
+ * variables the pool sets come first; NULL with errno E2BIG when the
+ * caller's part does not fit, ENOMEM without memory. */
 static char **environment(const kr__worker *w, char *storage, size_t size)
 {
     /* the explicit NVRTC/CUPTI files and the disk cache cap too: a worker
@@ -110,18 +113,26 @@ static char **environment(const kr__worker *w, char *storage, size_t size)
                                          "KREWARD_NVRTC_LIBRARY", "KREWARD_CUPTI_LIBRARY",
                                          "KREWARD_CUDA_MAJOR", "KREWARD_CACHE_MAX_BYTES",
                                          "TMPDIR", "LANG", "KR_PROFILE"};
-    char **env = calloc(16, sizeof *env);
+    size_t num_passed = sizeof passed / sizeof passed[0];
+    char **env = calloc(num_passed + 3, sizeof *env); /* + ours + NULL */
     size_t n = 0, used = 0;
-    if (!env)
+    if (!env) {
+        errno = ENOMEM;
         return NULL;
-    for (size_t i = 0; i < sizeof passed / sizeof passed[0]; i++)
-        if (getenv(passed[i]))
-            env_add(env, &n, storage, size, &used, passed[i], getenv(passed[i]));
+    }
     char dev[64] = ""; /* compile workers see no GPU */
     if (w->kind == KR__GPU_WORKER)
         visible_device(w->device, dev, sizeof dev);
-    env_add(env, &n, storage, size, &used, "CUDA_VISIBLE_DEVICES", dev);
-    env_add(env, &n, storage, size, &used, "CUDA_CACHE_DISABLE", "1");
+    int full = env_add(env, &n, storage, size, &used, "CUDA_VISIBLE_DEVICES", dev) ||
+               env_add(env, &n, storage, size, &used, "CUDA_CACHE_DISABLE", "1");
+    for (size_t i = 0; i < num_passed && !full; i++)
+        if (getenv(passed[i]))
+            full = env_add(env, &n, storage, size, &used, passed[i], getenv(passed[i]));
+    if (full) {
+        free(env);
+        errno = E2BIG;
+        return NULL;
+    }
     return env;
 }
 
@@ -159,6 +170,7 @@ int kr__worker_spawn(kr_pool *pool, kr__worker *w, char *why, size_t why_size)
     argv[a] = NULL;
     char storage[8192];
     char **env = environment(w, storage, sizeof storage);
+    int env_err = env ? 0 : errno;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, sv[1], WORKER_FD); /* dup2 clears CLOEXEC */
@@ -177,7 +189,7 @@ int kr__worker_spawn(kr_pool *pool, kr__worker *w, char *why, size_t why_size)
     posix_spawnattr_setsigdefault(&attr, &all);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     int err = env ? posix_spawn(&w->pid, pool->worker_path, &fa, &attr, (char *const *)argv, env)
-                  : ENOMEM;
+                  : env_err;
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     free(env);
@@ -185,7 +197,9 @@ int kr__worker_spawn(kr_pool *pool, kr__worker *w, char *why, size_t why_size)
     if (err != 0) {
         close(sv[0]);
         w->pid = 0;
-        snprintf(why, why_size, "cannot start %s: %s", pool->worker_path, strerror(err));
+        snprintf(why, why_size, "cannot start %s: %s%s", pool->worker_path, strerror(err),
+                 err == E2BIG ? " (the worker's environment is over 8 KiB: LD_LIBRARY_PATH or "
+                                "the KREWARD_* paths too long)" : "");
         return KR_EIO;
     }
     w->sock = sv[0];

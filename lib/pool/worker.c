@@ -35,6 +35,7 @@ typedef struct {
     kr_context *ctx;
     kr__sandbox_status sandbox;
     const kr__job_spec *job;     /* the job running (for golden requests) */
+    int problem_weak;            /* the last job's problem soundness if checked, else -1 */
     char why[512];
 } worker;
 
@@ -111,6 +112,7 @@ static int run_job(worker *w, const kr__job_spec *job, int binary_fd, kr_report 
     kr_problem *problem = NULL;
     kr_plan *plan = NULL;
     kr_program *program = NULL;
+    w->problem_weak = -1;
     int rc = kr_problem_parse(&problem, w->ctx, job->problem, strlen(job->problem),
                               job->name ? job->name : "problem.json", NULL);
     if (rc != KR_OK) {
@@ -153,6 +155,12 @@ static int run_job(worker *w, const kr__job_spec *job, int binary_fd, kr_report 
         }
     }
     w->job = NULL;
+    /* the soundness check's outcome goes back only when it completed (a
+     * failed check leaves nothing cached): the pool must not learn "sound"
+     * from a report that merely lacks the weak flag */
+    int weak = 0;
+    w->problem_weak = kr_context_has_device(w->ctx) &&
+                      kr__problem_weak_cached(w->ctx, problem, &weak) ? weak : -1;
     kr_program_free(program);
     kr_plan_free(plan);
     kr_problem_free(problem);
@@ -169,6 +177,8 @@ static int send_result(worker *w, uint64_t id, int status, kr_report *r)
     json_object_set_new(body, "id", json_integer((json_int_t)id));
     json_object_set_new(body, "status", json_integer(status));
     json_object_set_new(body, "poisoned", json_boolean(w->ctx->poisoned));
+    if (w->problem_weak >= 0)
+        json_object_set_new(body, "problem_weak", json_integer(w->problem_weak));
     /* a report with large details rides in a blob */
     int fd = -1, rc = KR_OK;
     size_t len = strlen(text);
@@ -347,6 +357,7 @@ int kr__worker_main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     worker w;
     memset(&w, 0, sizeof w);
+    w.problem_weak = -1;
     w.sock = a.fd;
     w.gpu = strcmp(a.kind, "gpu") == 0;
     kr_context_options co = KR_CONTEXT_OPTIONS_INIT;

@@ -13,6 +13,10 @@
  *            frame carries descriptors: they travel in one blob)
  *   shout    writes to its stdout (as a kernel's printf does), then ok
  *   poison   a passed report that says its context is poisoned, then exits
+ *   weak1    a passed report whose result says the problem's soundness check
+ *            completed and found it weak ("problem_weak": 1)
+ * Every report has the metric fake_told: the "problem_weak" the job came
+ * with (-1 without one).
  * Started by the pool exactly as kreward-worker is (same arguments). */
 #include "pool/protocol.h"
 #include "kreward/common.h"
@@ -32,18 +36,28 @@ static const char *arg(int argc, char **argv, const char *name)
     return NULL;
 }
 
-static void send_report(int sock, json_int_t id, const char *verdict, int poisoned)
+static json_int_t g_told = -1; /* the running job's "problem_weak", -1: none */
+
+static void send_report_weak(int sock, json_int_t id, const char *verdict, int poisoned, int weak)
 {
     char report[256];
     snprintf(report, sizeof report, "{\"format\": 1, \"verdict\": \"%s\", \"flags\": [], "
-             "\"metrics\": {\"fake_pid\": %d}, \"texts\": {}}", verdict, (int)getpid());
+             "\"metrics\": {\"fake_pid\": %d, \"fake_told\": %lld}, \"texts\": {}}", verdict,
+             (int)getpid(), (long long)g_told);
     json_t *body = json_object();
     json_object_set_new(body, "id", json_integer(id));
     json_object_set_new(body, "status", json_integer(0));
     json_object_set_new(body, "poisoned", json_boolean(poisoned));
+    if (weak >= 0)
+        json_object_set_new(body, "problem_weak", json_integer(weak));
     json_object_set_new(body, "report", json_string(report));
     kr__frame_send(sock, KR__MSG_RESULT, body, NULL, 0, NULL, 0);
     json_decref(body);
+}
+
+static void send_report(int sock, json_int_t id, const char *verdict, int poisoned)
+{
+    send_report_weak(sock, id, verdict, poisoned, -1);
 }
 
 /* Asks for golden outputs of a problem of n one-float tensors (tensor t
@@ -106,6 +120,8 @@ int main(int argc, char **argv)
             return 0;
         json_int_t id = json_integer_value(json_object_get(f.body, "id"));
         const char *name = json_string_value(json_object_get(f.body, "name"));
+        json_t *told = json_object_get(f.body, "problem_weak");
+        g_told = json_is_integer(told) ? json_integer_value(told) : -1;
         const char *stage = json_string_value(json_object_get(f.body, "stage"));
         int compile = stage && !strcmp(stage, "compile");
         name = name ? name : "ok";
@@ -143,7 +159,8 @@ int main(int argc, char **argv)
             continue;
         }
         int poison = !strcmp(name, "poison") && !compile; /* name lives in the frame */
-        send_report(sock, id, compile ? "not_run" : "passed", poison);
+        send_report_weak(sock, id, compile ? "not_run" : "passed", poison,
+                         !compile && name && !strcmp(name, "weak1") ? 1 : -1);
         kr__frame_clear(&f);
         if (poison)
             return 0;

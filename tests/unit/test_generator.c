@@ -6,6 +6,7 @@
 #include "common/dtype.h"
 #include "engine/engine.h"
 #include "common/kr_gen.h"
+#include "common/kr_chacha.h"
 
 #include <math.h>
 
@@ -293,6 +294,36 @@ static void builtin_kernels_compile(void **state)
     kr_context_free(ctx);
 }
 
+/* The keystream that masks reference outputs on the device (kr_mask) is
+ * ChaCha20: the RFC 8439 section 2.3.2 block, and a second one checked with
+ * Python's cryptography package (key words i * 0x11111111, counter 7, nonce
+ * 3, 5, 0). The same header is compiled into the builtin kernels. */
+static void chacha20_block_matches_rfc8439(void **state)
+{
+    (void)state;
+    kr_chacha_key key;
+    for (int i = 0; i < 8; i++) /* bytes 00 01 .. 1f, little-endian words */
+        key.w[i] = (kr_u32)(4 * i) | (kr_u32)(4 * i + 1) << 8 | (kr_u32)(4 * i + 2) << 16 |
+                   (kr_u32)(4 * i + 3) << 24;
+    const kr_u32 nonce[3] = {0x09000000u, 0x4a000000u, 0};
+    const kr_u32 want[16] = {0xe4e7f110u, 0x15593bd1u, 0x1fdd0f50u, 0xc47120a3u,
+                             0xc7f4d1c7u, 0x0368c033u, 0x9aaa2204u, 0x4e6cd4c3u,
+                             0x466482d2u, 0x09aa9f07u, 0x05d7c214u, 0xa2028bd9u,
+                             0xd19c12b5u, 0xb94e16deu, 0xe883d0cbu, 0x4e3c50a2u};
+    kr_u32 got[16];
+    kr_chacha20_block(&key, 1, nonce, got);
+    assert_memory_equal(got, want, sizeof want);
+    for (int i = 0; i < 8; i++)
+        key.w[i] = (kr_u32)i * 0x11111111u;
+    const kr_u32 nonce2[3] = {3, 5, 0};
+    const kr_u32 want2[16] = {0xcde8500bu, 0x913a8f49u, 0x00268c8cu, 0xcf71d155u,
+                              0x58359be3u, 0x8c2e596du, 0x4cc21d45u, 0x1e6351feu,
+                              0xa38e6b14u, 0x0a2943f4u, 0x35bf3f30u, 0xcc93ad70u,
+                              0x109eb93au, 0x9b639f99u, 0xef96303bu, 0xbf08d64bu};
+    kr_chacha20_block(&key, 7, nonce2, got);
+    assert_memory_equal(got, want2, sizeof want2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -304,6 +335,7 @@ int main(void)
         cmocka_unit_test(polynomial_math),
         cmocka_unit_test(never_constant),
         cmocka_unit_test(builtin_kernels_compile),
+        cmocka_unit_test(chacha20_block_matches_rfc8439),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,6 +18,13 @@ static const char *PROBLEM =
     " \"tensors\": [{\"name\": \"y\", \"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"out\"}],"
     " \"reference\": {\"golden\": true}}";
 
+/* The same with a source reference (the pool remembers soundness only for
+ * those: a golden problem's hash does not cover its callback). */
+static const char *PROBLEM_SOURCE =
+    "{\"name\": \"ps\", \"dims\": [\"N\"], \"cases\": [{\"N\": 1}],"
+    " \"tensors\": [{\"name\": \"y\", \"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"out\"}],"
+    " \"reference\": {\"cuda\": \"extern \\\"C\\\" __global__ void r(float *y) { y[0] = 1; }\"}}";
+
 static kr_context *g_ctx;
 static kr_problem *g_problem;
 
@@ -277,6 +284,80 @@ static void golden_of_many_tensors_through_the_pool(void **state)
     kr_problem_free(p12);
 }
 
+/* The told soundness the fake worker saw for job `name` of problem p. */
+static double told_for(kr_pool *pool, kr_problem *p, const char *name)
+{
+    kr_job job;
+    kr_job_init(&job, KR_JOB_VERSION);
+    job.problem = p;
+    job.source = job.name = name;
+    uint64_t ticket = 0;
+    assert_int_equal(kr_pool_submit(&ticket, pool, &job), KR_OK);
+    kr_report *r = NULL;
+    assert_int_equal(kr_pool_wait(&r, pool, ticket, 60), KR_OK);
+    assert_int_equal(kr_report_verdict(r), KR_VERDICT_PASSED);
+    double v = -2;
+    assert_int_equal(kr_report_get(&v, r, "fake_told"), KR_OK);
+    kr_report_free(r);
+    return v;
+}
+
+/* A problem's soundness is learnt only from a GPU result that says its
+ * check completed ("problem_weak"), and later GPU jobs of the problem are
+ * told; a passed report alone (the check may have failed) teaches nothing,
+ * and golden problems are never remembered. */
+static void soundness_is_learnt_from_completed_checks_only(void **state)
+{
+    (void)state;
+    kr_problem *src = NULL;
+    assert_int_equal(kr_problem_parse(&src, g_ctx, PROBLEM_SOURCE, strlen(PROBLEM_SOURCE),
+                                      "ps.json", NULL), KR_OK);
+    kr_pool *pool = fake_pool(0, 30);
+    assert_true(told_for(pool, src, "ok1") == -1);
+    assert_true(told_for(pool, src, "ok2") == -1); /* "ok" said nothing about the check */
+    assert_true(told_for(pool, src, "weak1") == -1);
+    assert_true(told_for(pool, src, "ok3") == 1);  /* learnt from weak1's result */
+    kr_problem_set_golden(g_problem, golden_42, NULL, NULL);
+    assert_true(told_for(pool, g_problem, "weak1") == -1);
+    assert_true(told_for(pool, g_problem, "ok4") == -1);
+    kr_problem_set_golden(g_problem, NULL, NULL, NULL);
+    kr_pool_free(pool);
+    kr_problem_free(src);
+}
+
+/* A caller environment too large for the worker's is refused with the
+ * reason, not passed on in part (CUDA_VISIBLE_DEVICES used to come last and
+ * could be the one dropped). */
+static void oversized_environment_is_refused(void **state)
+{
+    (void)state;
+    const char *old = getenv("LD_LIBRARY_PATH");
+    char *saved = old ? strdup(old) : NULL;
+    char *big = malloc(9001);
+    memset(big, 'x', 9000);
+    big[9000] = '\0';
+    setenv("LD_LIBRARY_PATH", big, 1);
+    kr_pool_options o;
+    kr_pool_options_init(&o, KR_POOL_OPTIONS_VERSION);
+    o.worker_path = getenv("KR_FAKE_WORKER");
+    o.gpus = "0";
+    o.compile_workers = 1;
+    kr_pool *pool = NULL;
+    char *why = NULL;
+    int rc = kr_pool_new(&pool, &o, &why);
+    if (saved)
+        setenv("LD_LIBRARY_PATH", saved, 1);
+    else
+        unsetenv("LD_LIBRARY_PATH");
+    free(saved);
+    free(big);
+    assert_int_not_equal(rc, KR_OK);
+    assert_null(pool);
+    assert_non_null(why);
+    assert_non_null(strstr(why, "environment is over 8 KiB"));
+    kr_free(why);
+}
+
 static int count_children(void)
 {
     int n = 0;
@@ -404,6 +485,8 @@ int main(void)
         cmocka_unit_test(bad_options_explained),
         cmocka_unit_test(golden_through_the_pool),
         cmocka_unit_test(golden_of_many_tensors_through_the_pool),
+        cmocka_unit_test(soundness_is_learnt_from_completed_checks_only),
+        cmocka_unit_test(oversized_environment_is_refused),
         cmocka_unit_test(free_with_jobs_in_flight),
         cmocka_unit_test(workers_die_with_parent),
         cmocka_unit_test(real_compile_workers),

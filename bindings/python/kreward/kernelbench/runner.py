@@ -19,7 +19,12 @@ Defences, as for device-only candidates where they apply:
   candidate that launched no custom kernel is `torch_fallback` and gets no
   speed credit (reward_of).
 The worker is killed on a deadline (`timeout`) and a crash is a verdict
-(`crash`), never the caller's problem."""
+(`crash`), never the caller's problem. It runs in libkreward's sandbox
+(confine.py, worker.py): reads limited to Python's trees, the toolkit and
+the driver's files, writes to the candidate's own build folder, no network,
+no exec once every case ran (`seal`); what the sandbox refused is the
+verdict `denied`, and a layer the kernel lacks is said in the notes."""
+import hashlib
 import json
 import os
 import random
@@ -32,6 +37,8 @@ import time
 
 import torch
 
+from .. import _lib
+from .confine import missing
 from .inputs import DTYPES, digest, make_inputs
 from .reference import Reference
 
@@ -47,23 +54,41 @@ class WorkerTimeout(Exception):
     pass
 
 
+class CandidateDenied(Exception):
+    """The candidate did something the sandbox refuses."""
+
+
+def _failure(reply):
+    """The exception for a worker's failed reply."""
+    if reply.get("denied"):
+        return CandidateDenied(reply["error"])
+    return RuntimeError(reply["error"])
+
+
 class WorkerProcess:
     """The worker with its pipes; every request has a deadline."""
 
-    def __init__(self, env=None):
+    def __init__(self, env=None, sandbox=None):
         to_w, self._w = os.pipe()
         self._r, from_w = os.pipe()
         self.log = tempfile.TemporaryFile()
         keep = {k: v for k, v in os.environ.items()
                 if k in ("PATH", "HOME", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_VISIBLE_DEVICES",
-                         "PYTHONPATH", "TMPDIR", "TRITON_CACHE_DIR")}
-        self.proc = subprocess.Popen([sys.executable, WORKER, str(to_w), str(from_w)],
+                         "PYTHONPATH", "TMPDIR", "TRITON_CACHE_DIR", "USER", "LOGNAME")}
+        # getpass.getuser() reads the password file (refused) without them
+        keep.setdefault("USER", "kreward")
+        keep.setdefault("LOGNAME", keep["USER"])
+        argv = [sys.executable, WORKER, str(to_w), str(from_w), json.dumps(sandbox) if sandbox else ""]
+        self.proc = subprocess.Popen(argv,
                                      pass_fds=(to_w, from_w), stdin=subprocess.DEVNULL,
                                      stdout=self.log, stderr=self.log, env={**keep, **(env or {})},
                                      start_new_session=True)
         os.close(to_w)
         os.close(from_w)
-        self._buf = b""
+        # a bytearray: outputs of 64 MB arrive in pipe-sized chunks, and
+        # appending to bytes copied the whole buffer each time (quadratic:
+        # a 4096x4096 fetch ran past its deadline)
+        self._buf = bytearray()
 
     def _fill(self, deadline):
         left = deadline - time.monotonic()
@@ -77,13 +102,16 @@ class WorkerProcess:
     def _read(self, n, deadline):
         while len(self._buf) < n:
             self._fill(deadline)
-        out, self._buf = self._buf[:n], self._buf[n:]
+        out = bytes(self._buf[:n])
+        del self._buf[:n]
         return out
 
     def _line(self, deadline):
         while b"\n" not in self._buf:
             self._fill(deadline)
-        line, _, self._buf = self._buf.partition(b"\n")
+        end = self._buf.index(b"\n")
+        line = bytes(self._buf[:end])
+        del self._buf[:end + 1]
         return line
 
     def request(self, obj, timeout_s):
@@ -135,11 +163,12 @@ def attribute(kernels, custom):
 
 def reward_of(result):
     """0 unless correct; 0.5 for a correct candidate, up to 1.0 at 4x the
-    baseline; a torch_fallback candidate gets no speed credit."""
+    baseline; no speed credit unless attribution showed kernels of its own
+    (a torch_fallback candidate, or none attributed: the CPU)."""
     if result["verdict"] != "pass":
         return 0.0
     s = result.get("speedup")
-    if not s or result.get("torch_fallback") or result.get("timing_mismatch"):
+    if not s or result.get("torch_fallback") is not False or result.get("timing_mismatch"):
         return 0.5
     import math
     return 0.5 + 0.25 * min(2.0, max(0.0, math.log2(s)))
@@ -148,8 +177,15 @@ def reward_of(result):
 class Runner:
     """Evaluates ModelNew sources for one imported problem."""
 
-    def __init__(self, imported, device="cuda", cache_dir=None, timeout_s=600.0, call_timeout_s=60.0):
-        self.imp, self.device = imported, device
+    def __init__(self, imported, device="cuda", cache_dir=None, timeout_s=600.0, call_timeout_s=60.0,
+                 sandbox="start"):
+        """sandbox: "start" (the worker enters it before importing torch, so
+        every thread is in it), "init" (after torch and CUDA are up: their
+        threads keep their file access, see docs/sandbox.md), None (none:
+        for debugging; the result says so)."""
+        if sandbox not in ("start", "init", None):
+            raise ValueError(f"sandbox must be 'start', 'init' or None, not {sandbox!r}")
+        self.imp, self.device, self.sandbox = imported, device, sandbox
         self.ref = Reference(imported, device)
         self.cache_dir = cache_dir or DEFAULT_CACHE
         self.timeout_s, self.call_timeout_s = timeout_s, call_timeout_s
@@ -165,8 +201,23 @@ class Runner:
         shapes = self.imp.shapes(self.imp.cases[case][2])
         return [dict(t, shape=s) for t, s in zip(self.imp.tensors, shapes) if t["role"] == "in"]
 
+    def _worker(self, source):
+        """A worker for source, its build folder made here (the one folder
+        its sandbox lets it write; per source, so no candidate can plant
+        files in another's build)."""
+        ext = os.path.join(self.cache_dir, hashlib.sha256(source.encode()).hexdigest()[:24])
+        os.makedirs(os.path.join(ext, "tmp"), exist_ok=True)
+        env = {"TMPDIR": os.path.join(ext, "tmp"), "TRITON_HOME": ext,
+               "TRITON_CACHE_DIR": os.path.join(ext, "triton"),
+               "TORCHINDUCTOR_CACHE_DIR": os.path.join(ext, "inductor")}
+        config = None
+        if self.sandbox:
+            config = {"library": os.path.realpath(_lib.path) if os.path.exists(_lib.path) else _lib.path,
+                      "write": ext, "gpu": self.device != "cpu", "when": self.sandbox}
+        return WorkerProcess(env, config)
+
     def _load(self, source, class_name):
-        w = WorkerProcess()
+        w = self._worker(source)
         reply, _ = w.request({"op": "load", "source": source, "class_name": class_name,
                               "device": self.device, "layouts": self.layouts,
                               "init_inputs": self.init_inputs, "values": self.values,
@@ -214,12 +265,12 @@ class Runner:
     def _batch(self, w, case, seeds):
         r, _ = w.request({"op": "prepare", "case": case, "seeds": seeds}, self.call_timeout_s * len(seeds))
         if not r["ok"]:
-            raise RuntimeError(r["error"])
+            raise _failure(r)
         t0 = time.perf_counter()
         r, _ = w.request({"op": "go", "case": case}, self.call_timeout_s * len(seeds))
         wall = time.perf_counter() - t0
         if not r["ok"]:
-            raise RuntimeError(r["error"])
+            raise _failure(r)
         return wall * 1e6 / len(seeds), r["event_us"]
 
     def evaluate(self, source, seed=None, verify_seeds=2, batches=5, calls=8, checks=2,
@@ -230,14 +281,18 @@ class Runner:
         try:
             w, loaded = self._load(source, class_name)
             if not loaded["ok"]:
-                res.update(verdict="compile_error", feedback=loaded["error"])
+                verdict = ("denied" if loaded.get("denied") else
+                           "error" if loaded.get("sandbox_failed") else "compile_error")
+                res.update(verdict=verdict, feedback=loaded["error"])
                 return res
             res["compile_seconds"], res["compile_cached"] = loaded["compile_seconds"], loaded["cached"]
+            self._sandbox_notes(loaded["sandbox"], res)
             lifted = {}
             for case, (name, _, _) in enumerate(self.imp.cases):
                 b, _ = w.request({"op": "build", "case": case}, self.timeout_s)
                 if not b["ok"]:
-                    res.update(verdict="error", feedback=f"case {name}: ModelNew(...): {b['error']}")
+                    res.update(verdict="denied" if b.get("denied") else "error",
+                               feedback=f"case {name}: ModelNew(...): {b['error']}")
                     return res
                 lifted[case] = b["lifted"]
                 seeds = [rng.getrandbits(62) for _ in range(verify_seeds)]
@@ -248,6 +303,8 @@ class Runner:
                         res.update(verdict="wrong", feedback=why)
                         return res
                 res["cases"].append({"name": name, "passed": True, "weights": "lifted" if lifted[case] else "seeded"})
+            # every case ran once (Triton compiled per shape): no exec from here
+            self._seal(w)
             if not all(lifted.values()):
                 res["notes"].append("ModelNew's parameter names differ from Model's: weights are "
                                     "seeded as KernelBench does (same seed for both), not fresh per call")
@@ -281,6 +338,8 @@ class Runner:
             res.update(verdict="timeout", feedback=str(e))
         except WorkerDied as e:
             res.update(verdict="crash", feedback=str(e))
+        except CandidateDenied as e:
+            res.update(verdict="denied", feedback=f"refused by the sandbox: {e}")
         except RuntimeError as e:
             res.update(verdict="error", feedback=str(e))
         finally:
@@ -289,8 +348,24 @@ class Runner:
             res["reward"] = reward_of(res)
         return res
 
+    def _seal(self, w):
+        s, _ = w.request({"op": "seal"}, self.call_timeout_s)
+        if not s["ok"]:
+            raise RuntimeError(s["error"])
+
+    def _sandbox_notes(self, status, res):
+        res["sandbox"] = status
+        if not status.get("applied"):
+            res["notes"].append(f"no sandbox: {status.get('why', 'not applied')}")
+            return
+        res["notes"] += [f"sandbox: {m}" for m in missing(status)]
+        if status.get("landlock") and status.get("landlock_why"):
+            res["notes"].append(f"sandbox: Landlock {status['landlock_why']}")
+
     def _attribute(self, w, source, rng, res):
         a, _ = w.request({"op": "attribute", "case": 0, "seed": rng.getrandbits(62)}, self.timeout_s)
+        if a.get("denied"):
+            raise CandidateDenied(a["error"])
         if not a["ok"]:
             res["notes"].append(f"attribution failed: {a['error']}")
             res["torch_fallback"] = None
@@ -308,7 +383,10 @@ class Runner:
             try:
                 if not loaded["ok"]:
                     raise RuntimeError(f"the reference does not load in a worker: {loaded['error']}")
-                w.request({"op": "build", "case": 0}, self.timeout_s)
+                b, _ = w.request({"op": "build", "case": 0}, self.timeout_s)
+                if not b["ok"]:
+                    raise RuntimeError(f"the reference does not build in a worker: {b['error']}")
+                self._seal(w)
                 rng = random.Random(1)
                 wall = [self._batch(w, 0, [rng.getrandbits(62) for _ in range(calls)])[0]
                         for _ in range(batches)]

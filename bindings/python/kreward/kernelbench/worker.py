@@ -10,8 +10,21 @@ prepare, go, fetch, attribute, drop. The caller checks outputs and times
 the batch from outside: nothing this process says about correctness is
 believed, and its own timings are only compared with the caller's clock.
 
-Imports torch and inputs.py (by path): nothing of kreward, no libkreward."""
+Sandbox (confine.py, through libkreward's kr_sandbox_enter, by path: the
+package kreward is never imported here): with a config in argv[3] the
+worker enters it before anything but the standard library is loaded
+("start": every thread torch and CUDA start later is inside it; Landlock
+does not reach threads that already run) or after torch and CUDA are up
+("init"), always before the candidate's code: reads limited to Python's
+trees, the toolkit, driver and loader files; writes only to the
+candidate's own build folder; no network; exec allowed (inside the
+sandbox) until the caller sends `seal`, after every case ran once (Triton
+compiles at first launch). A refusal by the sandbox is answered with
+"denied": the caller's verdict.
+
+Imports torch, inputs.py and confine.py (by path): nothing of kreward."""
 import ctypes
+import errno
 import hashlib
 import importlib.util
 import json
@@ -22,18 +35,54 @@ import traceback
 import types
 
 
-def _load_inputs():
+def _load_sibling(name):
     spec = importlib.util.spec_from_file_location(
-        "kr_kb_inputs", os.path.join(os.path.dirname(os.path.abspath(__file__)), "inputs.py"))
+        "kr_kb_" + name, os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
+def _denied(exc):
+    """Whether an error is the sandbox's refusal: EACCES (Landlock) or EPERM
+    (the filter) anywhere in its chain."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
+class Sandbox:
+    """The worker's sandbox: phase one (exec allowed) entered at start or
+    after init, phase two (`seal`, no exec) on request."""
+
+    def __init__(self, config):
+        self.config, self.status, self.error = config, None, None
+        self.confine = _load_sibling("confine") if config else None
+
+    def enter(self, exec_allowed):
+        if not self.config or self.error:
+            return
+        try:
+            c = self.config
+            self.status = self.confine.enter(
+                c["library"], self.confine.spec(c["write"], c["gpu"], exec_allowed))
+        except Exception as e:  # the library missing, or a layer failing
+            self.error = f"the sandbox could not be applied: {type(e).__name__}: {e}"
+
+    def report(self):
+        if not self.config:
+            return {"applied": False, "why": "the runner asked for no sandbox"}
+        return {"applied": self.status is not None, "when": self.config["when"], **(self.status or {})}
+
+
 class Worker:
-    def __init__(self, out):
+    def __init__(self, out, sandbox):
+        self.sandbox = sandbox
         import torch
-        self.torch, self.out, self.inputs = torch, out, _load_inputs()
+        self.torch, self.out, self.inputs = torch, out, _load_sibling("inputs")
         # the harness's own references, taken before the candidate can patch torch
         self.make_inputs, self.digest = self.inputs.make_inputs, self.inputs.digest
         self.perf = time.perf_counter
@@ -56,12 +105,29 @@ class Worker:
         self.state_names, self.class_name = req["state_names"], req.get("class_name", "ModelNew")
         src = req["source"]
         digest = hashlib.sha256(src.encode()).hexdigest()[:24]
-        # load_inline builds land in a directory named by the source's hash:
-        # the same candidate again (another case, another seed) is not rebuilt
+        # load_inline builds land in a directory named by the source's hash
+        # (made by the caller, the only folder the sandbox lets this process
+        # write): the same candidate again (another case, another seed) is
+        # not rebuilt
         ext = os.path.join(req["cache_dir"], digest)
-        cached = os.path.isdir(ext)
+        cached = os.path.isdir(ext) and bool(set(os.listdir(ext)) - {"tmp"})
         os.makedirs(ext, exist_ok=True)
         os.environ["TORCH_EXTENSIONS_DIR"] = ext
+        if self.sandbox.config and self.sandbox.config["when"] == "init":
+            if self.device != "cpu":  # CUDA up before the sandbox: its files opened
+                self.torch.cuda.init()
+                self.torch.empty(1, device=self.device)
+            self.sandbox.enter(exec_allowed=True)
+        if self.sandbox.error:
+            raise RuntimeError(self.sandbox.error)
+        if self.device != "cpu" and "TRITON_LIBCUDA_PATH" not in os.environ:
+            # Triton asks /sbin/ldconfig where libcuda is; the loaded one says
+            self.torch.cuda.init()
+            with open("/proc/self/maps") as maps:
+                for line in maps:
+                    if "/libcuda.so" in line:
+                        os.environ["TRITON_LIBCUDA_PATH"] = os.path.dirname(line.split()[-1])
+                        break
         t0 = self.perf()
         mod = types.ModuleType("candidate")
         mod.__file__ = os.path.join(ext, "candidate.py")
@@ -69,7 +135,16 @@ class Worker:
         self.cls = getattr(mod, self.class_name, None)
         if self.cls is None:
             raise LookupError(f"the candidate defines no class {self.class_name}")
-        return {"compile_seconds": self.perf() - t0, "cached": cached, "hash": digest}
+        return {"compile_seconds": self.perf() - t0, "cached": cached, "hash": digest,
+                "sandbox": self.sandbox.report()}
+
+    def seal(self, req):
+        """Phase two: no program can be started from here on."""
+        if self.sandbox.config:
+            self.sandbox.enter(exec_allowed=False)
+            if self.sandbox.error:
+                raise RuntimeError(self.sandbox.error)
+        return {"sandbox": self.sandbox.report()}
 
     def build(self, req):
         case = req["case"]
@@ -168,15 +243,21 @@ class Worker:
                 self.reply({"ok": True, **res}, payload)
             except Exception as e:
                 self.reply({"ok": False, "error": f"{type(e).__name__}: {e}",
+                            "denied": self.sandbox.status is not None and _denied(e),
+                            "sandbox_failed": bool(self.sandbox.error),
                             "trace": traceback.format_exc()[-2000:]})
 
 
 def main():
     rfd, wfd = int(sys.argv[1]), int(sys.argv[2])
+    config = json.loads(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] else None
     out = os.fdopen(wfd, "wb")
     inp = os.fdopen(rfd, "rb")
     os.dup2(2, 1)  # the candidate's prints go to stderr, never into the protocol
-    Worker(out).serve(inp)
+    sandbox = Sandbox(config)
+    if config and config["when"] == "start":
+        sandbox.enter(exec_allowed=True)  # before torch: one thread, the only one
+    Worker(out, sandbox).serve(inp)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,61 @@
+/* The ChaCha20 block function (RFC 8439, section 2.3), shared verbatim by the
+ * host (C11) and the GPU (CUDA C++ through NVRTC, after kr_gen.h, whose
+ * integer types and KR_GEN_FN it uses).
+ *
+ * Why a real stream cipher: verification keeps the reference's outputs on
+ * the device XOR-masked while a candidate runs (engine/verify_want.c). A
+ * candidate that finds the buffer and knows a few plaintext words (it can
+ * compute some outputs exactly, or they are zeros) must learn nothing about
+ * the rest. A 64-bit mixing hash as keystream gave its key up to a 2^32
+ * search from two known words; ChaCha20's 256-bit key does not. */
+#ifndef KR_CHACHA_H
+#define KR_CHACHA_H
+
+/* kr_gen.h comes first (its types and KR_GEN_FN): the builtin kernels'
+ * source is the two files one after the other, with no #include between
+ * them (the include policy would refuse one), and host code includes both. */
+#ifndef KR_GEN_H
+#error "include common/kr_gen.h before common/kr_chacha.h"
+#endif
+
+/* 256 bits of key, drawn from the OS per use, held by the host. */
+typedef struct kr_chacha_key {
+    kr_u32 w[8];
+} kr_chacha_key;
+
+#define KR_CHACHA_ROTL(v, n) (((v) << (n)) | ((v) >> (32 - (n))))
+#define KR_CHACHA_QR(a, b, c, d)                                  \
+    do {                                                          \
+        a += b; d ^= a; d = KR_CHACHA_ROTL(d, 16);                \
+        c += d; b ^= c; b = KR_CHACHA_ROTL(b, 12);                \
+        a += b; d ^= a; d = KR_CHACHA_ROTL(d, 8);                 \
+        c += d; b ^= c; b = KR_CHACHA_ROTL(b, 7);                 \
+    } while (0)
+
+/* 64 bytes of keystream (16 little-endian words) for block `counter` of
+ * the stream named by (key, nonce). */
+KR_GEN_FN void kr_chacha20_block(const kr_chacha_key *key, kr_u32 counter, const kr_u32 nonce[3],
+                                 kr_u32 out[16])
+{
+    kr_u32 s[16] = {0x61707865u, 0x3320646eu, 0x79622d32u, 0x6b206574u,
+                    key->w[0], key->w[1], key->w[2], key->w[3],
+                    key->w[4], key->w[5], key->w[6], key->w[7],
+                    counter, nonce[0], nonce[1], nonce[2]};
+    kr_u32 x[16];
+    for (int i = 0; i < 16; i++)
+        x[i] = s[i];
+    for (int round = 0; round < 10; round++) { /* 20 rounds: column, then diagonal */
+        KR_CHACHA_QR(x[0], x[4], x[8], x[12]);
+        KR_CHACHA_QR(x[1], x[5], x[9], x[13]);
+        KR_CHACHA_QR(x[2], x[6], x[10], x[14]);
+        KR_CHACHA_QR(x[3], x[7], x[11], x[15]);
+        KR_CHACHA_QR(x[0], x[5], x[10], x[15]);
+        KR_CHACHA_QR(x[1], x[6], x[11], x[12]);
+        KR_CHACHA_QR(x[2], x[7], x[8], x[13]);
+        KR_CHACHA_QR(x[3], x[4], x[9], x[14]);
+    }
+    for (int i = 0; i < 16; i++)
+        out[i] = x[i] + s[i];
+}
+
+#endif
