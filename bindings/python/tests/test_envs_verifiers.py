@@ -260,3 +260,18 @@ def test_under_another_env_the_final_reply_is_judged(tmp_path, fake):
     assert [t.state.turns[0]["verdict"] for t in by_reward] == ["compile_error", "passed"]
     assert [t.reward for t in by_reward] == pytest.approx([expected(fake, r)[1] for r in replies])
     assert [t.metrics["best"] for t in by_reward] == [0.0, 1.0]
+
+
+def test_taskset_one_task_per_problem():
+    """Verifiers' loader on the default taskset: every bundled problem once,
+    by its own name, its statement as the prompt."""
+    import verifiers.v1 as vf
+    taskset = vf.load_taskset(vf.taskset_config_type("kreward-kernels")(id="kreward-kernels"))
+    tasks = list(taskset)
+    dirs = sorted(p.parent for p in (ROOT / "examples" / "problems").glob("*/problem.json"))
+    assert sorted(os.path.dirname(t.data.problem) for t in tasks) == [str(d) for d in dirs]
+    names = [t.data.name for t in tasks]
+    assert "vector_add" in names and "l1_vector_add" not in names
+    vadd = tasks[names.index("vector_add")]
+    assert vadd.data.prompt.startswith("Problem: vector_add") and [t.data.idx for t in tasks] == \
+        list(range(len(tasks)))

@@ -27,6 +27,7 @@ Verifiers finds a taskset by a top-level module name, so the environment is
 run through the `kreward-kernels` package (examples/envs/kreward_kernels):
     vf-eval kreward-kernels --env.max-turns 4 --env.target-speedup 1.5 ..."""
 import asyncio
+import os
 import threading
 from typing import Literal, Optional
 
@@ -137,10 +138,21 @@ class KernelTasksetConfig(vf.TasksetConfig):
     task: KernelTaskConfig = KernelTaskConfig()
 
 
+def _one_name_each(paths):
+    """One name per problem (a problem is registered under its directory's
+    name and, when unambiguous, its own): its own name where it has one."""
+    def by_directory(name):
+        return name == os.path.basename(os.path.dirname(paths[name]))
+    chosen = {}
+    for name in sorted(paths, key=lambda n: (by_directory(n), n)):
+        chosen.setdefault(paths[name], name)
+    return sorted(chosen.values())
+
+
 class KernelTaskset(vf.Taskset[KernelTask, KernelTasksetConfig]):
     def load(self):
         catalog = Problems(self.config.problem_dirs or None)
-        names = self.config.problems or catalog.names()
+        names = self.config.problems or _one_name_each(catalog.paths)
         unknown = [n for n in names if n not in catalog.paths]
         if unknown:
             raise ValueError(f"unknown problems {unknown}; registered: {catalog.names()}")
