@@ -2,7 +2,8 @@
  * hardened against kernels that game the measurement. This file holds the
  * entry point, the options, and setting up and tearing down the buffer
  * sets, sides and reference; bench_sample.c takes the samples,
- * bench_cupti.c attributes CUPTI's records, bench_results.c reports. */
+ * bench_cupti.c attributes CUPTI's records, bench_results.c reports,
+ * bench_robust.c adds counters and robust conditions when asked. */
 #include "engine/bench_impl.h"
 #include "common/options.h"
 #include "common/random.h"
@@ -259,6 +260,13 @@ static int judge_failure(bstate *b, kr_report *r, int rc)
 int kr_benchmark(kr_report *r, kr_context *ctx, const kr_problem *problem, const kr_program *cand,
                  const kr_plan *plan, const kr_bench_options *opts, const kr_baseline *baseline)
 {
+    return kr__bench_run(r, ctx, problem, cand, plan, opts, baseline, 0);
+}
+
+int kr__bench_run(kr_report *r, kr_context *ctx, const kr_problem *problem,
+                  const kr_program *cand, const kr_plan *plan, const kr_bench_options *opts,
+                  const kr_baseline *baseline, unsigned occupy)
+{
     if (!r)
         return KR_EINVAL;
     if (!ctx || !problem || !cand || !plan) {
@@ -271,6 +279,7 @@ int kr_benchmark(kr_report *r, kr_context *ctx, const kr_problem *problem, const
         return kr__fail(ctx, KR_ENOMEM, "out of memory");
     b->ctx = ctx;
     b->p = problem;
+    b->occupy = occupy;
     kr_baseline bl;
     int rc = kr__program_check_owner(ctx, cand, "the candidate");
     if (rc == KR_OK)
@@ -283,7 +292,11 @@ int kr_benchmark(kr_report *r, kr_context *ctx, const kr_problem *problem, const
     if (rc == KR_OK) {
         /* CUPTI's records are process-wide: one measurement at a time */
         kr__trace_lock();
-        rc = kr__bench_measure(b, &wall);
+        rc = b->occupy ? kr__bench_occupy_start(b) : KR_OK;
+        if (rc == KR_OK)
+            rc = kr__bench_measure(b, &wall);
+        if (b->occupy)
+            kr__bench_occupy_stop(b);
         if (rc == KR_OK)
             rc = kr__bench_results(b, r, wall);
         kr__trace_unlock();
@@ -291,6 +304,13 @@ int kr_benchmark(kr_report *r, kr_context *ctx, const kr_problem *problem, const
     if (rc != KR_OK)
         rc = judge_failure(b, r, rc);
     teardown(b);
+    /* counters and robust conditions: after the measurement's buffers are
+     * gone, on their own runs */
+    kr_bench_options o = b->o;
+    size_t c = b->c;
+    int extras = rc == KR_OK && b->o.version && (b->o.flags & (KR_BENCH_COUNTERS | KR_BENCH_ROBUST));
     free(b);
+    if (extras)
+        rc = kr__bench_extras(r, ctx, problem, cand, plan, &o, &bl, c);
     return rc;
 }

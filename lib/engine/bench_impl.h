@@ -1,7 +1,8 @@
 /* Shared by the benchmark's files: bench.c (entry, setup, teardown),
  * bench_sample.c (one timed sample, the measurement loop, timed-output
- * checks), bench_cupti.c (attributing CUPTI records to samples) and
- * bench_results.c (statistics, speedup, roofline into the report). */
+ * checks), bench_cupti.c (attributing CUPTI records to samples),
+ * bench_results.c (statistics, speedup, roofline into the report) and
+ * bench_robust.c (counters and robust conditions after a benchmark). */
 #ifndef KR_BENCH_IMPL_H
 #define KR_BENCH_IMPL_H
 
@@ -54,6 +55,10 @@ typedef struct bstate {
     /* sample order, for attributing CUPTI records */
     int *order;
     size_t num_order, cap_order;
+    /* KR_BENCH_ROBUST's co-running condition (bench_robust.c): blocks of a
+     * kernel that hold that many SMs while the samples run */
+    unsigned occupy;
+    CUstream occupy_stream;
 } bstate;
 
 /* Where one checked call's results are (bench_check.c). */
@@ -85,6 +90,23 @@ int kr__bench_cupti_times(bstate *b, double *out[2], size_t n_out[2], int *side_
                           int *device_launched);
 /* Statistics, speedup, flags, memory and roofline into the report. */
 int kr__bench_results(bstate *b, kr_report *r, double wall);
+
+/* kr_benchmark with `occupy` SMs held by another kernel during the
+ * samples (0: none), without the extras (bench.c). */
+int kr__bench_run(kr_report *r, kr_context *ctx, const kr_problem *problem,
+                  const kr_program *cand, const kr_plan *plan, const kr_bench_options *opts,
+                  const kr_baseline *baseline, unsigned occupy);
+/* The flag word the occupying kernel spins on, in the engine's flag page. */
+#define KR__OCCUPY_FLAG_OFFSET 32
+/* Starts and releases the occupying kernel around the measurement. */
+int kr__bench_occupy_start(bstate *b);
+void kr__bench_occupy_stop(bstate *b);
+/* After a benchmark that judged nothing against the candidate, what
+ * KR_BENCH_COUNTERS and KR_BENCH_ROBUST ask for (bench_robust.c), on case
+ * c with the options and baseline as read. */
+int kr__bench_extras(kr_report *r, kr_context *ctx, const kr_problem *problem,
+                     const kr_program *cand, const kr_plan *plan, const kr_bench_options *o,
+                     const kr_baseline *bl, size_t c);
 
 /* The device's measured copy bandwidth and FMA rate (peaks.c). */
 int kr__peaks(kr_context *ctx);

@@ -7,6 +7,7 @@
 #include "common/strbuf.h"
 #include "common/text.h"
 #include "compile/compile_impl.h"
+#include "engine/counters.h"
 #include "engine/engine.h"
 #include "engine/profile.h"
 #include "report/report_impl.h"
@@ -191,6 +192,8 @@ static int run_program(kr_report *r, kr_context *ctx, const kr_problem *problem,
         snprintf(text, sizeof text, "%s; %.2fx the baseline's speed", kr_report_text(r, "feedback"), s);
         kr_report_set_text(r, "feedback", text);
     }
+    if (rc == KR_OK && kr_report_verdict(r) == KR_VERDICT_PASSED)
+        kr__bench_feedback(r); /* robust conditions and counters, when asked for */
     return rc;
 }
 

@@ -38,12 +38,15 @@ int kr__speed_metric(const kr_report *r, const char *key, double *v);
 /* destroy for terms whose state is one malloc'd block. */
 void kr__term_free(void *state);
 
-/* The term tables (terms_outcome.c, terms_speed.c). */
+/* The term tables (terms_outcome.c, terms_speed.c, terms_counters.c). */
 extern const kr_term_def kr__term_compiled, kr__term_correct, kr__term_verdict, kr__term_flags,
     kr__term_milestones, kr__term_speedup, kr__term_threshold, kr__term_metric_def,
     kr__term_roofline, kr__term_memory, kr__term_code_size;
 extern const kr__term_traits kr__traits_speedup, kr__traits_threshold, kr__traits_metric,
     kr__traits_roofline, kr__traits_milestones, kr__traits_memory, kr__traits_code_size,
     kr__traits_compiled;
+/* terms_counters.c: on hardware counters */
+extern const kr_term_def kr__term_bandwidth, kr__term_occupancy;
+extern const kr__term_traits kr__traits_bandwidth, kr__traits_occupancy;
 
 #endif

@@ -100,6 +100,7 @@ def test_copied_tables_match_the_headers():
         flags.update(header_defines(header, "KR_"))
     for name in ("CONTEXT_NO_DEVICE", "CONTEXT_NO_TRACE", "COMPILE_NO_CACHE", "VERIFY_SINGLE_RUN",
                  "BENCH_NO_FLUSH", "BENCH_GRAPH", "BENCH_NO_CHECK", "BENCH_EVENTS_ONLY",
+                 "BENCH_COUNTERS", "BENCH_ROBUST",
                  "EVALUATE_NO_BENCH", "TERM_NEEDS_CORRECT", "POOL_NO_SANDBOX", "POOL_NO_SPARE"):
         assert getattr(constants, name) == flags["KR_" + name], name
 
