@@ -49,7 +49,8 @@ def fenced(source):
 
 class ScriptedModel:
     """An OpenAI-compatible chat endpoint: reply(messages, n) writes the n-th
-    answer (n from 0); every request's messages are kept."""
+    answer (n from 0), None: the endpoint fails (HTTP 500); every request's
+    messages are kept."""
 
     def __init__(self, reply):
         self.reply, self.requests = reply, []
@@ -60,12 +61,18 @@ class ScriptedModel:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 n = len(model.requests)
                 model.requests.append(body["messages"])
+                text = model.reply(body["messages"], n)
+                if text is None:
+                    self.send_response(500)
+                    self.send_header("Content-Length", "4")
+                    self.end_headers()
+                    self.wfile.write(b"down")
+                    return
                 data = json.dumps({
                     "id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0,
                     "model": body.get("model", "scripted"),
                     "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant",
-                                             "content": model.reply(body["messages"], n)}}],
+                                 "message": {"role": "assistant", "content": text}}],
                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
                 }).encode()
                 self.send_response(200)
@@ -107,7 +114,7 @@ def fake():
     backend.close()
 
 
-def run(tmp_path, reply, env):
+def run(tmp_path, reply, env, ok=True):
     """One episode of vector_add through run_eval; (the episode, the model)."""
     model = ScriptedModel(reply)
     try:
@@ -117,7 +124,7 @@ def run(tmp_path, reply, env):
         (ep,) = asyncio.run(run_eval(config))
     finally:
         model.close()
-    assert ep.ok, ep.errors
+    assert ep.ok == ok, ep.errors
     return ep, model
 
 
@@ -275,3 +282,17 @@ def test_taskset_one_task_per_problem():
     vadd = tasks[names.index("vector_add")]
     assert vadd.data.prompt.startswith("Problem: vector_add") and [t.data.idx for t in tasks] == \
         list(range(len(tasks)))
+
+
+def test_failed_model_gets_no_reward(tmp_path, fake):
+    """The model's endpoint failing on the second turn is the run's error, not
+    the policy's answer: the trace carries the error and no kernel reward
+    (no fake score for a trainer to learn from), and nothing more is judged."""
+    replies = [candidate("compile_error"), None]
+    ep, model = run(tmp_path, lambda messages, n: replies[n], {
+        "taskset": {"id": "kreward-kernels", "problems": ["vector_add"]}, "max_turns": 3},
+        ok=False)
+    (trace,) = ep.traces
+    assert len(model.requests) == 2 and not trace.ok
+    assert "kernel" not in trace.rewards or trace.rewards["kernel"] is None
+    assert len(fake.sources) == 1

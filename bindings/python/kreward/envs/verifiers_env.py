@@ -123,8 +123,8 @@ class KernelTask(vf.Task[KernelData, KernelState, KernelTaskConfig]):
     @vf.reward
     async def kernel(self, trace: vf.Trace) -> float:
         turns = await self._turns(trace)
-        if not turns:  # no answer at all: scored as an answer without code
-            turns.append(await self.judge(""))
+        if not turns:  # Verifiers scores no rollout whose model failed; never guess a score
+            raise ValueError("no answer to judge")
         scores = [t["reward"] for t in turns]
         return max(scores) if self.config.episode_reward == "best" else scores[-1]
 
