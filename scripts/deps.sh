@@ -44,8 +44,8 @@ if [ "$build_only" = 0 ] && ! python3 -c 'import starlette, uvicorn, ray' 2>/dev
 fi
 # kreward.tune's environment is a gymnasium.Env when gymnasium is installed
 # (small; numpy): its tests run the Gymnasium checks. PPO's torch is not
-# installed: those tests skip without it.
-if ! python3 -c 'import gymnasium' 2>/dev/null; then
+# installed: those tests skip without it. Tests only (--build skips it).
+if [ "$build_only" = 0 ] && ! python3 -c 'import gymnasium' 2>/dev/null; then
   echo "deps: installing gymnasium"
   python3 -m pip install -q gymnasium 2>/dev/null ||
     python3 -m pip install -q --break-system-packages gymnasium
