@@ -204,6 +204,45 @@ static int check(session *s, CUptiResult r, const char *what)
     return -1;
 }
 
+static void host_release(session *s)
+{
+    host_deinit_params p = {KR__PSIZE(host_deinit_params, pHostObject), NULL, s->host};
+    s->a->cuptiProfilerHostDeinitialize(&p);
+    s->host = NULL;
+    s->num_kept = 0;
+}
+
+/* A host object for the chip with the metrics it knows added (those with
+ * "_sass_" in their names left out when asked). */
+static int host_metrics(session *s, const char *chip, const char *const *metrics,
+                        size_t num_metrics, int no_sass)
+{
+    const profiler_api *a = s->a;
+    host_init_params hi = {KR__PSIZE(host_init_params, pHostObject), NULL, HOST_RANGE_PROFILER,
+                           chip, s->avail, NULL};
+    if (check(s, a->cuptiProfilerHostInitialize(&hi), "cuptiProfilerHostInitialize"))
+        return -1;
+    s->host = hi.pHostObject;
+    /* a metric this chip does not have would fail the whole config: ask
+     * about each first, collect those it knows */
+    for (size_t m = 0; m < num_metrics; m++) {
+        if (no_sass && strstr(metrics[m], "_sass_"))
+            continue;
+        host_properties_params mp = {KR__PSIZE(host_properties_params, metricType), NULL, s->host,
+                                     metrics[m], NULL, NULL, NULL, 0};
+        if (a->cuptiProfilerHostGetMetricProperties(&mp) == CUPTI_SUCCESS) {
+            s->kept[s->num_kept] = metrics[m];
+            s->kept_index[s->num_kept++] = m;
+        }
+    }
+    s->out->num_collected = s->num_kept;
+    if (!s->num_kept)
+        return snprintf(s->why, s->why_size, "chip %s has none of the counters asked for",
+                        chip ? chip : "?"), -1;
+    host_add_params am = {KR__PSIZE(host_add_params, numMetrics), NULL, s->host, s->kept, s->num_kept};
+    return check(s, a->cuptiProfilerHostConfigAddMetrics(&am), "cuptiProfilerHostConfigAddMetrics");
+}
+
 /* Host side: the chip, the metrics it knows, the config image. */
 static int configure(session *s, CUcontext cu, int device_index, const char *const *metrics,
                      size_t num_metrics)
@@ -226,27 +265,14 @@ static int configure(session *s, CUcontext cu, int device_index, const char *con
     ca.pCounterAvailabilityImage = s->avail;
     if (check(s, a->cuptiProfilerGetCounterAvailability(&ca), "cuptiProfilerGetCounterAvailability"))
         return -1;
-    host_init_params hi = {KR__PSIZE(host_init_params, pHostObject), NULL, HOST_RANGE_PROFILER,
-                           cn.pChipName, s->avail, NULL};
-    if (check(s, a->cuptiProfilerHostInitialize(&hi), "cuptiProfilerHostInitialize"))
-        return -1;
-    s->host = hi.pHostObject;
-    /* a metric this chip does not have would fail the whole config: ask
-     * about each first, collect those it knows */
-    for (size_t m = 0; m < num_metrics; m++) {
-        host_properties_params mp = {KR__PSIZE(host_properties_params, metricType), NULL, s->host,
-                                     metrics[m], NULL, NULL, NULL, 0};
-        if (a->cuptiProfilerHostGetMetricProperties(&mp) == CUPTI_SUCCESS) {
-            s->kept[s->num_kept] = metrics[m];
-            s->kept_index[s->num_kept++] = m;
-        }
+    int rc = host_metrics(s, cn.pChipName, metrics, num_metrics, 0);
+    /* SASS-patched metrics (branch targets) are the first a chip or a
+     * driver refuses to schedule: without them rather than without all */
+    if (rc != 0 && s->host && !s->out->no_permission) {
+        host_release(s);
+        rc = host_metrics(s, cn.pChipName, metrics, num_metrics, 1);
     }
-    s->out->num_collected = s->num_kept;
-    if (!s->num_kept)
-        return snprintf(s->why, s->why_size, "chip %s has none of the counters asked for",
-                        cn.pChipName ? cn.pChipName : "?"), -1;
-    host_add_params am = {KR__PSIZE(host_add_params, numMetrics), NULL, s->host, s->kept, s->num_kept};
-    if (check(s, a->cuptiProfilerHostConfigAddMetrics(&am), "cuptiProfilerHostConfigAddMetrics"))
+    if (rc != 0)
         return -1;
     host_config_size_params cs = {KR__PSIZE(host_config_size_params, configImageSize), NULL, s->host, 0};
     if (check(s, a->cuptiProfilerHostGetConfigImageSize(&cs), "cuptiProfilerHostGetConfigImageSize"))
@@ -361,10 +387,8 @@ static void finish(session *s)
                                                 NULL, s->obj};
         a->cuptiRangeProfilerDisable(&p);
     }
-    if (s->host) {
-        host_deinit_params p = {KR__PSIZE(host_deinit_params, pHostObject), NULL, s->host};
-        a->cuptiProfilerHostDeinitialize(&p);
-    }
+    if (s->host)
+        host_release(s);
     if (s->initialized) {
         CUpti_Profiler_DeInitialize_Params p = {CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE, NULL};
         a->cuptiProfilerDeInitialize(&p);

@@ -2,7 +2,7 @@
  * list them, and the traits (speed terms, gates) the scorer asks about. The
  * terms themselves: terms_outcome.c (did it compile, pass, which verdict,
  * flags, milestones) and terms_speed.c (speedup, thresholds, metrics,
- * roofline, memory, code size), terms_counters.c (bandwidth, occupancy);
+ * roofline, memory, code size), terms_counters.c (dram_bandwidth, occupancy);
  * their shared helpers term_helpers.c;
  * docs/rewards.md lists them. */
 #include "reward/terms_impl.h"

@@ -1,11 +1,11 @@
 /* Built-in terms on hardware counters (KR_BENCH_COUNTERS,
- * docs/counters.md): bandwidth and occupancy, each in [0, 1], counted for
+ * docs/counters.md): dram_bandwidth and occupancy, each in [0, 1], counted for
  * correct candidates only and floored like speed terms (a flagged
  * candidate gets 0), so that neither can lift a candidate across the
  * ladder. A report without counters reads as 0: turning counters off
  * never pays.
  *
- * bandwidth does not pay for traffic the problem does not need: DRAM
+ * dram_bandwidth does not pay for traffic the problem does not need: DRAM
  * utilisation is scaled by the problem's bytes over the bytes the kernel
  * moved (when both are known), so reading the inputs twice halves it. */
 #include "reward/terms_impl.h"
@@ -136,7 +136,7 @@ static void unit_bounds(const void *state, double *lo, double *hi)
 }
 
 const kr_term_def kr__term_bandwidth = {
-    KR_TERM_VERSION, KR_TERM_NEEDS_CORRECT, "bandwidth",
+    KR_TERM_VERSION, KR_TERM_NEEDS_CORRECT, "dram_bandwidth",
     "DRAM throughput over its peak, counting only the problem's bytes, over target, in [0, 1]",
     init_bandwidth, eval_bandwidth, kr__term_free};
 const kr_term_def kr__term_occupancy = {

@@ -5,6 +5,7 @@
  * failing candidates), and the robust conditions' summary. */
 #include "helpers.h"
 
+#include "driver/profiler.h"
 #include "engine/counters.h"
 #include "engine/robust.h"
 #include "report/report_impl.h"
@@ -207,7 +208,7 @@ static void reward_terms(void **state)
     (void)state;
     kr_reward *w = NULL;
     const char *cfg = "{\"terms\": [{\"term\": \"correct\", \"weight\": 1},"
-                      " {\"term\": \"bandwidth\", \"weight\": 0.5},"
+                      " {\"term\": \"dram_bandwidth\", \"weight\": 0.5},"
                       " {\"term\": \"occupancy\", \"weight\": 0.5, \"config\": {\"target\": 0.5}}]}";
     if (kr_reward_from_json(&w, ctx, cfg, strlen(cfg)) != KR_OK)
         fail_msg("%s", kr_context_errmsg(ctx));
@@ -229,7 +230,7 @@ static void reward_terms(void **state)
     kr_free(json);
     kr_reward_free(w);
     /* traffic the problem does not need is not paid */
-    cfg = "{\"terms\": [{\"term\": \"bandwidth\", \"config\": {\"target\": 1}}]}";
+    cfg = "{\"terms\": [{\"term\": \"dram_bandwidth\", \"config\": {\"target\": 1}}]}";
     assert_int_equal(kr_reward_from_json(&w, ctx, cfg, strlen(cfg)), KR_OK);
     kr_report *r = test_report();
     kr_report_set_verdict(r, KR_VERDICT_PASSED);
@@ -245,7 +246,7 @@ static void reward_terms(void **state)
     assert_int_equal(kr_reward_from_json(&w, ctx, cfg, strlen(cfg)), KR_EPLUGIN);
     cfg = "{\"terms\": [{\"term\": \"occupancy\", \"config\": {\"metric\": \"speedup\"}}]}";
     assert_int_equal(kr_reward_from_json(&w, ctx, cfg, strlen(cfg)), KR_EPLUGIN);
-    cfg = "{\"terms\": [{\"term\": \"bandwidth\", \"config\": {\"metric\": \"occupancy\"}}]}";
+    cfg = "{\"terms\": [{\"term\": \"dram_bandwidth\", \"config\": {\"metric\": \"occupancy\"}}]}";
     assert_int_equal(kr_reward_from_json(&w, ctx, cfg, strlen(cfg)), KR_EPLUGIN);
 }
 
@@ -320,13 +321,41 @@ static void robust_summary(void **state)
     kr_reward_free(w);
 }
 
+static int never(void *user)
+{
+    (*(int *)user)++;
+    return 0;
+}
+
+/* Without counters the profiler says why and never runs the work. */
+static void without_cupti(void **state)
+{
+    (void)state;
+    double values[4 * KR__CM_N];
+    kr__profiler_out po;
+    char why[1024];
+    int called = 0;
+    setenv("KREWARD_COUNTERS", "0", 1);
+    assert_int_equal(kr__profiler_run(NULL, NULL, 0, kr__counter_metrics, KR__CM_N, 4, never,
+                                      &called, values, &po, why, sizeof why), -1);
+    assert_string_equal(why, "disabled by KREWARD_COUNTERS=0");
+    unsetenv("KREWARD_COUNTERS");
+    setenv("KREWARD_CUPTI_LIBRARY", "/nonexistent/libcupti.so.13", 1);
+    assert_int_equal(kr__profiler_run(NULL, NULL, 0, kr__counter_metrics, KR__CM_N, 4, never,
+                                      &called, values, &po, why, sizeof why), -1);
+    assert_non_null(strstr(why, "CUPTI not available"));
+    assert_int_equal(po.no_permission, 0);
+    assert_int_equal(called, 0);
+    unsetenv("KREWARD_CUPTI_LIBRARY");
+}
+
 int main(void)
 {
     ctx = test_context(NULL);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(occupancy_and_limiter), cmocka_unit_test(feedback_text),
         cmocka_unit_test(multi_kernel),          cmocka_unit_test(reward_terms),
-        cmocka_unit_test(robust_summary),
+        cmocka_unit_test(robust_summary),        cmocka_unit_test(without_cupti),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kr_context_free(ctx);
