@@ -27,6 +27,20 @@ from .errors import KrewardError
 from .pool import Pool
 
 
+def no_code_report(reward, why=None):
+    """A completion without code, as a report (scored with reward when
+    given: the policy's doing): compile_error, why as its feedback."""
+    r = Report()
+    r.verdict = "compile_error"
+    r["compiled"] = 0
+    r.set_text("message", "no code found in the completion")
+    r.set_text("feedback", why or "no code found: put the CUDA kernel in a ```cuda fenced "
+               "block, with its // kreward: launch line")
+    if reward is not None:
+        reward.score(r)
+    return r
+
+
 class Evaluator:
     """reward: a preset name, a JSON config or None; preset: "fast" or
     "precise"; fallback: the score of a report that could not be judged.
@@ -174,15 +188,7 @@ class Evaluator:
     def no_code(self, why=None):
         """The report of a completion without code (scored: the policy's
         doing): compile_error, why as its feedback."""
-        r = Report()
-        r.verdict = "compile_error"
-        r["compiled"] = 0
-        r.set_text("message", "no code found in the completion")
-        r.set_text("feedback", why or "no code found: put the CUDA kernel in a ```cuda fenced "
-                   "block, with its // kreward: launch line")
-        if self.reward is not None:
-            self.reward.score(r)
-        return r
+        return no_code_report(self.reward, why)
 
     def score_of(self, report):
         """The reward, or the fallback when the candidate could not be judged

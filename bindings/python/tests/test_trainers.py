@@ -196,6 +196,32 @@ def test_get_evaluator_sends_candidates_to_a_server_when_kreward_url_is_set(monk
         trainers.set_evaluator(None)
 
 
+def test_adapters_on_a_server_that_cannot_be_reached(monkeypatch, vadd):
+    """Through a remote backend (KREWARD_URL): a completion without code is
+    still the policy's compile error (scored here with KREWARD_REWARD, the
+    backends have no no_code), a sync and an async adapter alike; a
+    candidate that needs the server, which refuses the connection, raises
+    EvaluationUnavailable rather than an OSError out of the trainer."""
+    import socket
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("KREWARD_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("KREWARD_REWARD", "makora")
+    trainers.set_evaluator(None)
+    try:
+        out = trainers.compute_score("kernels", NO_CODE, vadd)
+        assert out["score"] == -10.0 and out["verdict"] == "compile_error"
+        from kreward.trainers import slime
+        args = types.SimpleNamespace(reward_key=None, eval_reward_key=None)
+        sample = Sample(prompt="p", response=NO_CODE, label=vadd)
+        assert asyncio.run(slime.custom_rm(args, sample)) == -10.0
+        with pytest.raises(EvaluationUnavailable, match="cannot be reached"):
+            trainers.compute_score("kernels", PASSED, vadd)
+    finally:
+        trainers.set_evaluator(None)
+
+
 # ---- TRL ----
 
 class TrlLog:

@@ -14,6 +14,7 @@ A report is one of three things to a trainer:
 
 Imports are absolute (kreward....): verl and OpenRLHF load an adapter's
 file by path, outside its package."""
+import asyncio
 import json
 import logging
 import math
@@ -23,7 +24,7 @@ import threading
 from kreward.completion import Extraction, extract, safe_text, shown_code
 from kreward.constants import Status
 from kreward.errors import KrewardError
-from kreward.evaluator import Evaluator
+from kreward.evaluator import Evaluator, no_code_report
 from kreward.pool import FREED_MESSAGE
 
 log = logging.getLogger("kreward.trainers")
@@ -148,13 +149,37 @@ def read(completion, prompt=None, problem=None):
 
 # ---- evaluating and judging ----
 
+# What a remote backend (kreward serve, a Ray cluster) raises when it cannot
+# evaluate at all; a request it refuses as malformed is raised as it is.
+_REMOTE_DOWN_STATUS = (401, 403, 429, 500, 502, 503, 504)
+
+
+def _remote_unavailable(e):
+    import http.client
+    import socket
+    from ..client import ClientError
+    if isinstance(e, ClientError) and e.status in _REMOTE_DOWN_STATUS:
+        return f"the reward server answered {e.status}: {e.message}"
+    # refused, reset, unreachable, timed out, a broken answer (a missing
+    # problem file is an OSError too, and is the caller's to see)
+    if isinstance(e, (ConnectionError, TimeoutError, socket.gaierror, http.client.HTTPException)):
+        return f"the reward server cannot be reached: {e}"
+    if type(e).__module__.startswith("ray."):
+        return f"the Ray cluster failed: {type(e).__name__}: {e}"
+    return None
+
+
 def _unavailable(ev, e):
     """An error that means nothing can be evaluated here (a poisoned or
-    GPU-less context, a closed pool), as EvaluationUnavailable; None for
-    other errors, which are raised as they are."""
+    GPU-less context, a closed pool, a server or cluster that cannot be
+    reached), as EvaluationUnavailable; None for other errors, which are
+    raised as they are."""
     if isinstance(e, KrewardError) and e.code in (Status.EPOISONED, Status.ENODEVICE):
         return EvaluationUnavailable(f"kreward: candidates cannot be evaluated in this process: "
                                      f"{e.message}")
+    remote = None if isinstance(ev, Evaluator) else _remote_unavailable(e)
+    if remote is not None:
+        return EvaluationUnavailable(f"kreward: {remote}")
     pool = getattr(ev, "pool", None)
     if isinstance(e, ValueError) and pool is not None and pool.closed:
         return EvaluationUnavailable(f"kreward: the Evaluator's pool is closed ({e})")
@@ -169,6 +194,25 @@ def _raise_unavailable(ev, e):
     raise err from e
 
 
+_local_reward = None
+
+
+def no_code(ev, why):
+    """compile_error for a completion without code: the backend's own (the
+    Evaluator scores it with its reward), or, for a remote backend (kreward
+    serve, a Ray pool), built here and scored with the adapters' reward
+    (KREWARD_REWARD, as get_evaluator gave the backend)."""
+    if hasattr(ev, "no_code"):
+        return ev.no_code(why)
+    global _local_reward
+    with _lock:
+        if _local_reward is None:
+            from ..context import Context
+            _local_reward = Context(no_device=True).reward(
+                os.environ.get("KREWARD_REWARD", "makora"))
+    return no_code_report(_local_reward, why)
+
+
 def evaluate(ev, problems, extractions):
     """Reports for a batch, in order: one kr_evaluate_batch for the samples
     with code, a compile_error saying why for the others."""
@@ -176,19 +220,23 @@ def evaluate(ev, problems, extractions):
     try:
         got = ev.evaluate_batch([problems[i] for i in todo],
                                 [extractions[i].code for i in todo]) if todo else []
-    except (KrewardError, ValueError) as e:
+    except Exception as e:  # noqa: BLE001 -- mapped, or raised as it is
         _raise_unavailable(ev, e)
     done = dict(zip(todo, got))
-    return [done[i] if i in done else ev.no_code(x.why) for i, x in enumerate(extractions)]
+    return [done[i] if i in done else no_code(ev, x.why) for i, x in enumerate(extractions)]
 
 
 async def evaluate_async(ev, problem, extraction):
-    """One report, awaited without blocking the event loop."""
+    """One report, awaited without blocking the event loop (a backend
+    without evaluate_async is called from the loop's executor)."""
     if extraction.code is None:
-        return ev.no_code(extraction.why)
+        return no_code(ev, extraction.why)
     try:
-        return await ev.evaluate_async(problem, extraction.code)
-    except (KrewardError, ValueError) as e:
+        if hasattr(ev, "evaluate_async"):
+            return await ev.evaluate_async(problem, extraction.code)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, ev.evaluate, problem, extraction.code)
+    except Exception as e:  # noqa: BLE001 -- mapped, or raised as it is
         _raise_unavailable(ev, e)
 
 
