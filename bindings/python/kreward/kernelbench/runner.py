@@ -304,7 +304,7 @@ class Runner:
                         return res
                 res["cases"].append({"name": name, "passed": True, "weights": "lifted" if lifted[case] else "seeded"})
             # every case ran once (Triton compiled per shape): no exec from here
-            self._seal(w)
+            self._seal(w, res)
             if not all(lifted.values()):
                 res["notes"].append("ModelNew's parameter names differ from Model's: weights are "
                                     "seeded as KernelBench does (same seed for both), not fresh per call")
@@ -348,10 +348,12 @@ class Runner:
             res["reward"] = reward_of(res)
         return res
 
-    def _seal(self, w):
+    def _seal(self, w, res=None):
         s, _ = w.request({"op": "seal"}, self.call_timeout_s)
         if not s["ok"]:
             raise RuntimeError(s["error"])
+        if res is not None:
+            res["sandbox"] = s["sandbox"]  # now with exec refused
 
     def _sandbox_notes(self, status, res):
         res["sandbox"] = status

@@ -1,0 +1,192 @@
+"""The ModelNew worker in libkreward's sandbox (kernelbench/confine.py,
+worker.py), on the CPU: candidates that read the caller's files or
+environment, open a socket, write outside their build folder or start a
+program once sealed get the verdict `denied`; honest ones pass, a
+load_inline build (ninja and the C++ compiler, started inside the
+sandbox) included. A kernel without Landlock or seccomp skips the checks of
+that layer with its reason. The GPU half (CUDA, Triton, the corpus) is
+test_kernelbench_gpu.py::test_sandbox_*."""
+import os
+import shutil
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the ModelNew runner needs torch")
+
+import kreward  # noqa: E402
+from kreward.kernelbench import import_problem  # noqa: E402
+from kreward.kernelbench.confine import missing, python_reads, spec  # noqa: E402
+from kreward.kernelbench.runner import Runner  # noqa: E402
+
+OFFERED = kreward.Pool.sandbox()
+pytestmark = [
+    pytest.mark.skipif(not OFFERED["landlock"], reason=f"no Landlock: {OFFERED['landlock_why']}"),
+    pytest.mark.skipif(not OFFERED["seccomp"], reason=f"no seccomp: {OFFERED['seccomp_why']}"),
+]
+
+PROBLEM = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+
+    class Model(nn.Module):
+        def forward(self, x):
+            return torch.relu(x)
+
+
+    batch_size = 64
+    dim = 128
+
+
+    def get_inputs():
+        return [torch.randn(batch_size, dim)]
+
+
+    def get_init_inputs():
+        return []
+""")
+
+HONEST = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+          "        return x.clamp_min(0)\n")
+
+
+def cheat(body, top=""):
+    """A correct ModelNew that first does body in its forward (top: at
+    module level, while it loads)."""
+    return ("import os, socket, subprocess, torch\n" + top +
+            "class ModelNew(torch.nn.Module):\n    def forward(self, x):\n" +
+            textwrap.indent(textwrap.dedent(body), " " * 8) + "        return x.clamp_min(0)\n")
+
+
+@pytest.fixture(scope="module")
+def problem(tmp_path_factory):
+    d = tmp_path_factory.mktemp("kb_sandbox")
+    (d / "small_relu.py").write_text(PROBLEM)
+    secret = d / "caller_secret.txt"  # a file of the caller's, outside every tree
+    secret.write_text("the caller's secret")
+    return import_problem(str(d / "small_relu.py")), d, secret
+
+
+def runner(problem, tmp, mode="start"):
+    imp, d, _ = problem
+    return Runner(imp, "cpu", cache_dir=str(d / f"ext-{tmp}"), timeout_s=300, call_timeout_s=30,
+                  sandbox=mode)
+
+
+def run(r, source):
+    return r.evaluate(source, seed=5, verify_seeds=1, batches=1, calls=2, checks=1, baseline=False)
+
+
+@pytest.mark.parametrize("mode", ["start", "init"])
+def test_honest_candidate_passes_sealed(problem, mode):
+    res = run(runner(problem, mode, mode), HONEST)
+    assert res["verdict"] == "pass", res
+    sb = res["sandbox"]
+    assert sb["applied"] and sb["when"] == mode and sb["landlock"] and sb["seccomp"]
+    assert sb["exec"] is False and sb["network"] is False  # sealed after the cases ran
+    said = [n for n in res["notes"] if n.startswith("sandbox:")]
+    if mode == "start":  # entered before torch: no thread outside it
+        assert sb["landlock_why"] == "" and said == [], res["notes"]
+    else:  # torch's threads were there first, and the report says so
+        assert all("started before" in n for n in said), said
+
+
+@pytest.mark.parametrize("mode", ["start", "init"])
+@pytest.mark.parametrize("what,body", [
+    ("the password file", "open('/etc/passwd').read()\n"),
+    ("the caller's environment", "open(f'/proc/{os.getppid()}/environ', 'rb').read()\n"),
+    ("its own environment file", "open('/proc/self/environ', 'rb').read()\n"),
+    ("a caller's file", "open(SECRET).read()\n"),
+    ("a file outside its build folder", "open(os.path.join(os.path.dirname(SECRET), 'planted.txt'), 'w').write('x')\n"),
+    ("a TCP socket", "socket.create_connection(('127.0.0.1', 22), timeout=1)\n"),
+    ("a UDP socket", "socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"),
+    ("a program, once sealed", "subprocess.run(['/bin/true'], check=True) if SEALED() else None\n"),
+])
+def test_cheating_forward_is_denied(problem, mode, what, body):
+    _, d, secret = problem
+    # SEALED: true from the timed calls on, when exec is refused (before,
+    # during the first call of every case, programs may run: Triton compiles)
+    top = (f"SECRET = {str(secret)!r}\n_calls = [0]\n"
+           "def SEALED():\n    _calls[0] += 1\n    return _calls[0] > 3\n")
+    res = run(runner(problem, f"{mode}-cheat", mode), cheat(body, top))
+    assert res["verdict"] == "denied", (what, res)
+    assert "refused by the sandbox" in res["feedback"] and res["reward"] == 0.0
+    assert not (d / "planted.txt").exists()
+
+
+def test_cheating_module_level_read_is_denied(problem):
+    res = run(runner(problem, "toplevel"), cheat("pass\n", top="LEAK = open('/etc/passwd').read()\n"))
+    assert res["verdict"] == "denied" and "Permission denied" in res["feedback"], res
+
+
+def test_a_started_program_is_inside_the_sandbox(problem):
+    """Before the seal a program may run (compilers do), but it reads no more
+    than the worker: cat of the caller's file fails, and its output never
+    reaches the candidate."""
+    _, _, secret = problem
+    body = (f"out = subprocess.run(['/bin/cat', {str(secret)!r}], capture_output=True)\n"
+            "if out.returncode == 0:\n    return x  # leaked: wrong on purpose\n")
+    res = run(runner(problem, "child"), cheat(body))
+    # the verification calls run it (exec allowed, cat refused the file);
+    # the timed calls are sealed, so starting cat is refused outright
+    assert res["verdict"] == "denied" and "Operation not permitted" in res["feedback"], res
+    assert res["cases"] and all(c["passed"] for c in res["cases"])
+
+
+def test_without_the_sandbox_the_same_cheat_is_not_caught(problem):
+    """The control: the denied verdicts above are the sandbox's doing."""
+    res = run(runner(problem, "off", mode=None), cheat("open('/etc/passwd').read()\n"))
+    assert res["verdict"] == "pass", res
+    assert res["sandbox"] == {"applied": False, "why": "the runner asked for no sandbox"}
+    assert any(n.startswith("no sandbox") for n in res["notes"])
+
+
+@pytest.mark.skipif(not (shutil.which("ninja") and shutil.which("c++")), reason="load_inline needs ninja and c++")
+def test_load_inline_builds_inside_the_sandbox_and_is_cached(problem):
+    src = textwrap.dedent('''
+        import torch
+        from torch.utils.cpp_extension import load_inline
+
+        SRC = """
+        #include <torch/extension.h>
+        torch::Tensor relu_cpu(torch::Tensor x) {
+            auto a = x.contiguous();
+            auto y = torch::empty_like(a);
+            const float *in = a.data_ptr<float>();
+            float *out = y.data_ptr<float>();
+            for (int64_t i = 0; i < a.numel(); i++)
+                out[i] = in[i] > 0.f ? in[i] : 0.f;
+            return y;
+        }
+        """
+        mod = load_inline(name="kr_sandbox_relu_cpu", cpp_sources=SRC, functions=["relu_cpu"])
+
+
+        class ModelNew(torch.nn.Module):
+            def forward(self, x):
+                return mod.relu_cpu(x)
+    ''')
+    r = runner(problem, "inline")
+    first = run(r, src)
+    assert first["verdict"] == "pass" and first["compile_cached"] is False, first
+    again = run(r, src)
+    assert again["verdict"] == "pass" and again["compile_cached"] is True, again
+    assert again["compile_seconds"] < first["compile_seconds"]
+
+
+def test_spec_grants_no_user_folder(tmp_path):
+    s = spec(str(tmp_path), gpu=False, exec_allowed=True)
+    home, cwd = os.path.realpath(os.path.expanduser("~")), os.path.realpath(os.getcwd())
+    for p in s["read"]:
+        rp = os.path.realpath(p)
+        assert rp not in ("/", home, cwd, "/etc", "/tmp", "/proc") and not home.startswith(rp + "/"), p
+    assert "/etc/passwd" not in s["read"] and s["write"] == [os.path.realpath(str(tmp_path))]
+    assert any(p.endswith("site-packages") or p.endswith("dist-packages") for p in python_reads())
+
+
+def test_missing_layers_are_said():
+    assert missing({"landlock": True, "seccomp": True}) == []
+    said = missing({"landlock": False, "landlock_why": "this kernel has no Landlock",
+                    "seccomp": False, "seccomp_why": "no seccomp"})
+    assert "no Landlock here (this kernel has no Landlock)" in said[0] and "network" in said[1]
