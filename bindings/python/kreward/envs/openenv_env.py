@@ -64,7 +64,7 @@ class KernelEnvironment(Environment):
                  backend_options=None):
         super().__init__()
         self.catalog = Problems()
-        self.choices = list(problems) if problems else self.catalog.names()
+        self.choices = list(problems) if problems else self.catalog.distinct_names()
         self.max_turns, self.target_speedup = max_turns, target_speedup
         key = (backend, repr(sorted((backend_options or {}).items())))
         with KernelEnvironment._lock:  # one pool per process, whatever the sessions

@@ -5,7 +5,7 @@ import json
 import threading
 
 from ..context import Context
-from ..serve.problems import scan
+from ..serve.problems import one_name_each, scan
 from ..serve.server import default_problem_dirs
 
 HOW = ("Write one CUDA C++ kernel file that computes the outputs from the inputs. Declare how it "
@@ -23,6 +23,10 @@ class Problems:
 
     def names(self):
         return sorted(self.paths)
+
+    def distinct_names(self):
+        """One name per problem (names() lists most twice)."""
+        return one_name_each(self.paths)
 
     def spec(self, name):
         """What a backend takes: a registered name's path, else the spec."""

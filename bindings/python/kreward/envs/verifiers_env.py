@@ -138,21 +138,10 @@ class KernelTasksetConfig(vf.TasksetConfig):
     task: KernelTaskConfig = KernelTaskConfig()
 
 
-def _one_name_each(paths):
-    """One name per problem (a problem is registered under its directory's
-    name and, when unambiguous, its own): its own name where it has one."""
-    def by_directory(name):
-        return name == os.path.basename(os.path.dirname(paths[name]))
-    chosen = {}
-    for name in sorted(paths, key=lambda n: (by_directory(n), n)):
-        chosen.setdefault(paths[name], name)
-    return sorted(chosen.values())
-
-
 class KernelTaskset(vf.Taskset[KernelTask, KernelTasksetConfig]):
     def load(self):
         catalog = Problems(self.config.problem_dirs or None)
-        names = self.config.problems or _one_name_each(catalog.paths)
+        names = self.config.problems or catalog.distinct_names()
         unknown = [n for n in names if n not in catalog.paths]
         if unknown:
             raise ValueError(f"unknown problems {unknown}; registered: {catalog.names()}")

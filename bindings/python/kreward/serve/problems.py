@@ -57,6 +57,19 @@ def scan(directories):
     return names
 
 
+def one_name_each(paths):
+    """One name per problem file of scan()'s {name: path}, for listing or
+    drawing problems uniformly (most are registered twice: under their
+    directory's name and their own): the problem's own name where it has
+    one."""
+    def by_directory(name):
+        return name == os.path.basename(os.path.dirname(paths[name]))
+    chosen = {}
+    for name in sorted(paths, key=lambda n: (by_directory(n), n)):
+        chosen.setdefault(paths[name], name)
+    return sorted(chosen.values())
+
+
 class Registry:
     """Problems by name (loaded on first use and kept), inline problems
     (parsed and kept in a bounded cache keyed by their text's hash)."""
