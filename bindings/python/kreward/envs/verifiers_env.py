@@ -27,7 +27,6 @@ Verifiers finds a taskset by a top-level module name, so the environment is
 run through the `kreward-kernels` package (examples/envs/kreward_kernels):
     vf-eval kreward-kernels --env.max-turns 4 --env.target-speedup 1.5 ..."""
 import asyncio
-import os
 import threading
 from typing import Literal, Optional
 
