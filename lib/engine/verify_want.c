@@ -7,10 +7,11 @@
  * from the OS per candidate run that only the host holds: a kernel that
  * finds the buffer by address arithmetic reads ciphertext, and plaintext it
  * can compute itself tells it nothing about the rest (a 64-bit mixing hash
- * did: its key fell to a 2^32 search from two known words). Copying them to host memory and back instead
- * cost 0.3 s of a 0.4 s evaluation on the H200 for 128 MiB tensors. Golden
- * outputs come from the host (the caller's callback) and are uploaded only
- * after the candidate ran, and scrubbed after the comparison. */
+ * did: its key fell to a 2^32 search from two known words). Copying the
+ * outputs to host memory and back instead cost 0.3 s of a 0.4 s evaluation
+ * on the H200 for 128 MiB tensors. Golden outputs come from the host (the
+ * caller's callback), are uploaded only after the candidate ran and are
+ * scrubbed after the comparison. */
 #include "engine/verify_impl.h"
 #include "common/random.h"
 
