@@ -7,6 +7,7 @@ sandbox) included. A kernel without Landlock or seccomp skips the checks of
 that layer with its reason. The GPU half (CUDA, Triton, the corpus) is
 test_kernelbench_gpu.py::test_sandbox_*."""
 import os
+import pathlib
 import shutil
 import textwrap
 
@@ -19,6 +20,7 @@ from kreward.kernelbench import import_problem  # noqa: E402
 from kreward.kernelbench.confine import missing, python_reads, spec  # noqa: E402
 from kreward.kernelbench.runner import Runner  # noqa: E402
 
+CORPUS_CHEATS = pathlib.Path(__file__).resolve().parents[3] / "examples" / "kernelbench" / "candidates" / "sandbox"
 OFFERED = kreward.Pool.sandbox()
 pytestmark = [
     pytest.mark.skipif(not OFFERED["landlock"], reason=f"no Landlock: {OFFERED['landlock_why']}"),
@@ -117,7 +119,17 @@ def test_cheating_forward_is_denied(problem, mode, what, body):
 
 def test_cheating_module_level_read_is_denied(problem):
     res = run(runner(problem, "toplevel"), cheat("pass\n", top="LEAK = open('/etc/passwd').read()\n"))
-    assert res["verdict"] == "denied" and "Permission denied" in res["feedback"], res
+    assert res["verdict"] == "denied" and "Permission denied: '/etc/passwd'" in res["feedback"], res
+
+
+@pytest.mark.parametrize("cand", sorted(p.name for p in CORPUS_CHEATS.glob("cheat_*.py")))
+def test_corpus_sandbox_cheats_are_denied(problem, cand):
+    """examples/kernelbench/candidates/sandbox/ (written for the relu problem;
+    the GPU test runs them there) on the small relu, on the CPU."""
+    r = runner(problem, "corpus")
+    res = r.evaluate((CORPUS_CHEATS / cand).read_text(), seed=5, batches=1, calls=2, checks=1,
+                     baseline=False)
+    assert res["verdict"] == "denied" and res["feedback"].startswith("refused by the sandbox"), res
 
 
 def test_a_started_program_is_inside_the_sandbox(problem):

@@ -281,9 +281,11 @@ class Runner:
         try:
             w, loaded = self._load(source, class_name)
             if not loaded["ok"]:
-                verdict = ("denied" if loaded.get("denied") else
-                           "error" if loaded.get("sandbox_failed") else "compile_error")
-                res.update(verdict=verdict, feedback=loaded["error"])
+                if loaded.get("denied"):
+                    res.update(verdict="denied", feedback=f"refused by the sandbox: {loaded['error']}")
+                else:
+                    res.update(verdict="error" if loaded.get("sandbox_failed") else "compile_error",
+                               feedback=loaded["error"])
                 return res
             res["compile_seconds"], res["compile_cached"] = loaded["compile_seconds"], loaded["cached"]
             self._sandbox_notes(loaded["sandbox"], res)
@@ -292,7 +294,8 @@ class Runner:
                 b, _ = w.request({"op": "build", "case": case}, self.timeout_s)
                 if not b["ok"]:
                     res.update(verdict="denied" if b.get("denied") else "error",
-                               feedback=f"case {name}: ModelNew(...): {b['error']}")
+                               feedback=("refused by the sandbox: " if b.get("denied") else "") +
+                               f"case {name}: ModelNew(...): {b['error']}")
                     return res
                 lifted[case] = b["lifted"]
                 seeds = [rng.getrandbits(62) for _ in range(verify_seeds)]
