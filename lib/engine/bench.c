@@ -1,9 +1,10 @@
 /* kr_benchmark: time a candidate against a baseline the way nvbench does,
  * hardened against kernels that game the measurement. This file holds the
- * entry point, the options, and setting up and tearing down the buffer
- * sets, sides and reference; bench_sample.c takes the samples,
- * bench_cupti.c attributes CUPTI's records, bench_results.c reports,
- * bench_robust.c adds counters and robust conditions when asked. */
+ * measurement (kr__bench_run), the options, and setting up and tearing
+ * down the buffer sets, sides and reference; bench_sample.c takes the
+ * samples, bench_cupti.c attributes CUPTI's records, bench_results.c
+ * reports; kr_benchmark (bench_entry.c) adds what bench_robust.c measures
+ * when asked. */
 #include "engine/bench_impl.h"
 #include "common/options.h"
 #include "common/random.h"
@@ -257,16 +258,12 @@ static int judge_failure(bstate *b, kr_report *r, int rc)
     return KR_OK;
 }
 
-int kr_benchmark(kr_report *r, kr_context *ctx, const kr_problem *problem, const kr_program *cand,
-                 const kr_plan *plan, const kr_bench_options *opts, const kr_baseline *baseline)
-{
-    return kr__bench_run(r, ctx, problem, cand, plan, opts, baseline, 0);
-}
-
 int kr__bench_run(kr_report *r, kr_context *ctx, const kr_problem *problem,
                   const kr_program *cand, const kr_plan *plan, const kr_bench_options *opts,
-                  const kr_baseline *baseline, unsigned occupy)
+                  const kr_baseline *baseline, unsigned occupy, kr__bench_used *used)
 {
+    if (used)
+        memset(used, 0, sizeof *used);
     if (!r)
         return KR_EINVAL;
     if (!ctx || !problem || !cand || !plan) {
@@ -304,13 +301,12 @@ int kr__bench_run(kr_report *r, kr_context *ctx, const kr_problem *problem,
     if (rc != KR_OK)
         rc = judge_failure(b, r, rc);
     teardown(b);
-    /* counters and robust conditions: after the measurement's buffers are
-     * gone, on their own runs */
-    kr_bench_options o = b->o;
-    size_t c = b->c;
-    int extras = rc == KR_OK && b->o.version && (b->o.flags & (KR_BENCH_COUNTERS | KR_BENCH_ROBUST));
+    if (used && rc == KR_OK && b->o.version) {
+        used->o = b->o;
+        used->bl = bl;
+        used->c = b->c;
+        used->read = 1;
+    }
     free(b);
-    if (extras)
-        rc = kr__bench_extras(r, ctx, problem, cand, plan, &o, &bl, c);
     return rc;
 }

@@ -91,14 +91,25 @@ int kr__bench_cupti_times(bstate *b, double *out[2], size_t n_out[2], int *side_
 /* Statistics, speedup, flags, memory and roofline into the report. */
 int kr__bench_results(bstate *b, kr_report *r, double wall);
 
-/* kr_benchmark with `occupy` SMs held by another kernel during the
- * samples (0: none), without the extras (bench.c). */
+/* What a measurement used: its options and baseline as read (defaults
+ * filled in) and its case; read is 1 when they were. */
+typedef struct kr__bench_used {
+    kr_bench_options o;
+    kr_baseline bl;
+    size_t c;
+    int read;
+} kr__bench_used;
+
+/* The measurement alone (bench.c): kr_benchmark without the extras, with
+ * `occupy` SMs held by another kernel during the samples (0: none); what it
+ * used in *used when not NULL. */
 int kr__bench_run(kr_report *r, kr_context *ctx, const kr_problem *problem,
                   const kr_program *cand, const kr_plan *plan, const kr_bench_options *opts,
-                  const kr_baseline *baseline, unsigned occupy);
+                  const kr_baseline *baseline, unsigned occupy, kr__bench_used *used);
 /* The flag word the occupying kernel spins on, in the engine's flag page. */
 #define KR__OCCUPY_FLAG_OFFSET 32
-/* Starts and releases the occupying kernel around the measurement. */
+/* Starts and releases the occupying kernel around the measurement
+ * (bench_occupy.c). */
 int kr__bench_occupy_start(bstate *b);
 void kr__bench_occupy_stop(bstate *b);
 /* After a benchmark that judged nothing against the candidate, what
