@@ -15,6 +15,10 @@ const char *eval_options_help(void)
            "                         configuration file (default makora)\n"
            "  --seed N               fixed evaluation seed (default: fresh from the OS)\n"
            "  --no-bench             verify only\n"
+           "  --counters             hardware counters of the candidate's kernels on an extra\n"
+           "                         run after the timing, and profile feedback (docs/counters.md)\n"
+           "  --robust               the speedup again under perturbed conditions (warm/cold L2,\n"
+           "                         a co-running kernel, other cases): minimum and geomean\n"
            "  --cache-dir DIR        on-disk compile cache (default $KREWARD_CACHE_DIR)\n"
            "  --require-gpu          exit 3 when there is no GPU to verify on\n"
            "  --json                 print the report(s) as JSON\n"
@@ -35,6 +39,8 @@ enum {
     OPT_GPUS,
     OPT_JOBS,
     OPT_IN_PROCESS,
+    OPT_COUNTERS,
+    OPT_ROBUST,
     OPT_EVAL_END, /* one past the last */
 };
 
@@ -49,6 +55,8 @@ const struct option eval_options[] = {
     {"gpus", required_argument, NULL, OPT_GPUS},
     {"jobs", required_argument, NULL, OPT_JOBS},
     {"in-process", no_argument, NULL, OPT_IN_PROCESS},
+    {"counters", no_argument, NULL, OPT_COUNTERS},
+    {"robust", no_argument, NULL, OPT_ROBUST},
     {NULL, 0, NULL, 0},
 };
 
@@ -95,6 +103,12 @@ static int eval_keep(cli_parser *p, int id, const char *v, eval_args *a)
     case OPT_IN_PROCESS:
         a->in_process = 1;
         break;
+    case OPT_COUNTERS:
+        a->bench_flags |= KR_BENCH_COUNTERS;
+        break;
+    case OPT_ROBUST:
+        a->bench_flags |= KR_BENCH_ROBUST;
+        break;
     }
     return 0;
 }
@@ -119,6 +133,7 @@ int eval_prepare(kr_context *ctx, const eval_args *a, eval_setup *s)
     kr_bench_options_init(&s->bench, KR_BENCH_OPTIONS_VERSION,
                           a->preset && !strcmp(a->preset, "precise") ? KR_BENCH_PRECISE : KR_BENCH_FAST);
     s->bench.seed = a->seed;
+    s->bench.flags |= a->bench_flags;
     s->eval.verify = &s->verify;
     s->eval.bench = &s->bench;
     s->eval.flags = a->no_bench ? KR_EVALUATE_NO_BENCH : 0;

@@ -16,6 +16,7 @@ typedef struct {
     int in_process;          /* trusted code only: no worker processes */
     const char *gpus;        /* the pool's GPUs, "0,1" (default: every visible GPU) */
     unsigned jobs;           /* compile workers (default: one per two CPUs) */
+    uint32_t bench_flags;    /* KR_BENCH_COUNTERS, KR_BENCH_ROBUST */
 } eval_args;
 
 /* The evaluation options, one table for every command that evaluates:

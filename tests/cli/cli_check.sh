@@ -171,6 +171,10 @@ grep -qE '^    x +f32 +in +\[M, N\] +init normal mean=1 std=3' "$tmp/out" &&
 run evaluate "$problem" "$cand" --reward nosuch
 [ "$rc" -eq 2 ] && grep -qF "not a preset (makora, kernelgym," "$tmp/err" ||
   fail "--reward nosuch: list the presets (exit $rc)"
+# the opt-in measurements are accepted by evaluate and suite (they need a GPU to run)
+run evaluate "$problem" "$cand" --counters --robust --json
+[ "$rc" -ne 2 ] && python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/out" ||
+  fail "evaluate --counters --robust: accepted, a JSON report (exit $rc)"
 # info says what the workers' sandbox can use here, with a reason where it cannot
 run info
 [ "$rc" -eq 0 ] && python3 -c '
