@@ -358,6 +358,83 @@ static void oversized_environment_is_refused(void **state)
     kr_free(why);
 }
 
+/* The caller's resident memory in KiB (/proc/self/status VmRSS). */
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            kib = atol(line + 6);
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+/* A soak in small, without a GPU: 1000 jobs over two fake GPU workers,
+ * 10 % of them crashing their worker (every attempt: fault after the
+ * retries) and 5 % hanging (timeout at the job's deadline): every job gets
+ * exactly one report with its verdict, in submission order, nothing after
+ * the last, and the caller's memory stays flat between the first half and
+ * the second. (The GPU soak of 10,000 real evaluations is bench_pool
+ * --soak.) */
+static void soak_of_a_thousand_mixed_jobs(void **state)
+{
+    (void)state;
+    enum { JOBS = 1000, HALF = JOBS / 2 };
+    kr_pool_options o;
+    kr_pool_options_init(&o, KR_POOL_OPTIONS_VERSION);
+    o.worker_path = getenv("KR_FAKE_WORKER");
+    o.gpus = "0,1";
+    o.compile_workers = 1;
+    o.job_timeout_s = 0.25;
+    kr_pool *pool = NULL;
+    char *why = NULL;
+    if (kr_pool_new(&pool, &o, &why) != KR_OK)
+        fail_msg("pool: %s", why);
+    static uint64_t tickets[JOBS];
+    static int want[JOBS];
+    long rss_half = 0;
+    size_t got = 0, right = 0;
+    for (int round = 0; round < 2; round++) {
+        for (int i = round * HALF; i < (round + 1) * HALF; i++) {
+            int r = (i * 37) % 100; /* spread the kinds over the run */
+            const char *name = r < 10 ? "crash" : r < 15 ? "hang" : "ok";
+            want[i] = r < 10 ? KR_VERDICT_FAULT : r < 15 ? KR_VERDICT_TIMEOUT : KR_VERDICT_PASSED;
+            char src[32];
+            snprintf(src, sizeof src, "soak %d", i); /* all different: no sharing */
+            tickets[i] = submit(pool, name, src);
+        }
+        for (int i = round * HALF; i < (round + 1) * HALF; i++) {
+            kr_report *r = NULL;
+            uint64_t t = 0;
+            assert_int_equal(kr_pool_next(&r, &t, pool, 120), KR_OK);
+            assert_true(t == tickets[i]);
+            got++;
+            right += kr_report_verdict(r) == want[i];
+            if (kr_report_verdict(r) != want[i])
+                fprintf(stderr, "job %d: %s, %s expected: %s\n", i,
+                        kr_verdict_name(kr_report_verdict(r)), kr_verdict_name(want[i]),
+                        kr_report_text(r, "message") ? kr_report_text(r, "message") : "");
+            kr_report_free(r);
+        }
+        if (round == 0)
+            rss_half = rss_kib();
+    }
+    kr_report *r = NULL;
+    uint64_t t;
+    assert_int_equal(kr_pool_next(&r, &t, pool, 0), KR_ENOTFOUND); /* nothing twice */
+    long rss_end = rss_kib();
+    fprintf(stderr, "soak: %zu reports for %d jobs, %zu with the expected verdict, %.0f "
+            "respawns; caller RSS %ld KiB after half, %ld at the end\n", got, JOBS, right,
+            pool_status_number(pool, "respawns"), rss_half, rss_end);
+    assert_int_equal(got, JOBS);
+    assert_int_equal(right, JOBS);
+    assert_true(rss_end - rss_half < 8 * 1024);
+    kr_pool_free(pool);
+}
+
 static int count_children(void)
 {
     int n = 0;
@@ -487,6 +564,7 @@ int main(void)
         cmocka_unit_test(golden_of_many_tensors_through_the_pool),
         cmocka_unit_test(soundness_is_learnt_from_completed_checks_only),
         cmocka_unit_test(oversized_environment_is_refused),
+        cmocka_unit_test(soak_of_a_thousand_mixed_jobs),
         cmocka_unit_test(free_with_jobs_in_flight),
         cmocka_unit_test(workers_die_with_parent),
         cmocka_unit_test(real_compile_workers),
