@@ -150,7 +150,11 @@ def kb_feedback(res, err):
 # ---- the two sides ----
 
 def run_kreward(runner, src, seed, cache):
-    os.environ["TRITON_CACHE_DIR"] = cache  # the worker inherits it
+    # the runner gives each candidate's worker a Triton cache of its own
+    # inside its sandbox (a shared one would let a candidate plant kernels
+    # for another); `cache` is the KernelBench side's, kept for symmetry of
+    # the arguments
+    del cache
     t0 = time.perf_counter()
     res = runner.evaluate(src, seed=seed)
     return res, time.perf_counter() - t0
