@@ -178,11 +178,13 @@ class Runner:
     """Evaluates ModelNew sources for one imported problem."""
 
     def __init__(self, imported, device="cuda", cache_dir=None, timeout_s=600.0, call_timeout_s=60.0,
-                 sandbox="start"):
-        """sandbox: "start" (the worker enters it before importing torch, so
-        every thread is in it), "init" (after torch and CUDA are up: their
-        threads keep their file access, see docs/sandbox.md), None (none:
-        for debugging; the result says so)."""
+                 sandbox="init"):
+        """sandbox: "init" (the default: entered after torch and CUDA are
+        up, before the candidate loads; their earlier threads keep their
+        file access, see docs/sandbox.md), "start" (entered before torch is
+        imported, so every thread is in it: stricter, and the default once
+        CUDA has been seen to initialise inside the sandbox on a GPU
+        machine), None (none: for debugging; the result says so)."""
         if sandbox not in ("start", "init", None):
             raise ValueError(f"sandbox must be 'start', 'init' or None, not {sandbox!r}")
         self.imp, self.device, self.sandbox = imported, device, sandbox
