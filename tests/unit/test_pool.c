@@ -388,7 +388,7 @@ static void soak_of_a_thousand_mixed_jobs(void **state)
     o.worker_path = getenv("KR_FAKE_WORKER");
     o.gpus = "0,1";
     o.compile_workers = 1;
-    o.job_timeout_s = 0.25;
+    o.job_timeout_s = 0.5; /* an "ok" job answers in milliseconds, even under ASan on a busy machine */
     kr_pool *pool = NULL;
     char *why = NULL;
     if (kr_pool_new(&pool, &o, &why) != KR_OK)
@@ -429,10 +429,17 @@ static void soak_of_a_thousand_mixed_jobs(void **state)
     fprintf(stderr, "soak: %zu reports for %d jobs, %zu with the expected verdict, %.0f "
             "respawns; caller RSS %ld KiB after half, %ld at the end\n", got, JOBS, right,
             pool_status_number(pool, "respawns"), rss_half, rss_end);
+    kr_pool_free(pool); /* first: a failed assertion must not leave its workers to the next test */
     assert_int_equal(got, JOBS);
     assert_int_equal(right, JOBS);
+#if defined(__SANITIZE_ADDRESS__)
+    /* AddressSanitizer keeps freed memory in quarantine (RSS grew 32 MB
+     * here under it); its leak check stands in for this one */
+    (void)rss_half;
+    (void)rss_end;
+#else
     assert_true(rss_end - rss_half < 8 * 1024);
-    kr_pool_free(pool);
+#endif
 }
 
 static int count_children(void)
