@@ -3,7 +3,8 @@ Evaluator), a `kreward serve` URL (kreward.client.Client) or a Ray cluster
 (kreward.ray_pool.RayPool). All three have the Evaluator's methods:
 evaluate(problem, source), evaluate_completion(problem, completion),
 evaluate_batch(problems, sources), evaluate_async(problem, source),
-score_of(report) and close(); the reports they return read alike
+score_of(report), no_code(why) and close() (the remote two through
+kreward.remote.RemoteBackend); the reports they return read alike
 (verdict, reward, to_dict, close).
 
     ev = kreward.backend.resolve()            # KREWARD_URL, KREWARD_RAY or local

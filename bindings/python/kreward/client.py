@@ -11,7 +11,6 @@ Standard library only (http.client, one keep-alive connection per thread):
 trainer images need nothing more. A full queue (429) or a draining server
 (503) is waited out as its Retry-After says, up to `max_wait` seconds;
 other 4xx raise ClientError with the server's message."""
-import asyncio
 import http.client
 import json
 import os
@@ -20,6 +19,7 @@ import time
 import urllib.parse
 
 from .problem_spec import portable
+from .remote import RemoteBackend
 from .report_data import ReportData
 
 
@@ -29,7 +29,7 @@ class ClientError(RuntimeError):
         self.status, self.message = status, message
 
 
-class Client:
+class Client(RemoteBackend):
     """url: the server (default $KREWARD_URL); token: its bearer token
     (default $KREWARD_TOKEN); reward, preset: sent with every job (None:
     the server's defaults); fallback: score_of's value for a report that
@@ -50,6 +50,7 @@ class Client:
         self._base = u.path.rstrip("/")
         self.token = token if token is not None else os.environ.get("KREWARD_TOKEN")
         self.reward, self.preset, self.fallback = reward, preset, fallback
+        self.reward_spec = reward
         self.timeout, self.max_wait, self.batch = timeout, max_wait, batch
         self._local = threading.local()
 
@@ -125,31 +126,16 @@ class Client:
         return ReportData(self._json("POST", "/v1/evaluate",
                                      self._job(problem, source, completion, name)))
 
-    def evaluate_completion(self, problem, completion):
-        return self.evaluate(problem, completion=completion)
-
     def evaluate_batch(self, problems, sources=None, completions=None):
         """Reports for a batch, in order (sent `batch` jobs per request)."""
-        problems = list(problems)
-        items = list(sources if sources is not None else completions or [])
-        if len(items) != len(problems):
-            raise ValueError(f"{len(problems)} problems for {len(items)} candidates")
-        kind = "source" if sources is not None else "completion"
-        jobs = [self._job(p, s if kind == "source" else None, s if kind == "completion" else None,
+        problems, items, are_sources = self._batch_items(problems, sources, completions)
+        jobs = [self._job(p, s if are_sources else None, None if are_sources else s,
                           "candidate.cu") for p, s in zip(problems, items)]
         out = []
         for i in range(0, len(jobs), self.batch):
             d = self._json("POST", "/v1/evaluate/batch", {"jobs": jobs[i:i + self.batch]})
             out += [ReportData(r) for r in d["reports"]]
         return out
-
-    async def evaluate_async(self, problem, source=None, completion=None, name="candidate.cu"):
-        """evaluate() off the event loop (in a thread: http.client blocks)."""
-        return await asyncio.to_thread(self.evaluate, problem, source, completion, name)
-
-    def score_of(self, report):
-        r = report.reward
-        return self.fallback if r is None else r
 
     # ---- the server ----
     def health(self):
@@ -164,6 +150,7 @@ class Client:
 
     def close(self):
         self._drop()
+        self._close_no_code()
 
     def __enter__(self):
         return self

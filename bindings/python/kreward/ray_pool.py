@@ -23,7 +23,6 @@ Problems travel as portable specs (a registered name, or JSON with the
 reference inlined; kreward.problem_spec), rewards as a preset name or
 JSON configuration: the actors resolve them (kreward.serve's registry and
 rewards), so a golden problem (a Python callback) cannot be used here."""
-import asyncio
 import itertools
 import json
 import math
@@ -34,6 +33,7 @@ import time
 
 from .completion import completion_text, extract_code
 from .problem_spec import portable
+from .remote import RemoteBackend
 from .report_data import ReportData
 
 try:
@@ -98,7 +98,7 @@ def _error(message):
             '{"message": ' + json.dumps(message) + "}}")
 
 
-class RayPool:
+class RayPool(RemoteBackend):
     """gpu_actors: one per GPU to use (None: every GPU of the cluster);
     compile_actors: CPU actors for the compile stage (None: one per four
     cluster CPUs, at most 32; 0: GPU actors compile); chunk: jobs per actor
@@ -124,6 +124,7 @@ class RayPool:
             raise ValueError("a RayPool needs GPU actors or compile actors")
         self.fallback, self.chunk, self.max_attempts = fallback, chunk, max_attempts
         self._defaults = {"reward": reward, "preset": preset}
+        self.reward_spec = reward
         pool_options = dict(pool_options or {})
         args = (problems, reward, preset)
         opts = dict(max_restarts=max_restarts, max_task_retries=0,
@@ -213,24 +214,11 @@ class RayPool:
     def evaluate(self, problem, source=None, completion=None, name="candidate.cu"):
         return ReportData(self.run_specs([self._spec(problem, source, completion, name)])[0])
 
-    def evaluate_completion(self, problem, completion):
-        return self.evaluate(problem, completion=completion)
-
     def evaluate_batch(self, problems, sources=None, completions=None):
-        problems = list(problems)
-        items = list(sources if sources is not None else completions or [])
-        if len(items) != len(problems):
-            raise ValueError(f"{len(problems)} problems for {len(items)} candidates")
-        specs = [self._spec(p, s, None) if sources is not None else self._spec(p, None, s)
+        problems, items, are_sources = self._batch_items(problems, sources, completions)
+        specs = [self._spec(p, s, None) if are_sources else self._spec(p, None, s)
                  for p, s in zip(problems, items)]
         return [ReportData(t) for t in self.run_specs(specs)]
-
-    async def evaluate_async(self, problem, source=None, completion=None, name="candidate.cu"):
-        return await asyncio.to_thread(self.evaluate, problem, source, completion, name)
-
-    def score_of(self, report):
-        r = report.reward
-        return self.fallback if r is None else r
 
     def status(self):
         return {"gpu": ray.get([a.status.remote() for a in self.gpu]),
@@ -241,6 +229,7 @@ class RayPool:
         for a in self.compile + self.gpu:
             ray.kill(a, no_restart=True)
         self.compile, self.gpu = [], []
+        self._close_no_code()
 
     def __enter__(self):
         return self

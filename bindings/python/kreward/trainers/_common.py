@@ -24,7 +24,7 @@ import threading
 from kreward.completion import Extraction, extract, safe_text, shown_code
 from kreward.constants import Status
 from kreward.errors import KrewardError
-from kreward.evaluator import Evaluator, no_code_report
+from kreward.evaluator import Evaluator
 from kreward.pool import FREED_MESSAGE
 
 log = logging.getLogger("kreward.trainers")
@@ -194,25 +194,6 @@ def _raise_unavailable(ev, e):
     raise err from e
 
 
-_local_reward = None
-
-
-def no_code(ev, why):
-    """compile_error for a completion without code: the backend's own (the
-    Evaluator scores it with its reward), or, for a remote backend (kreward
-    serve, a Ray pool), built here and scored with the adapters' reward
-    (KREWARD_REWARD, as get_evaluator gave the backend)."""
-    if hasattr(ev, "no_code"):
-        return ev.no_code(why)
-    global _local_reward
-    with _lock:
-        if _local_reward is None:
-            from ..context import Context
-            _local_reward = Context(no_device=True).reward(
-                os.environ.get("KREWARD_REWARD", "makora"))
-    return no_code_report(_local_reward, why)
-
-
 def evaluate(ev, problems, extractions):
     """Reports for a batch, in order: one kr_evaluate_batch for the samples
     with code, a compile_error saying why for the others."""
@@ -223,14 +204,14 @@ def evaluate(ev, problems, extractions):
     except Exception as e:  # noqa: BLE001 -- mapped, or raised as it is
         _raise_unavailable(ev, e)
     done = dict(zip(todo, got))
-    return [done[i] if i in done else no_code(ev, x.why) for i, x in enumerate(extractions)]
+    return [done[i] if i in done else ev.no_code(x.why) for i, x in enumerate(extractions)]
 
 
 async def evaluate_async(ev, problem, extraction):
     """One report, awaited without blocking the event loop (a backend
     without evaluate_async is called from the loop's executor)."""
     if extraction.code is None:
-        return no_code(ev, extraction.why)
+        return ev.no_code(extraction.why)
     try:
         if hasattr(ev, "evaluate_async"):
             return await ev.evaluate_async(problem, extraction.code)
