@@ -28,12 +28,13 @@ static const char *PROBLEM_SOURCE =
 static kr_context *g_ctx;
 static kr_problem *g_problem;
 
-static kr_pool *fake_pool(uint32_t flags, double job_timeout)
+/* A pool of fake workers on the fake GPUs `gpus`. */
+static kr_pool *fake_pool_on(const char *gpus, uint32_t flags, double job_timeout)
 {
     kr_pool_options o;
     kr_pool_options_init(&o, KR_POOL_OPTIONS_VERSION);
     o.worker_path = getenv("KR_FAKE_WORKER");
-    o.gpus = "0";
+    o.gpus = gpus;
     o.compile_workers = 1;
     o.flags = flags;
     o.job_timeout_s = job_timeout;
@@ -44,16 +45,28 @@ static kr_pool *fake_pool(uint32_t flags, double job_timeout)
     return pool;
 }
 
-static uint64_t submit(kr_pool *pool, const char *name, const char *source)
+static kr_pool *fake_pool(uint32_t flags, double job_timeout)
+{
+    return fake_pool_on("0", flags, job_timeout);
+}
+
+/* A job of problem p named name (the fake worker's script) with source
+ * (the name when NULL). */
+static uint64_t submit_to(kr_pool *pool, kr_problem *p, const char *name, const char *source)
 {
     kr_job job;
     kr_job_init(&job, KR_JOB_VERSION);
-    job.problem = g_problem;
+    job.problem = p;
     job.source = source ? source : name;
     job.name = name;
     uint64_t ticket = 0;
     assert_int_equal(kr_pool_submit(&ticket, pool, &job), KR_OK);
     return ticket;
+}
+
+static uint64_t submit(kr_pool *pool, const char *name, const char *source)
+{
+    return submit_to(pool, g_problem, name, source);
 }
 
 static const char *verdict_of(kr_pool *pool, uint64_t ticket)
@@ -273,13 +286,7 @@ static void golden_of_many_tensors_through_the_pool(void **state)
     assert_int_equal(kr_problem_parse(&p12, g_ctx, spec, strlen(spec), "p12.json", NULL), KR_OK);
     kr_problem_set_golden(p12, golden_42, NULL, NULL);
     kr_pool *pool = fake_pool(0, 30);
-    kr_job job;
-    kr_job_init(&job, KR_JOB_VERSION);
-    job.problem = p12;
-    job.source = job.name = "golden12";
-    uint64_t ticket = 0;
-    assert_int_equal(kr_pool_submit(&ticket, pool, &job), KR_OK);
-    assert_string_equal(verdict_of(pool, ticket), "passed");
+    assert_string_equal(verdict_of(pool, submit_to(pool, p12, "golden12", NULL)), "passed");
     kr_pool_free(pool);
     kr_problem_free(p12);
 }
@@ -287,14 +294,8 @@ static void golden_of_many_tensors_through_the_pool(void **state)
 /* The told soundness the fake worker saw for job `name` of problem p. */
 static double told_for(kr_pool *pool, kr_problem *p, const char *name)
 {
-    kr_job job;
-    kr_job_init(&job, KR_JOB_VERSION);
-    job.problem = p;
-    job.source = job.name = name;
-    uint64_t ticket = 0;
-    assert_int_equal(kr_pool_submit(&ticket, pool, &job), KR_OK);
     kr_report *r = NULL;
-    assert_int_equal(kr_pool_wait(&r, pool, ticket, 60), KR_OK);
+    assert_int_equal(kr_pool_wait(&r, pool, submit_to(pool, p, name, NULL), 60), KR_OK);
     assert_int_equal(kr_report_verdict(r), KR_VERDICT_PASSED);
     double v = -2;
     assert_int_equal(kr_report_get(&v, r, "fake_told"), KR_OK);
@@ -383,16 +384,8 @@ static void soak_of_a_thousand_mixed_jobs(void **state)
 {
     (void)state;
     enum { JOBS = 1000, HALF = JOBS / 2 };
-    kr_pool_options o;
-    kr_pool_options_init(&o, KR_POOL_OPTIONS_VERSION);
-    o.worker_path = getenv("KR_FAKE_WORKER");
-    o.gpus = "0,1";
-    o.compile_workers = 1;
-    o.job_timeout_s = 0.5; /* an "ok" job answers in milliseconds, even under ASan on a busy machine */
-    kr_pool *pool = NULL;
-    char *why = NULL;
-    if (kr_pool_new(&pool, &o, &why) != KR_OK)
-        fail_msg("pool: %s", why);
+    /* an "ok" job answers in milliseconds, even under ASan on a busy machine */
+    kr_pool *pool = fake_pool_on("0,1", 0, 0.5);
     static uint64_t tickets[JOBS];
     static int want[JOBS];
     long rss_half = 0;
