@@ -10,6 +10,8 @@ rm -rf .snap && mkdir -p .snap
 git archive HEAD | tar -x -C .snap
 cp -r .device .snap/.device 2>/dev/null || mkdir -p .snap/.device
 git rev-parse --short HEAD > .snap/.device/commit
+# pure-Python wheels the GPU image lacks (gpu-check.sh installs them)
+[ -d .wheels ] && cp -r .wheels .snap/.wheels
 # the tree before the reward-integrity defences, for bench/bench_defence_cost.py
 # (KR_SNAP_OLD=0 leaves it out)
 if [ "${KR_SNAP_OLD:-1}" != 0 ] && git cat-file -e 324416e 2>/dev/null; then

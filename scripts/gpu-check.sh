@@ -44,10 +44,16 @@ for c in fast wrong; do
     examples/problems/l2_softmax/candidates/$c.cu 2>&1 | tee -a "$out/evaluate.log"
 done
 logs=("$build/meson-logs/testlog.json")
+# KR_PYTEST_ARGS="-k 'not kernelbench' bindings/python/tests": another selection
+# pure-Python wheels the GPU image lacks (starlette, uvicorn) travel in .wheels/
+if [ -d .wheels ] && [ "${KR_GPU_TESTS:-1}" != 0 ]; then
+  python3 -m pip install -q --no-index --no-deps --find-links .wheels --target /tmp/pyext .wheels/*.whl >/dev/null 2>&1 &&
+    export PYTHONPATH=/tmp/pyext${PYTHONPATH:+:$PYTHONPATH}
+fi
 if [ "${KR_GPU_TESTS:-1}" != 0 ] && [ -d bindings/python/tests ] &&
    python3 -c 'import pytest' 2>/dev/null; then
-  KREWARD_LIBRARY=$(ls "$build"/lib/libkreward.so.1) PYTHONPATH=bindings/python \
-    python3 -m pytest -q -s -m gpu bindings/python/tests --junitxml="$out/pytest-gpu.xml" 2>&1 \
+  KREWARD_LIBRARY=$(ls "$build"/lib/libkreward.so.1) PYTHONPATH=bindings/python${PYTHONPATH:+:$PYTHONPATH} \
+    eval python3 -m pytest -q -s -m gpu ${KR_PYTEST_ARGS:-bindings/python/tests} --junitxml="$out/pytest-gpu.xml" 2>&1 \
     | tee "$out/pytest.log" | tail -5
   logs+=("$out/pytest-gpu.xml")
   [ "${KR_GPU_BENCH:-1}" = 0 ] || KREWARD_LIBRARY=$(ls "$build"/lib/libkreward.so.1) \
