@@ -18,6 +18,11 @@ enum kr_bench_preset {
 #define KR_BENCH_GRAPH 0x2u         /* replay the plan as a CUDA graph (kernels of a few us) */
 #define KR_BENCH_NO_CHECK 0x4u      /* do not check the outputs of timed calls */
 #define KR_BENCH_EVENTS_ONLY 0x8u   /* ignore CUPTI even where it runs */
+/* Time the reference baseline afresh only: by default (fast preset) a
+ * benchmark adds the recent baseline samples of the same problem and case in
+ * this context to its own fresh, interleaved ones when they agree
+ * (docs/benchmarking.md); the precise preset never shares. */
+#define KR_BENCH_NO_SHARE 0x40u
 /* After the measurement, never during it (docs/counters.md): */
 #define KR_BENCH_COUNTERS 0x10u     /* hardware counters per kernel, on an extra profiled run */
 #define KR_BENCH_ROBUST 0x20u       /* the speedup again under perturbed conditions */

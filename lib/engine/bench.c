@@ -6,6 +6,7 @@
  * reports; kr_benchmark (bench_entry.c) adds what bench_robust.c measures
  * when asked. */
 #include "engine/bench_impl.h"
+#include "common/hash.h"
 #include "common/options.h"
 #include "common/random.h"
 #include "compile/program_impl.h"
@@ -220,6 +221,26 @@ static void teardown(bstate *b)
     free(b->order);
 }
 
+uint64_t kr__bench_memo_key(const bstate *b, const kr_baseline *bl)
+{
+    if (bl->kind != KR_BASELINE_REFERENCE || !b->ref.program || b->occupy ||
+        b->o.preset == KR_BENCH_PRECISE || (b->o.flags & KR_BENCH_NO_SHARE))
+        return 0;
+    /* what the baseline's samples depend on: the problem (its reference and
+     * plan are part of its hash), the case, the options that change how a
+     * sample is taken, the device */
+    kr__hasher h;
+    if (kr__hasher_init(&h) != 0)
+        return 0;
+    kr__hasher_str(&h, b->p->hash);
+    kr__hasher_u64(&h, b->c);
+    kr__hasher_u64(&h, b->o.flags & (KR_BENCH_NO_FLUSH | KR_BENCH_GRAPH | KR_BENCH_EVENTS_ONLY));
+    kr__hasher_u64(&h, b->sets);
+    kr__hasher_u64(&h, (uint64_t)b->ctx->device_ordinal);
+    kr__hash128 k = kr__hasher_final(&h);
+    return k.lo ? k.lo : 1;
+}
+
 static int read_options(bstate *b, const kr_bench_options *opts, const kr_baseline *base,
                         kr_baseline *bl)
 {
@@ -286,6 +307,8 @@ int kr__bench_run(kr_report *r, kr_context *ctx, const kr_problem *problem,
     double wall = 0;
     if (rc == KR_OK)
         rc = setup(b, cand, plan, &bl);
+    if (rc == KR_OK)
+        b->memo_key = kr__bench_memo_key(b, &bl);
     if (rc == KR_OK) {
         /* CUPTI's records are process-wide: one measurement at a time */
         kr__trace_lock();

@@ -6,6 +6,7 @@
 #ifndef KR_BENCH_IMPL_H
 #define KR_BENCH_IMPL_H
 
+#include "engine/baseline_memo.h"
 #include "engine/reference.h"
 #include "kreward/bench.h"
 #include "report/report_impl.h"
@@ -59,6 +60,15 @@ typedef struct bstate {
      * kernel that hold that many SMs while the samples run */
     unsigned occupy;
     CUstream occupy_stream;
+    /* the baseline samples shared with earlier benchmarks (baseline_memo.h):
+     * memo_key 0 when this one may not share; memo_on while the memo's
+     * samples count (taken at the start, dropped when the fresh disagree) */
+    uint64_t memo_key;
+    int memo_on, memo_checked;
+    kr__memo_view memo;
+    int times_cupti;              /* the results' times came from CUPTI */
+    double fresh_us[KR__MEMO_SAMPLES]; /* this benchmark's baseline times, for the memo */
+    size_t n_fresh;
 } bstate;
 
 /* Where one checked call's results are (bench_check.c). */
@@ -81,6 +91,11 @@ int kr__bench_check_begin(bstate *b, size_t k, bcheck *c);
  * comparison; records failures in b. */
 int kr__bench_check_end(bstate *b, size_t k, bcheck *c);
 void kr__bench_check_free(bcheck *c);
+
+/* The memo key of this benchmark, 0 when it may not share baseline samples
+ * (bench.c): only the fast preset's reference baseline, nothing co-running,
+ * not KR_BENCH_NO_SHARE. */
+uint64_t kr__bench_memo_key(const bstate *b, const kr_baseline *bl);
 
 /* Runs the warm-up and the timed rounds until the stopping rule holds. */
 int kr__bench_measure(bstate *b, double *wall);

@@ -2,6 +2,7 @@
  * samples dropped), the speedup with its interval, flags, memory and the
  * roofline, into the report. */
 #include "engine/bench_impl.h"
+#include "common/clock.h"
 #include "common/stats.h"
 #include "compile/program_impl.h"
 #include "driver/trace.h"
@@ -134,12 +135,43 @@ static void side_times(bstate *b, double *times[2], size_t n[2], json_t *sec, in
         memcpy(times[w], b->s[w].event_us, b->s[w].n * sizeof(double));
         n[w] = b->s[w].n;
     }
+    b->times_cupti = use_cupti;
     json_object_set_new(sec, "source", json_string(use_cupti ? "cupti" : "events"));
     if (!use_cupti)
         json_object_set_new(sec, "why_not_cupti",
                             json_string(b->o.flags & KR_BENCH_EVENTS_ONLY ? "KR_BENCH_EVENTS_ONLY"
                                         : b->ctx->trace_why[0] ? b->ctx->trace_why
                                                                : "CUPTI records incomplete"));
+}
+
+/* The memo's baseline samples after the n fresh ones in times (room made by
+ * kr__bench_results) when they count for this benchmark and share its
+ * source of times; how many were added. */
+static size_t add_shared(bstate *b, kr_report *r, double *times, size_t n, json_t *sec)
+{
+    /* the fresh ones (the most recent), kept for the memo before the
+     * summary sorts them */
+    b->n_fresh = n < KR__MEMO_SAMPLES ? n : KR__MEMO_SAMPLES;
+    memcpy(b->fresh_us, times + (n - b->n_fresh), b->n_fresh * sizeof(double));
+    size_t shared = b->memo_on && b->memo.cupti == b->times_cupti ? b->memo.n_time : 0;
+    memcpy(times + n, b->memo.time_us, shared * sizeof(double));
+    json_object_set_new(sec, "baseline_shared_samples", json_integer((json_int_t)shared));
+    kr_report_set(r, "baseline_shared_samples", (double)shared);
+    json_object_set_new(sec, "baseline_fresh_samples", json_integer((json_int_t)n));
+    return shared;
+}
+
+/* A clean benchmark's fresh baseline samples join the memo: not when the
+ * candidate's work reached beyond its samples (side streams, device
+ * launches) or its checks failed, which could have disturbed them. */
+static void share_baseline(bstate *b, int disturbed)
+{
+    if (!b->memo_key || disturbed || b->checks_failed || b->candidate_failed || !b->s[1].n)
+        return;
+    if (!b->e->memo && !(b->e->memo = calloc(1, sizeof *b->e->memo)))
+        return; /* sharing is an optimisation: without memory, none */
+    kr__memo_add(b->e->memo, b->memo_key, kr__now(), b->s[1].event_us, b->s[1].n, b->fresh_us,
+                 b->n_fresh, b->times_cupti);
 }
 
 /* Per side: throttled samples dropped, summaries into the report. */
@@ -154,6 +186,8 @@ static size_t summarize_sides(bstate *b, kr_report *r, double *times[2], size_t 
         size_t d = drop_throttled(&b->s[w], times[w], n[w], top);
         dropped += d;
         n[w] -= d;
+        if (w == SIDE_BASELINE)
+            n[w] += add_shared(b, r, times[w], n[w], sec);
         kr__summary es;
         /* the event median, for comparison; summarize sorts: a copy */
         double *ev = malloc((b->s[w].n + 1) * sizeof(double));
@@ -234,7 +268,7 @@ int kr__bench_results(bstate *b, kr_report *r, double wall)
 {
     json_t *sec = kr__report_section(r, "timing");
     double *times[2] = {malloc((b->s[0].n + 1) * sizeof(double)),
-                        malloc((b->s[1].n + 1) * sizeof(double))};
+                        malloc((b->s[1].n + KR__MEMO_SAMPLES + 1) * sizeof(double))};
     if (!times[0] || !times[1] || !sec) {
         free(times[0]);
         free(times[1]);
@@ -262,6 +296,7 @@ int kr__bench_results(bstate *b, kr_report *r, double wall)
             set_flag(r, KR_FLAG_NOISY);
     if (side_stream || device_launched)
         set_flag(r, KR_FLAG_SIDE_STREAM);
+    share_baseline(b, side_stream || device_launched);
     if (b->slow) {
         set_flag(r, KR_FLAG_SLOW);
         kr_report_set(r, "max_slowdown", b->o.max_slowdown);

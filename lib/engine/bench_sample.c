@@ -6,7 +6,12 @@
  *   enqueue a clock probe; release the flag. The enqueued work then runs
  *   back to back: host launch latency is outside the interval.
  * Some candidate samples are followed by a reference run on the set's seed
- * and a comparison (timed-output checks). */
+ * and a comparison (timed-output checks).
+ * A side that met its stopping rule is sampled every DONE_PERIOD-th round
+ * only while the other goes on (still interleaved, at a lower rate: a 2 ms
+ * baseline sampled as often as a 20 us candidate needed was most of the
+ * benchmark); the reference baseline's rule may be met with the samples of
+ * earlier benchmarks of the same problem (baseline_memo.h). */
 #include "engine/bench_impl.h"
 #include "common/clock.h"
 #include "driver/trace.h"
@@ -18,6 +23,7 @@
 #include <string.h>
 
 #define PROBE_CYCLES 20000
+#define DONE_PERIOD 8
 #define SPIN_TIMEOUT_NS 2000000000ull
 
 /* Fresh values in the inputs of a set, poison in its outputs. */
@@ -184,10 +190,42 @@ static double noise_of(const bside *s)
     return mean > 0 ? sqrt(ss / (double)(s->n - 1)) / mean : INFINITY;
 }
 
-static int side_done(const bstate *b, const bside *s)
+static int side_done(const bstate *b, int which)
 {
-    return !s->active || (s->n >= b->o.min_samples && s->gpu_seconds >= b->o.min_time_s &&
-                          noise_of(s) <= b->o.target_noise) || s->n >= b->o.max_samples;
+    const bside *s = &b->s[which];
+    if (!s->active || s->n >= b->o.max_samples)
+        return 1;
+    /* the memo's samples stand in for the rest once enough fresh ones agree */
+    if (which == SIDE_BASELINE && b->memo_on && b->memo_checked)
+        return 1;
+    return s->n >= b->o.min_samples && s->gpu_seconds >= b->o.min_time_s &&
+           noise_of(s) <= b->o.target_noise;
+}
+
+/* Once the baseline has its fresh samples: the memo counts from here if
+ * they agree with it; if not, the conditions it was taken in are gone, and
+ * the baseline is timed in full. */
+static void check_memo(bstate *b)
+{
+    const bside *s = &b->s[SIDE_BASELINE];
+    if (!b->memo_on || b->memo_checked || s->n < KR__MEMO_FRESH)
+        return;
+    b->memo_checked = 1;
+    if (!kr__memo_agrees(&b->memo, s->event_us, s->n)) {
+        b->memo_on = 0;
+        if (b->e->memo)
+            kr__memo_forget(b->e->memo, b->memo_key);
+    }
+}
+
+/* The memo's samples for this benchmark, if any (under the trace lock,
+ * which serialises benchmarks in the process). */
+static void take_memo(bstate *b)
+{
+    if (!b->memo_key || !b->s[SIDE_BASELINE].active || !b->e->memo)
+        return;
+    b->memo_on = kr__memo_get(b->e->memo, b->memo_key, kr__now(), &b->memo) &&
+                 b->memo.n_event >= b->o.min_samples;
 }
 
 static double median_of(const double *v, size_t n)
@@ -226,6 +264,7 @@ int kr__bench_measure(bstate *b, double *wall)
     double t0 = kr__now();
     size_t k = 0;
     int rc = KR_OK;
+    take_memo(b);
     /* warm-up: one untimed run of each side (module load, caches) */
     for (int w = 0; w < 2 && rc == KR_OK; w++)
         if (b->s[w].active)
@@ -237,10 +276,12 @@ int kr__bench_measure(bstate *b, double *wall)
          * going first in a round (no side always follows the other) */
         for (size_t i = 0; i < 2 && rc == KR_OK; i++) {
             int w = (int)((round + i) & 1);
-            if (b->s[w].active && b->s[w].n < b->o.max_samples)
+            if (b->s[w].active && b->s[w].n < b->o.max_samples &&
+                (!side_done(b, w) || round % DONE_PERIOD == 0))
                 rc = one_sample(b, w, b->s[w].n % b->sets, 1, draw(b, w));
         }
-        int done = side_done(b, &b->s[0]) && side_done(b, &b->s[1]);
+        check_memo(b);
+        int done = side_done(b, 0) && side_done(b, 1);
         if (rc == KR_OK && too_slow(b)) {
             b->slow = 1;
             break;

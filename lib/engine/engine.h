@@ -14,6 +14,7 @@
 #include "common/kr_gen.h"
 #include "common/kr_chacha.h"
 #include "engine/profile.h"
+#include "engine/baseline_memo.h"
 
 /* Returns the mapped status from the enclosing function when a driver call
  * fails (kr__cuda_fail also poisons the context on sticky errors). */
@@ -70,6 +71,7 @@ typedef struct kr__engine {
     kr__sound_entry *sound;     /* problems checked for soundness so far */
     size_t num_sound;
     double prof[KR__PROF_N];    /* where the time goes (profile.h) */
+    kr__memo_table *memo;       /* baseline samples shared between benchmarks, made on first use */
 } kr__engine;
 
 /* Compiles the builtin kernels for the context's arch; works without a

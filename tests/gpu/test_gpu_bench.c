@@ -2,6 +2,7 @@
 #include "gpu_test.h"
 
 #include "compile/program_impl.h"
+#include "engine/baseline_memo.h"
 
 #include <math.h>
 
@@ -125,6 +126,59 @@ static void kernel_against_itself(void **state)
     kr_report_free(r);
     kr_plan_free(plan);
     kr_program_free(same);
+    kr_problem_free(p);
+}
+
+/* Candidates of one problem share the reference baseline's samples
+ * (engine/baseline_memo.h): the second benchmark takes fewer fresh ones and
+ * the speedup stays honest; a benchmark whose candidate failed its timed
+ * checks adds nothing to the memo (the cheat that would poison it: a wrong
+ * candidate whose run disturbed the baseline); KR_BENCH_NO_SHARE and the
+ * precise preset share nothing. */
+#define WRONG "// kreward: launch k grid=(cdiv(N,256)) block=(256) args=(a, c, N)\n"                \
+    "extern \"C\" __global__ void k(const float* a, float* c, long long n) {\n"                   \
+    "  long long i = blockIdx.x * 256ll + threadIdx.x; if (i < n) c[i] = a[i] + 1.0f; }\n"
+
+static void baseline_samples_are_shared(void **state)
+{
+    (void)state;
+    /* a size of its own: no other test filled this problem's memo */
+    kr_problem *p = problem(SPEC("3000017", "8*N", "c[i] = a[i]"));
+    kr_bench_options o;
+    kr_bench_options_init(&o, KR_BENCH_OPTIONS_VERSION, KR_BENCH_FAST);
+    kr_report *first = bench(p, COPY, &o, NULL);
+    double fresh1 = metric(first, "baseline_samples");
+    assert_true(metric(first, "baseline_shared_samples") == 0);
+    kr_report *second = bench(p, COPY, &o, NULL);
+    double shared2 = metric(second, "baseline_shared_samples");
+    double s2 = metric(second, "speedup");
+    printf("first: %.0f baseline samples; second: %.0f of %.0f shared, speedup %.4f\n", fresh1,
+           shared2, metric(second, "baseline_samples"), s2);
+    /* the first benchmark's samples, all of them (fewer than the memo holds) */
+    assert_true(shared2 == (fresh1 < KR__MEMO_SAMPLES ? fresh1 : KR__MEMO_SAMPLES));
+    assert_true(metric(second, "baseline_samples") - shared2 >= KR__MEMO_FRESH);
+    assert_true(fabs(s2 - 1) < 0.05); /* the reference's own code against it */
+    kr_report *wrong = bench(p, WRONG, &o, NULL);
+    assert_true(kr_report_flags(wrong) & KR_FLAG_TIMED_OUTPUT_WRONG);
+    kr_report *third = bench(p, COPY, &o, NULL);
+    double want = fresh1 + (metric(second, "baseline_samples") - shared2);
+    printf("after a wrong candidate: %.0f shared (want %.0f: its samples left out)\n",
+           metric(third, "baseline_shared_samples"), want);
+    assert_true(metric(third, "baseline_shared_samples") == (want < KR__MEMO_SAMPLES ? want : KR__MEMO_SAMPLES));
+    o.flags = KR_BENCH_NO_SHARE;
+    kr_report *alone = bench(p, COPY, &o, NULL);
+    assert_true(metric(alone, "baseline_shared_samples") == 0);
+    kr_bench_options precise;
+    kr_bench_options_init(&precise, KR_BENCH_OPTIONS_VERSION, KR_BENCH_PRECISE);
+    precise.max_time_s = 1;
+    kr_report *prec = bench(p, COPY, &precise, NULL);
+    assert_true(metric(prec, "baseline_shared_samples") == 0);
+    kr_report_free(first);
+    kr_report_free(second);
+    kr_report_free(wrong);
+    kr_report_free(third);
+    kr_report_free(alone);
+    kr_report_free(prec);
     kr_problem_free(p);
 }
 
@@ -256,6 +310,7 @@ int main(void)
         cmocka_unit_test(flush_makes_reads_cold),
         cmocka_unit_test(kernel_against_itself),
         cmocka_unit_test(side_stream_work_is_seen),
+        cmocka_unit_test(baseline_samples_are_shared),
         cmocka_unit_test(skipping_reads_is_implausible),
         cmocka_unit_test(graph_mode_and_timed_checks),
     };
