@@ -87,7 +87,7 @@ def test_register_and_shared_limits():
     assert limits.registers_per_block(64, 1024) == 65536
     assert limits.registers_per_block(65, 1024) == 73728
     assert limits.check_launch("sm_90a", 1024, 64, 0, 0) is None
-    assert limits.check_launch("sm_90a", 1024, 65, 0, 0)[0] == "launch_error"
+    assert limits.check_launch("sm_90a", 1024, 65, 0, 0)[0] == "invalid_plan"
     assert limits.check_launch("sm_90a", 1056, 8, 0, 0)[0] == "invalid_plan"
     assert limits.check_launch("sm_90a", 128, 32, 1024, 232448 - 1024) is None
     assert limits.check_launch("sm_90a", 128, 32, 1024, 232448)[0] == "invalid_plan"
@@ -160,16 +160,17 @@ def test_invalid_configurations_are_refused_without_a_gpu_run():
     """Each kind of refusal, decided from the compile and the device limits;
     the backend (which would be the GPU) never sees them."""
     gemm = (TUNE / "gemm.cu").read_text()
-    knobs = {"BM": [64, 128, 256], "BN": [64, 128, 256], "BK": [8, 32], "TM": [4, 8], "TN": [4, 8]}
+    knobs = {"BM": [64, 128, 256], "BN": [64, 128, 256], "BK": [8, 32, 64], "TM": [4, 8], "TN": [4, 8]}
     be = SyntheticBackend(lambda k: 1.0)
     with tune.TuneEnv(tune.CudaKernel(gemm, knobs, GEMM_PROBLEM), backend=be) as env:
         cases = {
             "threads": ({"BM": 256, "BN": 256, "BK": 8, "TM": 4, "TN": 4}, "invalid_plan",
                         "4096"),
-            "registers": ({"BM": 256, "BN": 256, "BK": 8, "TM": 8, "TN": 8}, "launch_error",
+            "registers": ({"BM": 256, "BN": 256, "BK": 8, "TM": 8, "TN": 8}, "invalid_plan",
                           "registers per block"),
-            "static shared": ({"BM": 256, "BN": 256, "BK": 32, "TM": 8, "TN": 8},
-                              "launch_error", None),
+            # 512 threads whose registers fit, 96 KiB of static tiles
+            "static shared": ({"BM": 256, "BN": 128, "BK": 64, "TM": 8, "TN": 8},
+                              "launch_error", "static shared memory"),
             "fits": ({"BM": 64, "BN": 64, "BK": 8, "TM": 4, "TN": 4}, "passed", None),
         }
         for what, (a, verdict, text) in cases.items():

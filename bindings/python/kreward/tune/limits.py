@@ -50,13 +50,17 @@ def check_launch(arch, threads, registers, shared_static, shared_dynamic):
     """None when a block of this kernel fits; else (verdict, why): the
     verdict a GPU run would give (invalid_plan where libkreward's plan
     check refuses it, launch_error where only the driver would) and a
-    sentence."""
+    sentence. Registers: the plan check compares a launch's threads with
+    the kernel's own limit from the driver (CU_FUNC_ATTRIBUTE_MAX_THREADS_
+    PER_BLOCK, which its registers lower), so too many is invalid_plan
+    (seen on the H200: "block has 1024 threads, the kernel allows at most
+    512")."""
     if threads > MAX_THREADS_PER_BLOCK:
         return "invalid_plan", f"{threads} threads per block, the limit is {MAX_THREADS_PER_BLOCK}"
     if registers is not None:
         need = registers_per_block(registers, threads)
         if need > REGISTERS_PER_BLOCK:
-            return "launch_error", (f"{registers} registers x {threads} threads need {need} "
+            return "invalid_plan", (f"{registers} registers x {threads} threads need {need} "
                                     f"registers per block, an SM has {REGISTERS_PER_BLOCK}")
     if shared_static > STATIC_SHARED_MAX:
         return "launch_error", (f"{shared_static} bytes of static shared memory per block; more "
