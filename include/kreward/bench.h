@@ -35,7 +35,8 @@ typedef struct kr_bench_options {
     uint32_t max_samples;
     double min_time_s;        /* GPU time per side before stopping may happen */
     double max_time_s;        /* wall time for the whole measurement */
-    double target_noise;      /* stop once the relative stdev is below this */
+    double target_noise;      /* stop once the relative stdev is below this, or the
+                                 median's relative standard error below a quarter of it */
     uint32_t buffer_sets;     /* rotated buffer sets (fresh addresses and values) */
     uint32_t flags;           /* KR_BENCH_* */
     double check_fraction;    /* share of timed candidate calls whose outputs are checked */
