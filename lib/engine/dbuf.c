@@ -4,6 +4,30 @@
 
 #include <string.h>
 
+/* A kept allocation of exactly this size, taken out of the spares. */
+static CUdeviceptr take_spare(kr__engine *e, uint64_t alloc)
+{
+    for (size_t i = 0; i < e->num_spare; i++)
+        if (e->spare[i].alloc == alloc) {
+            CUdeviceptr base = e->spare[i].base;
+            e->spare_bytes -= alloc;
+            e->spare[i] = e->spare[--e->num_spare];
+            return base;
+        }
+    return 0;
+}
+
+void kr__dbuf_release_spares(kr_context *ctx)
+{
+    kr__engine *e = kr__engine_of(ctx);
+    if (!e)
+        return;
+    for (size_t i = 0; i < e->num_spare && !ctx->poisoned; i++)
+        kr__cuda()->cuMemFree(e->spare[i].base);
+    e->num_spare = 0;
+    e->spare_bytes = 0;
+}
+
 int kr__dbuf_alloc(kr_context *ctx, kr__dbuf *b, uint64_t bytes, const char *what)
 {
     const kr__cuda_api *cu = kr__cuda();
@@ -11,8 +35,21 @@ int kr__dbuf_alloc(kr_context *ctx, kr__dbuf *b, uint64_t bytes, const char *wha
     memset(b, 0, sizeof *b);
     uint64_t body = (bytes + 255) / 256 * 256;
     uint64_t alloc = KR__GUARD_BYTES + body + KR__GUARD_BYTES;
+    kr__engine *e = kr__engine_of(ctx);
+    if ((b->base = take_spare(e, alloc)) != 0) {
+        b->alloc = alloc;
+        b->bytes = bytes;
+        b->ptr = b->base + KR__GUARD_BYTES;
+        int rc = kr__dbuf_reguard(ctx, b);
+        kr__prof_add(ctx, KR__PROF_ALLOC, t0);
+        return rc;
+    }
     size_t free_b = 0, total = 0;
     cu->cuMemGetInfo(&free_b, &total);
+    if (alloc > free_b && e->num_spare) { /* the spares are the first to go */
+        kr__dbuf_release_spares(ctx);
+        cu->cuMemGetInfo(&free_b, &total);
+    }
     if (alloc > free_b)
         return kr__fail(ctx, KR_ENOMEM, "%s needs %.2f GB of device memory; %.2f GB of %.2f GB are "
                         "free", what, (double)alloc / 1e9, (double)free_b / 1e9, (double)total / 1e9);
@@ -30,10 +67,30 @@ int kr__dbuf_alloc(kr_context *ctx, kr__dbuf *b, uint64_t bytes, const char *wha
     return rc;
 }
 
+/* Whether a freed allocation may be kept: room among the spares, under
+ * the cap (an eighth of the device's memory at most), and zeroed on the
+ * engine's stream, in order before whatever reuses it (a candidate never
+ * sees what the last one, or the reference, left in a buffer). */
+static int keep_spare(kr_context *ctx, const kr__dbuf *b)
+{
+    kr__engine *e = kr__engine_of(ctx);
+    if (!e || e->num_spare == KR__SPARE_BUFFERS)
+        return 0;
+    size_t free_b = 0, total = 0;
+    kr__cuda()->cuMemGetInfo(&free_b, &total);
+    uint64_t cap = total / 8 < KR__SPARE_MAX_BYTES ? total / 8 : KR__SPARE_MAX_BYTES;
+    if (e->spare_bytes + b->alloc > cap || kr__dbuf_scrub(ctx, b) != KR_OK)
+        return 0;
+    e->spare[e->num_spare].base = b->base;
+    e->spare[e->num_spare++].alloc = b->alloc;
+    e->spare_bytes += b->alloc;
+    return 1;
+}
+
 void kr__dbuf_free(kr_context *ctx, kr__dbuf *b)
 {
     double t0 = kr__now();
-    if (b->base && !ctx->poisoned)
+    if (b->base && !ctx->poisoned && !keep_spare(ctx, b))
         kr__cuda()->cuMemFree(b->base);
     kr__prof_add(ctx, KR__PROF_FREE, t0);
     memset(b, 0, sizeof *b);

@@ -77,6 +77,8 @@ static void engine_free(kr_context *ctx)
         return;
     }
     const kr__cuda_api *cu = kr__cuda();
+    for (size_t i = 0; i < e->num_spare; i++)
+        cu->cuMemFree(e->spare[i].base);
     if (e->stream)
         cu->cuStreamDestroy(e->stream);
     if (e->slots_dev)

@@ -51,6 +51,14 @@ typedef struct kr__sound_entry {
     int weak;
 } kr__sound_entry;
 
+/* A freed device buffer kept for the next allocation of the same size
+ * (dbuf.c), zeroed when it was given back. */
+#define KR__SPARE_BUFFERS 64
+typedef struct kr__spare {
+    CUdeviceptr base;
+    uint64_t alloc;
+} kr__spare;
+
 typedef struct kr__engine {
     CUstream stream;
     kr_program *builtins;
@@ -72,6 +80,9 @@ typedef struct kr__engine {
     size_t num_sound;
     double prof[KR__PROF_N];    /* where the time goes (profile.h) */
     kr__memo_table *memo;       /* baseline samples shared between benchmarks, made on first use */
+    kr__spare spare[KR__SPARE_BUFFERS]; /* freed buffers kept for reuse (dbuf.c) */
+    size_t num_spare;
+    uint64_t spare_bytes;
 } kr__engine;
 
 /* Compiles the builtin kernels for the context's arch; works without a

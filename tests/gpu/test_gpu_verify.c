@@ -2,6 +2,8 @@
  * right verdict and flag (field-notes section 7). */
 #include "gpu_test.h"
 
+#include "engine/dbuf.h"
+
 static kr_context *g_ctx;
 static kr_problem *g_vadd, *g_rowsum;
 
@@ -214,6 +216,45 @@ static void plan_and_memory_errors(void **state)
     kr_problem_free(p);
 }
 
+/* A freed buffer is kept and handed to the next allocation of its size
+ * (dbuf.c), zeroed in between, guards refilled: what one evaluation left
+ * in it (a reference's answer, a candidate's outputs) is gone. */
+static void freed_buffers_are_reused_zeroed(void **state)
+{
+    (void)state;
+    kr__engine *e;
+    assert_int_equal(kr__engine_get(g_ctx, &e), KR_OK);
+    const uint64_t bytes = 3u << 20;
+    kr__dbuf a, b, other;
+    assert_int_equal(kr__dbuf_alloc(g_ctx, &a, bytes, "test"), KR_OK);
+    assert_int_equal(kr__dbuf_fill(g_ctx, &a, 0x5A), KR_OK); /* "the answer" */
+    CUdeviceptr base = a.base;
+    kr__dbuf_free(g_ctx, &a);
+    assert_int_equal(kr__dbuf_alloc(g_ctx, &other, bytes + 4096, "test"), KR_OK);
+    assert_true(other.base != base); /* another size: not that one */
+    assert_int_equal(kr__dbuf_alloc(g_ctx, &b, bytes, "test"), KR_OK);
+    assert_true(b.base == base);
+    unsigned char *host = malloc(b.alloc);
+    assert_non_null(host);
+    assert_int_equal(kr__engine_wait(g_ctx, 10, "the test's memsets"), KR_OK);
+    assert_int_equal(kr__cuda()->cuMemcpyDtoH(host, b.base, b.alloc), CUDA_SUCCESS);
+    size_t left = 0, guards = 0;
+    for (uint64_t i = 0; i < b.alloc; i++) {
+        int in_body = i >= KR__GUARD_BYTES && i < KR__GUARD_BYTES + b.bytes;
+        left += in_body && host[i] != 0;
+        guards += !in_body && host[i] == KR__CANARY;
+    }
+    printf("reused buffer: %zu bytes left from before (want 0), %zu of %llu guard bytes set\n", left,
+           guards, (unsigned long long)(b.alloc - b.bytes));
+    assert_int_equal(left, 0);
+    assert_int_equal(guards, b.alloc - b.bytes);
+    free(host);
+    kr__dbuf_free(g_ctx, &b);
+    kr__dbuf_free(g_ctx, &other);
+    kr__dbuf_release_spares(g_ctx);
+    assert_int_equal(e->num_spare, 0);
+}
+
 int main(void)
 {
     g_ctx = gpu_context_or_skip();
@@ -229,6 +270,7 @@ int main(void)
         cmocka_unit_test(cheats_are_caught),
         cmocka_unit_test(feedback_explains),
         cmocka_unit_test(plan_and_memory_errors),
+        cmocka_unit_test(freed_buffers_are_reused_zeroed),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kr_problem_free(g_vadd);
