@@ -28,6 +28,17 @@ void kr__dbuf_release_spares(kr_context *ctx)
     e->spare_bytes = 0;
 }
 
+/* The usable bytes between the guards of an allocation at b->base. */
+static int place(kr_context *ctx, kr__dbuf *b, uint64_t bytes, uint64_t alloc, double t0)
+{
+    b->alloc = alloc;
+    b->bytes = bytes;
+    b->ptr = b->base + KR__GUARD_BYTES;
+    int rc = kr__dbuf_reguard(ctx, b);
+    kr__prof_add(ctx, KR__PROF_ALLOC, t0);
+    return rc;
+}
+
 int kr__dbuf_alloc(kr_context *ctx, kr__dbuf *b, uint64_t bytes, const char *what)
 {
     const kr__cuda_api *cu = kr__cuda();
@@ -36,14 +47,8 @@ int kr__dbuf_alloc(kr_context *ctx, kr__dbuf *b, uint64_t bytes, const char *wha
     uint64_t body = (bytes + 255) / 256 * 256;
     uint64_t alloc = KR__GUARD_BYTES + body + KR__GUARD_BYTES;
     kr__engine *e = kr__engine_of(ctx);
-    if ((b->base = take_spare(e, alloc)) != 0) {
-        b->alloc = alloc;
-        b->bytes = bytes;
-        b->ptr = b->base + KR__GUARD_BYTES;
-        int rc = kr__dbuf_reguard(ctx, b);
-        kr__prof_add(ctx, KR__PROF_ALLOC, t0);
-        return rc;
-    }
+    if ((b->base = take_spare(e, alloc)) != 0)
+        return place(ctx, b, bytes, alloc, t0);
     size_t free_b = 0, total = 0;
     cu->cuMemGetInfo(&free_b, &total);
     if (alloc > free_b && e->num_spare) { /* the spares are the first to go */
@@ -59,12 +64,7 @@ int kr__dbuf_alloc(kr_context *ctx, kr__dbuf *b, uint64_t bytes, const char *wha
                         what, (double)alloc / 1e9);
     if (r != CUDA_SUCCESS)
         return kr__cuda_fail(ctx, r, "cuMemAlloc");
-    b->alloc = alloc;
-    b->bytes = bytes;
-    b->ptr = b->base + KR__GUARD_BYTES;
-    int rc = kr__dbuf_reguard(ctx, b);
-    kr__prof_add(ctx, KR__PROF_ALLOC, t0);
-    return rc;
+    return place(ctx, b, bytes, alloc, t0);
 }
 
 /* Whether a freed allocation may be kept: room among the spares, under
