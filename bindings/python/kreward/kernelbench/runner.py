@@ -18,22 +18,42 @@ Defences, as for device-only candidates where they apply:
   candidate's source are custom, the rest torch's or a library's; a
   candidate that launched no custom kernel is `torch_fallback` and gets no
   speed credit (reward_of).
+
+Timing, the same for both sides: the reference Model runs in a baseline
+worker of its own that lives as long as the Runner, and is timed in every
+evaluation right after the candidate, with the candidate's schedule (a
+warmup batch, discarded, then `batches` batches of the same number of
+calls, each followed by the same fetches); the speedup is the ratio of the
+medians. Batches grow until they take `batch_ms` (the request's own
+overhead small beside them), within `batch_bytes` of fresh inputs and
+outputs. No process of the candidate is alive while the baseline runs: its
+supervisor (worker.py) kills the candidate's whole process tree first, and
+no candidate process can signal, re-prioritise or re-pin another process
+(the worker's isolation filter), so nothing it leaves behind slows the
+baseline down.
+
 The worker is killed on a deadline (`timeout`) and a crash is a verdict
 (`crash`), never the caller's problem. It runs in libkreward's sandbox
 (confine.py, worker.py): reads limited to Python's trees, the toolkit and
 the driver's files, writes to the candidate's own build folder, no network,
 no exec once every case ran (`seal`); what the sandbox refused is the
 verdict `denied`, and a layer the kernel lacks is said in the notes."""
+import collections
+import fcntl
 import hashlib
 import json
+import math
 import os
 import random
 import re
 import select
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import weakref
 
 import torch
 
@@ -44,6 +64,10 @@ from .reference import Reference
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "kreward", "kernelbench")
+MIN_CALLS = 2             # per timed batch, unless the memory budget allows fewer
+MAX_CALLS = 1024
+KEEP_WARM = 8             # Runners whose workers stay between evaluations (the most recent)
+F_SETPIPE_SZ = 1031       # fcntl: outputs of 64 MB in 1 MB reads, not 64 kB ones
 
 
 class WorkerDied(Exception):
@@ -65,12 +89,23 @@ def _failure(reply):
     return RuntimeError(reply["error"])
 
 
+def _median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
 class WorkerProcess:
-    """The worker with its pipes; every request has a deadline."""
+    """A worker (through its supervisor, worker.py) with its pipes; every
+    request has a deadline. Requests can be sent ahead of their replies
+    (send, then receive in order)."""
 
     def __init__(self, env=None, sandbox=None):
         to_w, self._w = os.pipe()
         self._r, from_w = os.pipe()
+        try:
+            fcntl.fcntl(self._r, F_SETPIPE_SZ, 1 << 20)
+        except OSError:
+            pass
         self.log = tempfile.TemporaryFile()
         keep = {k: v for k, v in os.environ.items()
                 if k in ("PATH", "HOME", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_VISIBLE_DEVICES",
@@ -79,31 +114,56 @@ class WorkerProcess:
         keep.setdefault("USER", "kreward")
         keep.setdefault("LOGNAME", keep["USER"])
         argv = [sys.executable, WORKER, str(to_w), str(from_w), json.dumps(sandbox) if sandbox else ""]
-        self.proc = subprocess.Popen(argv,
-                                     pass_fds=(to_w, from_w), stdin=subprocess.DEVNULL,
-                                     stdout=self.log, stderr=self.log, env={**keep, **(env or {})},
-                                     start_new_session=True)
+        # the supervisor: its stdin and stdout are the control pipes (reap, status)
+        self.proc = subprocess.Popen(argv, pass_fds=(to_w, from_w), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.log,
+                                     env={**keep, **(env or {})}, start_new_session=True)
         os.close(to_w)
         os.close(from_w)
-        # a bytearray: outputs of 64 MB arrive in pipe-sized chunks, and
-        # appending to bytes copied the whole buffer each time (quadratic:
-        # a 4096x4096 fetch ran past its deadline)
+        # replies arrive in pipe-sized chunks: a bytearray (appending to bytes
+        # copied the whole buffer each time); payloads are read into a buffer
+        # of their own size (_read)
         self._buf = bytearray()
+        self._ctl, self._ctl_buf = self.proc.stdout.fileno(), b""
+        self.pending = 0
+        self.ended = self.exited = None
+        self.ctl_closed = False
+
+    def _wait(self, deadline):
+        """Until the worker's pipe has data; WorkerDied as soon as the
+        supervisor says the worker ended (a process it started may hold the
+        pipe open: no EOF then)."""
+        while True:
+            left = deadline - time.monotonic()
+            ready = select.select([self._r, self._ctl], [], [], max(left, 0))[0] if left > 0 else []
+            if self._r in ready:
+                return
+            if not ready:
+                raise WorkerTimeout("the worker did not answer in time")
+            self._control_line(0)  # an event: the worker's end
+            if self.exited or self.ctl_closed:
+                raise WorkerDied(self.exit_reason())
 
     def _fill(self, deadline):
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([self._r], [], [], left)[0]:
-            raise WorkerTimeout("the worker did not answer in time")
+        self._wait(deadline)
         chunk = os.read(self._r, 1 << 20)
         if not chunk:
             raise WorkerDied(self.exit_reason())
         self._buf += chunk
 
     def _read(self, n, deadline):
-        while len(self._buf) < n:
-            self._fill(deadline)
-        out = bytes(self._buf[:n])
-        del self._buf[:n]
+        """n bytes of payload, read straight into a buffer of their size."""
+        have = min(n, len(self._buf))
+        out = bytearray(n)
+        out[:have] = self._buf[:have]
+        del self._buf[:have]
+        view = memoryview(out)
+        while have < n:
+            self._wait(deadline)
+            got = os.readv(self._r, [view[have:]])
+            if not got:
+                raise WorkerDied(self.exit_reason())
+            have += got
         return out
 
     def _line(self, deadline):
@@ -114,36 +174,140 @@ class WorkerProcess:
         del self._buf[:end + 1]
         return line
 
-    def request(self, obj, timeout_s):
-        deadline = time.monotonic() + timeout_s
+    def send(self, obj):
         try:
             os.write(self._w, (json.dumps(obj) + "\n").encode())
         except BrokenPipeError:
             raise WorkerDied(self.exit_reason()) from None
+        self.pending += 1
+
+    def receive(self, timeout_s):
+        """The reply to the oldest request not yet answered, and its payload."""
+        deadline = time.monotonic() + timeout_s
         reply = json.loads(self._line(deadline))  # the worker's JSON: data, never code
+        self.pending -= 1
         payload = self._read(reply["bytes"], deadline) if reply.get("bytes") else b""
         return reply, payload
 
-    def exit_reason(self):
+    def request(self, obj, timeout_s):
+        self.send(obj)
+        return self.receive(timeout_s)
+
+    def alive(self):
+        return self.ended is None and self.proc.poll() is None
+
+    def _control_line(self, timeout_s):
+        """The supervisor's next line (an answer, or an event, recorded):
+        the answer, or None (nothing in time, or the supervisor gone)."""
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self._ctl_buf:
+            left = max(0.0, deadline - time.monotonic())
+            if not select.select([self._ctl], [], [], left)[0]:
+                return None
+            data = os.read(self._ctl, 4096)
+            if not data:
+                self.ctl_closed = True
+                return None
+            self._ctl_buf += data
+        line, self._ctl_buf = self._ctl_buf.split(b"\n", 1)
+        msg = json.loads(line)
+        if msg.pop("event", None) == "exited":
+            self.exited = msg
+            return None
+        return msg
+
+    def _control(self, cmd, timeout_s):
+        """A command to the supervisor; its JSON answer, or None."""
         try:
-            rc = self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
+            self.proc.stdin.write(cmd + b"\n")
+            self.proc.stdin.flush()
+        except OSError:
+            return None
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            answer = self._control_line(deadline - time.monotonic())
+            if answer is not None:
+                return answer
+            if self.ctl_closed:
+                return None
+        return None
+
+    def exit_reason(self):
+        st = self.exited
+        if st is None and not self.ctl_closed:
+            st = self._control(b"status", 10.0)
+        if not st or not st.get("exited"):
+            if st is None and self.ctl_closed:
+                return "the worker's supervisor is gone"
             return "the worker closed its pipe"
         self.log.seek(0)
         tail = self.log.read()[-1500:].decode(errors="replace").strip()
-        how = f"signal {-rc}" if rc < 0 else f"exit status {rc}"
+        how = f"signal {st['signal']}" if "signal" in st else f"exit status {st.get('code')}"
         return f"the worker died ({how}): {tail}"
 
-    def close(self):
+    def end(self, timeout_s=90.0):
+        """Kills the worker and every process below its supervisor; once this
+        says clean, none of them is alive: {"clean", "strays", "why"}."""
+        if self.ended is not None:
+            return self.ended
+        res = None
         if self.proc.poll() is None:
-            os.killpg(self.proc.pid, 9)  # its own session: children (nvcc, ninja) go with it
+            res = self._control(b"reap", timeout_s)
+        if res is None:
+            res = {"clean": False, "strays": 0,
+                   "why": "the worker's supervisor did not answer: it was ended, or stopped"}
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            res = dict(res, clean=False, why="the worker's supervisor did not exit")
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
             self.proc.wait()
         for fd in (self._r, self._w):
             try:
                 os.close(fd)
             except OSError:
                 pass
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()
+            except OSError:
+                pass
         self.log.close()
+        self.ended = res
+        return res
+
+    def close(self):
+        self.end()
+
+
+_warm = collections.OrderedDict()  # id(Runner) -> weakref, the most recently used last
+_warm_lock = threading.RLock()  # a Runner's __del__ may come while it is held
+
+
+def _keep_warm(runner):
+    """Marks runner's workers as the most recently used; ends those of the
+    Runners past KEEP_WARM (each holds a torch process or two, with a CUDA
+    context each: a program that makes a Runner per problem and keeps them
+    would otherwise keep them all). A Runner in the middle of an evaluation
+    is skipped; an ended one starts its workers again when next used."""
+    with _warm_lock:
+        _warm.pop(id(runner), None)
+        _warm[id(runner)] = weakref.ref(runner)
+        old = [(k, ref) for k, ref in _warm.items()][:max(0, len(_warm) - KEEP_WARM)]
+    for key, ref in old:
+        other = ref()
+        if other is None:
+            with _warm_lock:
+                _warm.pop(key, None)
+        elif other._lock.acquire(blocking=False):
+            try:
+                other.close()
+            finally:
+                other._lock.release()
 
 
 def custom_kernel_names(source):
@@ -170,21 +334,30 @@ def reward_of(result):
     s = result.get("speedup")
     if not s or result.get("torch_fallback") is not False or result.get("timing_mismatch"):
         return 0.5
-    import math
     return 0.5 + 0.25 * min(2.0, max(0.0, math.log2(s)))
 
 
 class Runner:
-    """Evaluates ModelNew sources for one imported problem."""
+    """Evaluates ModelNew sources for one imported problem, one at a time (a
+    lock: two candidates timed at once would slow each other down). Between
+    evaluations it keeps the baseline worker and, where the sandbox allows,
+    a spare worker started ahead for the next candidate: close() ends them
+    (or use the Runner as a context manager; dropping it ends them too)."""
 
     def __init__(self, imported, device="cuda", cache_dir=None, timeout_s=600.0, call_timeout_s=60.0,
-                 sandbox="init"):
+                 sandbox="init", batch_ms=10.0, batch_bytes=None, spare=True):
         """sandbox: "init" (the default: entered after torch and CUDA are
         up, before the candidate loads; their earlier threads keep their
         file access, see docs/sandbox.md), "start" (entered before torch is
         imported, so every thread is in it: stricter, and the default once
         CUDA has been seen to initialise inside the sandbox on a GPU
-        machine), None (none: for debugging; the result says so)."""
+        machine; its write folder must be known at the start, so no spare
+        worker), None (none: for debugging; the result says so).
+        batch_ms: a timed batch grows until it takes this long (at least
+        MIN_CALLS calls), within batch_bytes of fresh inputs and outputs
+        (default 1 GiB on the CPU, 4 GiB on a GPU).
+        spare: start the next candidate's worker (torch imported, CUDA up)
+        at the end of each evaluation, so the next one does not wait for it."""
         if sandbox not in ("start", "init", None):
             raise ValueError(f"sandbox must be 'start', 'init' or None, not {sandbox!r}")
         self.imp, self.device, self.sandbox = imported, device, sandbox
@@ -197,36 +370,172 @@ class Runner:
         json.dumps(self.init_inputs)  # plain values only: they travel as JSON
         self.values = [{str(k): v for k, v in imported.case_values(c).items()} for c in range(n)]
         self.state_names = [t["module_name"] for t in imported.tensors if t["source"] in ("param", "buffer")]
-        self._baseline = None
+        with open(imported.path) as f:
+            self._ref_source = f.read()
+        self.batch_us = batch_ms * 1e3
+        self.batch_bytes = batch_bytes or ((1 << 30) if device == "cpu" else (4 << 30))
+        self.call_bytes = self._call_bytes()
+        self.spare = spare and sandbox != "start"
+        self._lock = threading.Lock()
+        self._base = None        # the baseline worker, once started
+        self._base_state = {}    # ready, lifted, per_call_us
+        self._spare_w = None
 
+    # ---- lifetime
+    def close(self):
+        """Ends the baseline worker and the spare (a later evaluation starts
+        them again)."""
+        for w in (getattr(self, "_base", None), getattr(self, "_spare_w", None)):
+            if w is not None:
+                w.end()
+        self._base, self._spare_w, self._base_state = None, None, {}
+        with _warm_lock:
+            _warm.pop(id(self), None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # ---- workers
     def _layout(self, case):
         shapes = self.imp.shapes(self.imp.cases[case][2])
         return [dict(t, shape=s) for t, s in zip(self.imp.tensors, shapes) if t["role"] == "in"]
 
-    def _worker(self, source):
-        """A worker for source, its build folder made here (the one folder
-        its sandbox lets it write; per source, so no candidate can plant
-        files in another's build)."""
+    def _call_bytes(self):
+        """Bytes one timed call holds until its batch is dropped: its fresh
+        inputs and its outputs (the timing case)."""
+        total = 0
+        for t, shape in zip(self.imp.tensors, self.imp.shapes(self.imp.cases[0][2])):
+            total += math.prod(shape) * torch.empty((), dtype=DTYPES[t["dtype"]]).element_size()
+        return max(total, 1)
+
+    def _calls_for(self, per_call_us):
+        """Calls per timed batch: enough for batch_ms at per_call_us, within
+        the memory budget."""
+        want = MIN_CALLS if not per_call_us else math.ceil(self.batch_us / max(per_call_us, 0.1))
+        return max(1, min(max(want, MIN_CALLS), MAX_CALLS, self.batch_bytes // self.call_bytes))
+
+    def _ext(self, source):
+        """The build folder of a source (the one folder its sandbox lets it
+        write; per source, so no candidate can plant files in another's
+        build), made here."""
         ext = os.path.join(self.cache_dir, hashlib.sha256(source.encode()).hexdigest()[:24])
         os.makedirs(os.path.join(ext, "tmp"), exist_ok=True)
-        env = {"TMPDIR": os.path.join(ext, "tmp"), "TRITON_HOME": ext,
-               "TRITON_CACHE_DIR": os.path.join(ext, "triton"),
-               "TORCHINDUCTOR_CACHE_DIR": os.path.join(ext, "inductor")}
-        config = None
-        if self.sandbox:
-            config = {"library": os.path.realpath(_lib.path) if os.path.exists(_lib.path) else _lib.path,
-                      "write": ext, "gpu": self.device != "cpu", "when": self.sandbox}
-        return WorkerProcess(env, config)
+        return ext
 
-    def _load(self, source, class_name):
-        w = self._worker(source)
-        reply, _ = w.request({"op": "load", "source": source, "class_name": class_name,
-                              "device": self.device, "layouts": self.layouts,
-                              "init_inputs": self.init_inputs, "values": self.values,
-                              "state_names": self.state_names, "cache_dir": self.cache_dir},
-                             self.timeout_s)
-        return w, reply
+    @staticmethod
+    def _env(ext):
+        return {"TMPDIR": os.path.join(ext, "tmp"), "TRITON_HOME": ext,
+                "TRITON_CACHE_DIR": os.path.join(ext, "triton"),
+                "TORCHINDUCTOR_CACHE_DIR": os.path.join(ext, "inductor")}
 
+    def _sandbox_config(self, ext):
+        if not self.sandbox:
+            return None
+        return {"library": os.path.realpath(_lib.path) if os.path.exists(_lib.path) else _lib.path,
+                "write": ext, "gpu": self.device != "cpu", "when": self.sandbox}
+
+    def _spawn(self, source=None):
+        """A worker process, told to get ready (torch, CUDA) at once. The
+        "start" sandbox needs the source's folder now; "init" gets it at load."""
+        ext = self._ext(source) if source is not None else None
+        w = WorkerProcess(self._env(ext) if ext else None,
+                          self._sandbox_config(ext) if self.sandbox == "start" else None)
+        w.send({"op": "ready", "device": self.device})
+        return w
+
+    def _send_load(self, w, source, class_name):
+        ext = self._ext(source)
+        w.send({"op": "load", "source": source, "class_name": class_name, "device": self.device,
+                "layouts": self.layouts, "init_inputs": self.init_inputs, "values": self.values,
+                "state_names": self.state_names, "cache_dir": self.cache_dir, "env": self._env(ext),
+                "sandbox": self._sandbox_config(ext)})
+
+    def _start_candidate(self, source, class_name):
+        """The candidate's worker (the spare if there is one) and its load reply."""
+        w, self._spare_w = self._spare_w, None
+        if w is not None and not w.alive():
+            w.end()
+            w = None
+        w = w or self._spawn(source)
+        try:
+            self._send_load(w, source, class_name)
+            ready, _ = w.receive(self.timeout_s)
+            if not ready["ok"]:
+                raise RuntimeError(f"the worker did not start: {ready['error']}")
+            loaded = w.receive(self.timeout_s)[0]
+            loaded["no_subreaper"] = ready.get("no_subreaper")
+            return w, loaded
+        except BaseException:
+            w.end()
+            raise
+
+    def _start_spare(self):
+        if self.spare and self._spare_w is None:
+            self._spare_w = self._spawn()
+
+    def _start_baseline(self):
+        """The reference's worker, started (its requests sent, the replies
+        read by _baseline_ready): it loads Model, builds and seals, and
+        times two small batches for a first estimate of a call."""
+        if self._base is not None and self._base.alive():
+            return
+        if self._base is not None:
+            self._base.end()
+        self._base = w = self._spawn(self._ref_source)
+        self._base_state = {"ready": False}
+        try:
+            self._send_load(w, self._ref_source, "Model")
+            w.send({"op": "build", "case": 0})
+            w.send({"op": "seal"})
+            rng = random.Random(0)
+            for _ in range(2):
+                w.send({"op": "prepare", "case": 0, "seeds": [rng.getrandbits(62) for _ in range(2)]})
+                w.send({"op": "go", "case": 0})
+                w.send({"op": "times"})
+                w.send({"op": "drop"})
+        except WorkerDied as e:
+            self._base_state["failed"] = str(e)  # said by _baseline_ready
+
+    def _baseline_ready(self):
+        """Waits for the baseline worker's start (before any timed batch:
+        its start must not compete with the candidate's); None, or why it
+        cannot time the baseline."""
+        if self._base_state.get("ready"):
+            return None
+        w = self._base
+        failed = self._base_state.get("failed")
+        if failed:
+            self._end_baseline()
+            return f"the reference's worker did not start: {failed}"
+        try:
+            replies = [w.receive(self.timeout_s)[0] for _ in range(w.pending)]
+        except (WorkerDied, WorkerTimeout) as e:
+            self._end_baseline()
+            return str(e)
+        failed = [r for r in replies if not r["ok"]]
+        if failed:
+            self._end_baseline()
+            return f"the reference does not run in a worker: {failed[0]['error']}"
+        build, calibration = replies[2], replies[-2]
+        self._base_state = {"ready": True, "lifted": build["lifted"],
+                            "per_call_us": calibration["event_us"] / 2}
+        return None
+
+    def _end_baseline(self):
+        if self._base is not None:
+            self._base.end()
+        self._base, self._base_state = None, {}
+
+    # ---- checks and batches
     def _golden(self, case, seed, lifted):
         inputs = make_inputs(self.layouts[case], seed, self.device)
         want = self.ref(case, inputs, lifted=lifted)
@@ -242,18 +551,20 @@ class Runner:
         got_meta = reply["outputs"]
         if len(got_meta) != len(want):
             return f"{where}: {len(got_meta)} outputs, the reference has {len(want)}"
-        off = 0
+        off, view = 0, memoryview(payload)
         for k, (m, ref) in enumerate(zip(got_meta, want)):
             if "shape" not in m:
                 return f"{where}: output {k} is a {m['type']}, not a tensor"
-            raw = payload[off:off + m["nbytes"]]
+            raw = view[off:off + m["nbytes"]]
+            if off % 16:
+                raw = bytearray(raw)  # after an output of odd size: aligned again
             off += m["nbytes"]
             if tuple(m["shape"]) != tuple(ref.shape):
                 return f"{where}: output {k} has shape {tuple(m['shape'])}, the reference {tuple(ref.shape)}"
             dt = getattr(torch, m["dtype"], None)
-            got = (torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dt).reshape(m["shape"])
-                   if raw else torch.empty(m["shape"], dtype=dt))
-            ref = ref.detach().to("cpu")
+            got = (torch.frombuffer(raw, dtype=torch.uint8).view(dt).reshape(m["shape"])
+                   if len(raw) else torch.empty(m["shape"], dtype=dt))
+            got = got.to(ref.device)  # compared where the reference is (a GPU's is fast)
             if ref.is_floating_point():
                 ok = torch.allclose(got.to(ref.dtype), ref, atol=self.imp.atol, rtol=self.imp.rtol)
             else:
@@ -264,8 +575,13 @@ class Runner:
                         f"{diff.max().item():.4g}, atol={self.imp.atol}, rtol={self.imp.rtol})")
         return None
 
-    def _batch(self, w, case, seeds):
-        r, _ = w.request({"op": "prepare", "case": case, "seeds": seeds}, self.call_timeout_s * len(seeds))
+    def _batch(self, w, case, seeds, lifted=None):
+        """One batch: fresh inputs made (untimed), then the calls on the
+        caller's clock; (wall us, worker's own us) per call."""
+        req = {"op": "prepare", "case": case, "seeds": seeds}
+        if lifted is not None:
+            req["lifted"] = lifted
+        r, _ = w.request(req, self.call_timeout_s * len(seeds))
         if not r["ok"]:
             raise _failure(r)
         t0 = time.perf_counter()
@@ -273,15 +589,60 @@ class Runner:
         wall = time.perf_counter() - t0
         if not r["ok"]:
             raise _failure(r)
-        return wall * 1e6 / len(seeds), r["event_us"]
+        t, _ = w.request({"op": "times"}, self.call_timeout_s)
+        if not t["ok"]:
+            raise _failure(t)
+        return wall * 1e6 / len(seeds), t["event_us"] / len(seeds)
 
-    def evaluate(self, source, seed=None, verify_seeds=2, batches=5, calls=8, checks=2,
+    def _warmup(self, w, calls, rng, lifted=None):
+        """A batch whose time is only an estimate (lazy initialisation,
+        clocks, caches): per-call wall us."""
+        wall, _ = self._batch(w, 0, [rng.getrandbits(62) for _ in range(calls)], lifted)
+        w.request({"op": "drop"}, self.call_timeout_s)
+        return wall
+
+    def _timed(self, w, batches, calls, checks, rng, lifted=None, check=None):
+        """Timed batches, each followed by `checks` fetches of calls drawn
+        after it ran (check(seed, batch) says what is wrong with one, or
+        None; without check the outputs are fetched and not compared, so
+        both sides run the same requests). (wall, events, why)."""
+        wall, events = [], []
+        for i in range(batches):
+            seeds = [rng.getrandbits(62) for _ in range(calls)]
+            per_call, ev = self._batch(w, 0, seeds, lifted)
+            wall.append(per_call)
+            events.append(ev)
+            for s in rng.sample(seeds, min(checks, calls)):  # drawn after the batch ran
+                if check:
+                    why = check(s, i)
+                    if why:
+                        return wall, events, why
+                else:
+                    r, _ = w.request({"op": "fetch", "seed": s}, self.call_timeout_s)
+                    if not r["ok"]:
+                        raise _failure(r)
+            w.request({"op": "drop"}, self.call_timeout_s)
+        return wall, events, None
+
+    # ---- evaluation
+    def evaluate(self, source, seed=None, verify_seeds=2, batches=5, calls=None, checks=2,
                  baseline=True, class_name="ModelNew"):
+        """calls: per timed batch; None sizes batches to batch_ms (both
+        sides get the same number)."""
+        with self._lock:
+            res = self._evaluate(source, seed, verify_seeds, batches, calls, checks, baseline,
+                                 class_name)
+        _keep_warm(self)
+        return res
+
+    def _evaluate(self, source, seed, verify_seeds, batches, calls, checks, baseline, class_name):
         rng = random.Random(seed)
         res = {"verdict": None, "cases": [], "notes": []}
         w = None
         try:
-            w, loaded = self._load(source, class_name)
+            if baseline:
+                self._start_baseline()  # side by side with the candidate's worker
+            w, loaded = self._start_candidate(source, class_name)
             if not loaded["ok"]:
                 if loaded.get("denied"):
                     res.update(verdict="denied", feedback=f"refused by the sandbox: {loaded['error']}")
@@ -291,54 +652,55 @@ class Runner:
                 return res
             res["compile_seconds"], res["compile_cached"] = loaded["compile_seconds"], loaded["cached"]
             self._sandbox_notes(loaded["sandbox"], res)
-            lifted = {}
-            for case, (name, _, _) in enumerate(self.imp.cases):
-                b, _ = w.request({"op": "build", "case": case}, self.timeout_s)
-                if not b["ok"]:
-                    res.update(verdict="denied" if b.get("denied") else "error",
-                               feedback=("refused by the sandbox: " if b.get("denied") else "") +
-                               f"case {name}: ModelNew(...): {b['error']}")
-                    return res
-                lifted[case] = b["lifted"]
-                seeds = [rng.getrandbits(62) for _ in range(verify_seeds)]
-                self._batch(w, case, seeds)
-                for s in seeds:
-                    why = self._check(w, case, s, lifted[case], f"case {name}")
-                    if why:
-                        res.update(verdict="wrong", feedback=why)
-                        return res
-                res["cases"].append({"name": name, "passed": True, "weights": "lifted" if lifted[case] else "seeded"})
+            if not loaded["isolation"]["applied"]:
+                res["notes"].append(f"no isolation filter ({loaded['isolation']['why']}): the "
+                                    "candidate's processes can signal other processes of this user")
+            if loaded["no_subreaper"]:
+                res["notes"].append(f"no subreaper ({loaded['no_subreaper']}): a process the "
+                                    "candidate starts in a session of its own may outlive it")
+            lifted = self._verify(w, rng, verify_seeds, res)
+            if lifted is None:
+                return res
             # every case ran once (Triton compiled per shape): no exec from here
             self._seal(w, res)
             if not all(lifted.values()):
                 res["notes"].append("ModelNew's parameter names differ from Model's: weights are "
                                     "seeded as KernelBench does (same seed for both), not fresh per call")
-            wall, events = [], []
-            for i in range(batches):
-                seeds = [rng.getrandbits(62) for _ in range(calls)]
-                per_call, ev = self._batch(w, 0, seeds)
-                wall.append(per_call)
-                events += ev
-                for s in rng.sample(seeds, min(checks, calls)):  # drawn after the batch ran
-                    why = self._check(w, 0, s, lifted[0], f"timed call (batch {i})")
-                    if why:
-                        res.update(verdict="wrong", feedback=why)
-                        return res
-                w.request({"op": "drop"}, self.call_timeout_s)
-            res["time_us"] = sorted(wall)[len(wall) // 2]
-            res["event_us"] = sorted(events)[len(events) // 2]
-            # the worker's events cannot exceed the caller's clock (plus a little
-            # slack for the clock's own start/stop around the batch)
-            res["timing_mismatch"] = sum(events) > 1.05 * sum(wall) * calls + 1000.0
+            why_no_baseline = self._baseline_ready() if baseline else "not asked for"
+            base_us = self._base_state.get("per_call_us") if not why_no_baseline else None
+            # the schedule both sides run: a warmup batch, then batches of n calls
+            warm = calls or self._calls_for(base_us)
+            cand_us = self._warmup(w, warm, rng)
+            n = calls or self._calls_for(min(cand_us, base_us or cand_us))
+            wall, events, why = self._timed(
+                w, batches, n, checks, rng,
+                check=lambda s, i: self._check(w, 0, s, lifted[0], f"timed call (batch {i})"))
+            if why:
+                res.update(verdict="wrong", feedback=why)
+                return res
+            res.update(time_us=_median(wall), event_us=_median(events), calls=n, batches=batches)
+            # the worker's own times cannot exceed the caller's clock (plus a
+            # little slack for the clock's own start and stop)
+            res["timing_mismatch"] = sum(events) * n > 1.05 * sum(wall) * n + 1000.0
             if self.device != "cpu":
                 self._attribute(w, source, rng, res)
             else:
                 res["torch_fallback"] = None
                 res["notes"].append("no kernel attribution without CUDA")
             res["verdict"] = "pass"
-            if baseline:
-                res["baseline_us"] = self.baseline_us(batches, calls)
-                res["speedup"] = res["baseline_us"] / res["time_us"] if res["time_us"] > 0 else None
+            # nothing of the candidate may run while the baseline is timed
+            ended, w = w.end(), None
+            if not ended["clean"]:
+                res.update(verdict="error", feedback="the candidate's processes could not all be "
+                           f"ended: {ended.get('why')}")
+                return res
+            if ended["strays"]:
+                res["notes"].append(f"the candidate left {ended['strays']} process(es) running; "
+                                    "they were ended before the baseline was timed")
+            if why_no_baseline is None:
+                self._time_baseline(res, warm, batches, n, checks, rng, lifted[0])
+            elif baseline:
+                res["notes"].append(f"no baseline: {why_no_baseline}")
         except WorkerTimeout as e:
             res.update(verdict="timeout", feedback=str(e))
         except WorkerDied as e:
@@ -349,9 +711,50 @@ class Runner:
             res.update(verdict="error", feedback=str(e))
         finally:
             if w:
-                w.close()
+                w.end()
             res["reward"] = reward_of(res)
+            try:
+                self._start_spare()
+            except OSError as e:  # no process now: the next evaluation starts its own
+                res["notes"].append(f"no spare worker: {e}")
         return res
+
+    def _verify(self, w, rng, verify_seeds, res):
+        """Every case built and checked on verify_seeds fresh inputs: {case:
+        lifted}, or None with the verdict in res."""
+        lifted = {}
+        for case, (name, _, _) in enumerate(self.imp.cases):
+            b, _ = w.request({"op": "build", "case": case}, self.timeout_s)
+            if not b["ok"]:
+                res.update(verdict="denied" if b.get("denied") else "error",
+                           feedback=("refused by the sandbox: " if b.get("denied") else "") +
+                           f"case {name}: ModelNew(...): {b['error']}")
+                return None
+            lifted[case] = b["lifted"]
+            seeds = [rng.getrandbits(62) for _ in range(verify_seeds)]
+            self._batch(w, case, seeds)
+            for s in seeds:
+                why = self._check(w, case, s, lifted[case], f"case {name}")
+                if why:
+                    res.update(verdict="wrong", feedback=why)
+                    return None
+            res["cases"].append({"name": name, "passed": True, "weights": "lifted" if lifted[case] else "seeded"})
+        return lifted
+
+    def _time_baseline(self, res, warm, batches, calls, checks, rng, lifted):
+        """The reference on the candidate's schedule, in its own worker, the
+        candidate gone: baseline_us and the speedup."""
+        b = self._base
+        try:
+            self._warmup(b, warm, rng, lifted)
+            wall, _, _ = self._timed(b, batches, calls, checks, rng, lifted)
+        except (WorkerDied, WorkerTimeout, CandidateDenied, RuntimeError) as e:
+            self._end_baseline()
+            res["notes"].append(f"the baseline could not be timed: {e}")
+            return
+        res["baseline_us"] = _median(wall)
+        res["speedup"] = res["baseline_us"] / res["time_us"] if res["time_us"] > 0 else None
+        self._base_state["per_call_us"] = res["baseline_us"]
 
     def _seal(self, w, res=None):
         s, _ = w.request({"op": "seal"}, self.call_timeout_s)
@@ -381,30 +784,25 @@ class Runner:
         res["kernels"] = {"custom": mine, "library": other}
         res["torch_fallback"] = not mine
 
-    def baseline_us(self, batches=5, calls=8):
-        """The reference Model timed in a worker of its own, the same way."""
-        if self._baseline is None:
-            with open(self.imp.path) as f:
-                src = f.read()
-            w, loaded = self._load(src, "Model")
-            try:
-                if not loaded["ok"]:
-                    raise RuntimeError(f"the reference does not load in a worker: {loaded['error']}")
-                b, _ = w.request({"op": "build", "case": 0}, self.timeout_s)
-                if not b["ok"]:
-                    raise RuntimeError(f"the reference does not build in a worker: {b['error']}")
-                self._seal(w)
-                rng = random.Random(1)
-                wall = [self._batch(w, 0, [rng.getrandbits(62) for _ in range(calls)])[0]
-                        for _ in range(batches)]
-                self._baseline = sorted(wall)[len(wall) // 2]
-            finally:
-                w.close()
-        return self._baseline
-
+    def baseline_us(self, batches=5, calls=None):
+        """The reference Model alone in the baseline worker, on evaluate's
+        schedule: per-call us (median of the batches)."""
+        with self._lock:
+            self._start_baseline()
+            why = self._baseline_ready()
+            if why:
+                raise RuntimeError(why)
+            rng = random.Random(1)
+            n = calls or self._calls_for(self._base_state["per_call_us"])
+            lifted = self._base_state["lifted"]
+            self._warmup(self._base, n, rng, lifted)
+            wall, _, _ = self._timed(self._base, batches, n, 2, rng, lifted)
+        _keep_warm(self)
+        return _median(wall)
 
 def evaluate_modelnew(imported, source, device="cuda", **kw):
     """One ModelNew source on one imported problem: a result dict (verdict,
     feedback, cases, time_us, baseline_us, speedup, compile_seconds,
     torch_fallback, kernels, reward)."""
-    return Runner(imported, device).evaluate(source, **kw)
+    with Runner(imported, device, spare=False) as runner:
+        return runner.evaluate(source, **kw)

@@ -2,37 +2,67 @@
 (Python host code, CUDA through load_inline, Triton) and runs it on inputs
 it makes from seeds; the caller (runner.py) never runs candidate code.
 
-Protocol on the worker's own pipe (fd given in argv; fd 1 goes to stderr
+Two processes per worker. The caller starts this file as the supervisor:
+a small process (standard library only, never sandboxed, never runs
+candidate code) that makes itself a child subreaper (PR_SET_CHILD_SUBREAPER)
+and forks the worker in a session of its own. Every process the candidate
+starts stays below the supervisor, whatever it does: a child that leaves
+the worker's session (setsid) and loses its parent is re-parented to the
+supervisor, not to init. On `reap` (from the caller, on the supervisor's
+stdin) the supervisor kills its children until it has none left, then
+answers with how many there were besides the worker (`strays`): the caller
+times the baseline only once no process of the candidate is alive. EOF on
+its stdin (the caller died) does the same.
+
+Protocol on the worker's own pipe (fds given in argv; fd 1 goes to stderr
 before the candidate is loaded, so its prints cannot forge replies): one
 JSON line per request, one JSON line per reply, an optional binary payload
-after a reply whose "bytes" says its length. Requests: load, build,
-prepare, go, fetch, attribute, drop. The caller checks outputs and times
-the batch from outside: nothing this process says about correctness is
-believed, and its own timings are only compared with the caller's clock.
+after a reply whose "bytes" says its length. Requests: ready, load, build,
+seal, prepare, go, times, fetch, attribute, drop. The caller checks
+outputs and times each batch (`go`) from outside: nothing this process says
+about correctness is believed, and its own timings are only compared with
+the caller's clock.
 
 Sandbox (confine.py, through libkreward's kr_sandbox_enter, by path: the
 package kreward is never imported here): with a config in argv[3] the
 worker enters it before anything but the standard library is loaded
 ("start": every thread torch and CUDA start later is inside it; Landlock
-does not reach threads that already run) or after torch and CUDA are up
-("init"), always before the candidate's code: reads limited to Python's
-trees, the toolkit, driver and loader files; writes only to the
-candidate's own build folder; no network; exec allowed (inside the
-sandbox) until the caller sends `seal`, after every case ran once (Triton
-compiles at first launch). A refusal by the sandbox is answered with
-"denied": the caller's verdict.
+does not reach threads that already run); with the config in the `load`
+request ("init"), after torch and CUDA are up, before the candidate's code
+(so an "init" worker can be started before its candidate is known: the
+runner's spare). Reads limited to Python's trees, the toolkit, driver and
+loader files; writes only to the candidate's own build folder; no network;
+exec allowed (inside the sandbox) until the caller sends `seal`, after
+every case ran once (Triton compiles at first launch). A refusal by the
+sandbox is answered with "denied": the caller's verdict.
+
+Isolation (always, sandbox or not; a seccomp filter of this file's own,
+entered at `load` before the candidate's code, every thread): the worker
+and everything it starts may signal, re-prioritise, re-pin or trace only
+the worker itself (pid 0 or its own pid), never another process: not the
+supervisor (which would end the supervision), not the baseline's worker,
+not the caller.
 
 Imports torch, inputs.py and confine.py (by path): nothing of kreward."""
 import ctypes
 import errno
+import gc
 import hashlib
 import importlib.util
 import json
 import os
+import platform
+import select
+import signal
+import struct
 import sys
 import time
 import traceback
 import types
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
 
 
 def _load_sibling(name):
@@ -54,9 +84,111 @@ def _denied(exc):
     return False
 
 
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _prctl(option, arg):
+    if _libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                   ctypes.c_ulong(0)) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, f"prctl({option}): {os.strerror(e)}")
+
+
+# ---------------------------------------------------------------- isolation
+# System call numbers per architecture (x86_64: asm/unistd_64.h; aarch64:
+# asm-generic/unistd.h).
+_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+_SYSCALLS = {
+    "x86_64": {"kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129,
+               "rt_tgsigqueueinfo": 297, "pidfd_send_signal": 424, "setpriority": 141,
+               "sched_setparam": 142, "sched_setscheduler": 144, "sched_setaffinity": 203,
+               "sched_setattr": 314, "ioprio_set": 251, "migrate_pages": 256, "move_pages": 279,
+               "process_madvise": 440, "process_mrelease": 448, "prlimit64": 302, "ptrace": 101,
+               "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438, "seccomp": 317},
+    "aarch64": {"kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138,
+                "rt_tgsigqueueinfo": 240, "pidfd_send_signal": 424, "setpriority": 140,
+                "sched_setparam": 118, "sched_setscheduler": 119, "sched_setaffinity": 122,
+                "sched_setattr": 274, "ioprio_set": 30, "migrate_pages": 238, "move_pages": 239,
+                "process_madvise": 440, "process_mrelease": 448, "prlimit64": 261, "ptrace": 117,
+                "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438, "seccomp": 277},
+}
+# whose first argument is the target process: allowed for 0 (self, its own
+# group for kill) and the worker's pid only
+_PID_FIRST = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "sched_setparam",
+              "sched_setscheduler", "sched_setaffinity", "sched_setattr", "migrate_pages", "move_pages")
+# (which, who): allowed for which == PRIO_PROCESS / IOPRIO_WHO_PROCESS and who 0 or the worker
+_WHICH_WHO = {"setpriority": 0, "ioprio_set": 1}
+# refused whatever the arguments (a pidfd names any process; tracing)
+_REFUSED = ("pidfd_send_signal", "process_madvise", "process_mrelease", "ptrace", "process_vm_readv",
+            "process_vm_writev", "pidfd_getfd")
+
+_LD_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
+_ALLOW, _KILL, _ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
+
+
+def _arg_low(i):
+    return 16 + 8 * i  # seccomp_data.args[i], little-endian: the low 32 bits first
+
+
+def isolation_filter(own_pid, machine=None):
+    """The isolation filter's BPF program: [(code, jt, jf, k)]."""
+    machine = machine or platform.machine()
+    nr, deny = _SYSCALLS[machine], _ERRNO | errno.EPERM
+
+    def pid_ok(arg):  # arg in {0, own_pid}: allow, else refuse
+        return [(_LD_ABS, 0, 0, _arg_low(arg)), (_JEQ, 2, 0, 0), (_JEQ, 1, 0, own_pid),
+                (_RET, 0, 0, deny), (_RET, 0, 0, _ALLOW)]
+
+    blocks = [(nr[n], pid_ok(0)) for n in _PID_FIRST]
+    for n, which in _WHICH_WHO.items():
+        # which != the process kind: on to pid_ok's refusal (its fourth instruction)
+        blocks.append((nr[n], [(_LD_ABS, 0, 0, _arg_low(0)), (_JEQ, 0, 3, which)] + pid_ok(1)))
+    # prlimit64 reading a limit (new_limit NULL) is harmless; setting one: self only
+    blocks.append((nr["prlimit64"], [(_LD_ABS, 0, 0, _arg_low(2)), (_JEQ, 0, 3, 0),
+                                     (_LD_ABS, 0, 0, _arg_low(2) + 4), (_JEQ, 0, 1, 0),
+                                     (_RET, 0, 0, _ALLOW)] + pid_ok(0)))
+    blocks += [(nr[n], [(_RET, 0, 0, deny)]) for n in _REFUSED]
+    prog = [(_LD_ABS, 0, 0, 4), (_JEQ, 1, 0, _ARCH[machine]), (_RET, 0, 0, _KILL), (_LD_ABS, 0, 0, 0)]
+    if machine == "x86_64":  # the x32 ABI: same arch value, numbers with bit 30 set
+        prog.append((_JGE, 0, 1, 0x40000000))
+        prog.append((_RET, 0, 0, _KILL))
+    for number, block in blocks:
+        prog.append((_JEQ, 0, len(block), number))
+        prog += block
+    prog.append((_RET, 0, 0, _ALLOW))
+    return prog
+
+
+def isolate():
+    """Enters the isolation filter (every thread: TSYNC); the status."""
+    machine = platform.machine()
+    if machine not in _ARCH:
+        return {"applied": False, "why": f"no isolation filter for {machine}"}
+    prog = isolation_filter(os.getpid(), machine)
+    raw = b"".join(struct.pack("<HBBI", *ins) for ins in prog)
+    buf = ctypes.create_string_buffer(raw, len(raw))
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    fprog = SockFprog(len(prog), ctypes.addressof(buf))
+    try:
+        _prctl(PR_SET_NO_NEW_PRIVS, 1)  # unprivileged filters need it (the sandbox set it already)
+    except OSError as e:
+        return {"applied": False, "why": str(e)}
+    rc = _libc.syscall(ctypes.c_long(_SYSCALLS[machine]["seccomp"]), ctypes.c_ulong(1),  # SET_MODE_FILTER
+                       ctypes.c_ulong(1), ctypes.byref(fprog))                          # FLAG_TSYNC
+    if rc != 0:
+        e = ctypes.get_errno()
+        why = os.strerror(e) if rc < 0 else f"thread {rc} could not take the filter"
+        return {"applied": False, "why": f"seccomp: {why}"}
+    return {"applied": True}
+
+
+# ------------------------------------------------------------------ sandbox
 class Sandbox:
     """The worker's sandbox: phase one (exec allowed) entered at start or
-    after init, phase two (`seal`, no exec) on request."""
+    at load, phase two (`seal`, no exec) on request."""
 
     def __init__(self, config):
         self.config, self.status, self.error = config, None, None
@@ -78,31 +210,74 @@ class Sandbox:
         return {"applied": self.status is not None, "when": self.config["when"], **(self.status or {})}
 
 
+# ------------------------------------------------------------------- worker
 class Worker:
     def __init__(self, out, sandbox):
         self.sandbox = sandbox
         import torch
         self.torch, self.out, self.inputs = torch, out, _load_sibling("inputs")
-        # the harness's own references, taken before the candidate can patch torch
+        # the harness's own references, taken before the candidate can patch
+        # torch (it runs in this process): inputs, digests, the clock, the
+        # call path, the plain tensor types
         self.make_inputs, self.digest = self.inputs.make_inputs, self.inputs.digest
         self.perf = time.perf_counter
-        self.models, self.batch = {}, {}
+        self.no_grad, self.functional_call = torch.no_grad, torch.func.functional_call
+        self.plain = (torch.Tensor, torch.nn.Parameter)
+        self.Tensor = torch.Tensor
+        self.models, self.batch, self.order = {}, {}, []
+        self.device, self.loaded = None, False
+        self._sync, self.events, self.last_us = None, None, None
+        self.held = []
 
-    def reply(self, obj, payload=b""):
-        if payload:
-            obj["bytes"] = len(payload)
+    def reply(self, obj, payload=()):
+        """payload: buffers written after the JSON line, in order."""
+        size = sum(len(p) for p in payload)
+        if size:
+            obj["bytes"] = size
         self.out.write((json.dumps(obj) + "\n").encode())
-        self.out.write(payload)
+        for p in payload:
+            self.out.write(p)
         self.out.flush()
 
     def sync(self):
+        if self._sync:
+            self._sync()
+
+    def ready(self, req):
+        """CUDA up (before the sandbox in "init" mode: its files opened), so a
+        worker started ahead of its candidate is ready when the candidate
+        comes."""
+        self.device = req["device"]
         if self.device != "cpu":
-            self.torch.cuda.synchronize()
+            self.torch.cuda.init()
+            self.torch.empty(1, device=self.device)
+            # the C function itself: torch.cuda.synchronize is a Python
+            # function the candidate could replace with one that returns
+            # before the GPU is done, ending the caller's clock early
+            self._sync = self.torch._C._cuda_synchronize
+            self.Event = self.torch.cuda.Event
+            if "TRITON_LIBCUDA_PATH" not in os.environ:
+                # Triton asks /sbin/ldconfig where libcuda is; the loaded one says
+                with open("/proc/self/maps") as maps:
+                    for line in maps:
+                        if "/libcuda.so" in line:
+                            os.environ["TRITON_LIBCUDA_PATH"] = os.path.dirname(line.split()[-1])
+                            break
+        return {"no_subreaper": NO_SUBREAPER}
 
     def load(self, req):
-        self.device, self.layouts = req["device"], req["layouts"]
+        if self.loaded:
+            raise RuntimeError("this worker already loaded a candidate")
+        self.loaded = True
+        if self.device is None:
+            self.ready({"device": req["device"]})
+        self.layouts = req["layouts"]
         self.init_inputs, self.values = req["init_inputs"], req["values"]
         self.state_names, self.class_name = req["state_names"], req.get("class_name", "ModelNew")
+        for k, v in (req.get("env") or {}).items():
+            os.environ[k] = v  # the candidate's own build and temporary folders
+        import tempfile
+        tempfile.tempdir = None  # TMPDIR again
         src = req["source"]
         digest = hashlib.sha256(src.encode()).hexdigest()[:24]
         # load_inline builds land in a directory named by the source's hash
@@ -113,21 +288,13 @@ class Worker:
         cached = os.path.isdir(ext) and bool(set(os.listdir(ext)) - {"tmp"})
         os.makedirs(ext, exist_ok=True)
         os.environ["TORCH_EXTENSIONS_DIR"] = ext
+        if self.sandbox.config is None and req.get("sandbox"):
+            self.sandbox = Sandbox(req["sandbox"])  # "init": known only now
         if self.sandbox.config and self.sandbox.config["when"] == "init":
-            if self.device != "cpu":  # CUDA up before the sandbox: its files opened
-                self.torch.cuda.init()
-                self.torch.empty(1, device=self.device)
             self.sandbox.enter(exec_allowed=True)
         if self.sandbox.error:
             raise RuntimeError(self.sandbox.error)
-        if self.device != "cpu" and "TRITON_LIBCUDA_PATH" not in os.environ:
-            # Triton asks /sbin/ldconfig where libcuda is; the loaded one says
-            self.torch.cuda.init()
-            with open("/proc/self/maps") as maps:
-                for line in maps:
-                    if "/libcuda.so" in line:
-                        os.environ["TRITON_LIBCUDA_PATH"] = os.path.dirname(line.split()[-1])
-                        break
+        isolation = isolate()
         t0 = self.perf()
         mod = types.ModuleType("candidate")
         mod.__file__ = os.path.join(ext, "candidate.py")
@@ -136,7 +303,7 @@ class Worker:
         if self.cls is None:
             raise LookupError(f"the candidate defines no class {self.class_name}")
         return {"compile_seconds": self.perf() - t0, "cached": cached, "hash": digest,
-                "sandbox": self.sandbox.report()}
+                "sandbox": self.sandbox.report(), "isolation": isolation}
 
     def seal(self, req):
         """Phase two: no program can be started from here on."""
@@ -156,68 +323,101 @@ class Worker:
         self.models[case] = (model, not missing)
         return {"lifted": not missing, "missing": missing[:8]}
 
-    def prepare(self, req):
-        case, self.batch = req["case"], {}
-        for seed in req["seeds"]:
-            self.batch[seed] = [self.make_inputs(self.layouts[case], seed, self.device), None]
-        self.sync()
-        return {"prepared": len(self.batch)}
-
-    def call(self, case, tensors):
-        model, lifted = self.models[case]
+    def _arguments(self, case, tensors, lifted):
+        """The forward's arguments and, with lifted weights, the state given
+        to functional_call: made here, before the batch's clock starts."""
         state, args = {}, dict((int(k), v) for k, v in self.values[case].items())
         for t in self.layouts[case]:
             if t["source"] == "input":
                 args[t["index"]] = tensors[t["name"]]
             elif lifted:
                 state[t["module_name"]] = tensors[t["name"]]
-        call_args = tuple(args[i] for i in sorted(args))
-        with self.torch.no_grad():
-            if state:
-                return self.torch.func.functional_call(model, state, call_args)
-            return model(*call_args)
+        return tuple(args[i] for i in sorted(args)), state
+
+    def prepare(self, req):
+        """Fresh inputs for every call of the next batch. "lifted": false
+        times a model with lifted weights the way a candidate whose names
+        differ is timed (its own seeded weights)."""
+        case = req["case"]
+        model, lifted = self.models[case]
+        lifted = lifted and req.get("lifted", True)
+        self.batch, self.order, self.batch_model = {}, [], model
+        for seed in req["seeds"]:
+            tensors = self.make_inputs(self.layouts[case], seed, self.device)
+            args, state = self._arguments(case, tensors, lifted)
+            self.batch[seed] = [tensors, None]
+            self.order.append((seed, args, state))
+        if self._sync:
+            self.events = (self.Event(enable_timing=True), self.Event(enable_timing=True))
+        self.sync()
+        return {"prepared": len(self.batch)}
 
     def go(self, req):
-        case, times = req["case"], []
-        gpu = self.device != "cpu"
-        for seed, entry in self.batch.items():
-            if gpu:
-                a, b = self.torch.cuda.Event(enable_timing=True), self.torch.cuda.Event(enable_timing=True)
-                a.record()
-                entry[1] = self.call(case, entry[0])
-                b.record()
-                times.append((a, b))
-            else:
-                t0 = self.perf()
-                entry[1] = self.call(case, entry[0])
-                times.append(self.perf() - t0)
-        self.sync()
-        us = [a.elapsed_time(b) * 1e3 for a, b in times] if gpu else [t * 1e6 for t in times]
-        return {"event_us": us}
+        """The batch, back to back; the caller's clock runs around this
+        request. Nothing but the calls and the final synchronisation before
+        the reply (event times are asked for afterwards: `times`)."""
+        model, call, outs = self.batch_model, self.functional_call, []
+        collecting = gc.isenabled()
+        gc.disable()  # no collection in the middle of a batch, for either side
+        try:
+            if self.events:
+                self.events[0].record()
+            t0 = self.perf()
+            with self.no_grad():
+                for _, args, state in self.order:
+                    outs.append(call(model, state, args) if state else model(*args))
+            if self.events:
+                self.events[1].record()
+            self.sync()
+            self.last_us = (self.perf() - t0) * 1e6
+        finally:
+            if collecting:
+                gc.enable()
+        for (seed, _, _), out in zip(self.order, outs):
+            self.batch[seed][1] = out
+            for o in (out if isinstance(out, (tuple, list)) else (out,)):
+                # a Tensor subclass could compute only when read (in fetch,
+                # for the calls checked), leaving the batch nothing to time
+                if isinstance(o, self.Tensor) and type(o) not in self.plain:
+                    raise TypeError(f"forward returned a {type(o).__name__}: outputs must be "
+                                    "plain torch.Tensor")
+        return {}
+
+    def times(self, req):
+        """The last batch's own time (CUDA events around it, or this
+        process's clock on the CPU), in microseconds."""
+        if self.events:
+            return {"event_us": self.events[0].elapsed_time(self.events[1]) * 1e3}
+        return {"event_us": self.last_us}
 
     def fetch(self, req):
         inputs, out = self.batch[req["seed"]]
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        meta, blobs = [], []
+        meta, blobs, self.held = [], [], []
         for o in outs:
-            if not isinstance(o, self.torch.Tensor):
+            if not isinstance(o, self.Tensor):
                 meta.append({"type": type(o).__name__})
                 continue
             host = o.detach().to("cpu").contiguous()
-            raw = ctypes.string_at(host.data_ptr(), host.numel() * host.element_size())
+            n = host.numel() * host.element_size()
+            self.held.append(host)  # the buffer below is its memory: kept until written
+            if n:
+                blobs.append(memoryview((ctypes.c_char * n).from_address(host.data_ptr())).cast("B"))
             meta.append({"shape": list(host.shape), "dtype": str(host.dtype).replace("torch.", ""),
-                         "nbytes": len(raw)})
-            blobs.append(raw)
-        return {"outputs": meta, "input_digest": self.digest(list(inputs.values()))}, b"".join(blobs)
+                         "nbytes": n})
+        return {"outputs": meta, "input_digest": self.digest(list(inputs.values()))}, blobs
 
     def attribute(self, req):
         """One call under the profiler (CUPTI through kineto): the kernels it
         launched, with their GPU time."""
         from torch.profiler import ProfilerActivity, profile
         case = req["case"]
+        model, lifted = self.models[case]
         tensors = self.make_inputs(self.layouts[case], req["seed"], self.device)
+        args, state = self._arguments(case, tensors, lifted)
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            self.call(case, tensors)
+            with self.no_grad():
+                self.functional_call(model, state, args) if state else model(*args)
             self.sync()
         kernels = {}
         for e in prof.events():
@@ -228,7 +428,7 @@ class Worker:
         return {"kernels": [{"name": n, "calls": c, "us": us} for n, (c, us) in kernels.items()]}
 
     def drop(self, req):
-        self.batch = {}
+        self.batch, self.order, self.events = {}, [], None
         return {}
 
     def serve(self, inp):
@@ -236,11 +436,14 @@ class Worker:
             req = json.loads(line)
             op = req["op"]
             try:
+                if op not in OPS:
+                    raise ValueError(f"no such request: {op}")
                 res = getattr(self, op)(req)
-                payload = b""
+                payload = ()
                 if isinstance(res, tuple):
                     res, payload = res
                 self.reply({"ok": True, **res}, payload)
+                self.held = []
             except Exception as e:
                 self.reply({"ok": False, "error": f"{type(e).__name__}: {e}",
                             "denied": self.sandbox.status is not None and _denied(e),
@@ -248,16 +451,192 @@ class Worker:
                             "trace": traceback.format_exc()[-2000:]})
 
 
+OPS = ("ready", "load", "seal", "build", "prepare", "go", "times", "fetch", "attribute", "drop")
+
+
+def run_worker(rfd, wfd, config):
+    out = os.fdopen(wfd, "wb")
+    inp = os.fdopen(rfd, "rb")
+    sandbox = Sandbox(config if config and config.get("when") == "start" else None)
+    if sandbox.config:
+        sandbox.enter(exec_allowed=True)  # before torch: one thread, the only one
+    Worker(out, sandbox).serve(inp)
+
+
+# --------------------------------------------------------------- supervisor
+def _children(pid):
+    """The live and dead children of pid (its threads' children files; a
+    scan of every process's parent where the kernel has no such file)."""
+    kids = set()
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids.update(int(x) for x in f.read().split())
+        return kids
+    except OSError:
+        pass
+    for name in os.listdir("/proc"):
+        if name.isdigit() and _stat(int(name))[1] == pid:
+            kids.add(int(name))
+    return kids
+
+
+def _stat(pid):
+    """(state, parent) of a process; (None, None) once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return fields[0], int(fields[1])
+    except (OSError, IndexError, ValueError):
+        return None, None
+
+
+def _describe(status):
+    if status is None:
+        return {"exited": False}
+    if os.WIFSIGNALED(status):
+        return {"exited": True, "signal": os.WTERMSIG(status)}
+    return {"exited": True, "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None}
+
+
+class Supervisor:
+    """The worker's parent and subreaper (see the module's docstring)."""
+
+    def __init__(self, worker_pid):
+        self.worker, self.status = worker_pid, None
+
+    def worker_status(self, wait_s):
+        """The worker's exit status, waiting up to wait_s for it to end."""
+        end = time.monotonic() + wait_s
+        while self.status is None:
+            try:
+                pid, st = os.waitpid(self.worker, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid:
+                self.status = st
+                break
+            if time.monotonic() >= end:
+                break
+            time.sleep(0.01)
+        return _describe(self.status)
+
+    def end_all(self, deadline_s):
+        """Kills every process below this one, re-parented ones included,
+        until none is left: {"clean", "strays", "worker"}."""
+        me, strays = os.getpid(), set()
+        end = time.monotonic() + deadline_s
+        try:
+            os.killpg(self.worker, signal.SIGKILL)  # the worker's session: most of it at once
+        except OSError:
+            pass
+        while True:
+            try:
+                pid, st = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return {"clean": True, "strays": len(strays), "worker": _describe(self.status)}
+            if pid:
+                if pid == self.worker:
+                    self.status = st
+                continue
+            if time.monotonic() > end:
+                return {"clean": False, "strays": len(strays), "worker": _describe(self.status),
+                        "why": f"processes still running after {deadline_s:.0f} s"}
+            kids = _children(me)
+            for k in kids:
+                if k != self.worker and _stat(k)[0] not in (None, "Z"):
+                    strays.add(k)
+                try:
+                    os.kill(k, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.001)
+
+    def serve(self, ctl_in, ctl_out):
+        """Commands on ctl_in (`status`, `reap`), answers on ctl_out; the
+        worker's end is told unasked ({"event": "exited", ...}): a process
+        it started may hold its pipe open, so the caller cannot wait for EOF."""
+        def answer(obj):
+            try:
+                os.write(ctl_out, (json.dumps(obj) + "\n").encode())
+            except OSError:
+                pass
+        try:
+            watch = os.pidfd_open(self.worker)
+        except (AttributeError, OSError):  # before Linux 5.3: polled
+            watch = None
+        told, buf = False, b""
+        while True:
+            fds = [ctl_in] + ([watch] if watch is not None and not told else [])
+            ready = select.select(fds, [], [], None if told or watch is not None else 0.05)[0]
+            if not told and (watch in ready or (watch is None and self.worker_status(0)["exited"])):
+                told = True
+                answer({"event": "exited", **self.worker_status(1.0)})
+            if ctl_in not in ready:
+                continue
+            data = os.read(ctl_in, 4096)
+            if not data:
+                break  # the caller is gone
+            buf += data
+            while b"\n" in buf:
+                cmd, buf = buf.split(b"\n", 1)
+                if cmd.strip() == b"status":
+                    answer(self.worker_status(5.0))
+                elif cmd.strip() == b"reap":
+                    answer(self.end_all(60.0))
+                    return
+        self.end_all(60.0)
+
+
+# why the supervisor is no subreaper (None: it is); the forked worker reads
+# its copy and says it in its `ready` reply
+NO_SUBREAPER = None
+
+
+def supervise(rfd, wfd, config):
+    global NO_SUBREAPER
+    try:
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    except OSError as e:  # a kernel without it: orphans go to init, out of reach
+        NO_SUBREAPER = str(e)
+    me = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        _worker_child(me, rfd, wfd, config)
+    os.close(rfd)  # only the worker holds the protocol's pipes: its death is their EOF
+    os.close(wfd)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    Supervisor(pid).serve(0, 1)
+
+
+def _worker_child(supervisor, rfd, wfd, config):
+    code = 1
+    try:
+        os.setsid()  # its own session: nothing it does reaches the supervisor's group
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the supervisor killed: so is the worker
+        if os.getppid() != supervisor:
+            os._exit(1)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)  # the supervisor's control pipes stay out of the worker
+        os.close(null)
+        os.dup2(2, 1)  # the candidate's prints go to stderr, never into a protocol
+        run_worker(rfd, wfd, config)
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
 def main():
     rfd, wfd = int(sys.argv[1]), int(sys.argv[2])
     config = json.loads(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] else None
-    out = os.fdopen(wfd, "wb")
-    inp = os.fdopen(rfd, "rb")
-    os.dup2(2, 1)  # the candidate's prints go to stderr, never into the protocol
-    sandbox = Sandbox(config)
-    if config and config["when"] == "start":
-        sandbox.enter(exec_allowed=True)  # before torch: one thread, the only one
-    Worker(out, sandbox).serve(inp)
+    supervise(rfd, wfd, config)
 
 
 if __name__ == "__main__":

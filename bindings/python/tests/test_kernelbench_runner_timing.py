@@ -1,0 +1,343 @@
+"""The ModelNew runner's timing on the CPU: a problem's own Model as the
+candidate is timed like the baseline (speedup near 1), and nothing a
+candidate leaves behind reaches the baseline: its processes are all ended
+before the baseline is timed (a child that left the worker's session
+included), and none of them can signal, re-prioritise or re-pin another
+process. Also the workers kept between evaluations (the baseline's, the
+spare). The GPU half is test_kernelbench_gpu.py."""
+import os
+import pathlib
+import secrets
+import signal
+import statistics
+import textwrap
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the ModelNew runner needs torch")
+
+from kreward.kernelbench import import_problem  # noqa: E402
+from kreward.kernelbench import runner as runner_module  # noqa: E402
+from kreward.kernelbench.runner import Runner  # noqa: E402
+
+KB = pathlib.Path(__file__).resolve().parents[3] / "examples" / "kernelbench"
+
+# CPU-heavy and light on memory: the timed call is ~10 ms on two cores, the
+# inputs and the outputs 4 MB each, so checks cost little
+MATMUL = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+
+    class Model(nn.Module):
+        def forward(self, a, b):
+            return a @ b
+
+
+    n = 1024
+
+
+    def get_inputs():
+        return [torch.randn(n, n), torch.randn(n, n)]
+
+
+    def get_init_inputs():
+        return []
+""")
+
+
+def model_as_candidate(problem_src):
+    return problem_src + "\nModelNew = Model\n"
+
+
+def processes_named(comm):
+    """pids of the live processes whose name (comm) is comm."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                name = f.read().strip()
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if name == comm and state != "Z":
+            found.append(int(pid))
+    return found
+
+
+@pytest.fixture
+def marker():
+    """A process name for what a candidate leaves behind; whatever still
+    carries it at the end is killed (a failing run must not leave CPU burners
+    to the tests after it)."""
+    name = "kr" + secrets.token_hex(4)
+    yield name
+    for pid in processes_named(name):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+@pytest.fixture(scope="module")
+def matmul(tmp_path_factory):
+    d = tmp_path_factory.mktemp("kb_timing")
+    (d / "matmul_1024.py").write_text(MATMUL)
+    return import_problem(str(d / "matmul_1024.py")), d
+
+
+def runner_for(imp, d, **kw):
+    return Runner(imp, "cpu", cache_dir=str(d / "ext"), timeout_s=300, call_timeout_s=60, **kw)
+
+
+def median_speedup(runner, source, runs, **kw):
+    kw = {"verify_seeds": 1, "checks": 1, **kw}
+    results = [runner.evaluate(source, seed=s, **kw) for s in range(runs)]
+    for res in results:
+        assert res["verdict"] == "pass", res
+        assert res["baseline_us"] > 0 and res["time_us"] > 0
+    return statistics.median(r["speedup"] for r in results), results
+
+
+@pytest.mark.parametrize("problem", ["level1/01_relu.py", "level1/08_sum_reduction.py",
+                                     "level2/01_gemm_bias_relu.py"])
+def test_model_as_candidate_is_timed_like_the_baseline(problem, tmp_path):
+    """The same code on both sides: the ratio of the medians within
+    [0.8, 1.25] (the median of three evaluations: CI machines are shared).
+    The corpus' own sizes: 3 to 60 ms a call on two cores; gemm_bias_relu's
+    weights are lifted (fresh per call, through functional_call, on both
+    sides)."""
+    path = KB / problem
+    with runner_for(import_problem(str(path)), tmp_path) as runner:
+        speedup, results = median_speedup(runner, model_as_candidate(path.read_text()), 3)
+    assert 0.8 <= speedup <= 1.25, [(r["time_us"], r["baseline_us"], r["calls"]) for r in results]
+
+
+def test_batches_grow_to_the_target_within_the_memory_budget(matmul):
+    imp, d = matmul
+    src = model_as_candidate(MATMUL)
+    with runner_for(imp, d, batch_ms=200.0) as runner:
+        res = runner.evaluate(src, seed=1, verify_seeds=1, batches=2, checks=1)
+        # three 4 MB tensors a call; at 2-40 ms a call, 200 ms wants 5-100 calls
+        assert res["verdict"] == "pass" and res["calls"] >= 5, res
+        assert res["calls"] * res["time_us"] >= 0.3 * 200e3, res
+    with runner_for(imp, d, batch_ms=200.0, batch_bytes=3 * (12 << 20)) as runner:
+        res = runner.evaluate(src, seed=1, verify_seeds=1, batches=2, checks=1)
+        assert res["verdict"] == "pass" and res["calls"] == 3, res  # the budget: 3 calls
+
+
+# A candidate that slows the baseline down with what it leaves running: on
+# its first call it forks a grandchild in a session of its own (out of the
+# worker's process group, orphaned), which forks one burner per CPU; they
+# burn whenever the candidate's forward has not run for 20 ms (so not
+# during its own batches, always while the reference is timed) for up to
+# 60 s. A runner that timed the baseline while they live pays it a speedup.
+BURNER = '''
+import ctypes, mmap, os, struct, time
+import torch
+
+_beat = mmap.mmap(-1, 8)  # shared with the burners: the last call's time
+
+
+def _burn_when_idle(limit_s=60.0):
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        if time.monotonic() - struct.unpack("d", _beat[:8])[0] > 0.02:
+            x = 0
+            for _ in range(2000):
+                x += 1
+        else:
+            time.sleep(0.0005)
+
+
+def _leave_burners():
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        if os.fork():
+            os._exit(0)
+        ctypes.CDLL(None).prctl(15, MARKER.encode(), 0, 0, 0)  # PR_SET_NAME
+        for _ in range((os.cpu_count() or 2) - 1):
+            if os.fork() == 0:
+                break
+        _burn_when_idle()
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
+class ModelNew(Model):
+    started = False
+
+    def forward(self, *args):
+        if not ModelNew.started:
+            ModelNew.started = True
+            _leave_burners()
+        _beat[:8] = struct.pack("d", time.monotonic())
+        out = super().forward(*args)
+        _beat[:8] = struct.pack("d", time.monotonic())
+        return out
+'''
+
+
+def test_processes_left_running_cannot_slow_the_baseline(matmul, marker):
+    imp, d = matmul
+    cheat = MATMUL + f"\nMARKER = {marker!r}\n" + BURNER
+    with runner_for(imp, d) as runner:
+        speedup, results = median_speedup(runner, cheat, 3)
+        assert processes_named(marker) == [], "the candidate's burners outlived its evaluation"
+        honest, _ = median_speedup(runner, model_as_candidate(MATMUL), 3)
+    assert all(any("left" in n and "ended before the baseline" in n for n in r["notes"]) for r in results)
+    # the burners would have doubled the baseline's time on two cores
+    assert speedup <= 1.25 and speedup <= 1.2 * honest, (speedup, honest)
+
+
+# Asks the kernel whether it may signal (signal 0: nothing is delivered),
+# re-pin or re-prioritise other processes: its supervisor (which would end
+# the supervision), the caller, every process (-1); its own process must
+# stay allowed. Correct outputs only when every other one is refused.
+SIGNALLER = '''
+import os
+import torch
+
+
+def refused(f, *args):
+    try:
+        f(*args)
+    except PermissionError:
+        return True
+    return False
+
+
+def isolated():
+    others = [os.getppid(), CALLER]
+    return (all(refused(os.kill, p, 0) for p in others) and refused(os.kill, -1, 0)
+            and all(refused(os.sched_setaffinity, p, os.sched_getaffinity(p)) for p in others)
+            and all(refused(os.setpriority, os.PRIO_PROCESS, p, os.getpriority(os.PRIO_PROCESS, p))
+                    for p in others)
+            and not refused(os.kill, os.getpid(), 0) and not refused(os.kill, 0, 0))
+
+
+class ModelNew(Model):
+    def forward(self, *args):
+        out = super().forward(*args)
+        return out if isolated() else out + 1
+'''
+
+
+@pytest.mark.parametrize("mode", ["start", "init", None])
+def test_a_candidate_cannot_signal_or_repin_other_processes(matmul, mode):
+    imp, d = matmul
+    src = MATMUL + f"\nCALLER = {os.getpid()}\n" + SIGNALLER
+    with runner_for(imp, d, sandbox=mode) as runner:
+        res = runner.evaluate(src, seed=2, verify_seeds=1, batches=1, calls=2, checks=1, baseline=False)
+    assert res["verdict"] == "pass", res
+
+
+SLEEPER = '''
+import ctypes, os, time
+import torch
+
+
+def _leave_sleeper():
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        if os.fork():
+            os._exit(0)
+        ctypes.CDLL(None).prctl(15, MARKER.encode(), 0, 0, 0)
+        time.sleep(60)
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
+class ModelNew(Model):
+    started = False
+
+    def forward(self, *args):
+        if not ModelNew.started:
+            ModelNew.started = True
+            _leave_sleeper()
+        if CRASH:
+            os._exit(3)
+        return super().forward(*args)
+'''
+
+
+@pytest.mark.parametrize("crash", [False, True])
+def test_an_orphan_in_its_own_session_is_ended(matmul, marker, crash):
+    imp, d = matmul
+    src = MATMUL + f"\nMARKER = {marker!r}\nCRASH = {crash}\n" + SLEEPER
+    with runner_for(imp, d) as runner:
+        res = runner.evaluate(src, seed=3, verify_seeds=1, batches=1, calls=2, checks=1, baseline=False)
+        assert processes_named(marker) == []
+    if crash:
+        assert res["verdict"] == "crash" and "exit status 3" in res["feedback"], res
+    else:
+        assert res["verdict"] == "pass", res
+        assert any("left 1 process(es) running" in n for n in res["notes"]), res["notes"]
+
+
+def test_a_tensor_subclass_output_is_refused(matmul):
+    """A subclass could compute only when read (at fetch, for the calls
+    checked), leaving the timed batch nothing to do."""
+    imp, d = matmul
+    src = MATMUL + textwrap.dedent("""
+        class Lazy(torch.Tensor):
+            pass
+
+
+        class ModelNew(Model):
+            def forward(self, a, b):
+                return super().forward(a, b).as_subclass(Lazy)
+    """)
+    with runner_for(imp, d) as runner:
+        res = runner.evaluate(src, seed=4, verify_seeds=1, batches=1, calls=2, checks=1, baseline=False)
+    assert res["verdict"] == "error" and "plain torch.Tensor" in res["feedback"], res
+
+
+def test_the_baseline_worker_and_the_spare_are_kept_and_ended(matmul):
+    imp, d = matmul
+    runner = runner_for(imp, d)
+    first = runner.evaluate(model_as_candidate(MATMUL), seed=5, verify_seeds=1, batches=2, checks=1)
+    assert first["verdict"] == "pass" and first["speedup"] > 0, first
+    base, spare = runner._base.proc.pid, runner._spare_w.proc.pid
+    # the next candidate runs in the spare (its worker's parent is the spare's supervisor)
+    src = MATMUL + f"\nSPARE = {spare}\n" + textwrap.dedent("""
+        import os
+
+
+        class ModelNew(Model):
+            def forward(self, a, b):
+                return super().forward(a, b) + (0 if os.getppid() == SPARE else 1)
+    """)
+    again = runner.evaluate(src, seed=6, verify_seeds=1, batches=2, checks=1)
+    assert again["verdict"] == "pass", again
+    assert runner._base.proc.pid == base  # the same baseline worker, timed again
+    assert again["baseline_us"] != first["baseline_us"]
+    kept = [base, runner._spare_w.proc.pid]
+    runner.close()
+    time.sleep(0.1)
+    for pid in kept:
+        assert not os.path.exists(f"/proc/{pid}"), pid
+
+
+def test_only_the_most_recent_runners_keep_their_workers(matmul, monkeypatch):
+    """A program that makes a Runner per problem and keeps them all does not
+    keep a torch process (and a CUDA context) per problem."""
+    imp, d = matmul
+    monkeypatch.setattr(runner_module, "KEEP_WARM", 1)
+    first, second = runner_for(imp, d), runner_for(imp, d)
+    src = model_as_candidate(MATMUL)
+    kw = {"seed": 7, "verify_seeds": 1, "batches": 1, "calls": 2, "checks": 1}
+    assert first.evaluate(src, **kw)["verdict"] == "pass"
+    kept = [first._base.proc.pid, first._spare_w.proc.pid]
+    assert second.evaluate(src, **kw)["verdict"] == "pass"
+    assert first._base is None and first._spare_w is None  # ended: the older of the two
+    assert second._base is not None and second._spare_w is not None
+    time.sleep(0.1)
+    assert not any(os.path.exists(f"/proc/{pid}") for pid in kept)
+    assert first.evaluate(src, **kw)["verdict"] == "pass"  # started again when used again
+    first.close()
+    second.close()
