@@ -40,6 +40,23 @@ def test_honest_torch_candidate_passes_every_case(relu_runner):
     assert res["reward"] == 0.5
 
 
+def test_a_triton_modelnew_loads(relu_runner):
+    """@triton.jit reads its function's source back (inspect): the worker
+    loads the candidate from a file, or every Triton ModelNew is a
+    compile_error (it was, on the H200 at 67f5547). Decorating needs no GPU;
+    the forward here stays on the CPU."""
+    pytest.importorskip("triton", reason="needs triton to decorate a kernel")
+    src = ("import torch\nimport triton\nimport triton.language as tl\n\n"
+           "@triton.jit\ndef relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n"
+           "    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+           "    tl.store(y_ptr + i, tl.maximum(tl.load(x_ptr + i, mask=i < n), 0), mask=i < n)\n\n"
+           "class ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+           "        assert relu_kernel.src  # decorated, with its source\n"
+           "        return x.clamp_min(0)\n")
+    res = run(relu_runner, src)
+    assert res["verdict"] == "pass", res
+
+
 @pytest.mark.parametrize("name,why", [
     ("cheat_constant.py", "differs from the reference"),
     ("cheat_cache.py", "differs from the reference"),

@@ -298,7 +298,14 @@ class Worker:
         t0 = self.perf()
         mod = types.ModuleType("candidate")
         mod.__file__ = os.path.join(ext, "candidate.py")
-        exec(compile(src, "candidate.py", "exec"), mod.__dict__)
+        # the source as a file the code points at: Triton's @jit reads its
+        # function's source back (inspect.getsourcelines) and refuses code
+        # that has none ("@jit functions should be defined in a Python
+        # file", every Triton ModelNew on the H200 at 67f5547)
+        with open(mod.__file__, "w") as f:
+            f.write(src)
+        sys.modules["candidate"] = mod
+        exec(compile(src, mod.__file__, "exec"), mod.__dict__)
         self.cls = getattr(mod, self.class_name, None)
         if self.cls is None:
             raise LookupError(f"the candidate defines no class {self.class_name}")
