@@ -7,7 +7,8 @@ the same run, one after the other on the same GPU.
                process per candidate, every case verified, batches timed on the
                caller's clock, checked calls drawn after the batch, input
                digests, kernel attribution (torch_fallback), the reference
-               timed once per problem (the first candidate pays for it).
+               re-timed after every candidate by the same procedure in a
+               worker kept per problem (no candidate process alive then).
                Importing the problem and building the Runner happen once per
                problem and are reported apart ("setup").
   KernelBench  its eval_kernel_against_ref as scripts/eval_from_generations.py
@@ -248,7 +249,8 @@ def main(argv=None):
             t0 = time.perf_counter()
             try:
                 imp = import_problem(str(KB / problem))
-                runners[problem] = Runner(imp, "cuda", cache_dir=kr_ext)
+                # no spare worker: its start would overlap KernelBench's timing
+                runners[problem] = Runner(imp, "cuda", cache_dir=kr_ext, spare=False)
             except ImportRefused as e:
                 runners[problem] = e
             setup_s += time.perf_counter() - t0
