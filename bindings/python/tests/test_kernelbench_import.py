@@ -8,7 +8,7 @@ torch = pytest.importorskip("torch", reason="the KernelBench importer needs torc
 
 import kreward  # noqa: E402
 from kreward.kernelbench import ImportRefused, import_problem  # noqa: E402
-from kreward.kernelbench.inputs import make_inputs  # noqa: E402
+from kreward.kernelbench.inputs import _fingerprint, digest, make_inputs  # noqa: E402
 from kreward.kernelbench.reference import Reference  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -145,3 +145,26 @@ def test_constants_that_drive_nothing_are_reported(tmp_path):
     imp = import_problem(str(tmp_path / "fixed.py"))
     assert [n for n, _, _ in imp.cases] == ["base"]
     assert any("do not change" in n for n in imp.notes)
+
+
+@pytest.mark.parametrize("fn", [digest, lambda x: _fingerprint(x[0])], ids=["digest", "gpu_mixer"])
+def test_input_digest_sees_every_change(fn):
+    """The digest the caller and the worker compare after a call (and the
+    mixer it uses for GPU tensors, run here on the CPU): equal for equal
+    tensors, different after one element changes anywhere or two swap."""
+    a = torch.randn(1000, 37)
+    d = fn([a])
+    assert fn([a.clone()]) == d
+    for i in (0, 1, 18_500, a.numel() - 1):
+        b = a.clone()
+        b.view(-1)[i] += 1e-3
+        assert fn([b]) != d, i
+    b = a.clone()
+    flat = b.view(-1)
+    flat[0], flat[1] = flat[1].item(), flat[0].item()
+    assert fn([b]) != d
+    for t in (torch.ones(3, dtype=torch.bool), torch.randn(5, dtype=torch.bfloat16),
+              torch.arange(7, dtype=torch.int8)):
+        assert fn([t]) == fn([t.clone()])
+    assert digest([a.reshape(-1)]) != digest([a])  # the shape counts
+    assert digest([torch.empty(0)]) == digest([torch.empty(0)])
