@@ -7,9 +7,11 @@
 #include <string.h>
 
 /* the fresh median's allowed distance from the memo's: 3 x the memo's
- * spread, but never under 3 % (noise) nor over 10 % (a different GPU state) */
+ * spread, but never under 3 % (noise) nor over 5 % (a different GPU state:
+ * what one candidate's run left, a warm GPU, would otherwise shift the next
+ * candidates' speedups by up to the ceiling) */
 #define AGREE_FLOOR 0.03
-#define AGREE_CEILING 0.10
+#define AGREE_CEILING 0.05
 
 static kr__memo_entry *find(kr__memo_table *t, uint64_t key)
 {

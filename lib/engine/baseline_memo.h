@@ -54,7 +54,7 @@ void kr__memo_add(kr__memo_table *t, uint64_t key, double now, const double *eve
 /* Drops the key's samples (the conditions they were taken in are gone). */
 void kr__memo_forget(kr__memo_table *t, uint64_t key);
 /* Whether fresh event samples agree with the memo's: their median within
- * 3 x the memo's relative spread (at least 3 %, at most 10 %) of the memo's
+ * 3 x the memo's relative spread (at least 3 %, at most 5 %) of the memo's
  * median. */
 int kr__memo_agrees(const kr__memo_view *m, const double *fresh_us, size_t n);
 

@@ -223,9 +223,9 @@ static void teardown(bstate *b)
 
 uint64_t kr__bench_memo_key(const bstate *b, const kr_baseline *bl)
 {
-    if (bl->kind != KR_BASELINE_REFERENCE || !b->ref.program || b->occupy ||
+    if (bl->kind != KR_BASELINE_REFERENCE || !b->ref.program || b->occupy || !b->p->hash[0] ||
         b->o.preset == KR_BENCH_PRECISE || (b->o.flags & KR_BENCH_NO_SHARE))
-        return 0;
+        return 0; /* (an empty hash: its hashing failed; problems must not share one key) */
     /* what the baseline's samples depend on: the problem (its reference and
      * plan are part of its hash), the case, the options that change how a
      * sample is taken, the device */

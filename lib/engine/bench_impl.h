@@ -65,6 +65,7 @@ typedef struct bstate {
      * samples count (taken at the start, dropped when the fresh disagree) */
     uint64_t memo_key;
     int memo_on, memo_checked;
+    int memo_disagreed;           /* the fresh samples, all of them, did not agree at the end */
     kr__memo_view memo;
     int times_cupti;              /* the results' times came from CUPTI */
     double fresh_us[KR__MEMO_SAMPLES]; /* this benchmark's baseline times, for the memo */

@@ -153,8 +153,20 @@ static size_t add_shared(bstate *b, kr_report *r, double *times, size_t n, json_
      * summary sorts them */
     b->n_fresh = n < KR__MEMO_SAMPLES ? n : KR__MEMO_SAMPLES;
     memcpy(b->fresh_us, times + (n - b->n_fresh), b->n_fresh * sizeof(double));
-    size_t shared = b->memo_on && b->memo.cupti == b->times_cupti ? b->memo.n_time : 0;
-    memcpy(times + n, b->memo.time_us, shared * sizeof(double));
+    /* every fresh sample, the late sparse ones too, must still agree: else
+     * nothing is shared and the memo is forgotten (its conditions are gone) */
+    if (b->memo_on && !kr__memo_agrees(&b->memo, b->s[SIDE_BASELINE].event_us, b->s[SIDE_BASELINE].n)) {
+        b->memo_on = 0;
+        b->memo_disagreed = 1;
+        kr__memo_forget(b->e->memo, b->memo_key);
+    }
+    const double *src = !b->memo_on ? NULL
+                        : b->memo.cupti == b->times_cupti ? b->memo.time_us
+                        : !b->times_cupti ? b->memo.event_us /* CUPTI fell back to events */
+                        : NULL;
+    size_t shared = !src ? 0 : src == b->memo.time_us ? b->memo.n_time : b->memo.n_event;
+    if (shared)
+        memcpy(times + n, src, shared * sizeof(double));
     json_object_set_new(sec, "baseline_shared_samples", json_integer((json_int_t)shared));
     kr_report_set(r, "baseline_shared_samples", (double)shared);
     json_object_set_new(sec, "baseline_fresh_samples", json_integer((json_int_t)n));
@@ -166,7 +178,8 @@ static size_t add_shared(bstate *b, kr_report *r, double *times, size_t n, json_
  * launches) or its checks failed, which could have disturbed them. */
 static void share_baseline(bstate *b, int disturbed)
 {
-    if (!b->memo_key || disturbed || b->checks_failed || b->candidate_failed || !b->s[1].n)
+    if (!b->memo_key || disturbed || b->checks_failed || b->candidate_failed || !b->s[1].n ||
+        b->memo_disagreed)
         return;
     if (!b->e->memo && !(b->e->memo = calloc(1, sizeof *b->e->memo)))
         return; /* sharing is an optimisation: without memory, none */

@@ -228,6 +228,7 @@ static void check_memo(bstate *b)
         b->memo_checked = 1;
     } else if (s->n >= b->o.min_samples) {
         b->memo_on = 0;
+        b->memo_disagreed = 1; /* nor do its samples join: they may be what disturbed */
         if (b->e->memo)
             kr__memo_forget(b->e->memo, b->memo_key);
     }
@@ -241,6 +242,12 @@ static void take_memo(bstate *b)
         return;
     b->memo_on = kr__memo_get(b->e->memo, b->memo_key, kr__now(), &b->memo) &&
                  b->memo.n_event >= b->o.min_samples;
+    /* times from events cannot stand in for CUPTI's (a few us apart): a
+     * memo of event times counts only where this benchmark uses events
+     * (the memo's event times serve a CUPTI memo's falling back) */
+    int cupti_expected = !(b->o.flags & KR_BENCH_EVENTS_ONLY) && kr__trace_active();
+    if (b->memo_on && !b->memo.cupti && cupti_expected)
+        b->memo_on = 0;
 }
 
 static double median_of(const double *v, size_t n)
@@ -291,8 +298,11 @@ int kr__bench_measure(bstate *b, double *wall)
          * going first in a round (no side always follows the other) */
         for (size_t i = 0; i < 2 && rc == KR_OK; i++) {
             int w = (int)((round + i) & 1);
+            /* rounds 0 and 9 of every 16: one even, one odd, so a done
+             * side's samples still go first half of the time */
             if (b->s[w].active && b->s[w].n < b->o.max_samples &&
-                (!side_done(b, w) || round % DONE_PERIOD == 0))
+                (!side_done(b, w) || round % (2 * DONE_PERIOD) == 0 ||
+                 round % (2 * DONE_PERIOD) == DONE_PERIOD + 1))
                 rc = one_sample(b, w, b->s[w].n % b->sets, 1, draw(b, w));
         }
         check_memo(b);

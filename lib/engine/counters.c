@@ -10,6 +10,7 @@
 #include "common/random.h"
 #include "driver/profiler.h"
 #include "driver/trace.h"
+#include "engine/dbuf.h"
 #include "engine/engine.h"
 #include "engine/workspace.h"
 #include "problem/problem_impl.h"
@@ -190,6 +191,8 @@ int kr__counters_collect(kr_report *r, kr_context *ctx, const kr_problem *p,
     int rc = kr__engine_get(ctx, &e);
     if (rc != KR_OK)
         return rc;
+    /* the replays save and restore device memory: no spare buffers to carry */
+    kr__dbuf_release_spares(ctx);
     cstate s;
     memset(&s, 0, sizeof s);
     s.ctx = ctx;

@@ -25,6 +25,11 @@ int kr__dbuf_alloc(kr_context *ctx, kr__dbuf *b, uint64_t bytes, const char *wha
  * objects die with the process). The allocation is zeroed and kept for
  * reuse while the spares stay under KR__SPARE_MAX_BYTES. */
 void kr__dbuf_free(kr_context *ctx, kr__dbuf *b);
+/* A kept allocation's zeroing is queued on the engine's (non-blocking)
+ * stream: whoever writes a reused buffer other than through that stream (a
+ * synchronous copy goes on the legacy stream) waits for the engine's stream
+ * first (kr__engine_wait), or the zeroing lands after the write. */
+
 /* Gives every kept allocation back to the driver. */
 void kr__dbuf_release_spares(kr_context *ctx);
 

@@ -210,7 +210,11 @@ static int reference_run(kr_context *ctx, kr__reference *ref, size_t c, uint64_t
     for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++) {
         if (!kr__is_output(&p->tensors[t]))
             continue;
-        CUresult r = kr__cuda()->cuMemcpyHtoD(want->buf[t].ptr, host[t], want->buf[t].bytes);
+        /* on the engine's stream: a synchronous copy goes on the legacy
+         * stream, which the engine's non-blocking stream does not wait for,
+         * and may return before it landed (pageable source) */
+        CUresult r = kr__cuda()->cuMemcpyHtoDAsync(want->buf[t].ptr, host[t], want->buf[t].bytes,
+                                                   kr__engine_of(ctx)->stream);
         if (r != CUDA_SUCCESS)
             rc = kr__cuda_fail(ctx, r, "uploading golden outputs");
     }
