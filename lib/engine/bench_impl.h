@@ -61,11 +61,14 @@ typedef struct bstate {
     unsigned occupy;
     CUstream occupy_stream;
     /* the baseline samples shared with earlier benchmarks (baseline_memo.h):
-     * memo_key 0 when this one may not share; memo_on while the memo's
-     * samples count (taken at the start, dropped when the fresh disagree) */
+     * memo_key 0 when this one may not share */
     uint64_t memo_key;
-    int memo_on, memo_checked;
-    int memo_disagreed;           /* the fresh samples, all of them, did not agree at the end */
+    enum {
+        MEMO_NONE = 0,            /* nothing to share (none usable, or not allowed) */
+        MEMO_PENDING,             /* taken at the start; the fresh samples not yet compared */
+        MEMO_AGREED,              /* the fresh samples agree: the memo's count */
+        MEMO_DISAGREED,           /* they did not: forgotten, and this run's do not join */
+    } memo_state;
     kr__memo_view memo;
     int times_cupti;              /* the results' times came from CUPTI */
     double fresh_us[KR__MEMO_SAMPLES]; /* this benchmark's baseline times, for the memo */
@@ -97,6 +100,9 @@ void kr__bench_check_free(bcheck *c);
  * (bench.c): only the fast preset's reference baseline, nothing co-running,
  * not KR_BENCH_NO_SHARE. */
 uint64_t kr__bench_memo_key(const bstate *b, const kr_baseline *bl);
+/* The fresh baseline samples disagree with the memo (bench_sample.c): its
+ * conditions are gone; it is forgotten and this run adds nothing to it. */
+void kr__bench_memo_disagree(bstate *b);
 
 /* Runs the warm-up and the timed rounds until the stopping rule holds. */
 int kr__bench_measure(bstate *b, double *wall);

@@ -155,12 +155,12 @@ static size_t add_shared(bstate *b, kr_report *r, double *times, size_t n, json_
     memcpy(b->fresh_us, times + (n - b->n_fresh), b->n_fresh * sizeof(double));
     /* every fresh sample, the late sparse ones too, must still agree: else
      * nothing is shared and the memo is forgotten (its conditions are gone) */
-    if (b->memo_on && !kr__memo_agrees(&b->memo, b->s[SIDE_BASELINE].event_us, b->s[SIDE_BASELINE].n)) {
-        b->memo_on = 0;
-        b->memo_disagreed = 1;
-        kr__memo_forget(b->e->memo, b->memo_key);
+    int usable = b->memo_state == MEMO_PENDING || b->memo_state == MEMO_AGREED;
+    if (usable && !kr__memo_agrees(&b->memo, b->s[SIDE_BASELINE].event_us, b->s[SIDE_BASELINE].n)) {
+        kr__bench_memo_disagree(b);
+        usable = 0;
     }
-    const double *src = !b->memo_on ? NULL
+    const double *src = !usable ? NULL
                         : b->memo.cupti == b->times_cupti ? b->memo.time_us
                         : !b->times_cupti ? b->memo.event_us /* CUPTI fell back to events */
                         : NULL;
@@ -179,7 +179,7 @@ static size_t add_shared(bstate *b, kr_report *r, double *times, size_t n, json_
 static void share_baseline(bstate *b, int disturbed)
 {
     if (!b->memo_key || disturbed || b->checks_failed || b->candidate_failed || !b->s[1].n ||
-        b->memo_disagreed)
+        b->memo_state == MEMO_DISAGREED)
         return;
     if (!b->e->memo && !(b->e->memo = calloc(1, sizeof *b->e->memo)))
         return; /* sharing is an optimisation: without memory, none */

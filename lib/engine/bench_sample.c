@@ -209,7 +209,7 @@ static int side_done(const bstate *b, int which)
     if (!s->active || s->n >= b->o.max_samples)
         return 1;
     /* the memo's samples stand in for the rest once enough fresh ones agree */
-    if (which == SIDE_BASELINE && b->memo_on && b->memo_checked)
+    if (which == SIDE_BASELINE && b->memo_state == MEMO_AGREED)
         return 1;
     return s->n >= b->o.min_samples && s->gpu_seconds >= b->o.min_time_s && precise_enough(b, s);
 }
@@ -222,16 +222,20 @@ static int side_done(const bstate *b, int which)
 static void check_memo(bstate *b)
 {
     const bside *s = &b->s[SIDE_BASELINE];
-    if (!b->memo_on || b->memo_checked || s->n < KR__MEMO_FRESH)
+    if (b->memo_state != MEMO_PENDING || s->n < KR__MEMO_FRESH)
         return;
-    if (kr__memo_agrees(&b->memo, s->event_us, s->n)) {
-        b->memo_checked = 1;
-    } else if (s->n >= b->o.min_samples) {
-        b->memo_on = 0;
-        b->memo_disagreed = 1; /* nor do its samples join: they may be what disturbed */
-        if (b->e->memo)
-            kr__memo_forget(b->e->memo, b->memo_key);
-    }
+    if (kr__memo_agrees(&b->memo, s->event_us, s->n))
+        b->memo_state = MEMO_AGREED;
+    else if (s->n >= b->o.min_samples)
+        kr__bench_memo_disagree(b);
+}
+
+/* (its samples do not join either: they may be what disturbed) */
+void kr__bench_memo_disagree(bstate *b)
+{
+    b->memo_state = MEMO_DISAGREED;
+    if (b->e->memo)
+        kr__memo_forget(b->e->memo, b->memo_key);
 }
 
 /* The memo's samples for this benchmark, if any (under the trace lock,
@@ -240,14 +244,13 @@ static void take_memo(bstate *b)
 {
     if (!b->memo_key || !b->s[SIDE_BASELINE].active || !b->e->memo)
         return;
-    b->memo_on = kr__memo_get(b->e->memo, b->memo_key, kr__now(), &b->memo) &&
-                 b->memo.n_event >= b->o.min_samples;
     /* times from events cannot stand in for CUPTI's (a few us apart): a
      * memo of event times counts only where this benchmark uses events
      * (the memo's event times serve a CUPTI memo's falling back) */
     int cupti_expected = !(b->o.flags & KR_BENCH_EVENTS_ONLY) && kr__trace_active();
-    if (b->memo_on && !b->memo.cupti && cupti_expected)
-        b->memo_on = 0;
+    if (kr__memo_get(b->e->memo, b->memo_key, kr__now(), &b->memo) &&
+        b->memo.n_event >= b->o.min_samples && (b->memo.cupti || !cupti_expected))
+        b->memo_state = MEMO_PENDING;
 }
 
 static double median_of(const double *v, size_t n)
