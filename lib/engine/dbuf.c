@@ -76,10 +76,12 @@ static int keep_spare(kr_context *ctx, const kr__dbuf *b)
     kr__engine *e = kr__engine_of(ctx);
     if (!e || e->num_spare == KR__SPARE_BUFFERS)
         return 0;
-    size_t free_b = 0, total = 0;
-    kr__cuda()->cuMemGetInfo(&free_b, &total);
-    uint64_t cap = total / 8 < KR__SPARE_MAX_BYTES ? total / 8 : KR__SPARE_MAX_BYTES;
-    if (e->spare_bytes + b->alloc > cap || kr__dbuf_scrub(ctx, b) != KR_OK)
+    if (!e->spare_cap) { /* the device's memory does not change: asked once */
+        size_t free_b = 0, total = 0;
+        kr__cuda()->cuMemGetInfo(&free_b, &total);
+        e->spare_cap = total / 8 < KR__SPARE_MAX_BYTES ? total / 8 : KR__SPARE_MAX_BYTES;
+    }
+    if (e->spare_bytes + b->alloc > e->spare_cap || kr__dbuf_scrub(ctx, b) != KR_OK)
         return 0;
     e->spare[e->num_spare].base = b->base;
     e->spare[e->num_spare++].alloc = b->alloc;

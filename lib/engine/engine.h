@@ -82,7 +82,7 @@ typedef struct kr__engine {
     kr__memo_table *memo;       /* baseline samples shared between benchmarks, made on first use */
     kr__spare spare[KR__SPARE_BUFFERS]; /* freed buffers kept for reuse (dbuf.c) */
     size_t num_spare;
-    uint64_t spare_bytes;
+    uint64_t spare_bytes, spare_cap; /* kept, and at most kept (0 until first asked) */
 } kr__engine;
 
 /* Compiles the builtin kernels for the context's arch; works without a
