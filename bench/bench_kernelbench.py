@@ -58,6 +58,9 @@ def parse_args(argv=None):
                    help="also each selected problem's Model as a candidate")
     p.add_argument("--all", action="store_true",
                    help="every corpus problem, with its Model as a candidate (implies --reference)")
+    p.add_argument("--models-only", action="store_true",
+                   help="only the problems' own Models as candidates, no manifest candidate "
+                        "(implies --reference)")
     p.add_argument("--seed", type=int, default=1, help="kreward's evaluation seed")
     p.add_argument("--budget-s", type=float, default=450.0,
                    help="start no candidate after this many seconds (the rest are listed as not run)")
@@ -88,9 +91,9 @@ def select(args):
         problems = [p for p in problems if any(s in p for s in args.problems)]
     out = []
     for p in problems:
-        for cand, expect in manifest.get(p, {}).items():
+        for cand, expect in ({} if args.models_only else manifest.get(p, {})).items():
             out.append((p, cand, expect))
-        if args.reference or args.all:
+        if args.reference or args.all or args.models_only:
             out.append((p, None, "torch_fallback"))
     return out
 

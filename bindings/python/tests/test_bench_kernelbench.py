@@ -201,6 +201,10 @@ def test_selection_follows_the_manifest(bench):
     every = bench.select(bench.parse_args(["--all"]))
     corpus = list((ROOT / "examples" / "kernelbench").glob("level*/*.py"))
     assert sum(1 for _, c, _ in every if c is None) == len(corpus)
+    models = bench.select(bench.parse_args(["--all", "--models-only", "--problems", "level2", "01_relu"]))
+    assert models and all(c is None for _, c, _ in models)
+    assert {p for p, _, _ in models} == {"level1/01_relu.py"} | {
+        f"level2/{p.name}" for p in (ROOT / "examples" / "kernelbench" / "level2").glob("*.py")}
 
 
 def test_verdicts_and_the_table(bench, kbe):

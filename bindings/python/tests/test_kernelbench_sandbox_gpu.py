@@ -53,7 +53,8 @@ def test_sandbox_honest_candidates_pass(problem, cand, mode, tmp_path_factory):
 @pytest.mark.gpu
 @pytest.mark.parametrize("cand", CHEATS)
 def test_sandbox_cheats_are_denied(cand, tmp_path_factory):
-    res = runner("level1/01_relu.py", "start", tmp_path_factory).evaluate(
+    # the default mode, the one every caller gets
+    res = runner("level1/01_relu.py", "init", tmp_path_factory).evaluate(
         (CANDS / "sandbox" / cand).read_text(), seed=1)
-    record(f"sandbox/{cand}", "start", res)
+    record(f"sandbox/{cand}", "init", res)
     assert res["verdict"] == "denied" and res["reward"] == 0.0, res

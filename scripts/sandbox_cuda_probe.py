@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Why CUDA does or does not initialise inside libkreward's sandbox (the
+ModelNew worker's "start" mode): each variant enters kr_sandbox_enter with
+the worker's own spec (kernelbench/confine.py) widened in one way, in a
+fresh Python process, then initialises CUDA through torch and prints one
+line. Comparing the lines bisects the refusal: widening the reads to "/"
+points at a file the grants lack, writing "/" at a write or a device right,
+"no_new_privs only" (prctl, no Landlock, no seccomp) at the filter or the
+scopes. Under strace (when installed) the base variant's refused calls are
+listed too.
+
+    KREWARD_LIBRARY=build/lib/libkreward.so.1 python3 scripts/sandbox_cuda_probe.py
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFINE = os.path.join(ROOT, "bindings", "python", "kreward", "kernelbench", "confine.py")
+
+CHILD = r"""
+import ctypes, importlib.util, json, os, sys
+variant, lib, confine_path, write_dir = sys.argv[1:5]
+spec_ = importlib.util.spec_from_file_location("confine", confine_path)
+confine = importlib.util.module_from_spec(spec_); spec_.loader.exec_module(confine)
+status = None
+if variant == "nnp_only":
+    PR_SET_NO_NEW_PRIVS = 38
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+elif variant != "none":
+    base = variant.replace("_driver", "")
+    s = confine.spec(write_dir, True, True)
+    if base in ("read_root", "read_root_write_root"):
+        s["read"] = sorted(set(s["read"]) | {"/"})
+    if base == "write_tmp":
+        s["write"] = sorted(set(s["write"]) | {"/tmp"})
+    if base == "write_dev":
+        s["write"] = sorted(set(s["write"]) | {"/dev"})
+    if base == "read_root_write_root":
+        s["write"] = ["/"]
+    status = confine.enter(lib, s)
+if variant.endswith("_driver"):  # the driver API alone, no torch, no cudart
+    cu = ctypes.CDLL("libcuda.so.1")
+    dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+    steps = [("cuInit", lambda: cu.cuInit(0)), ("cuDeviceGet", lambda: cu.cuDeviceGet(ctypes.byref(dev), 0)),
+             ("cuDevicePrimaryCtxRetain", lambda: cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev))]
+    for name, f in steps:
+        rc = f()
+        if rc:
+            print(json.dumps({"variant": variant, "cuda": f"{name} returned {rc}", "sandbox": status}))
+            sys.exit(0)
+    print(json.dumps({"variant": variant, "cuda": "ok", "sandbox": status}))
+    sys.exit(0)
+try:
+    import torch
+    torch.cuda.init()
+    torch.ones(4, device="cuda").sum().item()
+    print(json.dumps({"variant": variant, "cuda": "ok", "sandbox": status}))
+except Exception as e:
+    print(json.dumps({"variant": variant, "cuda": f"{type(e).__name__}: {e}"[:300], "sandbox": status}))
+"""
+
+VARIANTS = ("none", "nnp_only", "base", "base_driver", "read_root", "write_tmp", "write_dev",
+            "read_root_write_root", "read_root_write_root_driver")
+
+
+def run(variant, lib, strace=None):
+    with tempfile.TemporaryDirectory() as d:
+        cmd = [sys.executable, "-c", CHILD, variant, lib, CONFINE, d]
+        if strace:
+            cmd = [strace, "-f", "-qq", "-e", "trace=%file,%network,%ipc,ioctl,mknodat,prctl",
+                   "-e", "status=failed", "-o", os.path.join(d, "trace")] + cmd
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        line = (p.stdout.strip().splitlines() or [f'{{"variant": "{variant}", "cuda": "no output, rc {p.returncode}: {p.stderr[-300:]!r}"}}'])[-1]
+        refused = []
+        if strace and os.path.exists(os.path.join(d, "trace")):
+            with open(os.path.join(d, "trace")) as f:
+                refused = [ln.strip() for ln in f if "EACCES" in ln or "EPERM" in ln]
+        return line, refused
+
+
+def main():
+    lib = os.environ.get("KREWARD_LIBRARY")
+    if not lib:
+        print("sandbox_cuda_probe: set KREWARD_LIBRARY")
+        return 2
+    for v in VARIANTS:
+        line, _ = run(v, lib)
+        print(line, flush=True)
+    strace = shutil.which("strace")
+    if strace:
+        _, refused = run("base", lib, strace)
+        print(json.dumps({"strace_base_refused": refused[:40]}))
+    else:
+        print("(no strace here: the refused calls are not listed)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
