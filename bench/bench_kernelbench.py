@@ -206,6 +206,20 @@ def totals(rows, setup_s):
             f"with it, KernelBench/kreward {kb / (kr + setup_s):.2f}x")
 
 
+def phases_report(rows):
+    """Where kreward's time per candidate went: each phase's mean seconds
+    over the candidates that reached it (runner.py's phases_s)."""
+    sums, counts = {}, {}
+    for r in rows:
+        for name, sec in (r.get("kreward_phases_s") or {}).items():
+            sums[name] = sums.get(name, 0.0) + sec
+            counts[name] = counts.get(name, 0) + 1
+    if not sums:
+        return "kreward phases: none recorded"
+    return "kreward phases (mean s per candidate): " + ", ".join(
+        f"{name} {sums[name] / counts[name]:.2f}" for name in sums)
+
+
 def cheats_report(rows):
     lines = []
     for r in rows:
@@ -269,6 +283,7 @@ def main(argv=None):
                "kreward_verdict": kreward_verdict(kr_res), "kreward_caught": kreward_caught(kr_res),
                "kreward_s": kr_s, "kreward_feedback": kr_res.get("feedback"),
                "kreward_compile_s": kr_res.get("compile_seconds"), "kreward_speedup": kr_res.get("speedup"),
+               "kreward_phases_s": kr_res.get("phases_s"),
                "kb_verdict": kb_verdict(kb_res, kb_err), "kb_caught": kb_caught(kb_res, kb_err),
                "kb_s": kb_s, "kb_feedback": kb_feedback(kb_res, kb_err),
                "kb_runtime_ms": kb_res and kb_res.get("runtime"),
@@ -280,6 +295,7 @@ def main(argv=None):
     print(table(rows))
     print()
     print(totals(rows, setup_s))
+    print(phases_report(rows))
     print(cheats_report(rows))
     if skipped:
         print(f"not run (past --budget-s {args.budget_s:.0f}): " + ", ".join(skipped))

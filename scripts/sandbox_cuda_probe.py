@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Why CUDA does or does not initialise inside libkreward's sandbox (the
 ModelNew worker's "start" mode): each variant enters kr_sandbox_enter with
-the worker's own spec (kernelbench/confine.py) widened in one way, in a
+the worker's own spec (kernelbench/confine.py) widened by the reads and
+writes its name lists, in a
 fresh Python process, then initialises CUDA through torch and prints one
 line. Comparing the lines bisects the refusal: widening the reads to "/"
 points at a file the grants lack, writing "/" at a write or a device right,
@@ -31,16 +32,13 @@ if variant == "nnp_only":
     PR_SET_NO_NEW_PRIVS = 38
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 elif variant != "none":
-    base = variant.replace("_driver", "")
+    # a variant: the worker's spec widened by reads and writes named in it,
+    # "read=/a,/b;write=/c" (the _driver suffix: no torch, see below)
     s = confine.spec(write_dir, True, True)
-    if base in ("read_root", "read_root_write_root"):
-        s["read"] = sorted(set(s["read"]) | {"/"})
-    if base == "write_tmp":
-        s["write"] = sorted(set(s["write"]) | {"/tmp"})
-    if base == "write_dev":
-        s["write"] = sorted(set(s["write"]) | {"/dev"})
-    if base == "read_root_write_root":
-        s["write"] = ["/"]
+    for part in variant.replace("_driver", "").split(";"):
+        if "=" in part:
+            key, paths = part.split("=", 1)
+            s[key] = sorted(set(s[key]) | {os.path.expanduser(p) for p in paths.split(",")})
     status = confine.enter(lib, s)
 if variant.endswith("_driver"):  # the driver API alone, no torch, no cudart
     cu = ctypes.CDLL("libcuda.so.1")
@@ -63,8 +61,12 @@ except Exception as e:
     print(json.dumps({"variant": variant, "cuda": f"{type(e).__name__}: {e}"[:300], "sandbox": status}))
 """
 
-VARIANTS = ("none", "nnp_only", "base", "base_driver", "read_root", "write_tmp", "write_dev",
-            "read_root_write_root", "read_root_write_root_driver")
+# dee1e1e on the H200: base, read=/, write=/tmp and write=/dev failed with
+# 304; read=/;write=/ worked. The writes narrowed one tree at a time:
+VARIANTS = ("none", "nnp_only", "base", "base_driver", "read=/;write=/", "write=/proc",
+            "write=/sys", "write=/run", "write=/var", "write=~", "write=/dev/shm",
+            "write=/proc,/sys,/run,/var,~,/tmp,/dev", "write=/proc;read=/", "write=~;read=/",
+            "write=/run;read=/", "write=/var;read=/")
 
 
 def run(variant, lib, strace=None):

@@ -226,3 +226,7 @@ def test_verdicts_and_the_table(bench, kbe):
     assert text.splitlines()[1].split()[-3:] == ["2.00", "5.00", "2.50"]
     assert "KernelBench/kreward 2.50x" in bench.totals(rows, 1.0)
     assert "caught by kreward and KernelBench" in bench.cheats_report(rows)
+    assert bench.phases_report(rows) == "kreward phases: none recorded"
+    rows[0]["kreward_phases_s"] = {"start_and_load": 1.0, "verify": 0.5}
+    rows.append(dict(rows[0], kreward_phases_s={"start_and_load": 3.0}))
+    assert bench.phases_report(rows) == "kreward phases (mean s per candidate): start_and_load 2.00, verify 0.50"

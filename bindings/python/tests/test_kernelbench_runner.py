@@ -35,6 +35,10 @@ def test_honest_torch_candidate_passes_every_case(relu_runner):
     assert res["verdict"] == "pass", res
     assert [c["name"] for c in res["cases"]] == ["base", "small", "odd"]
     assert res["time_us"] > 0 and res["baseline_us"] > 0 and res["speedup"] > 0
+    # where the time went, in the order the phases ran
+    assert list(res["phases_s"]) == ["start_and_load", "verify", "baseline_ready", "timed",
+                                     "attribute", "end_candidate", "baseline_timed"]
+    assert all(v >= 0 for v in res["phases_s"].values())
     assert res["timing_mismatch"] is False
     assert res["torch_fallback"] is None  # no attribution without CUDA
     assert res["reward"] == 0.5

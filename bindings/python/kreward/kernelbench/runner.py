@@ -421,12 +421,22 @@ class Runner:
 
     def _evaluate(self, source, seed, verify_seeds, batches, calls, checks, baseline, class_name):
         rng = random.Random(seed)
-        res = {"verdict": None, "cases": [], "notes": []}
+        res = {"verdict": None, "cases": [], "notes": [], "phases_s": {}}
+        # where an evaluation's wall time goes (seconds per phase, in order):
+        # what to look at when a candidate takes long
+        last = [time.perf_counter()]
+
+        def phase(name):
+            now = time.perf_counter()
+            res["phases_s"][name] = round(now - last[0], 4)
+            last[0] = now
+
         w = None
         try:
             if baseline:
                 self._start_baseline()  # side by side with the candidate's worker
             w, loaded = self._start_candidate(source, class_name)
+            phase("start_and_load")
             if not loaded["ok"]:
                 if loaded.get("denied"):
                     res.update(verdict="denied", feedback=f"refused by the sandbox: {loaded['error']}")
@@ -443,6 +453,7 @@ class Runner:
                 res["notes"].append(f"no subreaper ({loaded['no_subreaper']}): a process the "
                                     "candidate starts in a session of its own may outlive it")
             lifted = self._verify(w, rng, verify_seeds, res)
+            phase("verify")
             if lifted is None:
                 return res
             # every case ran once (Triton compiled per shape): no exec from here
@@ -451,6 +462,7 @@ class Runner:
                 res["notes"].append("ModelNew's parameter names differ from Model's: weights are "
                                     "seeded as KernelBench does (same seed for both), not fresh per call")
             why_no_baseline = self._baseline_ready() if baseline else "not asked for"
+            phase("baseline_ready")
             base_us = self._base_state.get("per_call_us") if not why_no_baseline else None
             # the schedule both sides run: a warmup batch, then batches of n calls
             warm = calls or self._calls_for(base_us)
@@ -462,6 +474,7 @@ class Runner:
             if why:
                 res.update(verdict="wrong", feedback=why)
                 return res
+            phase("timed")
             res.update(time_us=_median(wall), event_us=_median(events), calls=n, batches=batches)
             # the worker's own times cannot exceed the caller's clock (plus a
             # little slack for the clock's own start and stop)
@@ -471,9 +484,11 @@ class Runner:
             else:
                 res["torch_fallback"] = None
                 res["notes"].append("no kernel attribution without CUDA")
+            phase("attribute")
             res["verdict"] = "pass"
             # nothing of the candidate may run while the baseline is timed
             ended, w = w.end(), None
+            phase("end_candidate")
             if not ended["clean"]:
                 res.update(verdict="error", feedback="the candidate's processes could not all be "
                            f"ended: {ended.get('why')}")
@@ -483,6 +498,7 @@ class Runner:
                                     "they were ended before the baseline was timed")
             if why_no_baseline is None:
                 self._time_baseline(res, warm, batches, n, checks, rng, lifted[0])
+                phase("baseline_timed")
             elif baseline:
                 res["notes"].append(f"no baseline: {why_no_baseline}")
         except WorkerTimeout as e:
