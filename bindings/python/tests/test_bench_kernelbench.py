@@ -230,3 +230,18 @@ def test_verdicts_and_the_table(bench, kbe):
     rows[0]["kreward_phases_s"] = {"start_and_load": 1.0, "verify": 0.5}
     rows.append(dict(rows[0], kreward_phases_s={"start_and_load": 3.0}))
     assert bench.phases_report(rows) == "kreward phases (mean s per candidate): start_and_load 2.00, verify 0.50"
+
+
+def test_timing_noise_bench_runs_identical_code_on_the_cpu(tmp_path):
+    """bench/kernelbench_timing_noise.py: one problem, two evaluations of its
+    own Model on the CPU, every run in the JSON with both sides' batches."""
+    pytest.importorskip("torch", reason="the runner needs torch")
+    out = tmp_path / "noise.json"
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "kernelbench_timing_noise.py"), "--device",
+                        "cpu", "--repeats", "2", "--problems", "level1/01_relu", "--json", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert "baseline alone: before" in p.stdout and "2 runs: speedup" in p.stdout
+    runs = json.loads(out.read_text())[0]["runs"]
+    assert [r["verdict"] for r in runs] == ["pass", "pass"]
+    assert all(len(r["batches_us"]["candidate"]) == len(r["batches_us"]["baseline"]) == 5 for r in runs)

@@ -39,6 +39,11 @@ def test_honest_torch_candidate_passes_every_case(relu_runner):
     assert list(res["phases_s"]) == ["start_and_load", "verify", "baseline_ready", "timed",
                                      "attribute", "end_candidate", "baseline_timed"]
     assert all(v >= 0 for v in res["phases_s"].values())
+    # the batches behind the medians, both sides on the same schedule
+    per_batch = res["batches_us"]
+    assert len(per_batch["candidate"]) == len(per_batch["baseline"]) == 3
+    assert sorted(per_batch["candidate"])[1] == pytest.approx(res["time_us"], abs=1e-3)
+    assert sorted(per_batch["baseline"])[1] == pytest.approx(res["baseline_us"], abs=1e-3)
     assert res["timing_mismatch"] is False
     assert res["torch_fallback"] is None  # no attribution without CUDA
     assert res["reward"] == 0.5

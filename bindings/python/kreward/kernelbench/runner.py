@@ -476,6 +476,8 @@ class Runner:
                 return res
             phase("timed")
             res.update(time_us=_median(wall), event_us=_median(events), calls=n, batches=batches)
+            # every batch's per-call time, for the noise behind the medians
+            res["batches_us"] = {"candidate": [round(x, 3) for x in wall]}
             # the worker's own times cannot exceed the caller's clock (plus a
             # little slack for the clock's own start and stop)
             res["timing_mismatch"] = sum(events) * n > 1.05 * sum(wall) * n + 1000.0
@@ -553,6 +555,7 @@ class Runner:
             res["notes"].append(f"the baseline could not be timed: {e}")
             return
         res["baseline_us"] = _median(wall)
+        res.setdefault("batches_us", {})["baseline"] = [round(x, 3) for x in wall]
         res["speedup"] = res["baseline_us"] / res["time_us"] if res["time_us"] > 0 else None
         self._base_state["per_call_us"] = res["baseline_us"]
 
