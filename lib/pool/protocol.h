@@ -71,7 +71,7 @@ void kr__frame_clear(kr__frame *f);
 int kr__blob_create(const char *name, const void *data, size_t len, int *fd_out, char *why,
                     size_t why_size);
 /* Several buffers in one blob, one after another: a golden request or
- * reply carries every tensor of a problem (up to 64) in one descriptor,
+ * reply carries every tensor of a problem (up to 1024) in one descriptor,
  * where a frame carries at most KR__FRAME_MAX_FDS. */
 int kr__blob_create_parts(const char *name, const void *const *parts, const uint64_t *lens,
                           size_t n, int *fd_out, char *why, size_t why_size);

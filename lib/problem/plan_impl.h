@@ -7,7 +7,9 @@
 #include "common/expr.h"
 #include "compile/program_impl.h"
 
-#define KR__PLAN_MAX_ARGS 64
+/* 8-byte argument slots: 512 fill the 4 KiB of kernel parameters every CUDA
+ * device takes (32 KiB need CUDA 12.1 and Volta or later) */
+#define KR__PLAN_MAX_ARGS 512
 #define KR__PLAN_MAX_SCRATCH 64
 
 typedef struct kr__launch_text {

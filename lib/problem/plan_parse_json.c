@@ -63,8 +63,8 @@ static int json_launch(kr_context *ctx, kr_plan *plan, json_t *j, size_t i)
     json_t *args = json_object_get(j, "args");
     size_t n = json_array_size(args);
     if (!json_is_array(args) || n > KR__PLAN_MAX_ARGS)
-        return kr__fail(ctx, KR_EPLAN, "%s: %s: args is an array of names or expressions",
-                        plan->name, l->where);
+        return kr__fail(ctx, KR_EPLAN, "%s: %s: args is an array of at most %d names or "
+                        "expressions", plan->name, l->where, KR__PLAN_MAX_ARGS);
     if (!(l->args = calloc(n ? n : 1, sizeof *l->args)))
         return kr__fail(ctx, KR_ENOMEM, "out of memory");
     for (; l->num_args < n; l->num_args++)

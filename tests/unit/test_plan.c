@@ -237,6 +237,24 @@ static void plan_limits(void **state)
     assert_int_equal(kr_plan_from_source(&plan, f->ctx, many.data, 0, "c.cu"), KR_EPLAN);
     assert_contains(kr_context_errmsg(f->ctx), "more than 64 scratch buffers");
     kr__buf_free(&many);
+    /* args: 512 fill CUDA's 4 KiB of parameters; 513 are refused in the
+     * text form and in JSON, saying the limit */
+    kr__buf args = KR__BUF_INIT, json = KR__BUF_INIT;
+    kr__buf_printf(&args, "// kreward: launch narrow grid=(1) block=(1) args=(y");
+    kr__buf_printf(&json, "{\"launches\": [{\"kernel\": \"narrow\", \"grid\": [1], \"block\": [1], "
+                          "\"args\": [\"y\"");
+    for (int i = 1; i < 513; i++) {
+        kr__buf_printf(&args, ", N");
+        kr__buf_printf(&json, ", \"N\"");
+    }
+    kr__buf_printf(&args, ")\n");
+    kr__buf_printf(&json, "]}]}");
+    assert_int_equal(kr_plan_from_source(&plan, f->ctx, args.data, 0, "c.cu"), KR_EPLAN);
+    assert_contains(kr_context_errmsg(f->ctx), "up to 512 args");
+    assert_int_equal(kr_plan_parse_json(&plan, f->ctx, json.data, 0, "plan.json"), KR_EPLAN);
+    assert_contains(kr_context_errmsg(f->ctx), "at most 512 names or expressions");
+    kr__buf_free(&args);
+    kr__buf_free(&json);
 }
 
 /* Annotations that are not live code comments are never silently live:

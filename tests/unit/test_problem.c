@@ -225,6 +225,40 @@ static void default_timing_case_is_largest(void **state)
     kr_context_free(ctx);
 }
 
+/* A spec of n one-element input tensors and one output. */
+static char *spec_with_tensors(size_t n)
+{
+    char *text = malloc(n * 96 + 256), *at = text; /* an entry is under 70 bytes */
+    at += sprintf(at, "{\"name\": \"wide\", \"dims\": [\"N\"], \"cases\": [{\"N\": 4}], \"tensors\": [");
+    for (size_t t = 0; t + 1 < n; t++)
+        at += sprintf(at, "{\"name\": \"x%zu\", \"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"in\"}, ",
+                      t);
+    sprintf(at, "{\"name\": \"y\", \"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"out\"}], "
+                "\"reference\": {\"golden\": true}}");
+    return text;
+}
+
+/* A KernelBench model's lifted parameters make hundreds of tensors: 1024
+ * are taken (the limit was 64), one more is refused with both numbers. */
+static void many_tensors_up_to_the_limit(void **state)
+{
+    (void)state;
+    kr_context *ctx = test_context(NULL);
+    char *text = spec_with_tensors(1024);
+    kr_problem *p = parse_ok(ctx, text);
+    assert_int_equal(kr_problem_tensor_count(p), 1024);
+    assert_int_equal(kr_problem_find_tensor(p, "y"), 1023);
+    kr_problem_free(p);
+    free(text);
+    text = spec_with_tensors(1025);
+    p = NULL;
+    assert_int_equal(kr_problem_parse(&p, ctx, text, strlen(text), "p.json", NULL), KR_EPARSE);
+    assert_contains(kr_context_errmsg(ctx), "1025 tensors, at most 1024");
+    assert_null(p);
+    free(text);
+    kr_context_free(ctx);
+}
+
 static void load_from_file_with_relative_reference(void **state)
 {
     (void)state;
@@ -260,6 +294,7 @@ int main(void)
         cmocka_unit_test(malformed_specs),
         cmocka_unit_test(error_positions),
         cmocka_unit_test(default_timing_case_is_largest),
+        cmocka_unit_test(many_tensors_up_to_the_limit),
         cmocka_unit_test(load_from_file_with_relative_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,7 +23,7 @@ import subprocess
 import sys
 
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe.py")
-MAX_TENSORS = 64          # lib/problem/tensor_parse.c
+MAX_TENSORS = 1024        # lib/problem/tensor_parse.c
 DEFAULT_TOL = 1e-2        # KernelBench's eval: torch.allclose(atol=1e-02, rtol=1e-02)
 SCALE_MIN = 8             # smaller constants are axes, kernel sizes, strides: never scaled
 TRANSFORMS = ("symmetric", "lower_triangular", "upper_triangular", "softmax_last")
