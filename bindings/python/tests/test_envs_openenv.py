@@ -1,5 +1,8 @@
 """The OpenEnv environment through OpenEnv's own client (WebSocket) against
-its own server app, run by uvicorn on a free port; compile-only backend."""
+its own server app, run by uvicorn on a free port; compile-only backend.
+Skips without openenv-core (not in scripts/deps.sh: its mcp cannot share an
+environment with verifiers'); scripts/envs-test.sh (run by CI) runs it in
+its own venv, and fails on that skip."""
 import socket
 import threading
 import time

@@ -7,7 +7,8 @@ written in the candidate) and the real compile-only pool.
 
 verifiers (0.4.0) pins mcp==2.0.0, which openenv-core cannot share an
 environment with, so it is not in scripts/deps.sh: the module skips without
-it. Run it in its own venv (docs/environments.md)."""
+it. scripts/envs-test.sh (run by CI) runs it in its own venv, and fails on
+that skip (docs/environments.md)."""
 import asyncio
 import http.server
 import json
@@ -22,7 +23,8 @@ try:
     import verifiers.v1  # noqa: F401
 except ImportError as e:  # absent, or installed against dependencies it cannot import
     pytest.skip(f"verifiers (0.4.0, the v1 API) cannot be imported ({e}): it needs its own venv "
-                "(its mcp==2.0.0 conflicts with openenv-core's)", allow_module_level=True)
+                "(its mcp==2.0.0 conflicts with openenv-core's): scripts/envs-test.sh makes one",
+                allow_module_level=True)
 
 from serve_util import ROOT  # noqa: E402
 
