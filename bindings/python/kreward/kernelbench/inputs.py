@@ -59,29 +59,41 @@ _MIX2 = 0x94D049BB133111EB - (1 << 64)
 _CHUNK = 1 << 24  # words mixed at a time: temporaries stay at 3 x 128 MiB
 
 
-def _fingerprint(x):
+def sums(x):
     """Two 64-bit sums over the tensor's bytes as 8-byte words, each word
     mixed with its position first (splitmix64's finaliser in wrapping int64
-    arithmetic), computed where the tensor is: a 64 MB input is no longer
-    copied to the host and hashed there for every check (0.1 s + 0.1 s a
-    check, more over PCIe). The sums do not depend on the order of the
-    reduction (integer addition wraps), so the caller and the worker get the
-    same bits on any GPU."""
+    arithmetic), computed where the tensor is, left there (an int64 tensor
+    of 2: no synchronisation): a 64 MB input is not copied to the host and
+    hashed there for every check (0.1 s + 0.1 s a check, more over PCIe).
+    The sums do not depend on the order of the reduction (integer addition
+    wraps), so the caller and the worker get the same bits on any GPU. Also
+    the commitment to a timed call's outputs (worker.py `go`)."""
     b = x.reshape(-1).view(torch.uint8)
     if b.numel() % 8:
         b = torch.cat([b, b.new_zeros(8 - b.numel() % 8)])
     words = b.view(torch.int64)
-    s1 = torch.zeros((), dtype=torch.int64, device=x.device)
-    s2 = torch.zeros((), dtype=torch.int64, device=x.device)
+    s = torch.zeros(2, dtype=torch.int64, device=x.device)
     for lo in range(0, words.numel(), _CHUNK):
         w = words[lo:lo + _CHUNK]
         z = w ^ (torch.arange(lo, lo + w.numel(), device=x.device, dtype=torch.int64) * _GOLDEN)
         z = (z ^ (z >> 30)) * _MIX1
         z = (z ^ (z >> 27)) * _MIX2
         z = z ^ (z >> 31)
-        s1 += z.sum()
-        s2 += (z * _GOLDEN + w).sum()
-    return repr((int(s1), int(s2), b.numel())).encode()
+        s[0] += z.sum()
+        s[1] += (z * _GOLDEN + w).sum()
+    return s
+
+
+def fingerprint(x):
+    """sums(x) on the host with the byte count: [s1, s2, nbytes]."""
+    if not x.numel():
+        return [0, 0, 0]
+    return sums(x).tolist() + [x.numel() * x.element_size()]
+
+
+def _fingerprint(x):
+    """fingerprint(x) as the bytes digest() hashes."""
+    return repr(tuple(fingerprint(x))).encode()
 
 
 def digest(tensors):

@@ -220,12 +220,14 @@ class Worker:
         # torch (it runs in this process): inputs, digests, the clock, the
         # call path, the plain tensor types
         self.make_inputs, self.digest = self.inputs.make_inputs, self.inputs.digest
+        self.sums = self.inputs.sums
         self.perf = time.perf_counter
         self.no_grad, self.functional_call = torch.no_grad, torch.func.functional_call
         self.plain = (torch.Tensor, torch.nn.Parameter)
         self.Tensor = torch.Tensor
         self.models, self.batch, self.order = {}, {}, []
         self.device, self.loaded = None, False
+        self.commit = False  # the next `go` commits to its outputs (prepare's "commit")
         self._sync, self.events, self.last_us = None, None, None
         self.held = []
 
@@ -349,6 +351,7 @@ class Worker:
         model, lifted = self.models[case]
         lifted = lifted and req.get("lifted", True)
         self.batch, self.order, self.batch_model = {}, [], model
+        self.commit = bool(req.get("commit"))
         for seed in req["seeds"]:
             tensors = self.make_inputs(self.layouts[case], seed, self.device)
             args, state = self._arguments(case, tensors, lifted)
@@ -361,8 +364,21 @@ class Worker:
 
     def go(self, req):
         """The batch, back to back; the caller's clock runs around this
-        request. Nothing but the calls and the final synchronisation before
-        the reply (event times are asked for afterwards: `times`)."""
+        request. Nothing but the calls, the commitment when asked for, and
+        the final synchronisation before the reply (event times are asked
+        for afterwards: `times`).
+
+        The commitment (prepare's "commit"): the sums of every output of
+        every call (inputs.sums), made before the reply, so inside the
+        caller's clock. The caller fetches some calls later and checks that
+        their bytes have the sums committed to. This process runs the
+        candidate's code, which can do work after the clock stopped (a
+        thread, a trace function, a patched torch or worker method that
+        computes an output when the fetch reads it, GPU work the end of the
+        batch did not wait for): outputs made after the reply cannot have
+        been committed to, so they fail the check. The candidate can replace
+        the code below too; it still cannot commit to outputs it has not
+        computed."""
         model, call, outs = self.batch_model, self.functional_call, []
         collecting = gc.isenabled()
         gc.disable()  # no collection in the middle of a batch, for either side
@@ -373,10 +389,15 @@ class Worker:
             with self.no_grad():
                 for _, args, state in self.order:
                     outs.append(call(model, state, args) if state else model(*args))
+                committed = [[self.sums(o) if isinstance(o, self.Tensor) else None
+                              for o in (out if isinstance(out, (tuple, list)) else (out,))]
+                             for out in outs] if self.commit else None
             if self.events:
                 self.events[1].record()
             self.sync()
             self.last_us = (self.perf() - t0) * 1e6
+            if committed is not None:
+                committed = [[s.tolist() if s is not None else None for s in c] for c in committed]
         finally:
             if collecting:
                 gc.enable()
@@ -388,7 +409,7 @@ class Worker:
                 if isinstance(o, self.Tensor) and type(o) not in self.plain:
                     raise TypeError(f"forward returned a {type(o).__name__}: outputs must be "
                                     "plain torch.Tensor")
-        return {}
+        return {} if committed is None else {"committed": committed}
 
     def times(self, req):
         """The last batch's own time (CUDA events around it, or this

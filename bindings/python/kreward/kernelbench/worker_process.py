@@ -3,8 +3,10 @@ under its supervisor, the request and reply pipes with a deadline on every
 read, the supervisor's control line (end the whole process tree before the
 baseline is timed), and the exceptions a request can end in. runner.py
 decides what to ask; this file only carries it."""
+import collections
 import fcntl
 import json
+import math
 import os
 import select
 import signal
@@ -15,6 +17,8 @@ import time
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 F_SETPIPE_SZ = 1031       # fcntl: outputs of 64 MB in 1 MB reads, not 64 kB ones
+MAX_LINE = 16 << 20       # a reply's JSON line (a load error's trace, a profile's kernel list)
+MAX_PAYLOAD = 4 << 30     # a reply's binary payload unless the request names its own bound
 
 
 class WorkerDied(Exception):
@@ -27,6 +31,109 @@ class WorkerTimeout(Exception):
 
 class CandidateDenied(Exception):
     """The candidate did something the sandbox refuses."""
+
+
+class WorkerProtocolError(RuntimeError):
+    """A reply that is not what the request asks for. The worker runs the
+    candidate's code, which can write on the worker's pipe (the fd is in its
+    argv) or replace the worker's methods: a reply is data to check, like an
+    output. A RuntimeError, so the runner's verdict is `error` (reward 0),
+    never an exception out of evaluate or a caller that allocates what the
+    candidate claims."""
+
+
+# what each request's reply carries (worker.py), checked before the runner
+# reads it: {field: check}
+def _num(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+
+
+def _count(x):
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _str_or_none(x):
+    return x is None or isinstance(x, str)
+
+
+def _strs(x):
+    return isinstance(x, list) and all(isinstance(v, str) for v in x)
+
+
+def _kernels(x):
+    return isinstance(x, list) and all(
+        isinstance(k, dict) and isinstance(k.get("name"), str) and _count(k.get("calls"))
+        and _num(k.get("us")) for k in x)
+
+
+def _commitments(x):
+    """go's commitment (worker.py): per call, per output, two int64 sums or
+    None (an output that is not a tensor); absent unless asked for."""
+    return x is None or isinstance(x, list) and all(
+        isinstance(c, list) and all(s is None or isinstance(s, list) and len(s) == 2
+                                    and all(isinstance(v, int) and not isinstance(v, bool) for v in s)
+                                    for s in c) for c in x)
+
+
+def _status(x):
+    return isinstance(x, dict) and isinstance(x.get("applied"), bool)
+
+
+REPLIES = {
+    "ready": {"no_subreaper": _str_or_none},
+    "load": {"compile_seconds": _num, "cached": lambda x: isinstance(x, bool),
+             "hash": lambda x: isinstance(x, str), "sandbox": _status, "isolation": _status},
+    "build": {"lifted": lambda x: isinstance(x, bool), "missing": _strs},
+    "seal": {"sandbox": _status},
+    "prepare": {"prepared": _count},
+    "go": {"committed": _commitments},
+    "times": {"event_us": _num},
+    "fetch": {"outputs": lambda x: isinstance(x, list), "input_digest": lambda x: isinstance(x, str)},
+    "attribute": {"kernels": _kernels},
+    "drop": {},
+}
+FAILED = {"error": lambda x: isinstance(x, str)}
+# element sizes of the dtypes an output may have (str(torch.dtype) without "torch.")
+ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1,
+            "float8_e5m2": 1, "complex128": 16, "complex64": 8, "int64": 8, "int32": 4, "int16": 2,
+            "int8": 1, "uint8": 1, "bool": 1}
+
+
+def _outputs_fit(outputs, size):
+    """A fetch's output descriptions: each a tensor (shape, a known dtype,
+    nbytes that shape and dtype make) or something that is not a tensor
+    ({"type"}), their bytes adding up to the payload's."""
+    total = 0
+    for m in outputs:
+        if not isinstance(m, dict):
+            return False
+        if "shape" not in m:
+            if not isinstance(m.get("type"), str):
+                return False
+            continue
+        shape, dtype, n = m["shape"], m.get("dtype"), m.get("nbytes")
+        if not (isinstance(shape, list) and all(_count(d) for d in shape) and dtype in ITEMSIZE
+                and _count(n) and n == math.prod(shape) * ITEMSIZE[dtype]):
+            return False
+        total += n
+    return total == size
+
+
+def check_reply(op, reply, max_payload):
+    """Raises WorkerProtocolError unless reply is what op's request gets
+    back (REPLIES), with a payload of at most max_payload bytes."""
+    if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
+        raise WorkerProtocolError(f"the worker's reply to {op} is not a reply: {str(reply)[:200]}")
+    size = reply.get("bytes", 0)
+    if not _count(size) or size > max_payload:
+        raise WorkerProtocolError(f"the worker's reply to {op} announces {str(size)[:40]} bytes "
+                                  f"(at most {max_payload})")
+    fields = REPLIES[op] if reply["ok"] else FAILED
+    bad = [k for k, ok in fields.items() if not ok(reply.get(k))]
+    if not bad and reply["ok"] and op == "fetch" and not _outputs_fit(reply["outputs"], size):
+        bad = ["outputs"]
+    if bad:
+        raise WorkerProtocolError(f"the worker's reply to {op} has no valid {', '.join(bad)}")
 
 
 def _failure(reply):
@@ -68,6 +175,8 @@ class WorkerProcess:
         self._buf = bytearray()
         self._ctl, self._ctl_buf = self.proc.stdout.fileno(), b""
         self.pending = 0
+        self._asked = collections.deque()  # (op, payload bound) of the requests not yet answered
+        self.max_payload = MAX_PAYLOAD    # the runner may set a tighter bound (the outputs' size)
         self.ended = self.exited = None
         self.ctl_closed = False
 
@@ -109,30 +218,45 @@ class WorkerProcess:
         return out
 
     def _line(self, deadline):
-        while b"\n" not in self._buf:
+        seen = 0  # bytes already searched for the end of the line
+        while (end := self._buf.find(b"\n", seen)) < 0:
+            seen = len(self._buf)
+            if seen > MAX_LINE:
+                raise WorkerProtocolError(f"the worker's reply is longer than {MAX_LINE} bytes")
             self._fill(deadline)
-        end = self._buf.index(b"\n")
+        if end > MAX_LINE:
+            raise WorkerProtocolError(f"the worker's reply is longer than {MAX_LINE} bytes")
         line = bytes(self._buf[:end])
         del self._buf[:end + 1]
         return line
 
-    def send(self, obj):
+    def send(self, obj, max_payload=None):
+        """max_payload: the most bytes the reply may carry (default
+        self.max_payload)."""
         try:
             os.write(self._w, (json.dumps(obj) + "\n").encode())
         except BrokenPipeError:
             raise WorkerDied(self.exit_reason()) from None
+        self._asked.append((obj["op"], max_payload))
         self.pending += 1
 
     def receive(self, timeout_s):
-        """The reply to the oldest request not yet answered, and its payload."""
+        """The reply to the oldest request not yet answered, and its payload;
+        WorkerProtocolError for a reply that is not one (check_reply)."""
         deadline = time.monotonic() + timeout_s
-        reply = json.loads(self._line(deadline))  # the worker's JSON: data, never code
+        line = self._line(deadline)
+        op, bound = self._asked.popleft()
         self.pending -= 1
+        try:
+            reply = json.loads(line)  # the worker's JSON: data, never code
+        except (ValueError, RecursionError) as e:
+            raise WorkerProtocolError(f"the worker's reply to {op} is not JSON: {e}") from None
+        check_reply(op, reply, self.max_payload if bound is None else bound)
         payload = self._read(reply["bytes"], deadline) if reply.get("bytes") else b""
         return reply, payload
 
-    def request(self, obj, timeout_s):
-        self.send(obj)
+    def request(self, obj, timeout_s, max_payload=None):
+        self.send(obj, max_payload)
         return self.receive(timeout_s)
 
     def alive(self):

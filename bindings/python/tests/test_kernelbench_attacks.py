@@ -1,0 +1,183 @@
+"""Attacks on the ModelNew evaluation (runner.py, worker.py) by the code it
+runs, on the CPU. The worker process runs the candidate: everything in it
+(torch, the worker's own objects, its pipe) is the candidate's to change.
+
+- Replies are data: a candidate that writes its own reply on the worker's
+  pipe, or replaces the worker's fetch, gets `error` (reward 0); the caller
+  never allocates what a reply claims, and evaluate never raises.
+- Outputs made after the clock: candidates that compute an output only when
+  it is fetched (a patched torch.Tensor method, a trace function, the
+  worker's fetch wrapped through gc) pay 500x on the CPU. The worker's
+  commitment (go with prepare's "commit") catches each of them; the runner
+  does not ask for it yet: strict xfails until it does."""
+import pathlib
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the ModelNew runner needs torch")
+
+from kreward.kernelbench import import_problem  # noqa: E402
+from kreward.kernelbench.inputs import fingerprint  # noqa: E402
+from kreward.kernelbench.runner import Runner  # noqa: E402
+
+KB = pathlib.Path(__file__).resolve().parents[3] / "examples" / "kernelbench"
+RELU = KB / "candidates" / "level1_01_relu"
+LAZY = ["cheat_lazy_detach.py", "cheat_lazy_trace.py", "cheat_lazy_worker_patch.py"]
+
+# small enough for the CPU, slow enough (a few ms a call) that skipping the work shows
+MATMUL = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return a @ b
+
+
+n = 512
+
+
+def get_inputs():
+    return [torch.randn(n, n), torch.randn(n, n)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.fixture(scope="module")
+def relu_runner(tmp_path_factory):
+    imp = import_problem(str(KB / "level1" / "01_relu.py"))
+    with Runner(imp, "cpu", cache_dir=str(tmp_path_factory.mktemp("ext")), timeout_s=120,
+                call_timeout_s=30, spare=False) as r:
+        yield r
+
+
+@pytest.fixture(scope="module")
+def matmul_runner(tmp_path_factory):
+    path = tmp_path_factory.mktemp("problem") / "matmul.py"
+    path.write_text(MATMUL)
+    with Runner(import_problem(str(path)), "cpu", cache_dir=str(tmp_path_factory.mktemp("ext")),
+                timeout_s=120, call_timeout_s=30, spare=False) as r:
+        yield r
+
+
+def as_matmul(relu_cheat):
+    """A relu cheat made a matmul cheat (the same mechanism, a slower call)."""
+    src = relu_cheat.replace("torch.relu(job[1], out=self)", "torch.matmul(job[1], job[2], out=self)")
+    src = src.replace("torch.relu(job[1], out=out)", "torch.matmul(job[1], job[2], out=out)")
+    src = src.replace("def forward(self, x):", "def forward(self, x, y):")
+    src = src.replace("out = torch.empty_like(x)", "out = torch.empty(x.shape[0], y.shape[1])")
+    return src.replace("_pending[id(out)] = (out, x)", "_pending[id(out)] = (out, x, y)")
+
+
+def run(runner, source, **kw):
+    return runner.evaluate(source, **{"seed": 3, "batches": 3, "checks": 2, **kw})
+
+
+# ---------------------------------------------------------------- replies
+FORGED_FETCH = """
+import gc
+import torch
+import torch.nn as nn
+
+for _obj in gc.get_objects():
+    if type(_obj).__name__ == "Worker" and hasattr(_obj, "fetch"):
+        def _fetch(req, _real=_obj.fetch):
+            reply, blobs = _real(req)
+            reply["outputs"][0]["dtype"] = "{dtype}"  # torch.load as a dtype: a TypeError in the caller
+            return reply, blobs
+        _obj.fetch = _fetch
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+WRITES_REPLY = """
+import os, sys
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        os.write(int(sys.argv[2]), {line!r})
+        return torch.relu(x)
+"""
+
+
+@pytest.mark.parametrize("source,why", [
+    ((RELU / "cheat_forged_reply.py").read_text(), "announces 10000000000000 bytes"),
+    (WRITES_REPLY.format(line=b"[1]\n"), "is not a reply"),
+    (WRITES_REPLY.format(line=b"{not json\n"), "is not JSON"),
+    (WRITES_REPLY.format(line=b'{"ok": true, "event_us": "0"}\n'), None),
+    (FORGED_FETCH.format(dtype="load"), "reply to fetch has no valid outputs"),
+], ids=["10TB", "not_an_object", "not_json", "desynchronised", "bad_dtype"])
+def test_a_forged_reply_is_an_error_not_an_exception(relu_runner, source, why):
+    """Before worker_process checked replies: MemoryError (10 TB claimed),
+    AttributeError / JSONDecodeError / KeyError / TypeError out of evaluate."""
+    res = run(relu_runner, source, calls=4)
+    assert res["verdict"] == "error" and res["reward"] == 0.0, res
+    assert why is None or why in res["feedback"], res
+
+
+def test_an_endless_reply_line_is_bounded(relu_runner, monkeypatch):
+    """A reply line without its end: the caller stops reading at MAX_LINE
+    (it used to grow its buffer until the request's deadline)."""
+    from kreward.kernelbench import worker_process
+    monkeypatch.setattr(worker_process, "MAX_LINE", 1 << 20)
+    src = WRITES_REPLY.format(line=b"x" * (4 << 20))
+    res = run(relu_runner, src, calls=4)
+    assert res["verdict"] == "error" and "longer than" in res["feedback"], res
+
+
+# ------------------------------------------------------- after the clock
+@pytest.mark.xfail(strict=True, reason="open: the runner does not ask for go's commitment yet "
+                   "(docs/kernelbench.md, 'Outputs after the clock')")
+@pytest.mark.parametrize("name", LAZY)
+def test_outputs_computed_after_the_clock_get_no_speedup(matmul_runner, name):
+    """Each of these passes at 400-600x on the CPU today (the batch does
+    nothing; the calls checked are computed when fetched)."""
+    res = run(matmul_runner, as_matmul((RELU / name).read_text()), baseline=True)
+    assert res["verdict"] != "pass" or res["speedup"] < 2.0, res
+
+
+def committed_and_fetched(runner, source, seeds=(11, 12)):
+    """The worker's commitment to each call's outputs (go) and the
+    fingerprint of what a fetch then returns, per seed."""
+    w, loaded = runner._start_candidate(source, "ModelNew")
+    try:
+        assert loaded["ok"], loaded
+        assert w.request({"op": "build", "case": 0}, 60)[0]["ok"]
+        assert w.request({"op": "prepare", "case": 0, "seeds": list(seeds), "commit": True}, 60)[0]["ok"]
+        go, _ = w.request({"op": "go", "case": 0}, 60)
+        assert go["ok"], go
+        out = []
+        for seed, committed in zip(seeds, go["committed"]):
+            reply, payload = w.request({"op": "fetch", "seed": seed}, 60)
+            m = reply["outputs"][0]
+            got = torch.frombuffer(bytearray(payload), dtype=torch.uint8).view(
+                getattr(torch, m["dtype"])).reshape(m["shape"])
+            out.append((committed[0], fingerprint(got)[:2]))
+        return out
+    finally:
+        w.end()
+
+
+def test_the_commitment_matches_an_honest_candidates_outputs(matmul_runner):
+    src = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, a, b):\n        return a @ b\n"
+    pairs = committed_and_fetched(matmul_runner, src)
+    assert all(c == f for c, f in pairs), pairs
+    assert pairs[0][0] != pairs[1][0]  # fresh inputs, other outputs
+
+
+@pytest.mark.parametrize("name", LAZY)
+def test_the_commitment_catches_outputs_computed_after_the_clock(matmul_runner, name):
+    """The lazy cheats' outputs are right when fetched, and not what the
+    batch committed to when its clock stopped (before worker.py's go
+    committed: no "committed" in its reply)."""
+    pairs = committed_and_fetched(matmul_runner, as_matmul((RELU / name).read_text()))
+    assert all(c != f for c, f in pairs), pairs
