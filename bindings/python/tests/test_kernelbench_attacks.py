@@ -7,9 +7,9 @@ runs, on the CPU. The worker process runs the candidate: everything in it
   never allocates what a reply claims, and evaluate never raises.
 - Outputs made after the clock: candidates that compute an output only when
   it is fetched (a patched torch.Tensor method, a trace function, the
-  worker's fetch wrapped through gc) pay 500x on the CPU. The worker's
-  commitment (go with prepare's "commit") catches each of them; the runner
-  does not ask for it yet: strict xfails until it does."""
+  worker's fetch wrapped through gc) paid 500x on the CPU. The worker's
+  commitment (go with prepare's "commit", asked for by the runner on every
+  batch) catches each of them."""
 import pathlib
 
 import pytest
@@ -135,12 +135,11 @@ def test_an_endless_reply_line_is_bounded(relu_runner, monkeypatch):
 
 
 # ------------------------------------------------------- after the clock
-@pytest.mark.xfail(strict=True, reason="open: the runner does not ask for go's commitment yet "
-                   "(docs/kernelbench.md, 'Outputs after the clock')")
 @pytest.mark.parametrize("name", LAZY)
 def test_outputs_computed_after_the_clock_get_no_speedup(matmul_runner, name):
-    """Each of these passes at 400-600x on the CPU today (the batch does
-    nothing; the calls checked are computed when fetched)."""
+    """Each of these passed at 400-600x on the CPU before the runner asked
+    for the commitment (the batch did nothing; the calls checked were
+    computed when fetched)."""
     res = run(matmul_runner, as_matmul((RELU / name).read_text()), baseline=True)
     assert res["verdict"] != "pass" or res["speedup"] < 2.0, res
 
@@ -181,3 +180,25 @@ def test_the_commitment_catches_outputs_computed_after_the_clock(matmul_runner, 
     committed: no "committed" in its reply)."""
     pairs = committed_and_fetched(matmul_runner, as_matmul((RELU / name).read_text()))
     assert all(c != f for c, f in pairs), pairs
+
+
+@pytest.mark.parametrize("shape,dtype", [((3, 5), torch.float32), ((7,), torch.float16), ((13,), torch.uint8),
+                                         ((4, 1000), torch.bfloat16), ((0,), torch.float32),
+                                         ((2, 3, 4), torch.int64)])
+def test_the_batch_commitment_has_the_bits_of_one_sums_a_call(shape, dtype, monkeypatch):
+    """go commits to a batch's outputs in one pass of a dozen operations
+    (inputs.sums_of_many), and the caller checks each fetched output with
+    fingerprint (inputs.sums): the two must agree bit for bit, for odd byte
+    counts and across chunk boundaries (rows grouped, columns split)."""
+    from kreward.kernelbench import inputs
+    gen = torch.Generator().manual_seed(5)
+    xs = [(torch.randn(shape, generator=gen) * 100).to(dtype) for _ in range(9)]
+    one_by_one = [inputs.sums(x).tolist() for x in xs]
+    assert [s.tolist() for s in inputs.sums_of_many(xs)] == one_by_one
+    monkeypatch.setattr(inputs, "_CHUNK", 4)  # several rows a group, several chunks a row
+    assert [s.tolist() for s in inputs.sums_of_many(xs)] == one_by_one
+    if xs[0].numel() > 1:  # any one byte changed changes that row's sums only
+        ys = [x.clone() for x in xs]
+        ys[3].view(torch.uint8).reshape(-1)[-1] ^= 1
+        changed = [s.tolist() for s in inputs.sums_of_many(ys)]
+        assert changed[3] != one_by_one[3] and changed[:3] + changed[4:] == one_by_one[:3] + one_by_one[4:]

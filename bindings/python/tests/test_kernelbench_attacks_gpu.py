@@ -1,8 +1,8 @@
-"""Open holes on a GPU (marked gpu): candidates that end a timed batch with
-their kernels still queued (the worker's synchronisation replaced through
-gc) pay for speed today. Strict xfails until the runner checks go's
-commitment (reading the sums back waits for the queued kernels): then they
-pass and say so. The CPU half is test_kernelbench_attacks.py."""
+"""On a GPU (marked gpu): a candidate that ends a timed batch with its
+kernels still queued (the worker's synchronisation replaced through gc)
+gets no speed for it: the runner checks go's commitment, and reading the
+sums back waits for the queued kernels. The CPU half is
+test_kernelbench_attacks.py."""
 import pathlib
 
 import pytest
@@ -16,7 +16,6 @@ KB = pathlib.Path(__file__).resolve().parents[3] / "examples" / "kernelbench"
 
 
 @pytest.mark.gpu
-@pytest.mark.xfail(strict=True, reason="open: the runner does not ask for go's commitment yet")
 def test_a_batch_ended_before_its_kernels_gets_no_speed_credit(tmp_path):
     imp = import_problem(str(KB / "level1" / "13_matmul_square.py"))
     src = (KB / "candidates" / "open" / "level1_13_matmul_skip_sync.py").read_text()
@@ -26,4 +25,4 @@ def test_a_batch_ended_before_its_kernels_gets_no_speed_credit(tmp_path):
     print({k: res.get(k) for k in ("verdict", "feedback", "time_us", "baseline_us", "speedup", "reward")},
           {k: honest.get(k) for k in ("time_us", "speedup")})
     # the same kernel: it must not time faster than the honest candidate
-    assert res["reward"] <= max(honest["reward"], 0.5) and res.get("speedup", 0) < 1.2 * honest["speedup"], res
+    assert res["reward"] <= max(honest["reward"], 0.5) and (res.get("speedup") or 0) < 1.2 * honest["speedup"], res

@@ -53,7 +53,7 @@ import torch
 
 from .. import _lib
 from .confine import missing
-from .inputs import DTYPES, digest, make_inputs
+from .inputs import DTYPES, digest, fingerprint, make_inputs
 from .reference import Reference
 from .worker_process import CandidateDenied, WorkerDied, WorkerProcess, WorkerTimeout, _failure
 
@@ -325,7 +325,7 @@ class Runner:
         want = self.ref(case, inputs, lifted=lifted)
         return want, digest(list(inputs.values()))
 
-    def _check(self, w, case, seed, lifted, where):
+    def _check(self, w, case, seed, lifted, where, committed=None):
         reply, payload = w.request({"op": "fetch", "seed": seed}, self.call_timeout_s)
         if not reply["ok"]:
             return f"{where}: {reply['error']}"
@@ -349,6 +349,10 @@ class Runner:
             got = (torch.frombuffer(raw, dtype=torch.uint8).view(dt).reshape(m["shape"])
                    if len(raw) else torch.empty(m["shape"], dtype=dt))
             got = got.to(ref.device)  # compared where the reference is (a GPU's is fast)
+            # the bytes the batch committed to before its clock stopped (worker.py go)
+            if committed is not None and (k >= len(committed) or committed[k] != fingerprint(got)[:2]):
+                return (f"{where}: output {k} is not what the batch had made when its clock "
+                        "stopped (computed after the batch)")
             if ref.is_floating_point():
                 ok = torch.allclose(got.to(ref.dtype), ref, atol=self.imp.atol, rtol=self.imp.rtol)
             else:
@@ -359,10 +363,12 @@ class Runner:
                         f"{diff.max().item():.4g}, atol={self.imp.atol}, rtol={self.imp.rtol})")
         return None
 
-    def _batch(self, w, case, seeds, lifted=None):
+    def _batch(self, w, case, seeds, lifted=None, committed=None):
         """One batch: fresh inputs made (untimed), then the calls on the
-        caller's clock; (wall us, worker's own us) per call."""
-        req = {"op": "prepare", "case": case, "seeds": seeds}
+        caller's clock; (wall us, worker's own us) per call. committed: a
+        dict that gets each seed's commitment (the sums of its outputs,
+        made inside the clock)."""
+        req = {"op": "prepare", "case": case, "seeds": seeds, "commit": True}
         if lifted is not None:
             req["lifted"] = lifted
         r, _ = w.request(req, self.call_timeout_s * len(seeds))
@@ -373,6 +379,10 @@ class Runner:
         wall = time.perf_counter() - t0
         if not r["ok"]:
             raise _failure(r)
+        if len(r.get("committed") or ()) != len(seeds):
+            raise RuntimeError("the batch committed to no outputs")
+        if committed is not None:
+            committed.update(zip(seeds, r["committed"]))
         t, _ = w.request({"op": "times"}, self.call_timeout_s)
         if not t["ok"]:
             raise _failure(t)
@@ -393,12 +403,13 @@ class Runner:
         wall, events = [], []
         for i in range(batches):
             seeds = [rng.getrandbits(62) for _ in range(calls)]
-            per_call, ev = self._batch(w, 0, seeds, lifted)
+            committed = {}
+            per_call, ev = self._batch(w, 0, seeds, lifted, committed)
             wall.append(per_call)
             events.append(ev)
             for s in rng.sample(seeds, min(checks, calls)):  # drawn after the batch ran
                 if check:
-                    why = check(s, i)
+                    why = check(s, i, committed[s])
                     if why:
                         return wall, events, why
                 else:
@@ -470,7 +481,7 @@ class Runner:
             n = calls or self._calls_for(min(cand_us, base_us or cand_us))
             wall, events, why = self._timed(
                 w, batches, n, checks, rng,
-                check=lambda s, i: self._check(w, 0, s, lifted[0], f"timed call (batch {i})"))
+                check=lambda s, i, c: self._check(w, 0, s, lifted[0], f"timed call (batch {i})", c))
             if why:
                 res.update(verdict="wrong", feedback=why)
                 return res

@@ -220,7 +220,7 @@ class Worker:
         # torch (it runs in this process): inputs, digests, the clock, the
         # call path, the plain tensor types
         self.make_inputs, self.digest = self.inputs.make_inputs, self.inputs.digest
-        self.sums = self.inputs.sums
+        self.sums, self.sums_of_many = self.inputs.sums, self.inputs.sums_of_many
         self.perf = time.perf_counter
         self.no_grad, self.functional_call = torch.no_grad, torch.func.functional_call
         self.plain = (torch.Tensor, torch.nn.Parameter)
@@ -389,9 +389,7 @@ class Worker:
             with self.no_grad():
                 for _, args, state in self.order:
                     outs.append(call(model, state, args) if state else model(*args))
-                committed = [[self.sums(o) if isinstance(o, self.Tensor) else None
-                              for o in (out if isinstance(out, (tuple, list)) else (out,))]
-                             for out in outs] if self.commit else None
+                committed = self._commitments(outs) if self.commit else None
             if self.events:
                 self.events[1].record()
             self.sync()
@@ -410,6 +408,28 @@ class Worker:
                     raise TypeError(f"forward returned a {type(o).__name__}: outputs must be "
                                     "plain torch.Tensor")
         return {} if committed is None else {"committed": committed}
+
+    def _commitments(self, outs):
+        """[[sums of each output] per call] (None for an output that is no
+        tensor). Output k of every call at once when they all have one
+        shape, dtype and device (a dozen operations a batch, not ten a
+        call); else call by call."""
+        calls = [out if isinstance(out, (tuple, list)) else (out,) for out in outs]
+        width = len(calls[0]) if calls else 0
+        columns = [[c[k] for c in calls] for k in range(width)] if all(
+            len(c) == width for c in calls) else None
+        T = self.Tensor
+
+        def alike(col):
+            x0 = col[0]
+            return isinstance(x0, T) and all(
+                isinstance(x, T) and x.shape == x0.shape and x.dtype == x0.dtype and
+                x.device == x0.device for x in col)
+
+        if columns is None or not all(alike(col) for col in columns):
+            return [[self.sums(o) if isinstance(o, T) else None for o in c] for c in calls]
+        per_column = [self.sums_of_many(col) for col in columns]
+        return [[per_column[k][i] for k in range(width)] for i in range(len(calls))]
 
     def times(self, req):
         """The last batch's own time (CUDA events around it, or this
