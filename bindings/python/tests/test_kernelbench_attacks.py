@@ -202,3 +202,33 @@ def test_the_batch_commitment_has_the_bits_of_one_sums_a_call(shape, dtype, monk
         ys[3].view(torch.uint8).reshape(-1)[-1] ^= 1
         changed = [s.tolist() for s in inputs.sums_of_many(ys)]
         assert changed[3] != one_by_one[3] and changed[:3] + changed[4:] == one_by_one[:3] + one_by_one[4:]
+
+
+BIG_FETCH = """
+import gc
+import torch
+import torch.nn as nn
+
+for _obj in gc.get_objects():
+    if type(_obj).__name__ == "Worker" and hasattr(_obj, "fetch"):
+        def _fetch(req, _real=_obj.fetch):
+            reply, blobs = _real(req)
+            return reply, [bytes({size})]  # more than a call's inputs and outputs, twice
+        _obj.fetch = _fetch
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+
+
+def test_a_fetch_carries_no_more_than_a_calls_outputs(relu_runner):
+    """The runner bounds a reply's payload by the problem (twice a timing
+    call's inputs and outputs, plus 1 MiB), not by the 4 GiB default: a
+    candidate cannot make the trainer's process read what it likes."""
+    bound = 2 * relu_runner.call_bytes + (1 << 20)
+    assert bound < 1 << 30  # far under the 4 GiB default
+    res = run(relu_runner, BIG_FETCH.format(size=bound + 4096), calls=4)
+    assert res["verdict"] == "error" and res["reward"] == 0.0, res
+    assert f"at most {bound}" in res["feedback"], res

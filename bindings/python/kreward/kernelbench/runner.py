@@ -233,6 +233,9 @@ class Runner:
         ext = self._ext(source) if source is not None else None
         w = WorkerProcess(self._env(ext) if ext else None,
                           self._sandbox_config(ext) if self.sandbox == "start" else None)
+        # a reply carries at most one call's outputs (a fetch): the caller
+        # never reads more than twice a timing call's inputs and outputs
+        w.max_payload = 2 * self.call_bytes + (1 << 20)
         w.send({"op": "ready", "device": self.device})
         return w
 
