@@ -22,8 +22,10 @@ extern "C" {
  *                                  never those under the write trees
  *    "gpu": false,                 the NVIDIA device files, /proc/self's
  *                                  files CUDA reads, /sys topology
- *    "address_space_bytes": 0, "cpu_seconds": 0, "open_files": 0}
- *                                  limits, 0: none (cpu counted from now)
+ *    "address_space_bytes": 0, "cpu_seconds": 0, "open_files": 0,
+ *    "file_bytes": 0}              limits, 0: none (cpu counted from now;
+ *                                  a write past file_bytes ends the
+ *                                  process with SIGXFSZ)
  * The network is always refused. An unknown key or a relative path is
  * KR_EINVAL, malformed JSON KR_EPARSE (nothing applied then).
  * Calling again stacks another layer: it can only narrow (enter with

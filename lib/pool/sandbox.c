@@ -65,6 +65,13 @@ static int apply_limits(const kr__sandbox_spec *spec, char *why, size_t why_size
         if (set_limit(RLIMIT_CPU, "RLIMIT_CPU", soft, soft + 1, why, why_size) != 0)
             return -1;
     }
+    /* a process that may write files (a ModelNew worker's build folder, its
+     * log) cannot grow one past this and fill the caller's disk with it:
+     * SIGXFSZ ends it (EFBIG where it ignores the signal) */
+    if (spec->file_bytes &&
+        set_limit(RLIMIT_FSIZE, "RLIMIT_FSIZE", (rlim_t)spec->file_bytes, (rlim_t)spec->file_bytes,
+                  why, why_size) != 0)
+        return -1;
     if (spec->open_files &&
         set_limit(RLIMIT_NOFILE, "RLIMIT_NOFILE", (rlim_t)spec->open_files,
                   (rlim_t)spec->open_files, why, why_size) != 0)

@@ -21,6 +21,7 @@ typedef struct kr__sandbox_spec {
     uint64_t cpu_seconds;            /* RLIMIT_CPU; 0: unlimited */
     uint64_t open_files;             /* RLIMIT_NOFILE; 0: leave as is */
     int allow_gpu;                   /* the NVIDIA device files and what CUDA needs to use them */
+    uint64_t file_bytes;             /* RLIMIT_FSIZE: no file written past it; 0: unlimited */
 } kr__sandbox_spec;
 
 /* What was applied, for `kreward info` and reports. */

@@ -17,10 +17,11 @@ typedef struct {
     const char **write;
     size_t num_write;
     int exec, gpu;
-    uint64_t limits[3]; /* address_space_bytes, cpu_seconds, open_files */
+    uint64_t limits[4]; /* address_space_bytes, cpu_seconds, open_files, file_bytes */
 } enter_spec;
 
-static const char *const limit_keys[3] = {"address_space_bytes", "cpu_seconds", "open_files"};
+static const char *const limit_keys[4] = {"address_space_bytes", "cpu_seconds", "open_files",
+                                          "file_bytes"};
 
 static int fail(char **why, int rc, const char *fmt, ...)
 {
@@ -87,7 +88,8 @@ static int parse_spec(json_t *root, enter_spec *s, char **why)
     json_t *v;
     json_object_foreach(root, key, v) {
         static const char *const known[] = {"read", "write", "exec", "gpu",
-                                            "address_space_bytes", "cpu_seconds", "open_files"};
+                                            "address_space_bytes", "cpu_seconds", "open_files",
+                                            "file_bytes"};
         int ok = 0;
         for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
             ok |= strcmp(key, known[i]) == 0;
@@ -99,7 +101,7 @@ static int parse_spec(json_t *root, enter_spec *s, char **why)
     if ((rc = flag_of(root, "exec", &s->exec, why)) != KR_OK ||
         (rc = flag_of(root, "gpu", &s->gpu, why)) != KR_OK)
         return rc;
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < sizeof limit_keys / sizeof limit_keys[0]; i++) {
         json_t *l = json_object_get(root, limit_keys[i]);
         if (l && (!json_is_integer(l) || json_integer_value(l) < 0))
             return fail(why, KR_EINVAL, "sandbox spec: \"%s\" must be an integer >= 0",
@@ -147,8 +149,8 @@ int kr_sandbox_enter(const char *spec_json, char **status_json, char **why)
     memset(&s, 0, sizeof s);
     int rc = parse_spec(root, &s, why);
     if (rc == KR_OK) {
-        kr__sandbox_spec spec = {s.read, s.num_read, s.write, s.num_write, s.limits[0],
-                                 s.limits[1], s.limits[2], s.gpu};
+        kr__sandbox_spec spec = {s.read,       s.num_read,   s.write,      s.num_write, s.limits[0],
+                                 s.limits[1], s.limits[2], s.gpu,        s.limits[3]};
         kr__sandbox_status st;
         char reason[256];
         int applied = kr__sandbox_apply_flags(&spec, s.exec ? KR__SANDBOX_ALLOW_EXEC : 0u, &st,

@@ -475,7 +475,7 @@ static void compile_worker(void **state)
     make_dirs(&d);
     const char *reads[] = {d.rdir, "/nonexistent/kreward-sandbox-test"};
     const char *writes[] = {d.wdir};
-    kr__sandbox_spec spec = {reads, 2, writes, 1, 0, 0, 0, 0};
+    kr__sandbox_spec spec = {reads, 2, writes, 1, 0, 0, 0, 0, 0};
     child_result r;
     child_exited(in_sandbox(&spec, compile_worker_body, &d, &r, 60));
     applied_ok(&r);
@@ -628,7 +628,7 @@ static void gpu_worker(void **state)
     dirs d;
     make_dirs(&d);
     const char *reads[] = {d.rdir};
-    kr__sandbox_spec spec = {reads, 1, NULL, 0, 0, 0, 0, 1};
+    kr__sandbox_spec spec = {reads, 1, NULL, 0, 0, 0, 0, 1, 0};
     child_result r;
     child_exited(in_sandbox(&spec, gpu_worker_body, &d, &r, 60));
     applied_ok(&r);
@@ -705,7 +705,7 @@ static void threads_started_before(void **state)
     dirs d;
     make_dirs(&d);
     const char *reads[] = {d.rdir};
-    kr__sandbox_spec spec = {reads, 1, NULL, 0, 0, 0, 0, 0};
+    kr__sandbox_spec spec = {reads, 1, NULL, 0, 0, 0, 0, 0, 0};
     child_result r;
     child_exited(in_sandbox_prepared(&spec, start_early_thread, early_thread_body, &d, &r, 60));
     applied_ok(&r);
@@ -735,7 +735,7 @@ static void spin(const dirs *d, child_result *r)
 static void cpu_limit(void **state)
 {
     (void)state;
-    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 0, 1, 0, 0};
+    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 0, 1, 0, 0, 0};
     child_result r;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -781,7 +781,7 @@ static void allocate(const dirs *d, child_result *r)
 static void address_space_limit(void **state)
 {
     (void)state;
-    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 1, 0, 0, 0};
+    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 1, 0, 0, 0, 0};
     child_result r;
     child_exited(in_sandbox_prepared(&spec, measure_address_space, allocate, NULL, &r, 60));
     applied_ok(&r);
@@ -800,11 +800,63 @@ static void read_nofile(const dirs *d, child_result *r)
 static void open_files_limit(void **state)
 {
     (void)state;
-    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 0, 0, 64, 0};
+    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 0, 0, 64, 0, 0};
     child_result r;
     child_exited(in_sandbox(&spec, read_nofile, NULL, &r, 60));
     applied_ok(&r);
     expect(&r, 0, 1, 0, "RLIMIT_NOFILE is 64 (soft and hard)");
+}
+
+/* file_bytes: a file in the write tree grows to the limit and no further
+ * (EFBIG where SIGXFSZ is ignored), so one file cannot fill the disk */
+static long write_to(const dirs *d, const char *name, size_t n)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/%s", d->wdir, name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    static const char block[1024];
+    long rc = 0;
+    for (size_t done = 0; done < n && rc >= 0; done += sizeof block)
+        rc = write(fd, block, sizeof block) == (ssize_t)sizeof block ? 0 : -1;
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return rc;
+}
+
+static void grow_file(const dirs *d, child_result *r)
+{
+    signal(SIGXFSZ, SIG_IGN);
+    r->o[0] = rc_outcome(write_to(d, "small", 4096));
+    r->o[1] = rc_outcome(write_to(d, "big", 8192));
+}
+
+static void grow_file_unguarded(const dirs *d, child_result *r)
+{
+    (void)r;
+    write_to(d, "big", 8192);
+}
+
+static void file_size_limit(void **state)
+{
+    (void)state;
+    dirs d;
+    make_dirs(&d);
+    const char *writes[] = {d.wdir};
+    kr__sandbox_spec spec = {NULL, 0, writes, 1, 0, 0, 0, 0, 4096};
+    child_result r;
+    child_exited(in_sandbox(&spec, grow_file, &d, &r, 60));
+    applied_ok(&r);
+    expect(&r, 0, 1, 0, "a file of 4096 bytes, the limit");
+    expect(&r, 1, 0, EFBIG, "a file past the limit");
+    int status = in_sandbox(&spec, grow_file_unguarded, &d, &r, 60);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGXFSZ); /* and no core: RLIMIT_CORE is 0 */
+    if (WCOREDUMP(status))
+        fail_msg("a sandboxed process dumped core");
+    remove_tree(&d);
 }
 
 static void quit(const dirs *d, child_result *r)
@@ -817,7 +869,7 @@ static void quit(const dirs *d, child_result *r)
 static void no_core_dump(void **state)
 {
     (void)state;
-    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 0, 0, 0, 0};
+    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 0, 0, 0, 0, 0};
     child_result r;
     int status = in_sandbox(&spec, quit, NULL, &r, 30);
     applied_ok(&r);
@@ -838,7 +890,7 @@ static void x32_call(const dirs *d, child_result *r)
 static void x32_killed(void **state)
 {
     (void)state;
-    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 0, 0, 0, 0};
+    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 0, 0, 0, 0, 0};
     child_result r;
     int status = in_sandbox(&spec, x32_call, NULL, &r, 30);
     applied_ok(&r);
@@ -880,7 +932,7 @@ static void ia32_killed(void **state)
         print_message("SKIP ia32: this kernel does not run 32-bit system calls\n");
         return;
     }
-    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 0, 0, 0, 0};
+    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 0, 0, 0, 0, 0};
     child_result r;
     status = in_sandbox(&spec, ia32_call, NULL, &r, 30);
     applied_ok(&r);
@@ -966,7 +1018,7 @@ static void nvrtc_compile(void **state)
         remove_tree(&d);
         return;
     }
-    kr__sandbox_spec spec = {NULL, 0, NULL, 1, 0, 0, 0, 0};
+    kr__sandbox_spec spec = {NULL, 0, NULL, 1, 0, 0, 0, 0, 0};
     const char *writes[] = {d.wdir};
     spec.write_paths = writes;
     child_result r;
@@ -1048,6 +1100,7 @@ int main(void)
         cmocka_unit_test(cpu_limit),
         cmocka_unit_test(address_space_limit),
         cmocka_unit_test(open_files_limit),
+        cmocka_unit_test(file_size_limit),
         cmocka_unit_test(no_core_dump),
         cmocka_unit_test(x32_killed),
         cmocka_unit_test(ia32_killed),

@@ -8,7 +8,7 @@ from . import _lib
 
 
 def enter(read=(), write=(), exec=False, gpu=False, address_space_bytes=0, cpu_seconds=0,
-          open_files=0):
+          open_files=0, file_bytes=0):
     """Sandboxes the calling process: files readable only under `read` (and
     what the loader needs; with `gpu`, what CUDA needs), writable only under
     `write`, no network socket, no exec unless `exec` (programs under the
@@ -19,7 +19,8 @@ def enter(read=(), write=(), exec=False, gpu=False, address_space_bytes=0, cpu_s
     layer the kernel offers failed: do not run untrusted code then."""
     spec = {"read": [str(p) for p in read], "write": [str(p) for p in write],
             "exec": bool(exec), "gpu": bool(gpu), "address_space_bytes": int(address_space_bytes),
-            "cpu_seconds": int(cpu_seconds), "open_files": int(open_files)}
+            "cpu_seconds": int(cpu_seconds), "open_files": int(open_files),
+            "file_bytes": int(file_bytes)}
     return enter_json(json.dumps(spec))
 
 

@@ -117,6 +117,28 @@ def test_cheating_forward_is_denied(problem, mode, what, body):
     assert not (d / "planted.txt").exists()
 
 
+@pytest.mark.parametrize("mode", ["start", "init"])
+def test_no_file_grows_past_the_limit(problem, mode):
+    """A file in the build folder (TMPDIR points there) cannot be written
+    past confine.FILE_BYTES (EFBIG: Python ignores SIGXFSZ), so one file
+    cannot fill the caller's disk: `denied`, reward 0 (not `error`, which
+    trainers may score as no answer). A byte written 3 GiB in makes a sparse
+    file without the limit (nothing filled): the test costs nothing where
+    it fails."""
+    body = ("import tempfile\nwith tempfile.NamedTemporaryFile() as f:\n"
+            "    f.seek(3 << 30)\n    f.write(b'x')\n    f.flush()\n")
+    res = run(runner(problem, f"{mode}-fsize", mode), cheat(body))
+    assert res["verdict"] == "denied" and res["reward"] == 0.0, res
+    assert "File too large" in res["feedback"], res
+
+
+def test_the_limits_come_with_the_first_layer_only(tmp_path):
+    """A later layer cannot set limits (kr_sandbox_enter refuses): the seal
+    carries none."""
+    assert spec(str(tmp_path), gpu=False, exec_allowed=True)["file_bytes"] == 2 << 30
+    assert "file_bytes" not in spec(str(tmp_path), gpu=False, exec_allowed=False, first=False)
+
+
 def test_cheating_module_level_read_is_denied(problem):
     res = run(runner(problem, "toplevel"), cheat("pass\n", top="LEAK = open('/etc/passwd').read()\n"))
     assert res["verdict"] == "denied" and "Permission denied: '/etc/passwd'" in res["feedback"], res

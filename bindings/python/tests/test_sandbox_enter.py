@@ -46,6 +46,18 @@ CHILD = textwrap.dedent("""
         elif kind == "exec_read":  # a started program's own reads
             cat = subprocess.run(["/bin/cat", arg], capture_output=True, text=True)
             out["exec_read " + arg] = "ok" if cat.returncode == 0 else cat.stderr.strip()
+        elif kind == "write_bytes":  # [path, n]: a file of n bytes, SIGXFSZ ignored (EFBIG)
+            import signal
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            def write_all(path, n):
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+                try:
+                    data = memoryview(bytes(n))
+                    while data:  # a short write at the limit, then EFBIG
+                        data = data[os.write(fd, data):]
+                finally:
+                    os.close(fd)
+            attempt(f"write_bytes {arg[1]}", lambda: write_all(*arg))
         elif kind == "enter":
             attempt("enter", lambda: out.__setitem__("status2", sandbox.enter_json(arg)))
     print(json.dumps({"status": status, **out}))
@@ -137,11 +149,25 @@ def test_limits_only_when_first_entering(trees):
     assert "KR_EUNSUPPORTED" in res["enter"] and "limits are set when first entering" in res["enter"]
 
 
+@needs_landlock
+def test_file_bytes_bounds_every_file(trees):
+    """file_bytes (RLIMIT_FSIZE): a worker that may write its build folder
+    cannot grow one file past the limit and fill the caller's disk."""
+    _, w, _ = trees
+    res = run_child({"read": python_reads(), "write": [str(w)], "file_bytes": 1 << 16},
+                    [["write_bytes", [str(w / "ok.bin"), 1 << 16]],
+                     ["write_bytes", [str(w / "big.bin"), (1 << 16) + 1]]])
+    assert res["status"]["rlimits"] is True
+    assert res[f"write_bytes {1 << 16}"] == "ok"
+    assert res[f"write_bytes {(1 << 16) + 1}"] == "EFBIG"
+
+
 def test_spec_errors_apply_nothing():
     """A malformed or misspelt spec is refused before anything is applied
     (checked in this very process, which therefore stays unsandboxed)."""
     for spec, code in (('{"wirte": ["/tmp"]}', "KR_EINVAL"), ('{"read": ["relative"]}', "KR_EINVAL"),
                        ('{"exec": "yes"}', "KR_EINVAL"), ('{"cpu_seconds": -1}', "KR_EINVAL"),
+                       ('{"file_bytes": "1G"}', "KR_EINVAL"),
                        ('{"read": [', "KR_EPARSE"), ('[]', "KR_EINVAL")):
         with pytest.raises(kreward.KrewardError) as e:
             sandbox.enter_json(spec)

@@ -81,12 +81,22 @@ def toolkit_reads():
     return sorted(os.path.realpath(h) for h in homes if h and os.path.isdir(h))
 
 
-def spec(write_dir, gpu, exec_allowed):
-    """The kr_sandbox_enter spec of a worker writing only under write_dir."""
+# No file the worker writes (its build folder, the log the caller gave it as
+# stderr) grows past this: a load_inline module is tens of MB. One file
+# cannot fill the caller's disk; many still can (docs/kernelbench.md).
+FILE_BYTES = 2 << 30
+
+
+def spec(write_dir, gpu, exec_allowed, first=True):
+    """The kr_sandbox_enter spec of a worker writing only under write_dir.
+    first: the first layer, which sets the limits (a later one cannot)."""
     reads = set(python_reads()) | set(toolkit_reads()) | set(SYSTEM_READS)
     reads |= set(COMPILER_READS)  # read in both phases: a compiled module may read headers
-    return {"read": sorted(p for p in reads if os.path.exists(p)),
-            "write": [os.path.realpath(write_dir)], "exec": bool(exec_allowed), "gpu": bool(gpu)}
+    out = {"read": sorted(p for p in reads if os.path.exists(p)),
+           "write": [os.path.realpath(write_dir)], "exec": bool(exec_allowed), "gpu": bool(gpu)}
+    if first:
+        out["file_bytes"] = FILE_BYTES
+    return out
 
 
 class SandboxFailed(Exception):

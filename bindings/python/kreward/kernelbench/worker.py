@@ -74,11 +74,12 @@ def _load_sibling(name):
 
 
 def _denied(exc):
-    """Whether an error is the sandbox's refusal: EACCES (Landlock) or EPERM
-    (the filter) anywhere in its chain."""
+    """Whether an error is the sandbox's refusal: EACCES (Landlock), EPERM
+    (the filter) or EFBIG (a file past its file_bytes limit: Python ignores
+    SIGXFSZ, so the write fails) anywhere in its chain."""
     seen = 0
     while exc is not None and seen < 8:
-        if isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM):
+        if isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM, errno.EFBIG):
             return True
         exc, seen = exc.__cause__ or exc.__context__, seen + 1
     return False
@@ -200,7 +201,8 @@ class Sandbox:
         try:
             c = self.config
             self.status = self.confine.enter(
-                c["library"], self.confine.spec(c["write"], c["gpu"], exec_allowed))
+                c["library"], self.confine.spec(c["write"], c["gpu"], exec_allowed,
+                                                first=self.status is None))
         except Exception as e:  # the library missing, or a layer failing
             self.error = f"the sandbox could not be applied: {type(e).__name__}: {e}"
 
