@@ -224,11 +224,99 @@ class ModelNew(nn.Module):
 
 
 def test_a_fetch_carries_no_more_than_a_calls_outputs(relu_runner):
-    """The runner bounds a reply's payload by the problem (twice a timing
-    call's inputs and outputs, plus 1 MiB), not by the 4 GiB default: a
+    """The runner bounds a reply's payload by the problem (twice the largest
+    case's inputs and outputs, plus 1 MiB), not by the 4 GiB default: a
     candidate cannot make the trainer's process read what it likes."""
-    bound = 2 * relu_runner.call_bytes + (1 << 20)
+    bound = 2 * relu_runner.max_call_bytes + (1 << 20)
     assert bound < 1 << 30  # far under the 4 GiB default
     res = run(relu_runner, BIG_FETCH.format(size=bound + 4096), calls=4)
     assert res["verdict"] == "error" and res["reward"] == 0.0, res
     assert f"at most {bound}" in res["feedback"], res
+
+
+# ------------------------------------------------- work outside the clock
+PRECOMPUTE_IN_PREPARE = """
+import gc, torch, torch.nn as nn
+_cache = {}
+for _obj in gc.get_objects():
+    if type(_obj).__name__ == "Worker" and hasattr(_obj, "prepare"):
+        def _prepare(req, _real=_obj.prepare, W=_obj):
+            r = _real(req)
+            with torch.no_grad():
+                for seed, args, state in W.order:
+                    _cache[id(args[0])] = args[0] @ args[1]   # the real work, before the clock
+            return r
+        _obj.prepare = _prepare
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        out = _cache.pop(id(a), None)
+        return out if out is not None else a @ b
+"""
+
+
+TALL_MATMUL = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return a @ b
+
+
+def get_inputs():
+    return [torch.randn(64, 16384), torch.randn(16384, 64)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.fixture(scope="module")
+def tall_matmul_runner(tmp_path_factory):
+    path = tmp_path_factory.mktemp("problem") / "tall_matmul.py"
+    path.write_text(TALL_MATMUL)
+    with Runner(import_problem(str(path)), "cpu", cache_dir=str(tmp_path_factory.mktemp("ext")),
+                timeout_s=120, call_timeout_s=30, spare=False) as r:
+        yield r
+
+
+@pytest.mark.xfail(strict=True, reason="open: prepare (fresh inputs, untimed) runs in the candidate's "
+                   "process; charging its excess over the baseline's also charged honest candidates "
+                   "(a fresh process's cold memory): docs/kernelbench.md, 'Work in prepare'")
+def test_work_done_in_prepare_gets_no_speedup(tall_matmul_runner):
+    """The worker's prepare wrapped through gc to compute the batch's
+    outputs before the clock starts: the commitment is right (the outputs
+    exist), and it pays (66x on the CPU, helper-24's review)."""
+    res = run(tall_matmul_runner, PRECOMPUTE_IN_PREPARE, baseline=True)
+    assert res["verdict"] == "pass", res
+    assert res["speedup"] < 2.0, res
+
+
+def test_the_calls_checked_come_from_the_os():
+    """The calls of a batch that are checked are drawn by the OS's
+    generator, not by the one whose outputs (the input seeds) the worker
+    sees and could run forward; without a seed= the seeds are the OS's too."""
+    import random
+    from kreward.kernelbench import runner as runner_module
+    assert isinstance(runner_module._PICKS, random.SystemRandom)
+
+
+FORGED_LOAD = """
+import json, os, sys, torch, torch.nn as nn
+os.write(int(sys.argv[2]), (json.dumps({"ok": True, "compile_seconds": 0, "cached": False, "hash": "x",
+                                        "sandbox": {"applied": True},
+                                        "isolation": {"applied": False}}) + "\\n").encode())
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+
+
+def test_a_forged_load_reply_never_escapes_evaluate(relu_runner):
+    """A load reply the checks let through (a refusal without its why) used
+    to raise KeyError out of evaluate."""
+    res = run(relu_runner, FORGED_LOAD, calls=4)
+    assert res["verdict"] in ("error", "wrong") and res["reward"] == 0.0, res

@@ -68,6 +68,10 @@ def _median(xs):
     return xs[len(xs) // 2]
 
 
+# which calls of a timed batch are checked: the OS's randomness, never
+# derivable from anything the worker sees
+_PICKS = random.SystemRandom()
+
 _warm = collections.OrderedDict()  # id(Runner) -> weakref, the most recently used last
 _warm_lock = threading.RLock()  # a Runner's __del__ may come while it is held
 
@@ -159,6 +163,7 @@ class Runner:
         self.batch_us = batch_ms * 1e3
         self.batch_bytes = batch_bytes or ((1 << 30) if device == "cpu" else (4 << 30))
         self.call_bytes = self._call_bytes()
+        self.max_call_bytes = max(self._call_bytes(c) for c in range(n))
         self.spare = spare and sandbox != "start"
         self._lock = threading.Lock()
         self._base = None        # the baseline worker, once started
@@ -193,11 +198,11 @@ class Runner:
         shapes = self.imp.shapes(self.imp.cases[case][2])
         return [dict(t, shape=s) for t, s in zip(self.imp.tensors, shapes) if t["role"] == "in"]
 
-    def _call_bytes(self):
-        """Bytes one timed call holds until its batch is dropped: its fresh
-        inputs and its outputs (the timing case)."""
+    def _call_bytes(self, case=0):
+        """Bytes one call holds until its batch is dropped: its fresh inputs
+        and its outputs (the timing case's by default)."""
         total = 0
-        for t, shape in zip(self.imp.tensors, self.imp.shapes(self.imp.cases[0][2])):
+        for t, shape in zip(self.imp.tensors, self.imp.shapes(self.imp.cases[case][2])):
             total += math.prod(shape) * torch.empty((), dtype=DTYPES[t["dtype"]]).element_size()
         return max(total, 1)
 
@@ -234,8 +239,9 @@ class Runner:
         w = WorkerProcess(self._env(ext) if ext else None,
                           self._sandbox_config(ext) if self.sandbox == "start" else None)
         # a reply carries at most one call's outputs (a fetch): the caller
-        # never reads more than twice a timing call's inputs and outputs
-        w.max_payload = 2 * self.call_bytes + (1 << 20)
+        # never reads more than twice the largest case's inputs and outputs
+        # (a scaled case may grow a size: "odd" rounds up)
+        w.max_payload = 2 * self.max_call_bytes + (1 << 20)
         w.send({"op": "ready", "device": self.device})
         return w
 
@@ -366,15 +372,20 @@ class Runner:
                         f"{diff.max().item():.4g}, atol={self.imp.atol}, rtol={self.imp.rtol})")
         return None
 
-    def _batch(self, w, case, seeds, lifted=None, committed=None):
+    def _batch(self, w, case, seeds, lifted=None, committed=None, preps=None):
         """One batch: fresh inputs made (untimed), then the calls on the
         caller's clock; (wall us, worker's own us) per call. committed: a
         dict that gets each seed's commitment (the sums of its outputs,
-        made inside the clock)."""
+        made inside the clock). preps: a list that gets the prepare
+        request's time per call (recorded: the candidate's process could
+        compute the batch's outputs there, its inputs made)."""
         req = {"op": "prepare", "case": case, "seeds": seeds, "commit": True}
         if lifted is not None:
             req["lifted"] = lifted
+        tp = time.perf_counter()
         r, _ = w.request(req, self.call_timeout_s * len(seeds))
+        if preps is not None:
+            preps.append((time.perf_counter() - tp) * 1e6 / len(seeds))
         if not r["ok"]:
             raise _failure(r)
         t0 = time.perf_counter()
@@ -398,7 +409,7 @@ class Runner:
         w.request({"op": "drop"}, self.call_timeout_s)
         return wall
 
-    def _timed(self, w, batches, calls, checks, rng, lifted=None, check=None):
+    def _timed(self, w, batches, calls, checks, rng, lifted=None, check=None, preps=None):
         """Timed batches, each followed by `checks` fetches of calls drawn
         after it ran (check(seed, batch) says what is wrong with one, or
         None; without check the outputs are fetched and not compared, so
@@ -407,10 +418,13 @@ class Runner:
         for i in range(batches):
             seeds = [rng.getrandbits(62) for _ in range(calls)]
             committed = {}
-            per_call, ev = self._batch(w, 0, seeds, lifted, committed)
+            per_call, ev = self._batch(w, 0, seeds, lifted, committed, preps)
             wall.append(per_call)
             events.append(ev)
-            for s in rng.sample(seeds, min(checks, calls)):  # drawn after the batch ran
+            # drawn after the batch ran, by a generator the seeds say nothing
+            # about (the seeds' own Mersenne Twister can be recovered from
+            # a few hundred of them, which would tell the calls checked)
+            for s in _PICKS.sample(seeds, min(checks, calls)):
                 if check:
                     why = check(s, i, committed[s])
                     if why:
@@ -426,7 +440,10 @@ class Runner:
     def evaluate(self, source, seed=None, verify_seeds=2, batches=5, calls=None, checks=2,
                  baseline=True, class_name="ModelNew"):
         """calls: per timed batch; None sizes batches to batch_ms (both
-        sides get the same number)."""
+        sides get the same number). seed: None (the default) takes every
+        input seed from the OS; an integer makes the inputs reproducible
+        (tests, debugging) and so predictable to a candidate that recovers
+        the generator from the seeds it sees: not for training."""
         with self._lock:
             res = self._evaluate(source, seed, verify_seeds, batches, calls, checks, baseline,
                                  class_name)
@@ -434,7 +451,11 @@ class Runner:
         return res
 
     def _evaluate(self, source, seed, verify_seeds, batches, calls, checks, baseline, class_name):
-        rng = random.Random(seed)
+        # the inputs' seeds: from the OS unless the caller asked for
+        # reproducible ones (seed=: tests and debugging; a candidate that
+        # recovered the generator from the seeds it saw could compute the
+        # next batches' outputs ahead, outside the clock)
+        rng = random.Random(seed) if seed is not None else random.SystemRandom()
         res = {"verdict": None, "cases": [], "notes": [], "phases_s": {}}
         # where an evaluation's wall time goes (seconds per phase, in order):
         # what to look at when a candidate takes long
@@ -461,7 +482,10 @@ class Runner:
             res["compile_seconds"], res["compile_cached"] = loaded["compile_seconds"], loaded["cached"]
             self._sandbox_notes(loaded["sandbox"], res)
             if not loaded["isolation"]["applied"]:
-                res["notes"].append(f"no isolation filter ({loaded['isolation']['why']}): the "
+                # .get: the reply is the candidate's to write (worker_process
+                # checks its types, not that a refusal says why)
+                why = loaded["isolation"].get("why", "no reason given")
+                res["notes"].append(f"no isolation filter ({why}): the "
                                     "candidate's processes can signal other processes of this user")
             if loaded["no_subreaper"]:
                 res["notes"].append(f"no subreaper ({loaded['no_subreaper']}): a process the "
@@ -482,14 +506,17 @@ class Runner:
             warm = calls or self._calls_for(base_us)
             cand_us = self._warmup(w, warm, rng)
             n = calls or self._calls_for(min(cand_us, base_us or cand_us))
+            preps = []
             wall, events, why = self._timed(
                 w, batches, n, checks, rng,
-                check=lambda s, i, c: self._check(w, 0, s, lifted[0], f"timed call (batch {i})", c))
+                check=lambda s, i, c: self._check(w, 0, s, lifted[0], f"timed call (batch {i})", c),
+                preps=preps)
             if why:
                 res.update(verdict="wrong", feedback=why)
                 return res
             phase("timed")
-            res.update(time_us=_median(wall), event_us=_median(events), calls=n, batches=batches)
+            res.update(time_us=_median(wall), event_us=_median(events), calls=n, batches=batches,
+                       prepare_us=_median(preps))
             # every batch's per-call time, for the noise behind the medians
             res["batches_us"] = {"candidate": [round(x, 3) for x in wall]}
             # the worker's own times cannot exceed the caller's clock (plus a
@@ -525,6 +552,9 @@ class Runner:
             res.update(verdict="denied", feedback=f"refused by the sandbox: {e}")
         except RuntimeError as e:
             res.update(verdict="error", feedback=str(e))
+        except Exception as e:  # noqa: BLE001 - a reply the checks let through, read wrongly here
+            # never out of evaluate: a trainer would lose the sample, or its loop
+            res.update(verdict="error", feedback=f"the evaluation failed: {type(e).__name__}: {e}")
         finally:
             if w:
                 w.end()
@@ -561,15 +591,21 @@ class Runner:
         """The reference on the candidate's schedule, in its own worker, the
         candidate gone: baseline_us and the speedup."""
         b = self._base
+        preps = []
         try:
             self._warmup(b, warm, rng, lifted)
-            wall, _, _ = self._timed(b, batches, calls, checks, rng, lifted)
+            wall, _, _ = self._timed(b, batches, calls, checks, rng, lifted, preps=preps)
         except (WorkerDied, WorkerTimeout, CandidateDenied, RuntimeError) as e:
             self._end_baseline()
             res["notes"].append(f"the baseline could not be timed: {e}")
             return
         res["baseline_us"] = _median(wall)
         res.setdefault("batches_us", {})["baseline"] = [round(x, 3) for x in wall]
+        # prepare (fresh inputs, untimed) is recorded for both sides, not
+        # charged: a fresh candidate process's prepare is slower than the
+        # kept baseline worker's (cold memory), so the excess does not tell
+        # work done there from a cold start (docs/kernelbench.md, open)
+        res["baseline_prepare_us"] = _median(preps)
         res["speedup"] = res["baseline_us"] / res["time_us"] if res["time_us"] > 0 else None
         self._base_state["per_call_us"] = res["baseline_us"]
 
@@ -591,7 +627,7 @@ class Runner:
 
     def _attribute(self, w, source, rng, res):
         a, _ = w.request({"op": "attribute", "case": 0, "seed": rng.getrandbits(62)}, self.timeout_s)
-        if a.get("denied"):
+        if not a["ok"] and a.get("denied"):  # only a failed reply carries an error
             raise CandidateDenied(a["error"])
         if not a["ok"]:
             res["notes"].append(f"attribution failed: {a['error']}")
