@@ -289,10 +289,12 @@ def tall_matmul_runner(tmp_path_factory):
 def test_work_done_in_prepare_gets_no_speedup(tall_matmul_runner):
     """The worker's prepare wrapped through gc to compute the batch's
     outputs before the clock starts: the commitment is right (the outputs
-    exist), and it pays (66x on the CPU, helper-24's review)."""
-    res = run(tall_matmul_runner, PRECOMPUTE_IN_PREPARE, baseline=True)
-    assert res["verdict"] == "pass", res
-    assert res["speedup"] < 2.0, res
+    exist), and it pays (66x on the CPU, helper-24's review; 9-184x on a
+    loaded 2-core machine). The best of three, so a loaded machine's noise
+    cannot pass for the hole's closing."""
+    results = [run(tall_matmul_runner, PRECOMPUTE_IN_PREPARE, baseline=True) for _ in range(3)]
+    assert all(r["verdict"] == "pass" for r in results), results
+    assert max(r["speedup"] for r in results) < 2.0, results
 
 
 def test_the_calls_checked_come_from_the_os():
