@@ -47,20 +47,27 @@ def get_init_inputs():
 """
 
 
+def cpu_runner(tmp_path_factory, path):
+    """A Runner on the CPU for the problem file at path (no spare worker)."""
+    return Runner(import_problem(str(path)), "cpu", cache_dir=str(tmp_path_factory.mktemp("ext")),
+                  timeout_s=120, call_timeout_s=30, spare=False)
+
+
+def written(tmp_path_factory, name, text):
+    path = tmp_path_factory.mktemp("problem") / name
+    path.write_text(text)
+    return path
+
+
 @pytest.fixture(scope="module")
 def relu_runner(tmp_path_factory):
-    imp = import_problem(str(KB / "level1" / "01_relu.py"))
-    with Runner(imp, "cpu", cache_dir=str(tmp_path_factory.mktemp("ext")), timeout_s=120,
-                call_timeout_s=30, spare=False) as r:
+    with cpu_runner(tmp_path_factory, KB / "level1" / "01_relu.py") as r:
         yield r
 
 
 @pytest.fixture(scope="module")
 def matmul_runner(tmp_path_factory):
-    path = tmp_path_factory.mktemp("problem") / "matmul.py"
-    path.write_text(MATMUL)
-    with Runner(import_problem(str(path)), "cpu", cache_dir=str(tmp_path_factory.mktemp("ext")),
-                timeout_s=120, call_timeout_s=30, spare=False) as r:
+    with cpu_runner(tmp_path_factory, written(tmp_path_factory, "matmul.py", MATMUL)) as r:
         yield r
 
 
@@ -276,10 +283,7 @@ def get_init_inputs():
 
 @pytest.fixture(scope="module")
 def tall_matmul_runner(tmp_path_factory):
-    path = tmp_path_factory.mktemp("problem") / "tall_matmul.py"
-    path.write_text(TALL_MATMUL)
-    with Runner(import_problem(str(path)), "cpu", cache_dir=str(tmp_path_factory.mktemp("ext")),
-                timeout_s=120, call_timeout_s=30, spare=False) as r:
+    with cpu_runner(tmp_path_factory, written(tmp_path_factory, "tall_matmul.py", TALL_MATMUL)) as r:
         yield r
 
 

@@ -59,6 +59,17 @@ _MIX2 = 0x94D049BB133111EB - (1 << 64)
 _CHUNK = 1 << 24  # words mixed at a time: temporaries stay at 3 x 128 MiB
 
 
+def _mixed_sums(w, lo):
+    """The two sums of words w (int64, [..., W]) standing at positions lo,
+    lo+1, ... of their tensors, over the last axis: each word mixed with its
+    position (splitmix64's finaliser in wrapping int64 arithmetic)."""
+    z = w ^ (torch.arange(lo, lo + w.shape[-1], device=w.device, dtype=torch.int64) * _GOLDEN)
+    z = (z ^ (z >> 30)) * _MIX1
+    z = (z ^ (z >> 27)) * _MIX2
+    z = z ^ (z >> 31)
+    return z.sum(-1), (z * _GOLDEN + w).sum(-1)
+
+
 def sums(x):
     """Two 64-bit sums over the tensor's bytes as 8-byte words, each word
     mixed with its position first (splitmix64's finaliser in wrapping int64
@@ -74,13 +85,9 @@ def sums(x):
     words = b.view(torch.int64)
     s = torch.zeros(2, dtype=torch.int64, device=x.device)
     for lo in range(0, words.numel(), _CHUNK):
-        w = words[lo:lo + _CHUNK]
-        z = w ^ (torch.arange(lo, lo + w.numel(), device=x.device, dtype=torch.int64) * _GOLDEN)
-        z = (z ^ (z >> 30)) * _MIX1
-        z = (z ^ (z >> 27)) * _MIX2
-        z = z ^ (z >> 31)
-        s[0] += z.sum()
-        s[1] += (z * _GOLDEN + w).sum()
+        s0, s1 = _mixed_sums(words[lo:lo + _CHUNK], lo)
+        s[0] += s0
+        s[1] += s1
     return s
 
 
@@ -113,14 +120,9 @@ def sums_of_many(tensors):
     for r0 in range(0, n, group):
         words = _row_words(tensors[r0:r0 + group])
         for lo in range(0, width, _CHUNK):
-            w = words[:, lo:lo + _CHUNK]
-            pos = torch.arange(lo, lo + w.shape[1], device=x0.device, dtype=torch.int64) * _GOLDEN
-            z = w ^ pos
-            z = (z ^ (z >> 30)) * _MIX1
-            z = (z ^ (z >> 27)) * _MIX2
-            z = z ^ (z >> 31)
-            out[r0:r0 + group, 0] += z.sum(1)
-            out[r0:r0 + group, 1] += (z * _GOLDEN + w).sum(1)
+            s0, s1 = _mixed_sums(words[:, lo:lo + _CHUNK], lo)
+            out[r0:r0 + group, 0] += s0
+            out[r0:r0 + group, 1] += s1
     return list(out.unbind(0))
 
 
