@@ -143,12 +143,32 @@ void kr__prof_add(kr_context *ctx, int which, double t0)
         e->prof[which] += kr__now() - t0;
 }
 
+/* How long a wait polls the stream before it starts sleeping. Most waits
+ * (a verification unit's steps, a timed sample) end within a millisecond,
+ * and a sleeping poll overshoots by the kernel's timer slack (50 us by
+ * default) plus its own doubling nap: with ~100 waits per candidate that
+ * was milliseconds of an idle GPU per candidate. KR_WAIT_SPIN_US overrides
+ * the default (0: sleep from the start, as before), read once. */
+#define WAIT_SPIN_US_DEFAULT 2000
+
+static double wait_spin_s(void)
+{
+    static double spin = -1;
+    if (spin < 0) {
+        const char *v = getenv("KR_WAIT_SPIN_US");
+        double us = v && *v ? atof(v) : WAIT_SPIN_US_DEFAULT;
+        spin = (us > 0 ? us : 0) * 1e-6;
+    }
+    return spin;
+}
+
 int kr__engine_wait(kr_context *ctx, double timeout_s, const char *what)
 {
     const kr__cuda_api *cu = kr__cuda();
     kr__engine *e = ctx->engine;
-    double t0 = kr__now(), deadline = t0 + timeout_s;
+    double t0 = kr__now(), deadline = t0 + timeout_s, spin_until = t0 + wait_spin_s();
     struct timespec nap = {0, 20000};
+    e->waits++;
     for (;;) {
         CUresult r = cu->cuStreamQuery(e->stream);
         if (r == CUDA_SUCCESS) {
@@ -157,13 +177,16 @@ int kr__engine_wait(kr_context *ctx, double timeout_s, const char *what)
         }
         if (r != CUDA_ERROR_NOT_READY)
             return kr__cuda_fail(ctx, r, what);
-        if (kr__now() > deadline) {
+        double now = kr__now();
+        if (now > deadline) {
             /* a running kernel cannot be stopped from inside the process */
             ctx->poisoned = 1;
             snprintf(ctx->poison_why, sizeof ctx->poison_why,
                      "%s did not finish within %.1f s (a hang?)", what, timeout_s);
             return kr__fail(ctx, KR_ETIMEOUT, "%s", ctx->poison_why);
         }
+        if (now < spin_until)
+            continue; /* cuStreamQuery itself takes a microsecond or so */
         nanosleep(&nap, NULL);
         if (nap.tv_nsec < 1000000)
             nap.tv_nsec *= 2;

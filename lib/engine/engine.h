@@ -79,6 +79,7 @@ typedef struct kr__engine {
     kr__sound_entry *sound;     /* problems checked for soundness so far */
     size_t num_sound;
     double prof[KR__PROF_N];    /* where the time goes (profile.h) */
+    unsigned long waits;        /* kr__engine_wait calls, for the profile */
     kr__memo_table *memo;       /* baseline samples shared between benchmarks, made on first use */
     kr__spare spare[KR__SPARE_BUFFERS]; /* freed buffers kept for reuse (dbuf.c) */
     size_t num_spare;

@@ -119,6 +119,7 @@ static const char *const phase_names[PH_N] = {"facts", "compile", "plan", "verif
 typedef struct {
     int on;
     double start, mark, phase[PH_N], engine0[KR__PROF_N];
+    unsigned long waits0;
 } profile;
 
 static void profile_begin(profile *pr, kr_context *ctx)
@@ -127,8 +128,10 @@ static void profile_begin(profile *pr, kr_context *ctx)
     const char *v = getenv("KR_PROFILE");
     pr->on = v && *v && strcmp(v, "0") != 0;
     pr->start = pr->mark = kr__now();
-    if (pr->on && kr__engine_of(ctx))
+    if (pr->on && kr__engine_of(ctx)) {
         memcpy(pr->engine0, kr__engine_of(ctx)->prof, sizeof pr->engine0);
+        pr->waits0 = kr__engine_of(ctx)->waits;
+    }
 }
 
 static void profile_phase(profile *pr, int phase)
@@ -153,6 +156,8 @@ static void profile_end(const profile *pr, kr_context *ctx, const kr_report *r)
     for (int i = 0; e && i < KR__PROF_N && n > 0 && (size_t)n < sizeof line; i++)
         n += snprintf(line + n, sizeof line - (size_t)n, "%s %s %.1f", i ? "," : "; engine:",
                       kr__prof_names[i], 1e3 * (e->prof[i] - pr->engine0[i]));
+    if (e && n > 0 && (size_t)n < sizeof line)
+        n += snprintf(line + n, sizeof line - (size_t)n, "; %lu waits", e->waits - pr->waits0);
     fprintf(stderr, "%s (ms)\n", line);
 }
 

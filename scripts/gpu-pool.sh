@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The pool's throughput on a GPU machine in one device call: builds (the
+# Debian -dev packages of .device/debs in a private sysroot, as
+# gpu-check.sh does), then runs bench_pool with KR_PROFILE=1 once per value
+# of KR_WAIT_SPINS (the engine's poll-before-sleep, microseconds; default
+# "2000") and prints each run's table and where a candidate's time went
+# (scripts/profile_summary.py). KR_POOL_ARGS: bench_pool's arguments.
+# Logs go to $OUT. Run from the tree's root (device-snapshot.sh's .snap).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-$PWD/gpu-pool-out}; mkdir -p "$out"
+S=/tmp/sysroot; mkdir -p $S
+for f in .device/debs/*.deb; do [ -f "$f" ] && dpkg -x "$f" $S; done
+export PKG_CONFIG_PATH=$S/usr/lib/x86_64-linux-gnu/pkgconfig PKG_CONFIG_SYSROOT_DIR=$S
+export LD_LIBRARY_PATH=$S/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+b=${BUILD_DIR:-/tmp/build-$(pwd | md5sum | cut -c1-8)}
+t0=$(date +%s)
+{ [ -f $b/build.ninja ] || meson setup $b -Dbuildtype=release >/dev/null; } && ninja -C $b >/dev/null ||
+  { echo "BUILD FAILED"; exit 1; }
+echo "== bench_pool at $(cat .device/commit 2>/dev/null || git rev-parse --short HEAD), built in $(( $(date +%s) - t0 )) s"
+for spin in ${KR_WAIT_SPINS:-2000}; do
+  echo "== KR_WAIT_SPIN_US=$spin: bench_pool ${KR_POOL_ARGS:---per-problem 16 --skip-in-process}"
+  # shellcheck disable=SC2086
+  KR_WAIT_SPIN_US=$spin KR_PROFILE=1 KR_SOURCE_ROOT=$PWD timeout ${KR_POOL_TIMEOUT:-240} \
+    $b/bench/bench_pool ${KR_POOL_ARGS:---per-problem 16 --skip-in-process} \
+    2> "$out/pool-$spin.err" | tee "$out/pool-$spin.log"
+  grep -v '^kreward profile' "$out/pool-$spin.err" | tail -5
+  python3 scripts/profile_summary.py "$out/pool-$spin.err"
+done
+echo "== done in $(( $(date +%s) - t0 )) s"
