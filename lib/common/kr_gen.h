@@ -4,7 +4,8 @@
  * Why the same bits: a caller rebuilds inputs on the host (e.g. to compute
  * golden outputs with PyTorch) and must see exactly what the GPU kernel saw.
  * So this file uses only operations IEEE 754 fixes exactly: + - * / and sqrt
- * in double, int<->double and double->float conversions, integer bit work.
+ * in double and float, int<->double, int->float and double->float
+ * conversions, integer bit work.
  * No libm transcendental (log/cos/exp are written here as polynomials) and
  * no fused multiply-add: the host compiles it with -ffp-contract=off (the
  * default in ISO C mode), NVRTC with --fmad=false.
@@ -23,6 +24,7 @@ typedef unsigned long long kr_u64;
 typedef long long kr_i64;
 #define KR_GEN_SQRT(x) sqrt(x)
 #define KR_GEN_F2U(f) __float_as_uint(f)
+#define KR_GEN_U2F(u) __uint_as_float(u)
 #define KR_GEN_D2U(d) ((kr_u64)__double_as_longlong(d))
 #define KR_GEN_U2D(u) __longlong_as_double((long long)(u))
 /* full-width stores: tensors are 256-byte aligned and elements naturally */
@@ -43,9 +45,11 @@ typedef uint64_t kr_u64;
 typedef int64_t kr_i64;
 #define KR_GEN_SQRT(x) sqrt(x)
 static inline kr_u32 kr_gen_f2u(float f) { kr_u32 u; memcpy(&u, &f, 4); return u; }
+static inline float kr_gen_u2f(kr_u32 u) { float f; memcpy(&f, &u, 4); return f; }
 static inline kr_u64 kr_gen_d2u(double d) { kr_u64 u; memcpy(&u, &d, 8); return u; }
 static inline double kr_gen_u2d(kr_u64 u) { double d; memcpy(&d, &u, 8); return d; }
 #define KR_GEN_F2U(f) kr_gen_f2u(f)
+#define KR_GEN_U2F(u) kr_gen_u2f(u)
 #define KR_GEN_D2U(d) kr_gen_d2u(d)
 #define KR_GEN_U2D(u) kr_gen_u2d(u)
 /* the host is little-endian like the GPU; memcpy keeps unaligned buffers legal */
@@ -215,6 +219,80 @@ KR_GEN_FN double kr_gen_cos2pi(double u)
     return kr_gen_cossin2pi(u, &s);
 }
 
+/* The float forms of ln and cos/sin 2 pi u, for the normal distribution of
+ * every dtype but f64: the generator fills every input of every timed
+ * sample, and the double form (FP64, twelve-term series) made it a third of
+ * the memory's speed on an H200, most of a memory-bound benchmark's time.
+ * Same rules as above, in float: the series are short enough for float's
+ * 24 bits. ln(x) for x in (0, 1]: x = m 2^e, m in [sqrt(1/2), sqrt(2)),
+ * ln(m) = 2 atanh(s), s = (m-1)/(m+1), |s| < 0.172, to s^9 (next term
+ * 2e-9 of the value). */
+KR_GEN_FN float kr_gen_logf(float x)
+{
+    kr_u32 bits = KR_GEN_F2U(x);
+    int e = (int)((bits >> 23) & 0xffu) - 127;
+    float m = KR_GEN_U2F((bits & 0x007fffffu) | 0x3f800000u);
+    if (m > 1.41421356f) {
+        m = m * 0.5f;
+        e += 1;
+    }
+    float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
+    float t = 0.111111111f;
+    t = t * s2 + 0.142857143f;
+    t = t * s2 + 0.2f;
+    t = t * s2 + 0.333333333f;
+    t = t * s2 + 1.0f;
+    return 2.0f * s * t + (float)e * 0.693147181f;
+}
+
+/* cos(2 pi u) and sin(2 pi u) for u in [0, 1): quadrant from u, Taylor to
+ * x^12 and x^13 on [0, pi/2) (next terms under 7e-9). */
+KR_GEN_FN float kr_gen_cossin2pif(float u, float *sin_out)
+{
+    float q4 = u * 4.0f;
+    int q = (int)q4;
+    float x = (q4 - (float)q) * 1.57079633f, x2 = x * x;
+    float c = 2.08767570e-09f;     /* 1/12! */
+    c = c * -x2 + 2.75573192e-07f; /* 1/10! */
+    c = c * -x2 + 2.48015873e-05f; /* 1/8! */
+    c = c * -x2 + 1.38888889e-03f; /* 1/6! */
+    c = c * -x2 + 4.16666667e-02f; /* 1/4! */
+    c = c * -x2 + 0.5f;
+    c = c * -x2 + 1.0f;
+    float s = 1.60590438e-10f;     /* 1/13! */
+    s = s * -x2 + 2.50521084e-08f; /* 1/11! */
+    s = s * -x2 + 2.75573192e-06f; /* 1/9! */
+    s = s * -x2 + 1.98412698e-04f; /* 1/7! */
+    s = s * -x2 + 8.33333333e-03f; /* 1/5! */
+    s = s * -x2 + 0.166666667f;    /* 1/3! */
+    s = s * -x2 + 1.0f;
+    s = s * x;
+    *sin_out = q == 0 ? s : q == 1 ? c : q == 2 ? -s : -c;
+    return q == 0 ? c : q == 1 ? -s : q == 2 ? -c : s;
+}
+
+/* Box-Muller: both normal values of a group's four words, mean and std
+ * applied (in double). f64 tensors keep the double form (53-bit uniforms,
+ * tails to 8.6 sigma); the others use float (24-bit uniforms, tails to
+ * 5.8 sigma: beyond it lies one value in 10^8). */
+KR_GEN_FN void kr_gen_normal_pair(const kr_gen_dist *d, const kr_u32 w[4], double z[2])
+{
+    if (d->dtype == KR_GEN_F64) {
+        double u1 = 1.0 - kr_gen_u01(w[0], w[1]); /* (0, 1] */
+        double r = KR_GEN_SQRT(-2.0 * kr_gen_log(u1)), sn;
+        double cs = kr_gen_cossin2pi(kr_gen_u01(w[2], w[3]), &sn);
+        z[0] = d->a + d->b * r * cs;
+        z[1] = d->a + d->b * r * sn;
+        return;
+    }
+    float u1 = (float)((w[0] >> 8) + 1u) * 5.96046448e-08f; /* (0, 1], times 2^-24 */
+    float u2 = (float)(w[2] >> 8) * 5.96046448e-08f;        /* [0, 1) */
+    float r = sqrtf(-2.0f * kr_gen_logf(u1)), sn;
+    float cs = kr_gen_cossin2pif(u2, &sn);
+    z[0] = d->a + d->b * (double)(r * cs);
+    z[1] = d->a + d->b * (double)(r * sn);
+}
+
 /* How many elements one Philox call (4 words) serves: cheap distributions
  * use one word per element, normal pairs share Box-Muller's cos and sin.
  * Part of the definition of the values: host and GPU agree on it. */
@@ -253,10 +331,9 @@ KR_GEN_FN double kr_gen_base(kr_u32 kind, const kr_gen_dist *d, const kr_u32 w[4
         return d->a + (d->b - d->a) * u;
     }
     if (kind == KR_GEN_NORMAL) {
-        double u1 = 1.0 - kr_gen_u01(w[0], w[1]); /* (0, 1] */
-        double r = KR_GEN_SQRT(-2.0 * kr_gen_log(u1)), sn;
-        double cs = kr_gen_cossin2pi(kr_gen_u01(w[2], w[3]), &sn);
-        return d->a + d->b * r * (lane ? sn : cs);
+        double z[2];
+        kr_gen_normal_pair(d, w, z);
+        return lane ? z[1] : z[0];
     }
     /* pareto, symmetric: scale * (u^(-1/alpha) - 1) with a random sign */
     double u = 1.0 - kr_gen_u01(w[0], w[1]);
@@ -328,6 +405,8 @@ KR_GEN_FN void kr_gen_words(kr_u64 seed, kr_u32 tensor, kr_u64 group, kr_u32 w[4
     kr_gen_philox(w, (kr_u32)seed, (kr_u32)(seed >> 32));
 }
 
+KR_GEN_FN kr_u64 kr_gen_encode(const kr_gen_dist *d, double v, kr_i64 iv, int is_int);
+
 /* One element's bits, from its group's words. */
 KR_GEN_FN kr_u64 kr_gen_bits(const kr_gen_dist *d, const kr_u32 w[4], int lane, int per_call,
                              kr_u64 seed, kr_u32 tensor)
@@ -354,6 +433,12 @@ KR_GEN_FN kr_u64 kr_gen_bits(const kr_gen_dist *d, const kr_u32 w[4], int lane, 
     } else {
         v = kr_gen_base(d->kind, d, w, lane, per_call);
     }
+    return kr_gen_encode(d, v, iv, is_int);
+}
+
+/* A value's bits in the tensor's dtype: clamped to its range. */
+KR_GEN_FN kr_u64 kr_gen_encode(const kr_gen_dist *d, double v, kr_i64 iv, int is_int)
+{
     if (is_int)
         v = (double)iv;
     if (v > d->clamp)
@@ -416,8 +501,16 @@ KR_GEN_FN void kr_gen_group(const kr_gen_dist *d, kr_u64 seed, kr_u32 tensor, kr
     kr_u64 first = group * (kr_u64)per;
     kr_u8 *dst = out + first * (kr_u64)size;
     if (first + (kr_u64)per <= n && per >= 2) {
-        kr_u64 b0 = kr_gen_bits(d, w, 0, per, seed, tensor), b1 = kr_gen_bits(d, w, 1, per, seed, tensor);
-        kr_u64 b2 = 0, b3 = 0;
+        kr_u64 b0, b1, b2 = 0, b3 = 0;
+        if (d->kind == KR_GEN_NORMAL) { /* the pair's logarithm and cosine once */
+            double z[2];
+            kr_gen_normal_pair(d, w, z);
+            b0 = kr_gen_encode(d, z[0], 0, 0);
+            b1 = kr_gen_encode(d, z[1], 0, 0);
+        } else {
+            b0 = kr_gen_bits(d, w, 0, per, seed, tensor);
+            b1 = kr_gen_bits(d, w, 1, per, seed, tensor);
+        }
         if (per == 4) {
             b2 = kr_gen_bits(d, w, 2, per, seed, tensor);
             b3 = kr_gen_bits(d, w, 3, per, seed, tensor);

@@ -239,6 +239,33 @@ static void polynomial_math(void **state)
         assert_true(fabs(kr_gen_exp(x) - exp(x)) <= 1e-13 * exp(x));
     for (double u = 0; u < 1; u += 1.0 / 4099)
         assert_true(fabs(kr_gen_cos2pi(u) - cos(2 * M_PI * u)) < 1e-13);
+    /* the float forms (normal values of every dtype but f64): a few float ulps */
+    for (float x = 5.96046448e-08f; x <= 1.0f; x *= 1.0071f)
+        assert_true(fabs(kr_gen_logf(x) - log(x)) <= 4e-7 * fmax(1, fabs(log(x))));
+    assert_true(kr_gen_logf(1.0f) == 0.0f);
+    for (int k = 0; k < (1 << 24); k += 4099) {
+        float u = (float)k * 5.96046448e-08f, sn;
+        float cs = kr_gen_cossin2pif(u, &sn);
+        assert_true(fabs(cs - cos(2 * M_PI * u)) < 4e-7);
+        assert_true(fabs(sn - sin(2 * M_PI * u)) < 4e-7);
+    }
+}
+
+/* A normal pair is computed once per group (kr_gen_group) and per lane
+ * (kr_gen_element): both give the same bits, in float dtypes and f64. */
+static void normal_pairs_agree(void **state)
+{
+    (void)state;
+    static const unsigned dtypes[] = {KR_GEN_F32, KR_GEN_F64, KR_GEN_BF16, KR_GEN_F16};
+    for (size_t k = 0; k < sizeof dtypes / sizeof dtypes[0]; k++) {
+        kr_gen_dist d = dist(KR_GEN_NORMAL, dtypes[k], 0.5, 3);
+        unsigned char by_group[1000 * 8], by_element[1000 * 8];
+        for (uint64_t g = 0; g < 500; g++)
+            kr_gen_group(&d, 11, 2, g, 1000, by_group);
+        for (uint64_t i = 0; i < 1000; i++)
+            kr_gen_element(&d, 11, 2, i, by_element);
+        assert_memory_equal(by_group, by_element, 1000 * (size_t)kr_gen_dtype_size(dtypes[k]));
+    }
 }
 
 static void never_constant(void **state)
@@ -333,6 +360,7 @@ int main(void)
         cmocka_unit_test(clamped_to_dtype),
         cmocka_unit_test(rounding_into_small_formats),
         cmocka_unit_test(polynomial_math),
+        cmocka_unit_test(normal_pairs_agree),
         cmocka_unit_test(never_constant),
         cmocka_unit_test(builtin_kernels_compile),
         cmocka_unit_test(chacha20_block_matches_rfc8439),
