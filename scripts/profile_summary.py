@@ -1,18 +1,20 @@
 #!/usr/bin/env python3
 """Sums the KR_PROFILE lines (lib/engine/evaluate.c) of a log into a table:
-per verdict and problem, the mean milliseconds of each phase and engine
-counter, and the mean number of stream waits per evaluation.
+per verdict and problem, the median milliseconds of each phase and engine
+counter, stream waits and megabytes generated per evaluation (medians: a
+worker's first evaluation of a problem pays for its soundness check).
 
     KR_PROFILE=1 build/bench/bench_pool ... 2> pool.err
     python3 scripts/profile_summary.py pool.err
 """
 import collections
 import re
+import statistics
 import sys
 
 LINE = re.compile(r"kreward profile: (\S+) (\S+): total ([\d.]+) ms;(.*)")
 PAIR = re.compile(r"([a-z_]+) ([\d.]+)")
-WAITS = re.compile(r"(\d+) waits")
+WAITS = re.compile(r"(\d+) waits(?:, ([\d.]+) MB generated)?")
 
 
 def summarize(lines):
@@ -22,16 +24,17 @@ def summarize(lines):
         if not m:
             continue
         key = (m.group(1), m.group(2))
-        g = groups.setdefault(key, collections.Counter())
-        g["n"] += 1
-        g["total"] += float(m.group(3))
+        g = groups.setdefault(key, collections.defaultdict(list))
+        g["total"].append(float(m.group(3)))
         rest = m.group(4)
         w = WAITS.search(rest)
         if w:
-            g["waits"] += int(w.group(1))
+            g["waits"].append(int(w.group(1)))
+            if w.group(2):
+                g["MB"].append(float(w.group(2)))
             rest = rest[:w.start()]
         for name, value in PAIR.findall(rest):
-            g[name] += float(value)
+            g[name].append(float(value))
     return groups
 
 
@@ -45,13 +48,12 @@ def main(paths):
         return 1
     cols = []
     for g in groups.values():
-        cols += [k for k in g if k not in ("n",) and k not in cols]
+        cols += [k for k in g if k not in cols]
     print("| verdict | problem | n | " + " | ".join(cols) + " |")
     print("|---" * (3 + len(cols)) + "|")
     for (verdict, problem), g in groups.items():
-        n = g["n"]
-        print(f"| {verdict} | {problem} | {n} | " +
-              " | ".join(f"{g[c] / n:.2f}" for c in cols) + " |")
+        print(f"| {verdict} | {problem} | {len(g['total'])} | " +
+              " | ".join(f"{statistics.median(g[c]):.2f}" if g.get(c) else "" for c in cols) + " |")
     return 0
 
 

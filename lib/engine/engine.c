@@ -134,7 +134,7 @@ int kr__engine_pinned(kr_context *ctx, size_t bytes, void **out)
     return KR_OK;
 }
 
-const char *const kr__prof_names[KR__PROF_N] = {"alloc", "free", "wait", "reference"};
+const char *const kr__prof_names[KR__PROF_N] = {"alloc", "free", "wait", "reference", "open"};
 
 void kr__prof_add(kr_context *ctx, int which, double t0)
 {

@@ -80,6 +80,7 @@ typedef struct kr__engine {
     size_t num_sound;
     double prof[KR__PROF_N];    /* where the time goes (profile.h) */
     unsigned long waits;        /* kr__engine_wait calls, for the profile */
+    double generated_bytes;     /* inputs written by the generator, for the profile */
     kr__memo_table *memo;       /* baseline samples shared between benchmarks, made on first use */
     kr__spare spare[KR__SPARE_BUFFERS]; /* freed buffers kept for reuse (dbuf.c) */
     size_t num_spare;

@@ -120,6 +120,7 @@ typedef struct {
     int on;
     double start, mark, phase[PH_N], engine0[KR__PROF_N];
     unsigned long waits0;
+    double generated0;
 } profile;
 
 static void profile_begin(profile *pr, kr_context *ctx)
@@ -131,6 +132,7 @@ static void profile_begin(profile *pr, kr_context *ctx)
     if (pr->on && kr__engine_of(ctx)) {
         memcpy(pr->engine0, kr__engine_of(ctx)->prof, sizeof pr->engine0);
         pr->waits0 = kr__engine_of(ctx)->waits;
+        pr->generated0 = kr__engine_of(ctx)->generated_bytes;
     }
 }
 
@@ -157,7 +159,8 @@ static void profile_end(const profile *pr, kr_context *ctx, const kr_report *r)
         n += snprintf(line + n, sizeof line - (size_t)n, "%s %s %.1f", i ? "," : "; engine:",
                       kr__prof_names[i], 1e3 * (e->prof[i] - pr->engine0[i]));
     if (e && n > 0 && (size_t)n < sizeof line)
-        n += snprintf(line + n, sizeof line - (size_t)n, "; %lu waits", e->waits - pr->waits0);
+        n += snprintf(line + n, sizeof line - (size_t)n, "; %lu waits, %.0f MB generated",
+                      e->waits - pr->waits0, (e->generated_bytes - pr->generated0) / 1e6);
     fprintf(stderr, "%s (ms)\n", line);
 }
 

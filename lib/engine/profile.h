@@ -12,6 +12,7 @@ enum {
     KR__PROF_FREE,       /* cuMemFree */
     KR__PROF_WAIT,       /* waiting for the engine's stream */
     KR__PROF_REFERENCE,  /* reference runs (source or golden), waits included */
+    KR__PROF_OPEN,       /* opening the reference: its compile (a cache hit), load, plan */
     KR__PROF_N
 };
 

@@ -52,7 +52,17 @@ int kr_problem_check_reference(kr_context *ctx, const kr_problem *p)
     return rc;
 }
 
+static int reference_open(kr_context *ctx, kr__reference *ref, const kr_problem *p);
+
 int kr__reference_open(kr_context *ctx, kr__reference *ref, const kr_problem *p)
+{
+    double t0 = kr__now();
+    int rc = reference_open(ctx, ref, p);
+    kr__prof_add(ctx, KR__PROF_OPEN, t0);
+    return rc;
+}
+
+static int reference_open(kr_context *ctx, kr__reference *ref, const kr_problem *p)
 {
     memset(ref, 0, sizeof *ref);
     ref->p = p;

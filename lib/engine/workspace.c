@@ -59,6 +59,7 @@ void kr__tset_free(kr_context *ctx, kr__tset *s)
 static int generate(kr_context *ctx, const kr__tset *s, size_t t, uint64_t seed)
 {
     const kr__tensor *x = &s->p->tensors[t];
+    kr__engine_of(ctx)->generated_bytes += (double)s->buf[t].bytes;
     return kr__k_generate(ctx, s->buf[t].ptr, kr__elements(s->p, t, s->c), &x->dist, seed,
                           (uint32_t)t);
 }
