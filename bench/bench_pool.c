@@ -6,11 +6,13 @@
  *
  *   bench_pool [--problems N] [--per-problem M] [--gpus LIST] [--soak K]
  *              [--fault-percent F] [--hang-percent H] [--skip-in-process]
- *              [--scaling]
+ *              [--scaling] [--hang-timeout S]
  *
  * --scaling: also runs the clean batch on a pool of GPU 0 alone and prints
  * the ratio (the all-GPU pool over the one-GPU pool), for the multi-GPU
- * target. */
+ * target. --hang-timeout: the verification deadline of every job (default
+ * 2 s; a hanging candidate costs that much GPU time, so a soak of thousands
+ * with 5 % hanging needs it short). */
 #include <kreward/kreward.h>
 
 #include "common/clock.h"
@@ -86,6 +88,8 @@ static const char *verdict(const kr_report *r)
     return kr_verdict_name(kr_report_verdict(r));
 }
 
+static double hang_timeout_s = 2;
+
 static void run_pool(kr_pool *pool, const corpus *c, size_t problems, size_t per, unsigned salt,
                      int fault_pct, int hang_pct, outcome *o)
 {
@@ -98,7 +102,7 @@ static void run_pool(kr_pool *pool, const corpus *c, size_t problems, size_t per
     kr_bench_options_init(&bo, KR_BENCH_OPTIONS_VERSION, KR_BENCH_FAST);
     kr_verify_options vo;
     kr_verify_options_init(&vo, KR_VERIFY_OPTIONS_VERSION);
-    vo.timeout_s = 2;
+    vo.timeout_s = hang_timeout_s;
     memset(o, 0, sizeof *o);
     for (size_t i = 0; i < n; i++) {
         size_t p = i % problems;
@@ -269,6 +273,8 @@ int main(int argc, char **argv)
             skip_in_process = 1;
         else if (!strcmp(argv[i], "--scaling"))
             scaling = 1;
+        else if (!strcmp(argv[i], "--hang-timeout") && i + 1 < argc)
+            hang_timeout_s = atof(argv[++i]);
     }
     problems = problems > NUM_PROBLEMS ? NUM_PROBLEMS : problems;
     const char *root = getenv("KR_SOURCE_ROOT") ? getenv("KR_SOURCE_ROOT") : ".";
@@ -359,9 +365,15 @@ int main(int argc, char **argv)
         while (done < soak) {
             outcome o;
             run_pool(pool, &c, problems, per, 100 + (unsigned)done, fault_pct, hang_pct, &o);
+            size_t before = done;
             done += problems * per;
             reports += o.total;
             right += o.right;
+            if (done / 1000 != before / 1000) /* memory along the way, not only at the ends */
+                printf("soak: %zu evaluations, %.0f s, %zu reports, %zu as expected; caller RSS %ld "
+                       "MB, workers' RSS %ld MB, GPU memory used %ld MiB\n", done, kr__now() - ts,
+                       reports, right, rss_kb(getpid()) / 1024, workers_rss_kb(pool) / 1024,
+                       gpu_used_mib());
         }
         long rss1 = rss_kb(getpid()), wrss1 = workers_rss_kb(pool), gpu1 = gpu_used_mib();
         printf("\nsoak: %zu evaluations in %.0f s, %zu reports (%zu lost), %zu with the expected "

@@ -425,10 +425,21 @@ KR_GEN_FN kr_u64 kr_gen_bits(const kr_gen_dist *d, const kr_u32 w[4], int lane, 
     } else if (d->kind == KR_GEN_BERNOULLI) {
         iv = kr_gen_u24(kr_gen_word(w, lane)) < d->p;
     } else if (d->kind == KR_GEN_MIX) {
-        kr_u32 w2[4] = {w[2], w[3], w[0] ^ w[1], 0x6d697821u /* "mix!" */};
-        kr_gen_philox(w2, (kr_u32)seed ^ 0x5bd1e995u, tensor);
         v = kr_gen_base(d->base_kind, d, w, 0, 1);
-        if (kr_gen_u01(w2[0], w2[1]) < d->p)
+        /* the outlier draw from a word the base value left alone (w[3]:
+         * uniform and pareto use w[0..1] and one bit of w[2], a float
+         * normal w[0] and w[2]); a double normal uses all four, so it
+         * takes a second Philox call (one call per element was a quarter
+         * of the speed of the other distributions) */
+        double u;
+        if (d->base_kind == KR_GEN_NORMAL && d->dtype == KR_GEN_F64) {
+            kr_u32 w2[4] = {w[2], w[3], w[0] ^ w[1], 0x6d697821u /* "mix!" */};
+            kr_gen_philox(w2, (kr_u32)seed ^ 0x5bd1e995u, tensor);
+            u = kr_gen_u01(w2[0], w2[1]);
+        } else {
+            u = kr_gen_u24(w[3]);
+        }
+        if (u < d->p)
             v = v * d->outlier_scale;
     } else {
         v = kr_gen_base(d->kind, d, w, lane, per_call);

@@ -34,6 +34,12 @@ static double *sample(const kr_gen_dist *d, uint64_t seed, size_t n)
     return out;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 static void moments(const double *x, size_t n, double *mean, double *sd)
 {
     double s = 0, s2 = 0;
@@ -141,6 +147,43 @@ static void integers_bernoulli_heavy_tails(void **state)
     /* 1 % scaled by 1e4; |z| > 0.01 for ~99 % of them */
     assert_true(outliers > n / 100 * 85 / 100 && outliers < n / 100 * 115 / 100);
     free(x);
+
+    /* the outlier draw shares a Philox call with the base value (a word the
+     * base does not use; f64 normal: a second call): the fraction holds for
+     * every base, and it does not depend on the base value (outliers are as
+     * frequent among small base values as among large ones) */
+    static const unsigned bases[] = {KR_GEN_UNIFORM, KR_GEN_NORMAL, KR_GEN_PARETO};
+    for (size_t k = 0; k < 3; k++)
+        for (int f64 = 0; f64 < 2; f64++) {
+            kr_gen_dist b = dist(KR_GEN_MIX, f64 ? KR_GEN_F64 : KR_GEN_F32,
+                                 bases[k] == KR_GEN_PARETO ? 1.5 : bases[k] == KR_GEN_UNIFORM ? 1 : 0,
+                                 bases[k] == KR_GEN_UNIFORM ? 2 : 1);
+            b.base_kind = bases[k];
+            b.p = 0.05;
+            b.outlier_scale = 1e6;
+            kr_gen_dist plain = b;
+            plain.p = 0; /* the same base values, no outliers */
+            double *y = sample(&b, 9, n), *base = sample(&plain, 9, n), median;
+            double *sorted = malloc(n * sizeof *sorted);
+            for (size_t i = 0; i < n; i++)
+                sorted[i] = fabs(base[i]);
+            qsort(sorted, n, sizeof *sorted, cmp_double);
+            median = sorted[n / 2];
+            size_t out_small = 0, out_large = 0, small = 0;
+            for (size_t i = 0; i < n; i++) {
+                int out = y[i] != base[i];
+                small += fabs(base[i]) < median;
+                out_small += out && fabs(base[i]) < median;
+                out_large += out && fabs(base[i]) >= median;
+            }
+            double frac = (double)(out_small + out_large) / (double)n;
+            double fs = (double)out_small / (double)small, fl = (double)out_large / (double)(n - small);
+            assert_true(fabs(frac - 0.05) < 0.003);
+            assert_true(fabs(fs - fl) < 0.006);
+            free(y);
+            free(base);
+            free(sorted);
+        }
 }
 
 static void clamped_to_dtype(void **state)
