@@ -73,8 +73,9 @@ def matmul_runner(tmp_path_factory):
 
 def as_matmul(relu_cheat):
     """A relu cheat made a matmul cheat (the same mechanism, a slower call)."""
-    src = relu_cheat.replace("torch.relu(job[1], out=self)", "torch.matmul(job[1], job[2], out=self)")
-    src = src.replace("torch.relu(job[1], out=out)", "torch.matmul(job[1], job[2], out=out)")
+    src = relu_cheat.replace("torch.clamp_min(job[1], 0, out=self)", "torch.matmul(job[1], job[2], out=self)")
+    src = src.replace("torch.clamp_min(job[1], 0, out=out)", "torch.matmul(job[1], job[2], out=out)")
+    assert src != relu_cheat, "the cheat's relu call is not where as_matmul looks"
     src = src.replace("def forward(self, x):", "def forward(self, x, y):")
     src = src.replace("out = torch.empty_like(x)", "out = torch.empty(x.shape[0], y.shape[1])")
     return src.replace("_pending[id(out)] = (out, x)", "_pending[id(out)] = (out, x, y)")
@@ -149,6 +150,15 @@ def test_outputs_computed_after_the_clock_get_no_speedup(matmul_runner, name):
     computed when fetched)."""
     res = run(matmul_runner, as_matmul((RELU / name).read_text()), baseline=True)
     assert res["verdict"] != "pass" or res["speedup"] < 2.0, res
+
+
+@pytest.mark.parametrize("name", LAZY)
+def test_the_lazy_relu_cheats_reach_the_commitment(relu_runner, name):
+    """The manifest's lazy cheats as written (relu): caught by the
+    commitment, not by an exception of their own (they once called
+    torch.relu(out=), which torch refuses, and never reached it)."""
+    res = run(relu_runner, (RELU / name).read_text(), baseline=True)
+    assert res["verdict"] == "wrong" and "after the batch" in (res["feedback"] or ""), res
 
 
 def committed_and_fetched(runner, source, seeds=(11, 12)):

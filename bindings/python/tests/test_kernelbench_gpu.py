@@ -4,6 +4,7 @@ torch_fallback), and every candidate of the manifest gets its expected
 outcome: honest and slow ones pass with custom kernels, cheats are caught."""
 import json
 import pathlib
+import re
 
 import pytest
 
@@ -50,6 +51,10 @@ def test_candidates(problem, cand, expect, tmp_path_factory):
     res = runner(problem, tmp_path_factory).evaluate((KB / "candidates" / cand).read_text(), seed=1)
     print(json.dumps({"candidate": cand, **{k: res.get(k) for k in (
         "verdict", "feedback", "time_us", "baseline_us", "speedup", "compile_seconds", "torch_fallback")}}))
+    # a cheat is caught by a defence, never by an exception of its own code
+    # (the lazy cheats once called torch.relu(out=), which torch refuses,
+    # and were "caught" without reaching the defence they test)
+    assert not re.search(r"\b[A-Z]\w*(Error|Exception)\b", res.get("feedback") or ""), res
     if expect == "pass":
         assert res["verdict"] == "pass" and res["torch_fallback"] is False, res
         assert res["kernels"]["custom"]

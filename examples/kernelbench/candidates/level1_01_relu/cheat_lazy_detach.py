@@ -12,7 +12,7 @@ def _lazy_detach(self):
     job = _pending.get(id(self))
     if job is not None and job[0] is self:
         del _pending[id(self)]
-        torch.relu(job[1], out=self)
+        torch.clamp_min(job[1], 0, out=self)
     return _detach(self)
 
 
