@@ -12,15 +12,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-$PWD/gpu-kernelbench-out}; mkdir -p "$out"
-S=/tmp/sysroot; mkdir -p $S
-for f in .device/debs/*.deb; do [ -f "$f" ] && dpkg -x "$f" $S; done
-export PKG_CONFIG_PATH=$S/usr/lib/x86_64-linux-gnu/pkgconfig PKG_CONFIG_SYSROOT_DIR=$S
-export LD_LIBRARY_PATH=$S/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+# shellcheck source=scripts/device-build.sh
+. scripts/device-build.sh
 b=${BUILD_DIR:-/tmp/build-kb-$(pwd | md5sum | cut -c1-8)}
 t0=$(date +%s)
 elapsed() { echo $(( $(date +%s) - t0 )); }
-{ [ -f $b/build.ninja ] || meson setup $b -Dbuildtype=release >/dev/null; } && ninja -C $b >/dev/null ||
-  { echo "BUILD FAILED"; exit 1; }
+device_build "$b" || exit 1
 echo "== built $(cat .device/commit 2>/dev/null || git rev-parse --short HEAD) in $(elapsed) s"
 export KREWARD_LIBRARY=$(ls $b/lib/libkreward.so.1) PYTHONPATH=bindings/python
 echo "== sandbox probe"

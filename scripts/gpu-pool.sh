@@ -9,14 +9,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-$PWD/gpu-pool-out}; mkdir -p "$out"
-S=/tmp/sysroot; mkdir -p $S
-for f in .device/debs/*.deb; do [ -f "$f" ] && dpkg -x "$f" $S; done
-export PKG_CONFIG_PATH=$S/usr/lib/x86_64-linux-gnu/pkgconfig PKG_CONFIG_SYSROOT_DIR=$S
-export LD_LIBRARY_PATH=$S/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+# shellcheck source=scripts/device-build.sh
+. scripts/device-build.sh
 b=${BUILD_DIR:-/tmp/build-$(pwd | md5sum | cut -c1-8)}
 t0=$(date +%s)
-{ [ -f $b/build.ninja ] || meson setup $b -Dbuildtype=release >/dev/null; } && ninja -C $b >/dev/null ||
-  { echo "BUILD FAILED"; exit 1; }
+device_build "$b" || exit 1
 echo "== bench_pool at $(cat .device/commit 2>/dev/null || git rev-parse --short HEAD), built in $(( $(date +%s) - t0 )) s"
 for spin in ${KR_WAIT_SPINS:-2000}; do
   echo "== KR_WAIT_SPIN_US=$spin: bench_pool ${KR_POOL_ARGS:---per-problem 16 --skip-in-process}"
