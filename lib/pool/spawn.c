@@ -112,7 +112,7 @@ static char **environment(const kr__worker *w, char *storage, size_t size)
     static const char *const passed[] = {"LD_LIBRARY_PATH", "CUDA_DEVICE_ORDER", "KREWARD_CUPTI",
                                          "KREWARD_NVRTC_LIBRARY", "KREWARD_CUPTI_LIBRARY",
                                          "KREWARD_CUDA_MAJOR", "KREWARD_CACHE_MAX_BYTES",
-                                         "TMPDIR", "LANG", "KR_PROFILE"};
+                                         "TMPDIR", "LANG", "KR_PROFILE", "KR_WAIT_SPIN_US"};
     size_t num_passed = sizeof passed / sizeof passed[0];
     char **env = calloc(num_passed + 3, sizeof *env); /* + ours + NULL */
     size_t n = 0, used = 0;
