@@ -137,3 +137,28 @@ def test_manifest_names_existing_candidates():
         assert (KB / problem).is_file()
         for cand, expect in cands.items():
             assert (KB / "candidates" / cand).is_file() and expect in ("pass", "torch_fallback", "wrong", "caught")
+
+
+def test_a_torch_compile_baseline(tmp_path):
+    """Runner(baseline="compile"): the speedup is against torch.compile of
+    the reference, compiled in the baseline worker before its seal (the
+    compile starts a C++ compiler here, which the seal would refuse), and
+    the result says so."""
+    imp = import_problem(str(KB / "level1" / "01_relu.py"))
+    with Runner(imp, "cpu", cache_dir=str(tmp_path / "ext"), timeout_s=300, call_timeout_s=60,
+                baseline="compile", spare=False) as r:
+        src = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+               "        return torch.relu(x)\n")
+        res = run(r, src, baseline=True)
+        assert res["verdict"] == "pass", res
+        assert res["baseline_kind"] == "torch.compile"
+        assert res["baseline_compile_seconds"] > 0 and res["baseline_us"] > 0
+        assert r._base_state["graphs"] >= 1  # dynamo really made a graph
+    with pytest.raises(ValueError, match="eager"):
+        Runner(imp, "cpu", baseline="inductor")
+
+
+def test_the_eager_baseline_is_said(relu_runner):
+    res = run(relu_runner, "import torch\nclass ModelNew(torch.nn.Module):\n"
+              "    def forward(self, x):\n        return x.clamp_min(0)\n", baseline=True)
+    assert res["baseline_kind"] == "eager" and "baseline_compile_seconds" not in res

@@ -113,6 +113,10 @@ def attribute(kernels, custom):
     return mine, other
 
 
+def _number_or_none(x):
+    return x if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
 def reward_of(result):
     """0 unless correct; 0.5 for a correct candidate, up to 1.0 at 4x the
     baseline; no speed credit unless attribution showed kernels of its own
@@ -133,7 +137,7 @@ class Runner:
     (or use the Runner as a context manager; dropping it ends them too)."""
 
     def __init__(self, imported, device="cuda", cache_dir=None, timeout_s=600.0, call_timeout_s=60.0,
-                 sandbox="init", batch_ms=10.0, batch_bytes=None, spare=True):
+                 sandbox="init", batch_ms=10.0, batch_bytes=None, spare=True, baseline="eager"):
         """sandbox: "init" (the default: entered after torch and CUDA are
         up, before the candidate loads; their earlier threads keep their
         file access, see docs/sandbox.md), "start" (entered before torch is
@@ -145,9 +149,17 @@ class Runner:
         MIN_CALLS calls), within batch_bytes of fresh inputs and outputs
         (default 1 GiB on the CPU, 4 GiB on a GPU).
         spare: start the next candidate's worker (torch imported, CUDA up)
-        at the end of each evaluation, so the next one does not wait for it."""
+        at the end of each evaluation, so the next one does not wait for it.
+        baseline: what the speedup is against: "eager" (the reference Model
+        as written, KernelBench's default) or "compile" (torch.compile of
+        it, compiled in the baseline worker before its seal; the result's
+        baseline_kind says which, baseline_compile_seconds what compiling
+        took)."""
         if sandbox not in ("start", "init", None):
             raise ValueError(f"sandbox must be 'start', 'init' or None, not {sandbox!r}")
+        if baseline not in ("eager", "compile"):
+            raise ValueError(f"baseline must be 'eager' or 'compile', not {baseline!r}")
+        self.baseline_kind = "torch.compile" if baseline == "compile" else "eager"
         self.imp, self.device, self.sandbox = imported, device, sandbox
         self.ref = Reference(imported, device)
         self.cache_dir = cache_dir or DEFAULT_CACHE
@@ -287,7 +299,7 @@ class Runner:
         self._base_state = {"ready": False}
         try:
             self._send_load(w, self._ref_source, "Model")
-            w.send({"op": "build", "case": 0})
+            w.send({"op": "build", "case": 0, "compile": self.baseline_kind == "torch.compile"})
             w.send({"op": "seal"})
             rng = random.Random(0)
             for _ in range(2):
@@ -320,7 +332,9 @@ class Runner:
             return f"the reference does not run in a worker: {failed[0]['error']}"
         build, calibration = replies[2], replies[-2]
         self._base_state = {"ready": True, "lifted": build["lifted"],
-                            "per_call_us": calibration["event_us"] / 2}
+                            "per_call_us": calibration["event_us"] / 2,
+                            "compile_seconds": _number_or_none(build.get("compile_seconds")),
+                            "graphs": _number_or_none(build.get("graphs"))}
         return None
 
     def _end_baseline(self):
@@ -600,6 +614,9 @@ class Runner:
             res["notes"].append(f"the baseline could not be timed: {e}")
             return
         res["baseline_us"] = _median(wall)
+        res["baseline_kind"] = self.baseline_kind
+        if self._base_state.get("compile_seconds") is not None:
+            res["baseline_compile_seconds"] = round(self._base_state["compile_seconds"], 3)
         res.setdefault("batches_us", {})["baseline"] = [round(x, 3) for x in wall]
         # prepare (fresh inputs, untimed) is recorded for both sides, not
         # charged: a fresh candidate process's prepare is slower than the

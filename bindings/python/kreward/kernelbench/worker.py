@@ -331,8 +331,33 @@ class Worker:
             model = self.cls(*self.init_inputs[case])
         names = {n for n, _ in model.named_parameters()} | {n for n, _ in model.named_buffers()}
         missing = [n for n in self.state_names if n not in names]
+        if req.get("compile"):
+            return self._build_compiled(case, model, missing)
         self.models[case] = (model, not missing)
         return {"lifted": not missing, "missing": missing[:8]}
+
+    def _build_compiled(self, case, model, missing):
+        """The torch.compile baseline (Runner(baseline="compile"), the
+        trusted Model only): compiled here, on one call of the case's
+        shapes, because compiling starts programs (a C++ compiler on the
+        CPU, ptxas on a GPU) and the seal that follows refuses them. Timed
+        with its own seeded weights (lifted false: a compiled module's
+        parameters are its own; values do not change its time). The
+        compile workers stay in this process (compile_threads 1): the
+        isolation filter lets it signal no other process."""
+        import torch._inductor.config as inductor_config
+        inductor_config.compile_threads = 1
+        compiled = self.torch.compile(model)
+        tensors = self.make_inputs(self.layouts[case], 0, self.device)
+        args, _ = self._arguments(case, tensors, False)
+        t0 = self.perf()
+        with self.no_grad():
+            compiled(*args)
+        self.sync()
+        from torch._dynamo.utils import counters
+        self.models[case] = (compiled, False)
+        return {"lifted": False, "missing": missing[:8], "compile_seconds": self.perf() - t0,
+                "graphs": int(counters["stats"]["unique_graphs"])}
 
     def _arguments(self, case, tensors, lifted):
         """The forward's arguments and, with lifted weights, the state given
