@@ -64,3 +64,18 @@ def test_candidates(problem, cand, expect, tmp_path_factory):
         assert res["verdict"] == "wrong" and res["reward"] == 0.0, res
     else:  # caught: never paid for speed
         assert res["reward"] <= 0.5, res
+
+
+@pytest.mark.gpu
+def test_a_torch_compile_baseline_on_the_gpu(tmp_path):
+    """torch.compile's baseline on a GPU: inductor's Triton kernels built
+    (ptxas) before the baseline worker's seal, then timed."""
+    imp = import_problem(str(KB / "level1" / "01_relu.py"))
+    src = (KB / "level1" / "01_relu.py").read_text() + "\nModelNew = Model\n"
+    with Runner(imp, "cuda", cache_dir=str(tmp_path / "ext"), baseline="compile", spare=False) as r:
+        res = r.evaluate(src, seed=1)
+        print(json.dumps({k: res.get(k) for k in ("verdict", "time_us", "baseline_us", "speedup",
+                                                  "baseline_kind", "baseline_compile_seconds")}))
+        assert res["verdict"] == "pass", res
+        assert res["baseline_kind"] == "torch.compile" and res["baseline_compile_seconds"] > 0
+        assert r._base_state["graphs"] >= 1
