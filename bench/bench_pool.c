@@ -355,9 +355,10 @@ int main(int argc, char **argv)
             kr_pool_free(one);
         }
     }
-    printf("\npool start %.2f s; respawns in the mixed batch %.0f; respawn wait mean %.3f s, max "
-           "%.3f s (a warm spare takes over)\n", start, respawns, status(pool, "respawn_wait_mean_s"),
-           status(pool, "respawn_wait_max_s"));
+    printf("\npool start %.2f s; respawns in the mixed batch %.0f; a replacement worker's start: "
+           "mean %.3f s, p50 %.3f s, p99 %.3f s, max %.3f s (a warm spare takes over meanwhile)\n",
+           start, respawns, status(pool, "respawn_wait_mean_s"), status(pool, "respawn_wait_p50_s"),
+           status(pool, "respawn_wait_p99_s"), status(pool, "respawn_wait_max_s"));
     if (soak) {
         long rss0 = rss_kb(getpid()), wrss0 = workers_rss_kb(pool), gpu0 = gpu_used_mib();
         size_t done = 0, right = 0, reports = 0;
@@ -371,9 +372,11 @@ int main(int argc, char **argv)
             right += o.right;
             if (done / 1000 != before / 1000) /* memory along the way, not only at the ends */
                 printf("soak: %zu evaluations, %.0f s, %zu reports, %zu as expected; caller RSS %ld "
-                       "MB, workers' RSS %ld MB, GPU memory used %ld MiB\n", done, kr__now() - ts,
-                       reports, right, rss_kb(getpid()) / 1024, workers_rss_kb(pool) / 1024,
-                       gpu_used_mib());
+                       "MB, workers' RSS %ld MB, GPU memory used %ld MiB; %.0f respawns, start "
+                       "p50 %.3f s, p99 %.3f s\n", done, kr__now() - ts, reports, right,
+                       rss_kb(getpid()) / 1024, workers_rss_kb(pool) / 1024, gpu_used_mib(),
+                       status(pool, "respawns"), status(pool, "respawn_wait_p50_s"),
+                       status(pool, "respawn_wait_p99_s"));
         }
         long rss1 = rss_kb(getpid()), wrss1 = workers_rss_kb(pool), gpu1 = gpu_used_mib();
         printf("\nsoak: %zu evaluations in %.0f s, %zu reports (%zu lost), %zu with the expected "

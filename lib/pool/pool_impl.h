@@ -5,6 +5,8 @@
 #ifndef KR_POOL_IMPL_H
 #define KR_POOL_IMPL_H
 
+#define KR__RESPAWN_WAITS 1024
+
 #include "kreward/pool.h"
 #include "pool/protocol.h"
 
@@ -91,6 +93,10 @@ struct kr_pool {
     /* what happened, for kr_pool_status_json */
     uint64_t finished, respawns, retries, timeouts, dedup_hits;
     double respawn_wait_total, respawn_wait_max;
+    /* the last KR__RESPAWN_WAITS replacements' start times, for the status's
+     * p50 and p99 (a soak restarts workers thousands of times) */
+    double respawn_waits[KR__RESPAWN_WAITS];
+    size_t respawn_waits_head;
     char last_start_error[512];
 };
 

@@ -5,6 +5,7 @@
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/options.h"
+#include "common/stats.h"
 #include "common/strbuf.h"
 #include "compile/compile_impl.h"
 #include "engine/engine.h"
@@ -285,6 +286,26 @@ static const char *state_name(int state)
     return state > 0 && state <= KR__W_DEAD ? names[state] : "?";
 }
 
+/* p50 and p99 of the replacements' start times (the last KR__RESPAWN_WAITS
+ * of them; 0 before any): what a soak's report asks for, beside the mean
+ * and the maximum. */
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void respawn_percentiles(const kr_pool *pool, json_t *o)
+{
+    size_t n = pool->respawn_waits_head < KR__RESPAWN_WAITS ? pool->respawn_waits_head
+                                                            : KR__RESPAWN_WAITS;
+    double sorted[KR__RESPAWN_WAITS];
+    memcpy(sorted, pool->respawn_waits, n * sizeof *sorted);
+    qsort(sorted, n, sizeof *sorted, by_value);
+    json_object_set_new(o, "respawn_wait_p50_s", json_real(n ? kr__percentile(sorted, n, 0.5) : 0));
+    json_object_set_new(o, "respawn_wait_p99_s", json_real(n ? kr__percentile(sorted, n, 0.99) : 0));
+}
+
 int kr_pool_status_json(char **json_out, kr_pool *pool)
 {
     if (!json_out || !pool)
@@ -333,6 +354,7 @@ int kr_pool_status_json(char **json_out, kr_pool *pool)
     json_object_set_new(o, "respawn_wait_max_s", json_real(pool->respawn_wait_max));
     json_object_set_new(o, "respawn_wait_mean_s",
                         json_real(pool->respawns ? pool->respawn_wait_total / (double)pool->respawns : 0));
+    respawn_percentiles(pool, o);
     pthread_mutex_unlock(&pool->lock);
     *json_out = json_dumps(o, JSON_INDENT(2));
     json_decref(o);

@@ -358,6 +358,7 @@ static void on_readable(kr_pool *pool, kr__worker *w)
             w->failures = 0;
             w->state = w->spare ? KR__W_SPARE : KR__W_IDLE;
             pool->respawn_wait_total += waited;
+            pool->respawn_waits[pool->respawn_waits_head++ % KR__RESPAWN_WAITS] = waited;
             pool->respawn_wait_max = waited > pool->respawn_wait_max ? waited : pool->respawn_wait_max;
         } else {
             const char *m = json_string_value(json_object_get(f.body, "why"));

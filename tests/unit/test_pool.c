@@ -136,6 +136,11 @@ static void faults_cost_a_worker(void **state)
     assert_string_equal(verdict_of(pool, ccrash), "compile_error");
     assert_true(pool_status_number(pool, "respawns") >= 5);
     assert_true(pool_status_number(pool, "retries") >= 3);
+    /* the replacements' start times: p50 <= p99 <= the maximum, all real */
+    double p50 = pool_status_number(pool, "respawn_wait_p50_s");
+    double p99 = pool_status_number(pool, "respawn_wait_p99_s");
+    double most = pool_status_number(pool, "respawn_wait_max_s");
+    assert_true(p50 > 0 && p50 <= p99 && p99 <= most + 1e-12);
     kr_pool_free(pool);
 }
 
