@@ -4,7 +4,8 @@
 # gpu-check.sh does), then runs bench_pool with KR_PROFILE=1 once per value
 # of KR_WAIT_SPINS (the engine's poll-before-sleep, microseconds; default
 # "2000") and prints each run's table and where a candidate's time went
-# (scripts/profile_summary.py). KR_POOL_ARGS: bench_pool's arguments.
+# (scripts/profile_summary.py). KR_POOL_ARGS: bench_pool's arguments; KR_SOAK:
+# a soak after them (below).
 # Logs go to $OUT. Run from the tree's root (device-snapshot.sh's .snap).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,4 +25,13 @@ for spin in ${KR_WAIT_SPINS:-2000}; do
   grep -v '^kreward profile' "$out/pool-$spin.err" | tail -5
   python3 scripts/profile_summary.py "$out/pool-$spin.err"
 done
+# KR_SOAK=N: then a soak of N evaluations of vector_add candidates, 7 % faulting and 3 %
+# hanging (hangs cut at 0.25 s), memory printed every 1000 (KR_SOAK_TIMEOUT, default 330 s:
+# about 7,000 fit on an H200 at f4c03cd)
+if [ -n "${KR_SOAK:-}" ]; then
+  echo "== soak of $KR_SOAK"
+  KR_SOURCE_ROOT=$PWD timeout "${KR_SOAK_TIMEOUT:-330}" "$b/bench/bench_pool" --problems 1 \
+    --per-problem 100 --soak "$KR_SOAK" --fault-percent 7 --hang-percent 3 --hang-timeout 0.25 \
+    --skip-in-process 2> "$out/soak.err" | tee "$out/soak.log" | grep -E "soak|^\| pool"
+fi
 echo "== done in $(( $(date +%s) - t0 )) s"
