@@ -201,7 +201,8 @@ def test_the_commitment_catches_outputs_computed_after_the_clock(matmul_runner, 
 
 @pytest.mark.parametrize("shape,dtype", [((3, 5), torch.float32), ((7,), torch.float16), ((13,), torch.uint8),
                                          ((4, 1000), torch.bfloat16), ((0,), torch.float32),
-                                         ((2, 3, 4), torch.int64)])
+                                         ((2, 3, 4), torch.int64),
+                                         ((1100, 1000), torch.float64)])  # > _STACK_BELOW words
 def test_the_batch_commitment_has_the_bits_of_one_sums_a_call(shape, dtype, monkeypatch):
     """go commits to a batch's outputs in one pass of a dozen operations
     (inputs.sums_of_many), and the caller checks each fetched output with
@@ -212,7 +213,9 @@ def test_the_batch_commitment_has_the_bits_of_one_sums_a_call(shape, dtype, monk
     xs = [(torch.randn(shape, generator=gen) * 100).to(dtype) for _ in range(9)]
     one_by_one = [inputs.sums(x).tolist() for x in xs]
     assert [s.tolist() for s in inputs.sums_of_many(xs)] == one_by_one
-    monkeypatch.setattr(inputs, "_CHUNK", 4)  # several rows a group, several chunks a row
+    # several rows a group, several chunks a row (the large tensor: several
+    # chunks each, summed one by one)
+    monkeypatch.setattr(inputs, "_CHUNK", 4 if xs[0].numel() < 10000 else 1 << 18)
     assert [s.tolist() for s in inputs.sums_of_many(xs)] == one_by_one
     if xs[0].numel() > 1:  # any one byte changed changes that row's sums only
         ys = [x.clone() for x in xs]
