@@ -10,7 +10,10 @@ runs, on the CPU. The worker process runs the candidate: everything in it
   worker's fetch wrapped through gc) paid 500x on the CPU. The worker's
   commitment (go with prepare's "commit", asked for by the runner on every
   batch) catches each of them."""
+import os
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -222,6 +225,32 @@ def test_the_batch_commitment_has_the_bits_of_one_sums_a_call(shape, dtype, monk
         ys[3].view(torch.uint8).reshape(-1)[-1] ^= 1
         changed = [s.tolist() for s in inputs.sums_of_many(ys)]
         assert changed[3] != one_by_one[3] and changed[:3] + changed[4:] == one_by_one[:3] + one_by_one[4:]
+
+
+TRITON_BITS = """
+import sys, torch
+sys.path.insert(0, {here!r})
+import inputs
+launch = inputs._make_triton_kernel()
+gen = torch.Generator().manual_seed(9)
+for shape, lo in (((5000,), 0), ((3, 777), 16), ((1,), 5), ((2, 4096), 1 << 24), ((4, 1025), 3)):
+    w = torch.randint(-2**62, 2**62, shape, dtype=torch.int64, generator=gen)
+    a, b = inputs._torch_mixed_sums(w, lo), launch(w, lo)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), (shape, lo)
+print("same bits")
+"""
+
+
+def test_the_triton_commitment_has_the_bits_of_torchs_steps():
+    """The GPU's one-pass commitment kernel (inputs._make_triton_kernel),
+    run in Triton's interpreter on the CPU, gives torch's steps' bits: the
+    caller and the worker agree whichever of the two each one ran."""
+    pytest.importorskip("triton", reason="needs triton")
+    here = str(pathlib.Path(__file__).resolve().parents[1] / "kreward" / "kernelbench")
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    out = subprocess.run([sys.executable, "-c", TRITON_BITS.format(here=here)], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "same bits" in out.stdout, out.stderr[-2000:]
 
 
 BIG_FETCH = """

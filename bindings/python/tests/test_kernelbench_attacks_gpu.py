@@ -26,3 +26,31 @@ def test_a_batch_ended_before_its_kernels_gets_no_speed_credit(tmp_path):
           {k: honest.get(k) for k in ("time_us", "speedup")})
     # the same kernel: it must not time faster than the honest candidate
     assert res["reward"] <= max(honest["reward"], 0.5) and (res.get("speedup") or 0) < 1.2 * honest["speedup"], res
+
+
+@pytest.mark.gpu
+def test_the_commitment_is_one_pass_on_the_gpu():
+    """inputs._mixed_sums takes the Triton kernel on a GPU (after warm, as a
+    worker does before its seal), with torch's steps' bits, and costs about
+    one read of the outputs: printed against the steps for 64 MB."""
+    from kreward.kernelbench import inputs
+    inputs.warm("cuda")
+    assert inputs._TRITON["kernel"], "the commitment fell back to torch's steps on the GPU"
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    for shape, lo in (((5000,), 0), ((3, 777), 16), ((1 << 23,), 1 << 24)):
+        w = torch.randint(-2**62, 2**62, shape, dtype=torch.int64, device="cuda", generator=gen)
+        a, b = inputs._torch_mixed_sums(w, lo), inputs._mixed_sums(w, lo)
+        assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), (shape, lo)
+    w = torch.randint(-2**62, 2**62, (1 << 23,), dtype=torch.int64, device="cuda", generator=gen)
+    times = {}
+    for name, f in (("triton", inputs._mixed_sums), ("torch steps", inputs._torch_mixed_sums)):
+        f(w, 0)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(20):
+            f(w, 0)
+        end.record()
+        torch.cuda.synchronize()
+        times[name] = start.elapsed_time(end) / 20 * 1e3
+    print({k: f"{v:.1f} us for 64 MB" for k, v in times.items()})
+    assert times["triton"] < times["torch steps"]

@@ -317,7 +317,12 @@ class Worker:
                 "sandbox": self.sandbox.report(), "isolation": isolation}
 
     def seal(self, req):
-        """Phase two: no program can be started from here on."""
+        """Phase two: no program can be started from here on (so what the
+        commitment compiles on a GPU is compiled first: inputs.warm)."""
+        try:
+            self.inputs.warm(self.device)
+        except Exception:  # noqa: BLE001 - the commitment then takes torch's steps (same bits)
+            pass
         if self.sandbox.config:
             self.sandbox.enter(exec_allowed=False)
             if self.sandbox.error:

@@ -1,0 +1,46 @@
+"""The commitment's sums (inputs._mixed_sums) in one pass of a Triton
+kernel, for tensors on a GPU: the same bits as torch's steps
+(inputs._torch_mixed_sums), reading the words once instead of about 13
+times. Loaded by path by inputs.py only where Triton imports (the worker
+loads inputs.py by path too, without the kreward package)."""
+import torch
+import triton
+import triton.language as tl
+
+# splitmix64's odd constants as signed int64 (inputs.py's), module globals:
+# a Triton kernel reads constants from its module, not from a closure
+GOLDEN = tl.constexpr(0x9E3779B97F4A7C15 - (1 << 64))
+MIX1 = tl.constexpr(0xBF58476D1CE4E5B9 - (1 << 64))
+MIX2 = tl.constexpr(0x94D049BB133111EB - (1 << 64))
+BLOCK = 1024
+
+
+# specialised on nothing: no new variant (and no compile, which the worker's
+# seal refuses) for another alignment or size after the warm-up
+@triton.jit(do_not_specialize=["w_ptr", "width", "lo", "out_ptr"])
+def mixed_sums_kernel(w_ptr, width, lo, out_ptr, BLOCK: tl.constexpr):
+    """Row `program_id(1)` of words [rows, width] at positions lo..: block
+    `program_id(0)`'s two partial sums into out [rows, blocks, 2]. The
+    shifts are arithmetic (signed int64), as torch's are."""
+    b, row = tl.program_id(0), tl.program_id(1)
+    offs = b * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < width
+    w = tl.load(w_ptr + row.to(tl.int64) * width + offs, mask=mask, other=0)
+    z = w ^ ((offs.to(tl.int64) + lo) * GOLDEN)
+    z = (z ^ (z >> 30)) * MIX1
+    z = (z ^ (z >> 27)) * MIX2
+    z = z ^ (z >> 31)
+    at = (row.to(tl.int64) * tl.num_programs(0) + b) * 2
+    tl.store(out_ptr + at, tl.sum(tl.where(mask, z, 0), axis=0))
+    tl.store(out_ptr + at + 1, tl.sum(tl.where(mask, z * GOLDEN + w, 0), axis=0))
+
+
+def mixed_sums(w, lo):
+    """inputs._mixed_sums for contiguous int64 words w ([W] or [rows, W])."""
+    w2 = w if w.dim() == 2 else w.unsqueeze(0)
+    rows, width = w2.shape
+    blocks = max(1, triton.cdiv(width, BLOCK))
+    part = torch.empty(rows, blocks, 2, dtype=torch.int64, device=w.device)
+    mixed_sums_kernel[(blocks, rows)](w2, width, lo, part, BLOCK=BLOCK)
+    s = part.sum(1)  # wrapping int64, like every sum of the commitment
+    return (s[:, 0], s[:, 1]) if w.dim() == 2 else (s[0, 0], s[0, 1])
