@@ -5,7 +5,8 @@
 #   1. scripts/sandbox_cuda_probe.py: can CUDA initialise inside the sandbox
 #      (the "start" mode), and which grant it lacks;
 #   2. the sandbox GPU tests (honest candidates in both modes, the cheats),
-#      and the torch.compile baseline's test;
+#      the torch.compile baseline's test and the attacks' GPU tests (the
+#      commitment's Triton kernel: bits and cost; the prepare hole, xfail);
 #   3. bench/kernelbench_timing_noise.py: identical code timed as identical?
 #   4. bench/bench_kernelbench.py with the time left: KB_ARGS (default: the
 #      corpus problems not yet evaluated on a GPU, their Models only).
@@ -26,10 +27,11 @@ timeout 120 python3 scripts/sandbox_cuda_probe.py 2>&1 | cut -c1-400 | tee $out/
 echo "== sandbox tests ($(elapsed) s)"
 timeout 240 python3 -m pytest -q -s -m gpu bindings/python/tests/test_kernelbench_sandbox_gpu.py 2>&1 |
   tee $out/sandbox.log | grep -E '^\{|passed|failed' | cut -c1-300
-echo "== torch.compile baseline ($(elapsed) s)"
-timeout 180 python3 -m pytest -q -s -m gpu \
-  "bindings/python/tests/test_kernelbench_gpu.py::test_a_torch_compile_baseline_on_the_gpu" 2>&1 |
-  tee "$out/compile.log" | grep -E '^\{|passed|failed' | cut -c1-300
+echo "== torch.compile baseline, the commitment's kernel, the attacks ($(elapsed) s)"
+timeout 300 python3 -m pytest -q -s -m gpu \
+  "bindings/python/tests/test_kernelbench_gpu.py::test_a_torch_compile_baseline_on_the_gpu" \
+  bindings/python/tests/test_kernelbench_attacks_gpu.py 2>&1 |
+  tee "$out/compile-attacks.log" | grep -E "^\{|us for 64 MB|passed|failed|xfail" | cut -c1-300
 echo "== timing noise ($(elapsed) s)"
 timeout 240 python3 bench/kernelbench_timing_noise.py --budget-s 180 --json $out/noise.json 2>&1 | tee $out/noise.log
 left=$(( ${KB_TOTAL_S:-560} - $(elapsed) - 30 ))

@@ -329,18 +329,56 @@ def tall_matmul_runner(tmp_path_factory):
         yield r
 
 
-@pytest.mark.xfail(strict=True, reason="open: prepare (fresh inputs, untimed) runs in the candidate's "
-                   "process; charging its excess over the baseline's also charged honest candidates "
-                   "(a fresh process's cold memory): docs/kernelbench.md, 'Work in prepare'")
 def test_work_done_in_prepare_gets_no_speedup(tall_matmul_runner):
     """The worker's prepare wrapped through gc to compute the batch's
-    outputs before the clock starts: the commitment is right (the outputs
-    exist), and it pays (66x on the CPU, helper-24's review; 9-184x on a
-    loaded 2-core machine). The best of three, so a loaded machine's noise
-    cannot pass for the hole's closing."""
+    outputs before the clock starts paid 66x on the CPU (helper-24's
+    review; 9-184x on a loaded 2-core machine) when the worker made the
+    inputs there. The caller now writes them into the input region after
+    prepare answered: what prepare sees are the last batch's values, so
+    the cached outputs are wrong and the calls checked say so, or the
+    candidate computes in forward like anyone. The best of three, so a
+    loaded machine's noise cannot pass for a gain."""
+    assert tall_matmul_runner.inputs_from == "caller"
     results = [run(tall_matmul_runner, PRECOMPUTE_IN_PREPARE, baseline=True) for _ in range(3)]
-    assert all(r["verdict"] == "pass" for r in results), results
-    assert max(r["speedup"] for r in results) < 2.0, results
+    assert all(r["verdict"] != "pass" or r["speedup"] < 2.0 for r in results), results
+
+
+WATCH_THE_REGION = """
+import gc, threading, time, torch, torch.nn as nn
+_done = {}
+def _watch(W):
+    # a thread that recomputes the batch whenever the region's values change
+    seen = None
+    while True:
+        time.sleep(0.0002)
+        order = list(W.order)
+        if not order:
+            continue
+        a, b = order[0][1]
+        key = (a[0, :4].tolist(), b[:4, 0].tolist())
+        if key != seen:
+            seen = key
+            with torch.no_grad():
+                for _, args, _ in order:
+                    _done[id(args[0])] = args[0] @ args[1]
+for _obj in gc.get_objects():
+    if type(_obj).__name__ == "Worker" and hasattr(_obj, "prepare"):
+        threading.Thread(target=_watch, args=(_obj,), daemon=True).start()
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        out = _done.pop(id(a), None)
+        return out if out is not None else a @ b
+"""
+
+
+def test_a_thread_watching_the_region_gets_no_speedup(tall_matmul_runner):
+    """The caller's values reach the region between prepare's reply and go:
+    a thread polling it and computing as they change races the caller's
+    writes (half-written values give wrong outputs) and, once they settle,
+    has until go arrives, a request later: no gain worth the name."""
+    results = [run(tall_matmul_runner, WATCH_THE_REGION, baseline=True) for _ in range(3)]
+    assert all(r["verdict"] != "pass" or r["speedup"] < 2.0 for r in results), results
 
 
 def test_the_calls_checked_come_from_the_os():

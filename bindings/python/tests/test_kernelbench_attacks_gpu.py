@@ -54,3 +54,20 @@ def test_the_commitment_is_one_pass_on_the_gpu():
         times[name] = start.elapsed_time(end) / 20 * 1e3
     print({k: f"{v:.1f} us for 64 MB" for k, v in times.items()})
     assert times["triton"] < times["torch steps"]
+
+
+@pytest.mark.gpu
+@pytest.mark.xfail(strict=True, reason="open on a GPU: the worker makes the inputs in prepare, untimed "
+                   "(the CPU's input region is not device memory yet): docs/kernelbench.md")
+def test_work_done_in_prepare_gets_no_speedup_on_the_gpu(tmp_path):
+    """The CPU's prepare cheat (test_kernelbench_attacks.py) on a GPU, where
+    the worker still makes a batch's inputs in prepare."""
+    import sys
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    import test_kernelbench_attacks as cpu
+    (tmp_path / "tall_matmul.py").write_text(cpu.TALL_MATMUL)
+    imp = import_problem(str(tmp_path / "tall_matmul.py"))
+    with Runner(imp, "cuda", cache_dir=str(tmp_path / "ext"), spare=False) as runner:
+        results = [runner.evaluate(cpu.PRECOMPUTE_IN_PREPARE, seed=3) for _ in range(3)]
+    print([(r["verdict"], r.get("speedup")) for r in results])
+    assert all(r["verdict"] != "pass" or r["speedup"] < 2.0 for r in results), results

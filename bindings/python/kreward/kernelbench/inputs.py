@@ -52,6 +52,60 @@ def make_inputs(layout, seed, device):
     return out
 
 
+# ---------------------------------------------------------- the input region
+# On the CPU the caller writes a timed batch's inputs into memory it shares
+# with the worker (a memfd the worker maps at its start), after the worker
+# answered prepare and before go: the worker's tensors are views of it, so no
+# code in the candidate's process sees a batch's values before the clock
+# starts (work done in prepare paid 66x when the worker made them there).
+REGION_ALIGN = 256
+
+
+def _nbytes(t):
+    n = 1
+    for d in t["shape"]:
+        n *= int(d)
+    return n * torch.empty((), dtype=DTYPES[t["dtype"]]).element_size()
+
+
+def region_offsets(layout, calls):
+    """Where each tensor of each call of a batch lies in the region: a
+    list per call of {name: (offset, nbytes)}, and the bytes they take."""
+    at, out = 0, []
+    for _ in range(calls):
+        call = {}
+        for t in layout:
+            n = _nbytes(t)
+            call[t["name"]] = (at, n)
+            at += (n + REGION_ALIGN - 1) // REGION_ALIGN * REGION_ALIGN
+        out.append(call)
+    return out, at
+
+
+def region_views(buf, layout, where):
+    """{name: tensor} viewing the region buf (a writable buffer) at one
+    call's offsets (region_offsets): whatever is there when read."""
+    out = {}
+    for t in layout:
+        off, n = where[t["name"]]
+        dt = DTYPES[t["dtype"]]
+        out[t["name"]] = (torch.frombuffer(buf, dtype=dt, count=n // _itemsize(dt), offset=off)
+                          .view(t["shape"]) if n else torch.empty(t["shape"], dtype=dt))
+    return out
+
+
+def write_region(buf, where, tensors):
+    """Copies one call's tensors into the region at its offsets."""
+    for name, (off, n) in where.items():
+        if n:
+            dst = torch.frombuffer(buf, dtype=torch.uint8, count=n, offset=off)
+            dst.copy_(tensors[name].detach().contiguous().reshape(-1).view(torch.uint8))
+
+
+def _itemsize(dt):
+    return torch.empty((), dtype=dt).element_size()
+
+
 # odd 64-bit constants (splitmix64's), as signed int64 for torch
 _GOLDEN = 0x9E3779B97F4A7C15 - (1 << 64)
 _MIX1 = 0xBF58476D1CE4E5B9 - (1 << 64)

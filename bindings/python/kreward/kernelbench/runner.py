@@ -53,7 +53,8 @@ import torch
 
 from .. import _lib
 from .confine import missing
-from .inputs import DTYPES, digest, fingerprint, make_inputs
+from .inputs import (DTYPES, REGION_ALIGN, digest, fingerprint, make_inputs, region_offsets,
+                     write_region)
 from .reference import Reference
 from .worker_process import CandidateDenied, WorkerDied, WorkerProcess, WorkerTimeout, _failure
 
@@ -137,7 +138,8 @@ class Runner:
     (or use the Runner as a context manager; dropping it ends them too)."""
 
     def __init__(self, imported, device="cuda", cache_dir=None, timeout_s=600.0, call_timeout_s=60.0,
-                 sandbox="init", batch_ms=10.0, batch_bytes=None, spare=True, baseline="eager"):
+                 sandbox="init", batch_ms=10.0, batch_bytes=None, spare=True, baseline="eager",
+                 inputs=None):
         """sandbox: "init" (the default: entered after torch and CUDA are
         up, before the candidate loads; their earlier threads keep their
         file access, see docs/sandbox.md), "start" (entered before torch is
@@ -159,6 +161,18 @@ class Runner:
             raise ValueError(f"sandbox must be 'start', 'init' or None, not {sandbox!r}")
         if baseline not in ("eager", "compile"):
             raise ValueError(f"baseline must be 'eager' or 'compile', not {baseline!r}")
+        # inputs: who makes a timed batch's inputs. "caller": this process,
+        # written into a region shared with the worker after it answered
+        # prepare (inputs.py), so nothing in the candidate's process sees
+        # them before the clock starts; "worker": the worker, in prepare,
+        # untimed (work done there pays: docs/kernelbench.md). The CPU has
+        # "caller" (the default there); a GPU only "worker" until the region
+        # is device memory (CUDA IPC).
+        inputs = inputs or ("caller" if device == "cpu" else "worker")
+        if inputs not in ("caller", "worker") or (inputs == "caller" and device != "cpu"):
+            raise ValueError(f"inputs must be 'worker', or 'caller' on the CPU, not {inputs!r} on "
+                             f"{device!r}")
+        self.inputs_from = inputs
         self.baseline_kind = "torch.compile" if baseline == "compile" else "eager"
         self.imp, self.device, self.sandbox = imported, device, sandbox
         self.ref = Reference(imported, device)
@@ -210,6 +224,13 @@ class Runner:
         shapes = self.imp.shapes(self.imp.cases[case][2])
         return [dict(t, shape=s) for t, s in zip(self.imp.tensors, shapes) if t["role"] == "in"]
 
+    def _region_bytes(self):
+        """The input region's size: a timed batch's inputs, at most
+        batch_bytes with their outputs, plus each tensor's alignment, for the
+        largest batch any case can get (inputs.region_offsets)."""
+        tensors = max(len(lay) for lay in self.layouts)
+        return max(self.batch_bytes, 2 * self.max_call_bytes) + MAX_CALLS * tensors * REGION_ALIGN
+
     def _call_bytes(self, case=0):
         """Bytes one call holds until its batch is dropped: its fresh inputs
         and its outputs (the timing case's by default)."""
@@ -249,7 +270,8 @@ class Runner:
         "start" sandbox needs the source's folder now; "init" gets it at load."""
         ext = self._ext(source) if source is not None else None
         w = WorkerProcess(self._env(ext) if ext else None,
-                          self._sandbox_config(ext) if self.sandbox == "start" else None)
+                          self._sandbox_config(ext) if self.sandbox == "start" else None,
+                          region_bytes=self._region_bytes() if self.inputs_from == "caller" else 0)
         # a reply carries at most one call's outputs (a fetch): the caller
         # never reads more than twice the largest case's inputs and outputs
         # (a scaled case may grow a size: "odd" rounds up)
@@ -393,15 +415,20 @@ class Runner:
         made inside the clock). preps: a list that gets the prepare
         request's time per call (recorded: the candidate's process could
         compute the batch's outputs there, its inputs made)."""
-        req = {"op": "prepare", "case": case, "seeds": seeds, "commit": True}
+        req = {"op": "prepare", "case": case, "seeds": seeds, "commit": True,
+               "region": self.inputs_from == "caller"}
         if lifted is not None:
             req["lifted"] = lifted
         tp = time.perf_counter()
         r, _ = w.request(req, self.call_timeout_s * len(seeds))
-        if preps is not None:
-            preps.append((time.perf_counter() - tp) * 1e6 / len(seeds))
         if not r["ok"]:
             raise _failure(r)
+        if req["region"]:  # the values, now: the worker's views see them at go
+            where, _ = region_offsets(self.layouts[case], len(seeds))
+            for seed, at in zip(seeds, where):
+                write_region(w.region, at, make_inputs(self.layouts[case], seed, "cpu"))
+        if preps is not None:
+            preps.append((time.perf_counter() - tp) * 1e6 / len(seeds))
         t0 = time.perf_counter()
         r, _ = w.request({"op": "go", "case": case}, self.call_timeout_s * len(seeds))
         wall = time.perf_counter() - t0

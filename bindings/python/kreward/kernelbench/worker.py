@@ -50,6 +50,7 @@ import gc
 import hashlib
 import importlib.util
 import json
+import mmap
 import os
 import platform
 import select
@@ -214,8 +215,10 @@ class Sandbox:
 
 # ------------------------------------------------------------------- worker
 class Worker:
-    def __init__(self, out, sandbox):
-        self.sandbox = sandbox
+    def __init__(self, out, sandbox, region=None):
+        """region: the input region the caller writes timed batches' inputs
+        into (inputs.py), an mmap, or None (inputs made here)."""
+        self.sandbox, self.region = sandbox, region
         import torch
         self.torch, self.out, self.inputs = torch, out, _load_sibling("inputs")
         # the harness's own references, taken before the candidate can patch
@@ -384,8 +387,19 @@ class Worker:
         lifted = lifted and req.get("lifted", True)
         self.batch, self.order, self.batch_model = {}, [], model
         self.commit = bool(req.get("commit"))
-        for seed in req["seeds"]:
-            tensors = self.make_inputs(self.layouts[case], seed, self.device)
+        # "region": the caller writes the values after this reply, before go
+        # (views of the region); else this process makes them now
+        where = None
+        if req.get("region"):
+            if self.region is None:
+                raise RuntimeError("prepare asked for the input region, and this worker has none")
+            where, size = self.inputs.region_offsets(self.layouts[case], len(req["seeds"]))
+            if size > len(self.region):
+                raise RuntimeError(f"the batch's inputs take {size} bytes, the region "
+                                   f"{len(self.region)}")
+        for i, seed in enumerate(req["seeds"]):
+            tensors = (self.inputs.region_views(self.region, self.layouts[case], where[i]) if where
+                       else self.make_inputs(self.layouts[case], seed, self.device))
             args, state = self._arguments(case, tensors, lifted)
             self.batch[seed] = [tensors, None]
             self.order.append((seed, args, state))
@@ -545,13 +559,17 @@ class Worker:
 OPS = ("ready", "load", "seal", "build", "prepare", "go", "times", "fetch", "attribute", "drop")
 
 
-def run_worker(rfd, wfd, config):
+def run_worker(rfd, wfd, config, region_fd=None):
     out = os.fdopen(wfd, "wb")
     inp = os.fdopen(rfd, "rb")
+    region = None
+    if region_fd is not None:  # mapped now, its descriptor closed: nothing started inherits it
+        region = mmap.mmap(region_fd, 0)
+        os.close(region_fd)
     sandbox = Sandbox(config if config and config.get("when") == "start" else None)
     if sandbox.config:
         sandbox.enter(exec_allowed=True)  # before torch: one thread, the only one
-    Worker(out, sandbox).serve(inp)
+    Worker(out, sandbox, region).serve(inp)
 
 
 # --------------------------------------------------------------- supervisor
@@ -684,7 +702,7 @@ class Supervisor:
 NO_SUBREAPER = None
 
 
-def supervise(rfd, wfd, config):
+def supervise(rfd, wfd, config, region_fd=None):
     global NO_SUBREAPER
     try:
         _prctl(PR_SET_CHILD_SUBREAPER, 1)
@@ -693,14 +711,16 @@ def supervise(rfd, wfd, config):
     me = os.getpid()
     pid = os.fork()
     if pid == 0:
-        _worker_child(me, rfd, wfd, config)
+        _worker_child(me, rfd, wfd, config, region_fd)
     os.close(rfd)  # only the worker holds the protocol's pipes: its death is their EOF
     os.close(wfd)
+    if region_fd is not None:
+        os.close(region_fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     Supervisor(pid).serve(0, 1)
 
 
-def _worker_child(supervisor, rfd, wfd, config):
+def _worker_child(supervisor, rfd, wfd, config, region_fd=None):
     code = 1
     try:
         os.setsid()  # its own session: nothing it does reaches the supervisor's group
@@ -711,7 +731,7 @@ def _worker_child(supervisor, rfd, wfd, config):
         os.dup2(null, 0)  # the supervisor's control pipes stay out of the worker
         os.close(null)
         os.dup2(2, 1)  # the candidate's prints go to stderr, never into a protocol
-        run_worker(rfd, wfd, config)
+        run_worker(rfd, wfd, config, region_fd)
         code = 0
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
@@ -727,7 +747,8 @@ def _worker_child(supervisor, rfd, wfd, config):
 def main():
     rfd, wfd = int(sys.argv[1]), int(sys.argv[2])
     config = json.loads(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] else None
-    supervise(rfd, wfd, config)
+    region_fd = int(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[4] else None
+    supervise(rfd, wfd, config, region_fd)
 
 
 if __name__ == "__main__":

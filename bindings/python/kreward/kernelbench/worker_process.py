@@ -7,6 +7,7 @@ import collections
 import fcntl
 import json
 import math
+import mmap
 import os
 import select
 import signal
@@ -148,7 +149,9 @@ class WorkerProcess:
     request has a deadline. Requests can be sent ahead of their replies
     (send, then receive in order)."""
 
-    def __init__(self, env=None, sandbox=None):
+    def __init__(self, env=None, sandbox=None, region_bytes=0):
+        """region_bytes: an input region of that size shared with the
+        worker (inputs.py; self.region, the caller's mapping), or none."""
         to_w, self._w = os.pipe()
         self._r, from_w = os.pipe()
         try:
@@ -163,12 +166,21 @@ class WorkerProcess:
         keep.setdefault("USER", "kreward")
         keep.setdefault("LOGNAME", keep["USER"])
         argv = [sys.executable, WORKER, str(to_w), str(from_w), json.dumps(sandbox) if sandbox else ""]
+        fds, self.region, region_fd = [to_w, from_w], None, None
+        if region_bytes:  # sparse: pages exist once written
+            region_fd = os.memfd_create("kreward-inputs", 0)
+            os.ftruncate(region_fd, region_bytes)
+            self.region = mmap.mmap(region_fd, region_bytes)
+            argv.append(str(region_fd))
+            fds.append(region_fd)
         # the supervisor: its stdin and stdout are the control pipes (reap, status)
-        self.proc = subprocess.Popen(argv, pass_fds=(to_w, from_w), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.log,
-                                     env={**keep, **(env or {})}, start_new_session=True)
-        os.close(to_w)
-        os.close(from_w)
+        try:
+            self.proc = subprocess.Popen(argv, pass_fds=tuple(fds), stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=self.log,
+                                         env={**keep, **(env or {})}, start_new_session=True)
+        finally:
+            for fd in fds:
+                os.close(fd)
         # replies arrive in pipe-sized chunks: a bytearray (appending to bytes
         # copied the whole buffer each time); payloads are read into a buffer
         # of their own size (_read)
@@ -343,6 +355,12 @@ class WorkerProcess:
             except OSError:
                 pass
         self.log.close()
+        if self.region is not None:
+            try:
+                self.region.close()
+            except BufferError:  # a view still held: the mapping goes with it
+                pass
+            self.region = None
         self.ended = res
         return res
 
