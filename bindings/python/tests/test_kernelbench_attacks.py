@@ -381,6 +381,143 @@ def test_a_thread_watching_the_region_gets_no_speedup(tall_matmul_runner):
     assert all(r["verdict"] != "pass" or r["speedup"] < 2.0 for r in results), results
 
 
+# helper-25's review of the input region (three ways through its first form)
+SEEDS_IN_PREPARE = """
+# The prepare request carries the batch's seeds; the caller makes the region's
+# values with inputs.make_inputs(layout, seed, "cpu"), which the worker holds too.
+import gc, torch, torch.nn as nn
+_cache = {}
+for _obj in gc.get_objects():
+    if type(_obj).__name__ == "Worker" and hasattr(_obj, "prepare"):
+        def _prepare(req, _real=_obj.prepare, W=_obj):
+            r = _real(req)
+            lay = W.layouts[req["case"]]
+            with torch.no_grad():
+                for seed, args, state in W.order:
+                    t = W.make_inputs(lay, seed, "cpu")     # the caller's values, before it writes them
+                    _cache[id(args[0])] = t["a"] @ t["b"] if "a" in t else None
+            return r
+        _obj.prepare = _prepare
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        out = _cache.pop(id(a), None)
+        return out if out is not None else a @ b
+"""
+
+PIPELINE_OVER_THE_WRITES = """
+# No seeds used. prepare (wrapped) fills the batch's region slots with a NaN
+# sentinel before answering; the caller then makes and writes call after call.
+# A thread computes call i as soon as its slot holds no sentinel word any more,
+# i.e. while the caller is still making calls i+1.. : all but the last calls'
+# outputs are made before go arrives (outside the caller's clock).
+import gc, threading, time, torch, torch.nn as nn
+SENT = 0x7FC0DEAD - (1 << 32) if 0x7FC0DEAD >= (1 << 31) else 0x7FC0DEAD
+_st = {"epoch": 0, "slots": {}, "go": False}
+_lock = threading.Lock()
+
+def _filled(t):
+    return not bool((t.view(torch.int32) == SENT).any())
+
+def _watch(epoch, order):
+    for i, (_, args, _) in enumerate(order):
+        a, b = args
+        while True:
+            if _st["epoch"] != epoch or _st["go"]:
+                return
+            if _filled(a) and _filled(b):
+                break
+            time.sleep(0.00005)
+        with _lock:
+            if _st["epoch"] != epoch or _st["go"] or i in _st["slots"]:
+                return
+            ev = threading.Event(); _st["slots"][i] = [ev, None]
+        with torch.no_grad():
+            _st["slots"][i][1] = a @ b
+        ev.set()
+
+for _obj in gc.get_objects():
+    if type(_obj).__name__ == "Worker" and hasattr(_obj, "prepare"):
+        def _prepare(req, _real=_obj.prepare, W=_obj):
+            r = _real(req)
+            with _lock:
+                _st["epoch"] += 1; _st["slots"] = {}; _st["go"] = False
+                _st["index"] = {id(args[0]): i for i, (_, args, _) in enumerate(W.order)}
+            if req.get("region"):
+                for _, args, _ in W.order:
+                    for t in args:
+                        t.view(torch.int32).fill_(SENT)
+                threading.Thread(target=_watch, args=(_st["epoch"], list(W.order)), daemon=True).start()
+            return r
+        def _go(req, _real=_obj.go):
+            with _lock:
+                _st["go"] = True
+            return _real(req)
+        _obj.prepare, _obj.go = _prepare, _go
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        i = _st.get("index", {}).get(id(a))
+        slot = _st["slots"].get(i) if i is not None else None
+        if slot is not None:
+            slot[0].wait()
+            return slot[1]
+        return a @ b
+"""
+
+SHRINK_THE_REGION = """
+# The worker closes region_fd after mapping it, but Python's mmap.mmap keeps
+# its own dup of the descriptor (for size() and resize()). Through it the
+# candidate shrinks the memfd the caller maps too: the caller's next write
+# into its mapping of the region faults past the end of the file (SIGBUS in
+# the trainer's process).
+import gc, os, stat, torch, torch.nn as nn
+done = []
+for _obj in gc.get_objects():
+    if type(_obj).__name__ == "Worker" and getattr(_obj, "region", None) is not None:
+        size = len(_obj.region)
+        for fd in range(3, 1024):
+            try:
+                st = os.fstat(fd)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_size == size:
+                try:
+                    os.ftruncate(fd, 0)
+                    done.append(fd)
+                except OSError:
+                    pass
+        try:
+            _obj.region.resize(1)
+        except (OSError, ValueError, TypeError, SystemError):
+            pass
+class ModelNew(nn.Module):
+    def forward(self, a, b): return a @ b
+"""
+
+
+@pytest.mark.parametrize("name", ["SEEDS_IN_PREPARE", "PIPELINE_OVER_THE_WRITES"])
+def test_the_input_region_gives_nothing_before_the_clock(tall_matmul_runner, name):
+    """Two cheats that paid against the region's first form (22-38x and
+    3-6.7x): prepare was sent the seeds the caller makes the values from,
+    and the caller wrote call after call in the clear, so a thread could
+    compute each call as its slot filled. Now the worker gets call numbers,
+    and the values arrive masked, the key only with go, unmasked a call at
+    a time inside the clock."""
+    results = [run(tall_matmul_runner, globals()[name], baseline=True) for _ in range(2)]
+    assert all(r["verdict"] != "pass" or r["speedup"] < 2.0 for r in results), results
+
+
+def test_a_candidate_cannot_shrink_the_region_under_the_caller(tall_matmul_runner):
+    """The worker holds a descriptor of the region (Python's mmap keeps
+    one): shrinking the memfd made the caller's next write into its own
+    mapping SIGBUS, killing the trainer. The memfd is sealed at its size:
+    the candidate's ftruncate and resize fail, and the evaluation ends
+    normally (the honest matmul passes)."""
+    res = run(tall_matmul_runner, SHRINK_THE_REGION, baseline=False)
+    assert res["verdict"] == "pass", res
+
+
 def test_the_calls_checked_come_from_the_os():
     """The calls of a batch that are checked are drawn by the OS's
     generator, not by the one whose outputs (the input seeds) the worker

@@ -53,33 +53,48 @@ def make_inputs(layout, seed, device):
 
 
 # ---------------------------------------------------------- the input region
-# On the CPU the caller writes a timed batch's inputs into memory it shares
-# with the worker (a memfd the worker maps at its start), after the worker
-# answered prepare and before go: the worker's tensors are views of it, so no
-# code in the candidate's process sees a batch's values before the clock
-# starts (work done in prepare paid 66x when the worker made them there).
+# On the CPU the caller hands a timed batch's inputs to the worker through
+# memory they share (a sealed memfd the worker maps at its start). The
+# worker's tensors are views of it. The caller writes the values after the
+# worker answered prepare, masked: XORed with a key stream of MASK_WORDS
+# random words, per batch, that travels in `go`. Inside the clock the worker
+# unmasks each call's span right before calling it. So no code of the
+# candidate's process can compute on a batch's values before the clock
+# starts: not in prepare (work done there paid 66x when the worker made the
+# inputs), not in a thread watching the region fill (it did, call by call,
+# while the caller was still making the later ones), and not on a call
+# ahead of the one running (its span is still masked).
 REGION_ALIGN = 256
+MASK_WORDS = 4096  # 32 KB of key; each call's span starts at a multiple of it
+
+
+def _itemsize(dt):
+    return torch.empty((), dtype=dt).element_size()
 
 
 def _nbytes(t):
     n = 1
     for d in t["shape"]:
         n *= int(d)
-    return n * torch.empty((), dtype=DTYPES[t["dtype"]]).element_size()
+    return n * _itemsize(DTYPES[t["dtype"]])
 
 
 def region_offsets(layout, calls):
-    """Where each tensor of each call of a batch lies in the region: a
-    list per call of {name: (offset, nbytes)}, and the bytes they take."""
-    at, out = 0, []
+    """Where each tensor of each call of a batch lies in the region: a list
+    per call of {name: (offset, nbytes)}, each call's span (start, end)
+    (whole key lengths), and the bytes they take."""
+    span_bytes = MASK_WORDS * 8
+    at, where, spans = 0, [], []
     for _ in range(calls):
-        call = {}
+        start, call = at, {}
         for t in layout:
             n = _nbytes(t)
             call[t["name"]] = (at, n)
             at += (n + REGION_ALIGN - 1) // REGION_ALIGN * REGION_ALIGN
-        out.append(call)
-    return out, at
+        at = start + max(1, -(-(at - start) // span_bytes)) * span_bytes
+        where.append(call)
+        spans.append((start, at))
+    return where, spans, at
 
 
 def region_views(buf, layout, where):
@@ -94,19 +109,23 @@ def region_views(buf, layout, where):
     return out
 
 
-def write_region(buf, where, tensors):
-    """Copies one call's tensors into the region at its offsets."""
+def stage_call(stage, where, tensors, base=0):
+    """Copies one call's tensors into stage (a uint8 tensor standing for the
+    region from offset `base`) at its offsets."""
     for name, (off, n) in where.items():
         if n:
-            dst = torch.frombuffer(buf, dtype=torch.uint8, count=n, offset=off)
-            dst.copy_(tensors[name].detach().contiguous().reshape(-1).view(torch.uint8))
+            src = tensors[name].detach().contiguous().reshape(-1).view(torch.uint8)
+            stage[off - base:off - base + n].copy_(src)
 
 
-def _itemsize(dt):
-    return torch.empty((), dtype=dt).element_size()
+def mask(words, key):
+    """XORs int64 words (a whole number of key lengths) with the key, in
+    place: masking and unmasking alike."""
+    words.view(-1, key.numel()).bitwise_xor_(key)
+    return words
 
 
-# odd 64-bit constants (splitmix64's), as signed int64 for torch
+# odd 64-bit constants (splitmix64's), as signed int64 for torch# odd 64-bit constants (splitmix64's), as signed int64 for torch
 _GOLDEN = 0x9E3779B97F4A7C15 - (1 << 64)
 _MIX1 = 0xBF58476D1CE4E5B9 - (1 << 64)
 _MIX2 = 0x94D049BB133111EB - (1 << 64)

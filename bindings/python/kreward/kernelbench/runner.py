@@ -38,6 +38,7 @@ The worker is killed on a deadline (`timeout`) and a crash is a verdict
 the driver's files, writes to the candidate's own build folder, no network,
 no exec once every case ran (`seal`); what the sandbox refused is the
 verdict `denied`, and a layer the kernel lacks is said in the notes."""
+import base64
 import collections
 import hashlib
 import json
@@ -53,8 +54,8 @@ import torch
 
 from .. import _lib
 from .confine import missing
-from .inputs import (DTYPES, REGION_ALIGN, digest, fingerprint, make_inputs, region_offsets,
-                     write_region)
+from .inputs import (DTYPES, MASK_WORDS, REGION_ALIGN, digest, fingerprint, make_inputs, mask,
+                     region_offsets, stage_call)
 from .reference import Reference
 from .worker_process import CandidateDenied, WorkerDied, WorkerProcess, WorkerTimeout, _failure
 
@@ -226,10 +227,12 @@ class Runner:
 
     def _region_bytes(self):
         """The input region's size: a timed batch's inputs, at most
-        batch_bytes with their outputs, plus each tensor's alignment, for the
-        largest batch any case can get (inputs.region_offsets)."""
+        batch_bytes with their outputs, plus each tensor's alignment and each
+        call's rounding to whole key lengths, for the largest batch any case
+        can get (inputs.region_offsets). Sparse: pages exist once written."""
         tensors = max(len(lay) for lay in self.layouts)
-        return max(self.batch_bytes, 2 * self.max_call_bytes) + MAX_CALLS * tensors * REGION_ALIGN
+        return (max(self.batch_bytes, 2 * self.max_call_bytes) +
+                MAX_CALLS * (tensors * REGION_ALIGN + MASK_WORDS * 8))
 
     def _call_bytes(self, case=0):
         """Bytes one call holds until its batch is dropped: its fresh inputs
@@ -371,7 +374,7 @@ class Runner:
         return want, digest(list(inputs.values()))
 
     def _check(self, w, case, seed, lifted, where, committed=None):
-        reply, payload = w.request({"op": "fetch", "seed": seed}, self.call_timeout_s)
+        reply, payload = self._fetch(w, seed)
         if not reply["ok"]:
             return f"{where}: {reply['error']}"
         want, want_digest = self._golden(case, seed, lifted)
@@ -408,6 +411,26 @@ class Runner:
                         f"{diff.max().item():.4g}, atol={self.imp.atol}, rtol={self.imp.rtol})")
         return None
 
+    def _write_region(self, w, case, seeds):
+        """The batch's inputs made here, masked with a fresh key in a private
+        buffer, then copied into the worker's region at once (inputs.py):
+        nothing the worker can read carries a value before go brings the
+        key. Returns the key for go (base64)."""
+        where, spans, total = region_offsets(self.layouts[case], len(seeds))
+        stage = torch.zeros(total, dtype=torch.uint8)
+        for seed, at in zip(seeds, where):
+            stage_call(stage, at, make_inputs(self.layouts[case], seed, "cpu"))
+        raw = os.urandom(MASK_WORDS * 8)
+        mask(stage.view(torch.int64), torch.frombuffer(bytearray(raw), dtype=torch.int64))
+        torch.frombuffer(w.region, dtype=torch.uint8, count=total).copy_(stage)
+        return base64.b64encode(raw).decode()
+
+    def _fetch(self, w, seed):
+        """A call's outputs (fetch), by its number where the worker has call
+        numbers instead of seeds."""
+        return w.request({"op": "fetch", "seed": getattr(w, "call_ids", {}).get(seed, seed)},
+                         self.call_timeout_s)
+
     def _batch(self, w, case, seeds, lifted=None, committed=None, preps=None):
         """One batch: fresh inputs made (untimed), then the calls on the
         caller's clock; (wall us, worker's own us) per call. committed: a
@@ -415,22 +438,25 @@ class Runner:
         made inside the clock). preps: a list that gets the prepare
         request's time per call (recorded: the candidate's process could
         compute the batch's outputs there, its inputs made)."""
-        req = {"op": "prepare", "case": case, "seeds": seeds, "commit": True,
-               "region": self.inputs_from == "caller"}
+        region = self.inputs_from == "caller"
+        # with the region the worker gets call numbers, never the seeds (it
+        # could make the values from them, outside the clock)
+        w.call_ids = {s: i for i, s in enumerate(seeds)} if region else {}
+        req = {"op": "prepare", "case": case, "commit": True, "region": region,
+               "seeds": list(range(len(seeds))) if region else seeds}
         if lifted is not None:
             req["lifted"] = lifted
         tp = time.perf_counter()
         r, _ = w.request(req, self.call_timeout_s * len(seeds))
         if not r["ok"]:
             raise _failure(r)
-        if req["region"]:  # the values, now: the worker's views see them at go
-            where, _ = region_offsets(self.layouts[case], len(seeds))
-            for seed, at in zip(seeds, where):
-                write_region(w.region, at, make_inputs(self.layouts[case], seed, "cpu"))
+        go = {"op": "go", "case": case}
+        if region:
+            go["key"] = self._write_region(w, case, seeds)
         if preps is not None:
             preps.append((time.perf_counter() - tp) * 1e6 / len(seeds))
         t0 = time.perf_counter()
-        r, _ = w.request({"op": "go", "case": case}, self.call_timeout_s * len(seeds))
+        r, _ = w.request(go, self.call_timeout_s * len(seeds))
         wall = time.perf_counter() - t0
         if not r["ok"]:
             raise _failure(r)
@@ -448,6 +474,7 @@ class Runner:
         clocks, caches): per-call wall us."""
         wall, _ = self._batch(w, 0, [rng.getrandbits(62) for _ in range(calls)], lifted)
         w.request({"op": "drop"}, self.call_timeout_s)
+        w.release_region()
         return wall
 
     def _timed(self, w, batches, calls, checks, rng, lifted=None, check=None, preps=None):
@@ -471,10 +498,11 @@ class Runner:
                     if why:
                         return wall, events, why
                 else:
-                    r, _ = w.request({"op": "fetch", "seed": s}, self.call_timeout_s)
+                    r, _ = self._fetch(w, s)
                     if not r["ok"]:
                         raise _failure(r)
             w.request({"op": "drop"}, self.call_timeout_s)
+            w.release_region()
         return wall, events, None
 
     # ---- evaluation

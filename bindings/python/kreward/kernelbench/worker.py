@@ -44,6 +44,7 @@ supervisor (which would end the supervision), not the baseline's worker,
 not the caller.
 
 Imports torch, inputs.py and confine.py (by path): nothing of kreward."""
+import base64
 import ctypes
 import errno
 import gc
@@ -233,6 +234,7 @@ class Worker:
         self.models, self.batch, self.order = {}, {}, []
         self.device, self.loaded = None, False
         self.commit = False  # the next `go` commits to its outputs (prepare's "commit")
+        self.spans = None    # the calls' spans of the input region, when prepare used it
         self._sync, self.events, self.last_us = None, None, None
         self.held = []
 
@@ -387,13 +389,16 @@ class Worker:
         lifted = lifted and req.get("lifted", True)
         self.batch, self.order, self.batch_model = {}, [], model
         self.commit = bool(req.get("commit"))
-        # "region": the caller writes the values after this reply, before go
-        # (views of the region); else this process makes them now
-        where = None
+        # "region": views of the input region, where the caller writes the
+        # values masked after this reply ("seeds" are then call numbers,
+        # nothing to make values from; go brings the key); else this
+        # process makes them now from the seeds
+        where, self.spans = None, None
         if req.get("region"):
             if self.region is None:
                 raise RuntimeError("prepare asked for the input region, and this worker has none")
-            where, size = self.inputs.region_offsets(self.layouts[case], len(req["seeds"]))
+            where, self.spans, size = self.inputs.region_offsets(self.layouts[case],
+                                                                 len(req["seeds"]))
             if size > len(self.region):
                 raise RuntimeError(f"the batch's inputs take {size} bytes, the region "
                                    f"{len(self.region)}")
@@ -426,6 +431,7 @@ class Worker:
         the code below too; it still cannot commit to outputs it has not
         computed."""
         model, call, outs = self.batch_model, self.functional_call, []
+        key = self._mask_key(req) if self.spans else None
         collecting = gc.isenabled()
         gc.disable()  # no collection in the middle of a batch, for either side
         try:
@@ -433,7 +439,12 @@ class Worker:
                 self.events[0].record()
             t0 = self.perf()
             with self.no_grad():
-                for _, args, state in self.order:
+                for i, (_, args, state) in enumerate(self.order):
+                    if key is not None:  # this call's values, only now (inputs.py)
+                        start, end = self.spans[i]
+                        self.inputs.mask(self.torch.frombuffer(
+                            self.region, dtype=self.torch.int64, count=(end - start) // 8,
+                            offset=start), key)
                     outs.append(call(model, state, args) if state else model(*args))
                 committed = self._commitments(outs) if self.commit else None
             if self.events:
@@ -454,6 +465,13 @@ class Worker:
                     raise TypeError(f"forward returned a {type(o).__name__}: outputs must be "
                                     "plain torch.Tensor")
         return {} if committed is None else {"committed": committed}
+
+    def _mask_key(self, req):
+        """go's key for the input region (base64 of MASK_WORDS int64)."""
+        raw = base64.b64decode(req.get("key") or "")
+        if len(raw) != self.inputs.MASK_WORDS * 8:
+            raise RuntimeError("go brought no key for the input region")
+        return self.torch.frombuffer(bytearray(raw), dtype=self.torch.int64)
 
     def _commitments(self, outs):
         """[[sums of each output] per call] (None for an output that is no

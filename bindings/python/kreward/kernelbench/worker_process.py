@@ -168,9 +168,17 @@ class WorkerProcess:
         argv = [sys.executable, WORKER, str(to_w), str(from_w), json.dumps(sandbox) if sandbox else ""]
         fds, self.region, region_fd = [to_w, from_w], None, None
         if region_bytes:  # sparse: pages exist once written
-            region_fd = os.memfd_create("kreward-inputs", 0)
+            # sealed at its size: the worker (which holds a descriptor of it:
+            # Python's mmap keeps one) cannot shrink it under this process's
+            # mapping (a write past its end would be SIGBUS here, in the
+            # trainer); not inherited by anything else this process starts
+            region_fd = os.memfd_create("kreward-inputs", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
             os.ftruncate(region_fd, region_bytes)
+            fcntl.fcntl(region_fd, fcntl.F_ADD_SEALS,
+                        fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
             self.region = mmap.mmap(region_fd, region_bytes)
+            if hasattr(mmap, "MADV_DONTFORK"):
+                self.region.madvise(mmap.MADV_DONTFORK)  # a fork of the trainer holds none of it
             argv.append(str(region_fd))
             fds.append(region_fd)
         # the supervisor: its stdin and stdout are the control pipes (reap, status)
@@ -355,6 +363,7 @@ class WorkerProcess:
             except OSError:
                 pass
         self.log.close()
+        self.release_region()
         if self.region is not None:
             try:
                 self.region.close()
@@ -363,6 +372,15 @@ class WorkerProcess:
             self.region = None
         self.ended = res
         return res
+
+    def release_region(self):
+        """Frees the input region's pages (a batch's inputs, up to the batch
+        budget, kept while the worker is: warm runners held hundreds of MB)."""
+        if self.region is not None and hasattr(mmap, "MADV_REMOVE"):
+            try:
+                self.region.madvise(mmap.MADV_REMOVE)
+            except OSError:
+                pass
 
     def close(self):
         self.end()
