@@ -581,7 +581,10 @@ def run_worker(rfd, wfd, config, region_fd=None):
     out = os.fdopen(wfd, "wb")
     inp = os.fdopen(rfd, "rb")
     region = None
-    if region_fd is not None:  # mapped now, its descriptor closed: nothing started inherits it
+    # mapped now and its descriptor closed: nothing started inherits it (the
+    # copy Python's mmap keeps is close-on-exec; the caller sealed the memfd
+    # at its size, so that copy cannot shrink it under the caller's mapping)
+    if region_fd is not None:
         region = mmap.mmap(region_fd, 0)
         os.close(region_fd)
     sandbox = Sandbox(config if config and config.get("when") == "start" else None)
