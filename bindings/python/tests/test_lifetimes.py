@@ -13,7 +13,11 @@ from kreward import _lib, core
 @pytest.fixture
 def frees(monkeypatch):
     """The order of kr_program_free, kr_reward_free, kr_problem_free and
-    kr_context_free calls (the real ones still run)."""
+    kr_context_free calls (the real ones still run). Earlier tests' garbage
+    is collected first: a Context they left in a cycle, freed by a test's
+    own gc.collect(), was recorded as that test's (a CI run saw two context
+    frees where the test made one)."""
+    gc.collect()
     calls = []
 
     def recorder(kind, real):
