@@ -1,8 +1,15 @@
-"""Fresh inputs for one call of an imported problem, made from a seed with
-torch's generator: the ModelNew worker and the caller (which computes the
-golden outputs) make the same bits from the same seed on the same device,
-so inputs never travel between them. Structured inputs get their transform
-here (a symmetric matrix, a triangular one, rows summing to one).
+"""What the caller and the ModelNew worker must agree on, bit for bit:
+
+- fresh inputs for one call of an imported problem, made from a seed with
+  torch's generator (make_inputs): the same bits from the same seed on the
+  same device, so the caller's golden outputs are computed on what the
+  candidate got. Structured inputs get their transform here (a symmetric
+  matrix, a triangular one, rows summing to one);
+- the input region (region_offsets ... mask): on the CPU the caller's values
+  reach the worker through shared memory, masked until go;
+- the position-mixed sums (sums, sums_of_many, digest): the input digest and
+  the commitment to a timed batch's outputs (one Triton pass on a GPU,
+  commit_triton.py).
 
 Imports only torch: the worker loads this file by path, without kreward."""
 import ctypes
