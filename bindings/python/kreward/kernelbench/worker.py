@@ -272,6 +272,16 @@ class Worker:
                         if "/libcuda.so" in line:
                             os.environ["TRITON_LIBCUDA_PATH"] = os.path.dirname(line.split()[-1])
                             break
+            if self.sandbox.config is None:
+                # the commitment's kernel compiled now, off the candidate's
+                # path (a spare does this before its candidate exists), in
+                # Triton's default cache, shared by the workers that follow;
+                # seal's warm finds it loaded. Sandboxed already ("start"):
+                # at seal, in the candidate's own folder
+                try:
+                    self.inputs.warm(self.device)
+                except Exception:  # noqa: BLE001 - the commitment then takes torch's steps
+                    pass
         return {"no_subreaper": NO_SUBREAPER}
 
     def load(self, req):
