@@ -14,6 +14,7 @@
 Imports only torch: the worker loads this file by path, without kreward."""
 import ctypes
 import hashlib
+import math
 
 import torch
 
@@ -79,11 +80,9 @@ def _itemsize(dt):
     return torch.empty((), dtype=dt).element_size()
 
 
-def _nbytes(t):
-    n = 1
-    for d in t["shape"]:
-        n *= int(d)
-    return n * _itemsize(DTYPES[t["dtype"]])
+def nbytes(shape, dtype):
+    """Bytes of a tensor of this shape and dtype name (DTYPES)."""
+    return math.prod(int(d) for d in shape) * _itemsize(DTYPES[dtype])
 
 
 def region_offsets(layout, calls):
@@ -95,7 +94,7 @@ def region_offsets(layout, calls):
     for _ in range(calls):
         start, call = at, {}
         for t in layout:
-            n = _nbytes(t)
+            n = nbytes(t["shape"], t["dtype"])
             call[t["name"]] = (at, n)
             at += (n + REGION_ALIGN - 1) // REGION_ALIGN * REGION_ALIGN
         at = start + max(1, -(-(at - start) // span_bytes)) * span_bytes
@@ -148,11 +147,11 @@ def _mixed_sums(w, lo):
     positions lo, lo+1, ... of their tensors, over the last axis: each word
     mixed with its position (splitmix64's finaliser in wrapping int64
     arithmetic, with torch's arithmetic right shift). On a GPU one pass of
-    a Triton kernel (_triton_sums) where Triton works, else torch's steps
+    a Triton kernel (commit_triton.py) where Triton works, else torch's steps
     (_torch_mixed_sums): the same bits either way."""
     if w.is_cuda and w.is_contiguous() and _triton_ready():
         try:
-            return _triton_sums(w, lo)
+            return _TRITON["kernel"](w, lo)
         except Exception:  # noqa: BLE001 - any failure: the steps below, from now on
             _TRITON["kernel"] = False
     return _torch_mixed_sums(w, lo)
@@ -206,10 +205,6 @@ def _make_triton_kernel():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.mixed_sums
-
-
-def _triton_sums(w, lo):
-    return _TRITON["kernel"](w, lo)
 
 
 def warm(device):

@@ -54,7 +54,7 @@ import torch
 
 from .. import _lib
 from .confine import missing
-from .inputs import (DTYPES, MASK_WORDS, REGION_ALIGN, digest, fingerprint, make_inputs, mask,
+from .inputs import (MASK_WORDS, REGION_ALIGN, digest, fingerprint, make_inputs, mask, nbytes,
                      region_offsets, stage_call)
 from .reference import Reference
 from .worker_process import CandidateDenied, WorkerDied, WorkerProcess, WorkerTimeout, _failure
@@ -239,7 +239,7 @@ class Runner:
         and its outputs (the timing case's by default)."""
         total = 0
         for t, shape in zip(self.imp.tensors, self.imp.shapes(self.imp.cases[case][2])):
-            total += math.prod(shape) * torch.empty((), dtype=DTYPES[t["dtype"]]).element_size()
+            total += nbytes(shape, t["dtype"])
         return max(total, 1)
 
     def _calls_for(self, per_call_us):
