@@ -51,16 +51,17 @@ class DrainingServer(uvicorn.Server):
 
     async def _drain_tick(self):
         o, now = self.kreward.options, time.monotonic()
-        if self._closing is not None:
-            if self._closing.done() and self.kreward.engine.idle():
-                self.should_exit = True
+        if self._closing is not None and not self._closing.done():
             return
+        # Idle whether every job finished or the freed pool gave the rest an
+        # error report: either way the reports wait for their readers (or
+        # result_grace) before the server stops.
         if self.kreward.engine.idle():
             self._idle_since = self._idle_since or now
             if (self.kreward.tasks.unfetched() == 0
                     or now - self._idle_since >= o.result_grace):
                 self.should_exit = True
-        elif now - self._drain_started >= o.drain_timeout:
+        elif self._closing is None and now - self._drain_started >= o.drain_timeout:
             log.warning("kreward serve: drain timeout: freeing the pool; %d job(s) get an error "
                         "report", self.kreward.engine.inflight)
             self._closing = asyncio.ensure_future(asyncio.to_thread(self.kreward.pool.close))
