@@ -15,5 +15,6 @@
 #include "evaluate.h"
 #include "pool.h"
 #include "sandbox.h"
+#include "keystream.h"
 
 #endif

@@ -33,9 +33,10 @@ typedef struct kr_chacha_key {
     } while (0)
 
 /* 64 bytes of keystream (16 little-endian words) for block `counter` of
- * the stream named by (key, nonce). */
-KR_GEN_FN void kr_chacha20_block(const kr_chacha_key *key, kr_u32 counter, const kr_u32 nonce[3],
-                                 kr_u32 out[16])
+ * the stream named by (key, nonce), after 2 x double_rounds rounds (10:
+ * ChaCha20; 4: ChaCha8, for masks undone inside a timed region). */
+KR_GEN_FN void kr_chacha_block(const kr_chacha_key *key, kr_u32 counter, const kr_u32 nonce[3],
+                               int double_rounds, kr_u32 out[16])
 {
     kr_u32 s[16] = {0x61707865u, 0x3320646eu, 0x79622d32u, 0x6b206574u,
                     key->w[0], key->w[1], key->w[2], key->w[3],
@@ -44,7 +45,7 @@ KR_GEN_FN void kr_chacha20_block(const kr_chacha_key *key, kr_u32 counter, const
     kr_u32 x[16];
     for (int i = 0; i < 16; i++)
         x[i] = s[i];
-    for (int round = 0; round < 10; round++) { /* 20 rounds: column, then diagonal */
+    for (int round = 0; round < double_rounds; round++) { /* column, then diagonal */
         KR_CHACHA_QR(x[0], x[4], x[8], x[12]);
         KR_CHACHA_QR(x[1], x[5], x[9], x[13]);
         KR_CHACHA_QR(x[2], x[6], x[10], x[14]);
@@ -56,6 +57,13 @@ KR_GEN_FN void kr_chacha20_block(const kr_chacha_key *key, kr_u32 counter, const
     }
     for (int i = 0; i < 16; i++)
         out[i] = x[i] + s[i];
+}
+
+/* ChaCha20 (RFC 8439, section 2.3). */
+KR_GEN_FN void kr_chacha20_block(const kr_chacha_key *key, kr_u32 counter, const kr_u32 nonce[3],
+                                 kr_u32 out[16])
+{
+    kr_chacha_block(key, counter, nonce, 10, out);
 }
 
 #endif

@@ -14,8 +14,8 @@ for line in open(mapfile):
     line = re.sub(r"/\*.*?\*/", "", line).strip()
     if line.startswith("global:"):
         in_global = True
-    elif line.startswith("local:"):
-        in_global = False
+    elif line.startswith("local:") or line.startswith("}"):
+        in_global = False  # "} KREWARD_1.0;" ends a node that inherits another
     elif in_global and line.endswith(";"):
         listed.add(line[:-1].strip())
 
