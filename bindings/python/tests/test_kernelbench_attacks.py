@@ -508,6 +508,68 @@ def test_the_input_region_gives_nothing_before_the_clock(tall_matmul_runner, nam
     assert all(r["verdict"] != "pass" or r["speedup"] < 2.0 for r in results), results
 
 
+@pytest.fixture(scope="module")
+def staged_matmul_runner(tmp_path_factory):
+    """The tall matmul with a GPU's way to the region on the CPU: the
+    worker's tensors are views of a buffer of its own, which `stage` fills
+    from the region (masked) after the caller wrote it."""
+    with cpu_runner(tmp_path_factory, written(tmp_path_factory, "tall_matmul.py", TALL_MATMUL)) as r:
+        r.staged = True
+        yield r
+
+
+OWN_BUFFER = """
+import gc, mmap, torch, torch.nn as nn
+_W = [o for o in gc.get_objects() if type(o).__name__ == "Worker" and hasattr(o, "region")][0]
+_lo = torch.frombuffer(_W.region, dtype=torch.uint8).data_ptr()
+_hi = _lo + len(_W.region)
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        if _lo <= a.data_ptr() < _hi:
+            raise RuntimeError("the inputs are views of the region, not staged")
+        return a @ b
+"""
+
+
+def test_a_staged_region_gives_the_honest_candidate_its_inputs(staged_matmul_runner):
+    """Staged (a GPU's way, here on the CPU): the calls' tensors live in the
+    worker's own buffer, not the region, and carry the caller's values once
+    go unmasked them (the checks regenerate them from the seeds)."""
+    res = run(staged_matmul_runner, OWN_BUFFER, baseline=True)
+    assert res["verdict"] == "pass", res
+    assert run(staged_matmul_runner, TALL_MATMUL.replace("class Model(", "class ModelNew("),
+               baseline=False)["verdict"] == "pass"
+
+
+@pytest.mark.parametrize("name", ["PRECOMPUTE_IN_PREPARE", "WATCH_THE_REGION", "SEEDS_IN_PREPARE",
+                                  "PIPELINE_OVER_THE_WRITES"])
+def test_the_staged_region_gives_nothing_before_the_clock(staged_matmul_runner, name):
+    """Every cheat on work before the clock, against the staged region: the
+    device buffer holds last batch's values or masked ones until go."""
+    results = [run(staged_matmul_runner, globals()[name], baseline=True) for _ in range(2)]
+    assert all(r["verdict"] != "pass" or r["speedup"] < 2.0 for r in results), results
+
+
+SKIP_THE_STAGE = """
+import gc, torch, torch.nn as nn
+for _obj in gc.get_objects():
+    if type(_obj).__name__ == "Worker" and hasattr(_obj, "stage"):
+        _obj.stage = lambda req: {}   # the masked values never reach the calls' tensors
+
+class ModelNew(nn.Module):
+    def forward(self, a, b): return a @ b
+"""
+
+
+def test_a_worker_that_skips_the_stage_computes_on_the_wrong_inputs(staged_matmul_runner):
+    """The stage is the worker's to run, so the candidate's to skip: its
+    calls then read whatever the buffer held, and the input digest (or the
+    outputs) say so."""
+    res = run(staged_matmul_runner, SKIP_THE_STAGE, baseline=False)
+    assert res["verdict"] == "wrong", res
+
+
 def test_a_candidate_cannot_shrink_the_region_under_the_caller(tall_matmul_runner):
     """The worker holds a descriptor of the region (Python's mmap keeps
     one): shrinking the memfd made the caller's next write into its own

@@ -1,7 +1,9 @@
 """On a GPU (marked gpu): a candidate that ends a timed batch with its
 kernels still queued (the worker's synchronisation replaced through gc)
 gets no speed for it: the runner checks go's commitment, and reading the
-sums back waits for the queued kernels. The CPU half is
+sums back waits for the queued kernels. Work done before the clock (in
+prepare, or in a thread as the inputs arrive) gets none either: the inputs
+come from the caller, masked until go. The CPU half is
 test_kernelbench_attacks.py."""
 import pathlib
 
@@ -56,18 +58,50 @@ def test_the_commitment_is_one_pass_on_the_gpu():
     assert times["triton"] < times["torch steps"]
 
 
-@pytest.mark.gpu
-@pytest.mark.xfail(strict=True, reason="open on a GPU: the worker makes the inputs in prepare, untimed "
-                   "(the CPU's input region is not device memory yet): docs/kernelbench.md")
-def test_work_done_in_prepare_gets_no_speedup_on_the_gpu(tmp_path):
-    """The CPU's prepare cheat (test_kernelbench_attacks.py) on a GPU, where
-    the worker still makes a batch's inputs in prepare."""
+def _cpu_attacks():
     import sys
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
     import test_kernelbench_attacks as cpu
-    (tmp_path / "tall_matmul.py").write_text(cpu.TALL_MATMUL)
-    imp = import_problem(str(tmp_path / "tall_matmul.py"))
-    with Runner(imp, "cuda", cache_dir=str(tmp_path / "ext"), spare=False) as runner:
-        results = [runner.evaluate(cpu.PRECOMPUTE_IN_PREPARE, seed=3) for _ in range(3)]
-    print([(r["verdict"], r.get("speedup")) for r in results])
+    return cpu
+
+
+@pytest.fixture(scope="module")
+def big_matmul(tmp_path_factory):
+    """A 4096 matmul: a few ms a call on the H200, so work moved out of the
+    clock shows as a large speedup."""
+    path = tmp_path_factory.mktemp("problem") / "matmul_4096.py"
+    path.write_text(_cpu_attacks().TALL_MATMUL.replace("(64, 16384)", "(4096, 4096)")
+                    .replace("(16384, 64)", "(4096, 4096)"))
+    return import_problem(str(path))
+
+
+@pytest.mark.gpu
+def test_the_prepare_cheat_pays_when_the_worker_makes_the_inputs(big_matmul, tmp_path):
+    """The control: with inputs="worker" (prepare makes the batch's inputs
+    from the seeds, untimed) the cheat below computes the outputs there. If
+    this stops paying, the test after it proves nothing."""
+    cheat = _cpu_attacks().PRECOMPUTE_IN_PREPARE
+    with Runner(big_matmul, "cuda", cache_dir=str(tmp_path), spare=False, inputs="worker") as runner:
+        res = runner.evaluate(cheat, seed=3, batches=3)
+    print({k: res.get(k) for k in ("verdict", "speedup", "time_us", "baseline_us", "prepare_us")})
+    assert res["verdict"] == "pass" and res["speedup"] > 3.0, res
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["PRECOMPUTE_IN_PREPARE", "WATCH_THE_REGION", "SEEDS_IN_PREPARE",
+                                  "PIPELINE_OVER_THE_WRITES"])
+def test_work_done_before_the_clock_gets_no_speedup_on_the_gpu(big_matmul, tmp_path, name):
+    """The CPU's cheats on work before the clock (test_kernelbench_attacks.py)
+    on a GPU, by default: the caller makes the inputs, the worker stages
+    them masked into device memory (`stage`, untimed), the key comes with
+    go."""
+    with Runner(big_matmul, "cuda", cache_dir=str(tmp_path), spare=False) as runner:
+        assert runner.inputs_from == "caller" and runner.staged
+        results = [runner.evaluate(getattr(_cpu_attacks(), name), seed=3, batches=3)
+                   for _ in range(2)]
+        honest = runner.evaluate(_cpu_attacks().TALL_MATMUL.replace("class Model(", "class ModelNew("),
+                                 seed=3, batches=3)
+    print([(r["verdict"], r.get("speedup"), r.get("prepare_us")) for r in results],
+          {k: honest.get(k) for k in ("verdict", "speedup", "prepare_us", "baseline_prepare_us")})
+    assert honest["verdict"] == "pass", honest
     assert all(r["verdict"] != "pass" or r["speedup"] < 2.0 for r in results), results

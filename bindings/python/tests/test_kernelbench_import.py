@@ -14,6 +14,7 @@ from kreward.kernelbench.reference import Reference  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 CORPUS = sorted((ROOT / "examples" / "kernelbench").glob("level*/*.py"))
 REFUSED = {"28_dropout": "not deterministic"}
+KB_27 = ROOT / "examples" / "kernelbench" / "level1" / "27_cross_entropy.py"
 STRUCTURED = {"17_matmul_symmetric": "symmetric", "18_matmul_lower_triangular": "lower_triangular",
               "26_kldiv": "softmax_last"}
 _cache = {}
@@ -86,6 +87,27 @@ def test_scaled_cases_change_sizes_and_say_what_failed():
     # scaling every constant breaks n_embd % n_head: the note says so, and only the batch scales
     assert any("case 'odd'" in n and "invalid" in n for n in imp.notes)
     assert imp.cases[2][1] == {"batch_size": 9}
+
+
+def test_integer_inputs_keep_to_each_cases_range():
+    """Cross-entropy's targets index num_classes: in a scaled case with 250
+    classes they are drawn below 250 (with the file's [0, 999] every
+    candidate, and the reference, failed there with an index out of
+    bounds); the library problem's one range is valid in every case."""
+    imp = imported(KB_27)
+    t = next(x for x in imp.tensors if x["name"] == "targets")
+    for case, (_, overrides, probe) in enumerate(imp.cases):
+        classes = overrides.get("num_classes", 1000)
+        init = imp.init_for(case, t)
+        assert init["dist"] == "int" and init["low"] == 0 and init["high"] == classes - 1, init
+        x = make_inputs([dict(t, shape=imp.shapes(probe)[1], init=init)], 5, "cpu")["targets"]
+        assert int(x.max()) < classes
+        # the reference runs on them
+        Reference(imp, "cpu")(case, {**make_inputs(
+            [dict(u, shape=s, init=imp.init_for(case, u)) for u, s in zip(imp.tensors, imp.shapes(probe))
+             if u["role"] == "in"], 5, "cpu")})
+    spec_init = next(x for x in imp.spec["tensors"] if x["name"] == "targets")["init"]
+    assert spec_init["high"] == min(o.get("num_classes", 1000) for _, o, _ in imp.cases) - 1
 
 
 def test_reference_is_the_model_on_lifted_weights():

@@ -27,6 +27,7 @@ MAX_TENSORS = 1024        # lib/problem/tensor_parse.c
 DEFAULT_TOL = 1e-2        # KernelBench's eval: torch.allclose(atol=1e-02, rtol=1e-02)
 SCALE_MIN = 8             # smaller constants are axes, kernel sizes, strides: never scaled
 TRANSFORMS = ("symmetric", "lower_triangular", "upper_triangular", "softmax_last")
+INT_DTYPES = ("i8", "u8", "i32", "i64")
 
 
 class ImportRefused(Exception):
@@ -167,6 +168,17 @@ class ImportedProblem:
             self.device_only_reason = (f"{len(tensors)} tensors (lifted parameters included), the "
                                        f"library takes at most {MAX_TENSORS}")
 
+    def init_for(self, case, tensor):
+        """A tensor's generator distribution in one case. An integer input
+        takes the range get_inputs gave it at that case's sizes (class
+        indices drawn below num_classes shrink with it: the file's own range
+        put targets out of bounds in a scaled case, so every candidate
+        failed there); other tensors have one distribution for all cases."""
+        real = self.cases[case][2].get("real_inputs")
+        if tensor["source"] != "input" or tensor["dtype"] not in INT_DTYPES or not real:
+            return tensor["init"]
+        return _init_of(real[tensor["index"]])
+
     def shapes(self, probe):
         """[shape] of every tensor in library order, for one case's probe."""
         out = []
@@ -206,7 +218,7 @@ class ImportedProblem:
             entry = {"name": x["name"], "dtype": x["dtype"], "role": x["role"],
                      "shape": [dim_of[tuple(c[t][a] for c in per_case)] for a in range(len(per_case[0][t]))]}
             if x["role"] == "in":
-                entry["init"] = x["init"]
+                entry["init"] = self._init_for_every_case(x)
             else:
                 entry["tolerance"] = {"rtol": self.rtol, "atol": self.atol}
             tensors.append(entry)
@@ -218,6 +230,15 @@ class ImportedProblem:
         if scalars:
             spec["scalars"] = scalars
         return spec
+
+    def _init_for_every_case(self, tensor):
+        """The library problem has one distribution per tensor: an integer
+        input's range valid in every case (the narrowest)."""
+        inits = [self.init_for(c, tensor) for c in range(len(self.cases))]
+        if tensor["dtype"] not in INT_DTYPES or any(i.get("dist") != "int" for i in inits):
+            return inits[0]
+        low, high = max(i["low"] for i in inits), min(i["high"] for i in inits)
+        return dict(inits[0], low=low, high=max(low, high))
 
     def _dim_name(self, values, i):
         for k, v in self.cases[0][2]["constants"].items():
@@ -341,9 +362,27 @@ def import_problem(path, atol=DEFAULT_TOL, rtol=DEFAULT_TOL, scale=True, timeout
         raise ImportRefused(path, "the reference is not deterministic (two forwards on the same "
                                   f"inputs differ; modules: {', '.join(meta['modules'])}): "
                                   "outputs cannot be checked")
+    _case_values(path, real, cases, notes, timeout_s)
     imported = ImportedProblem(path, real, [("base", {}, meta)] + cases, atol, rtol)
     imported.notes[:0] = notes
     return imported
+
+
+def _case_values(path, real, cases, notes, timeout_s):
+    """Where get_inputs makes integer tensors, their values at each scaled
+    case's sizes (a CPU run of get_inputs per case, in one probe process):
+    the file's own values are the base probe's (real)."""
+    ints = [i for i, d in enumerate(real.get("inputs") or ())
+            if d.get("kind") == "tensor" and d.get("dtype") in INT_DTYPES]
+    if not ints or not cases or "stats" not in real["inputs"][ints[0]]:
+        return
+    results = run_probes(path, [{"overrides": o, "real": True} for _, o, _ in cases], timeout_s)
+    for (how, overrides, probe), res in zip(cases, results):
+        if res["ok"]:
+            probe["real_inputs"] = res["inputs"]
+        else:
+            notes.append(f"case '{how}': integer inputs keep the file's own range (get_inputs on "
+                         f"the CPU failed: {res['error']})")
 
 
 def _numel(d):

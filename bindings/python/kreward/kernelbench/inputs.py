@@ -5,8 +5,9 @@
   same device, so the caller's golden outputs are computed on what the
   candidate got. Structured inputs get their transform here (a symmetric
   matrix, a triangular one, rows summing to one);
-- the input region (region_offsets ... mask): on the CPU the caller's values
-  reach the worker through shared memory, masked until go;
+- the input region (region_offsets ... mask): the caller's values reach the
+  worker through shared memory, masked until go (a GPU worker copies them,
+  still masked, to device memory before go);
 - the position-mixed sums (sums, sums_of_many, digest): the input digest and
   the commitment to a timed batch's outputs (one Triton pass on a GPU,
   commit_triton.py).
@@ -61,19 +62,39 @@ def make_inputs(layout, seed, device):
 
 
 # ---------------------------------------------------------- the input region
-# On the CPU the caller hands a timed batch's inputs to the worker through
-# memory they share (a sealed memfd the worker maps at its start). The
-# worker's tensors are views of it. The caller writes the values after the
-# worker answered prepare, masked: XORed with a key stream of MASK_WORDS
-# random words, per batch, that travels in `go`. Inside the clock the worker
-# unmasks each call's span right before calling it. So no code of the
+# The caller hands a timed batch's inputs to the worker through memory they
+# share (a sealed memfd the worker maps at its start). On the CPU the
+# worker's tensors are views of it; on a GPU they are views of one device
+# buffer laid out alike, which the worker's `stage` fills from the region
+# (a host-to-device copy, untimed, of values still masked). The caller
+# writes the values after the worker answered prepare, masked: XORed with
+# ChaCha8's keystream under a fresh key per batch (keystream.py), which
+# travels in `go`. Inside the clock the worker unmasks each call's span
+# right before calling it (in device memory on a GPU). So no code of the
 # candidate's process can compute on a batch's values before the clock
 # starts: not in prepare (work done there paid 66x when the worker made the
 # inputs), not in a thread watching the region fill (it did, call by call,
-# while the caller was still making the later ones), and not on a call
+# while the caller was still making the later ones), not from values it
+# can guess (a repeated key gave itself away there), and not on a call
 # ahead of the one running (its span is still masked).
-REGION_ALIGN = 256
-MASK_WORDS = 4096  # 32 KB of key; each call's span starts at a multiple of it
+REGION_ALIGN = 256  # a tensor's offset, and a call's span: whole keystream blocks
+
+
+def _sibling(name):
+    """A file of this folder loaded by path: the worker loads this one so,
+    without the kreward package."""
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
+    spec = importlib.util.spec_from_file_location("kreward_kb_" + name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_keystream = _sibling("keystream")
+use_library, new_key, Key = _keystream.use_library, _keystream.new_key, _keystream.Key
+KEY_BYTES, BLOCK_BYTES = _keystream.KEY_BYTES, _keystream.BLOCK_BYTES
 
 
 def _itemsize(dt):
@@ -88,8 +109,7 @@ def nbytes(shape, dtype):
 def region_offsets(layout, calls):
     """Where each tensor of each call of a batch lies in the region: a list
     per call of {name: (offset, nbytes)}, each call's span (start, end)
-    (whole key lengths), and the bytes they take."""
-    span_bytes = MASK_WORDS * 8
+    (whole REGION_ALIGN units), and the bytes they take."""
     at, where, spans = 0, [], []
     for _ in range(calls):
         start, call = at, {}
@@ -97,21 +117,27 @@ def region_offsets(layout, calls):
             n = nbytes(t["shape"], t["dtype"])
             call[t["name"]] = (at, n)
             at += (n + REGION_ALIGN - 1) // REGION_ALIGN * REGION_ALIGN
-        at = start + max(1, -(-(at - start) // span_bytes)) * span_bytes
         where.append(call)
         spans.append((start, at))
     return where, spans, at
 
 
 def region_views(buf, layout, where):
-    """{name: tensor} viewing the region buf (a writable buffer) at one
-    call's offsets (region_offsets): whatever is there when read."""
+    """{name: tensor} viewing the region at one call's offsets
+    (region_offsets): whatever is there when read. buf: the region itself
+    (a writable buffer), or a flat uint8 tensor laid out like it (the
+    device copy a GPU worker stages the region into)."""
     out = {}
     for t in layout:
         off, n = where[t["name"]]
         dt = DTYPES[t["dtype"]]
-        out[t["name"]] = (torch.frombuffer(buf, dtype=dt, count=n // _itemsize(dt), offset=off)
-                          .view(t["shape"]) if n else torch.empty(t["shape"], dtype=dt))
+        if not n:
+            out[t["name"]] = torch.empty(t["shape"], dtype=dt, device=getattr(buf, "device", "cpu"))
+        elif isinstance(buf, torch.Tensor):
+            out[t["name"]] = buf[off:off + n].view(dt).view(t["shape"])
+        else:
+            out[t["name"]] = (torch.frombuffer(buf, dtype=dt, count=n // _itemsize(dt), offset=off)
+                              .view(t["shape"]))
     return out
 
 
@@ -124,14 +150,14 @@ def stage_call(stage, where, tensors, base=0):
             stage[off - base:off - base + n].copy_(src)
 
 
-def mask(words, key):
-    """XORs int64 words (a whole number of key lengths) with the key, in
-    place: masking and unmasking alike."""
-    words.view(-1, key.numel()).bitwise_xor_(key)
-    return words
+def mask(span, key, start):
+    """XORs one call's span of the region (a contiguous uint8 tensor that
+    stands at byte `start` of the region, a multiple of REGION_ALIGN) with
+    the batch's keystream, in place: masking and unmasking alike."""
+    return _keystream.xor_(span, key, start // BLOCK_BYTES)
 
 
-# odd 64-bit constants (splitmix64's), as signed int64 for torch# odd 64-bit constants (splitmix64's), as signed int64 for torch
+# odd 64-bit constants (splitmix64's), as signed int64 for torch
 _GOLDEN = 0x9E3779B97F4A7C15 - (1 << 64)
 _MIX1 = 0xBF58476D1CE4E5B9 - (1 << 64)
 _MIX2 = 0x94D049BB133111EB - (1 << 64)
@@ -208,9 +234,11 @@ def _make_triton_kernel():
 
 
 def warm(device):
-    """Compiles what the commitment runs on `device` (the Triton kernel on a
-    GPU) now: a worker calls it before its seal refuses new programs."""
+    """Compiles what the commitment and the region's mask run on `device`
+    (their Triton kernels on a GPU) now: a worker calls it before its seal
+    refuses new programs."""
     if device != "cpu":
+        _keystream.warm(device)
         sums(torch.arange(3, dtype=torch.int64, device=device)).tolist()
         sums_of_many([torch.zeros(5, device=device)] * 2)
 

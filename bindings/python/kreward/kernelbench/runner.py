@@ -54,7 +54,7 @@ import torch
 
 from .. import _lib
 from .confine import missing
-from .inputs import (MASK_WORDS, REGION_ALIGN, digest, fingerprint, make_inputs, mask, nbytes,
+from .inputs import (REGION_ALIGN, digest, fingerprint, make_inputs, mask, nbytes, new_key, use_library,
                      region_offsets, stage_call)
 from .reference import Reference
 from .worker_process import CandidateDenied, WorkerDied, WorkerProcess, WorkerTimeout, _failure
@@ -131,6 +131,12 @@ def reward_of(result):
     return 0.5 + 0.25 * min(2.0, max(0.0, math.log2(s)))
 
 
+def _library_path():
+    """The libkreward file this process loaded (the worker loads it by path:
+    the sandbox, the input region's mask)."""
+    return os.path.realpath(_lib.path) if os.path.exists(_lib.path) else _lib.path
+
+
 class Runner:
     """Evaluates ModelNew sources for one imported problem, one at a time (a
     lock: two candidates timed at once would slow each other down). Between
@@ -162,18 +168,21 @@ class Runner:
             raise ValueError(f"sandbox must be 'start', 'init' or None, not {sandbox!r}")
         if baseline not in ("eager", "compile"):
             raise ValueError(f"baseline must be 'eager' or 'compile', not {baseline!r}")
-        # inputs: who makes a timed batch's inputs. "caller": this process,
-        # written into a region shared with the worker after it answered
-        # prepare (inputs.py), so nothing in the candidate's process sees
-        # them before the clock starts; "worker": the worker, in prepare,
-        # untimed (work done there pays: docs/kernelbench.md). The CPU has
-        # "caller" (the default there); a GPU only "worker" until the region
-        # is device memory (CUDA IPC).
-        inputs = inputs or ("caller" if device == "cpu" else "worker")
-        if inputs not in ("caller", "worker") or (inputs == "caller" and device != "cpu"):
-            raise ValueError(f"inputs must be 'worker', or 'caller' on the CPU, not {inputs!r} on "
-                             f"{device!r}")
+        # inputs: who makes a timed batch's inputs. "caller" (the default):
+        # this process, written masked into a region shared with the worker
+        # after it answered prepare (inputs.py), so nothing in the
+        # candidate's process can compute on them before the clock starts;
+        # "worker": the worker, in prepare, untimed (work done there pays:
+        # docs/kernelbench.md; kept for comparison and debugging).
+        inputs = inputs or "caller"
+        if inputs not in ("caller", "worker"):
+            raise ValueError(f"inputs must be 'caller' or 'worker', not {inputs!r}")
         self.inputs_from = inputs
+        use_library(_library_path())  # the region's mask of host memory
+        # a GPU worker stages the region into device memory (worker.py
+        # stage); the CPU's tensors are views of the region itself, unless a
+        # test asks for the GPU's way on the CPU
+        self.staged = device != "cpu"
         self.baseline_kind = "torch.compile" if baseline == "compile" else "eager"
         self.imp, self.device, self.sandbox = imported, device, sandbox
         self.ref = Reference(imported, device)
@@ -223,7 +232,8 @@ class Runner:
     # ---- workers
     def _layout(self, case):
         shapes = self.imp.shapes(self.imp.cases[case][2])
-        return [dict(t, shape=s) for t, s in zip(self.imp.tensors, shapes) if t["role"] == "in"]
+        return [dict(t, shape=s, init=self.imp.init_for(case, t))
+                for t, s in zip(self.imp.tensors, shapes) if t["role"] == "in"]
 
     def _region_bytes(self):
         """The input region's size: a timed batch's inputs, at most
@@ -232,7 +242,7 @@ class Runner:
         can get (inputs.region_offsets). Sparse: pages exist once written."""
         tensors = max(len(lay) for lay in self.layouts)
         return (max(self.batch_bytes, 2 * self.max_call_bytes) +
-                MAX_CALLS * (tensors * REGION_ALIGN + MASK_WORDS * 8))
+                MAX_CALLS * tensors * REGION_ALIGN)
 
     def _call_bytes(self, case=0):
         """Bytes one call holds until its batch is dropped: its fresh inputs
@@ -265,7 +275,7 @@ class Runner:
     def _sandbox_config(self, ext):
         if not self.sandbox:
             return None
-        return {"library": os.path.realpath(_lib.path) if os.path.exists(_lib.path) else _lib.path,
+        return {"library": _library_path(),
                 "write": ext, "gpu": self.device != "cpu", "when": self.sandbox}
 
     def _spawn(self, source=None):
@@ -279,12 +289,13 @@ class Runner:
         # never reads more than twice the largest case's inputs and outputs
         # (a scaled case may grow a size: "odd" rounds up)
         w.max_payload = 2 * self.max_call_bytes + (1 << 20)
-        w.send({"op": "ready", "device": self.device})
+        w.send({"op": "ready", "device": self.device, "library": _library_path()})
         return w
 
     def _send_load(self, w, source, class_name):
         ext = self._ext(source)
         w.send({"op": "load", "source": source, "class_name": class_name, "device": self.device,
+                "library": _library_path(),
                 "layouts": self.layouts, "init_inputs": self.init_inputs, "values": self.values,
                 "state_names": self.state_names, "cache_dir": self.cache_dir, "env": self._env(ext),
                 "sandbox": self._sandbox_config(ext)})
@@ -412,18 +423,20 @@ class Runner:
         return None
 
     def _write_region(self, w, case, seeds):
-        """The batch's inputs made here, masked with a fresh key in a private
-        buffer, then copied into the worker's region at once (inputs.py):
-        nothing the worker can read carries a value before go brings the
-        key. Returns the key for go (base64)."""
+        """The batch's inputs made here (on this runner's device, the bits
+        the checks regenerate), each call's span masked with the batch's
+        fresh key in a private buffer before it is copied into the worker's
+        region (inputs.py): nothing the worker can read carries a value
+        before go brings the key. Returns the key for go (base64)."""
         where, spans, total = region_offsets(self.layouts[case], len(seeds))
-        stage = torch.zeros(total, dtype=torch.uint8)
-        for seed, at in zip(seeds, where):
-            stage_call(stage, at, make_inputs(self.layouts[case], seed, "cpu"))
-        raw = os.urandom(MASK_WORDS * 8)
-        mask(stage.view(torch.int64), torch.frombuffer(bytearray(raw), dtype=torch.int64))
-        torch.frombuffer(w.region, dtype=torch.uint8, count=total).copy_(stage)
-        return base64.b64encode(raw).decode()
+        key = new_key(self.device)
+        region = torch.frombuffer(w.region, dtype=torch.uint8, count=total)
+        for seed, at, (start, end) in zip(seeds, where, spans):
+            stage = torch.zeros(end - start, dtype=torch.uint8, device=self.device)
+            stage_call(stage, at, make_inputs(self.layouts[case], seed, self.device), base=start)
+            mask(stage, key, start)
+            region[start:end].copy_(stage)
+        return base64.b64encode(key.raw).decode()
 
     def _fetch(self, w, seed):
         """A call's outputs (fetch), by its number where the worker has call
@@ -443,6 +456,7 @@ class Runner:
         # could make the values from them, outside the clock)
         w.call_ids = {s: i for i, s in enumerate(seeds)} if region else {}
         req = {"op": "prepare", "case": case, "commit": True, "region": region,
+               "staged": region and self.staged,
                "seeds": list(range(len(seeds))) if region else seeds}
         if lifted is not None:
             req["lifted"] = lifted
@@ -453,6 +467,10 @@ class Runner:
         go = {"op": "go", "case": case}
         if region:
             go["key"] = self._write_region(w, case, seeds)
+            if self.staged:  # to the worker's device, still masked
+                r, _ = w.request({"op": "stage"}, self.call_timeout_s * len(seeds))
+                if not r["ok"]:
+                    raise _failure(r)
         if preps is not None:
             preps.append((time.perf_counter() - tp) * 1e6 / len(seeds))
         t0 = time.perf_counter()

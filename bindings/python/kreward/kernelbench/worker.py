@@ -235,6 +235,7 @@ class Worker:
         self.device, self.loaded = None, False
         self.commit = False  # the next `go` commits to its outputs (prepare's "commit")
         self.spans = None    # the calls' spans of the input region, when prepare used it
+        self.staged = None   # the region's device copy (a flat uint8 tensor), when staged
         self._sync, self.events, self.last_us = None, None, None
         self.held = []
 
@@ -257,6 +258,7 @@ class Worker:
         worker started ahead of its candidate is ready when the candidate
         comes."""
         self.device = req["device"]
+        self.inputs.use_library(req.get("library"))  # the region's mask of host memory
         if self.device != "cpu":
             self.torch.cuda.init()
             self.torch.empty(1, device=self.device)
@@ -289,7 +291,7 @@ class Worker:
             raise RuntimeError("this worker already loaded a candidate")
         self.loaded = True
         if self.device is None:
-            self.ready({"device": req["device"]})
+            self.ready({"device": req["device"], "library": req.get("library")})
         self.layouts = req["layouts"]
         self.init_inputs, self.values = req["init_inputs"], req["values"]
         self.state_names, self.class_name = req["state_names"], req.get("class_name", "ModelNew")
@@ -403,7 +405,9 @@ class Worker:
         # values masked after this reply ("seeds" are then call numbers,
         # nothing to make values from; go brings the key); else this
         # process makes them now from the seeds
-        where, self.spans = None, None
+        # "staged" (always on a GPU): the tensors are views of a device
+        # buffer laid out like the region, which `stage` fills from it
+        where, self.spans, self.staged, views = None, None, None, None
         if req.get("region"):
             if self.region is None:
                 raise RuntimeError("prepare asked for the input region, and this worker has none")
@@ -412,8 +416,12 @@ class Worker:
             if size > len(self.region):
                 raise RuntimeError(f"the batch's inputs take {size} bytes, the region "
                                    f"{len(self.region)}")
+            views = self.region
+            if req.get("staged") or self.device != "cpu":
+                self.staged = views = self.torch.empty(size, dtype=self.torch.uint8,
+                                                       device=self.device)
         for i, seed in enumerate(req["seeds"]):
-            tensors = (self.inputs.region_views(self.region, self.layouts[case], where[i]) if where
+            tensors = (self.inputs.region_views(views, self.layouts[case], where[i]) if where
                        else self.make_inputs(self.layouts[case], seed, self.device))
             args, state = self._arguments(case, tensors, lifted)
             self.batch[seed] = [tensors, None]
@@ -422,6 +430,17 @@ class Worker:
             self.events = (self.Event(enable_timing=True), self.Event(enable_timing=True))
         self.sync()
         return {"prepared": len(self.batch)}
+
+    def stage(self, req):
+        """The caller wrote the batch's masked values into the region: they
+        are copied into the device buffer prepare laid out (untimed; still
+        masked, go brings the key)."""
+        if self.staged is None:
+            raise RuntimeError("stage without a staged prepare")
+        self.staged.copy_(self.torch.frombuffer(self.region, dtype=self.torch.uint8,
+                                                count=self.staged.numel()))
+        self.sync()
+        return {}
 
     def go(self, req):
         """The batch, back to back; the caller's clock runs around this
@@ -451,10 +470,7 @@ class Worker:
             with self.no_grad():
                 for i, (_, args, state) in enumerate(self.order):
                     if key is not None:  # this call's values, only now (inputs.py)
-                        start, end = self.spans[i]
-                        self.inputs.mask(self.torch.frombuffer(
-                            self.region, dtype=self.torch.int64, count=(end - start) // 8,
-                            offset=start), key)
+                        self.inputs.mask(self._span(i), key, self.spans[i][0])
                     outs.append(call(model, state, args) if state else model(*args))
                 committed = self._commitments(outs) if self.commit else None
             if self.events:
@@ -476,12 +492,21 @@ class Worker:
                                     "plain torch.Tensor")
         return {} if committed is None else {"committed": committed}
 
+    def _span(self, i):
+        """Call i's span of the region (or of its device copy), as bytes."""
+        start, end = self.spans[i]
+        if self.staged is not None:
+            return self.staged[start:end]
+        return self.torch.frombuffer(self.region, dtype=self.torch.uint8, count=end - start,
+                                     offset=start)
+
     def _mask_key(self, req):
-        """go's key for the input region (base64 of MASK_WORDS int64)."""
+        """go's key for the input region (base64 of KEY_BYTES), made ready
+        for the device that unmasks (before the clock starts)."""
         raw = base64.b64decode(req.get("key") or "")
-        if len(raw) != self.inputs.MASK_WORDS * 8:
+        if len(raw) != self.inputs.KEY_BYTES:
             raise RuntimeError("go brought no key for the input region")
-        return self.torch.frombuffer(bytearray(raw), dtype=self.torch.int64)
+        return self.inputs.Key(raw, self.staged.device if self.staged is not None else "cpu")
 
     def _commitments(self, outs):
         """[[sums of each output] per call] (None for an output that is no
@@ -561,7 +586,7 @@ class Worker:
         return {"kernels": [{"name": n, "calls": c, "us": us} for n, (c, us) in kernels.items()]}
 
     def drop(self, req):
-        self.batch, self.order, self.events = {}, [], None
+        self.batch, self.order, self.events, self.staged = {}, [], None, None
         return {}
 
     def serve(self, inp):
@@ -584,7 +609,8 @@ class Worker:
                             "trace": traceback.format_exc()[-2000:]})
 
 
-OPS = ("ready", "load", "seal", "build", "prepare", "go", "times", "fetch", "attribute", "drop")
+OPS = ("ready", "load", "seal", "build", "prepare", "stage", "go", "times", "fetch", "attribute",
+       "drop")
 
 
 def run_worker(rfd, wfd, config, region_fd=None):

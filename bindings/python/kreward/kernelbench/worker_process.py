@@ -87,6 +87,7 @@ REPLIES = {
     "build": {"lifted": lambda x: isinstance(x, bool), "missing": _strs},
     "seal": {"sandbox": _status},
     "prepare": {"prepared": _count},
+    "stage": {},
     "go": {"committed": _commitments},
     "times": {"event_us": _num},
     "fetch": {"outputs": lambda x: isinstance(x, list), "input_digest": lambda x: isinstance(x, str)},

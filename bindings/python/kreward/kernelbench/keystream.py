@@ -1,0 +1,173 @@
+"""The input region's mask (inputs.py): ChaCha8's keystream XORed over the
+region's bytes, a fresh 256-bit key per batch. Byte o of the region takes
+byte o of the stream (block o // 64, libkreward's kr_keystream_xor layout),
+so the worker unmasks one call's span at a time, in place, inside the
+clock, and every byte of a batch has keystream of its own.
+
+Why a stream cipher: the region's first mask was 32 KB of random words
+repeated over the data. Wherever a value was known (the zero padding between
+tensors, the zeros of a triangular input, the high bits of small integers)
+the masked word gave the key word away, and with it that word's every other
+use: a candidate read the whole key in an untimed request and computed the
+batch before the clock (helper-26's review: 21x on a triangular matmul,
+14x on cross-entropy). Known bytes of ChaCha's stream tell nothing of its
+other bytes. Eight rounds: the mask is undone inside both clocks, and
+ChaCha8 keeps a wide margin against every published attack (the best
+reach seven rounds, far beyond any compute a candidate has).
+
+Three implementations, one stream:
+- host memory: libkreward's kr_keystream_xor through ctypes (use_library
+  names the file; the worker loads it by path, without kreward);
+- a GPU: one pass of a Triton kernel (keystream_triton.py) where Triton
+  imports, else torch's steps;
+- torch's steps (_torch_xor), on any device: the fallback and the tests'
+  second opinion.
+
+Imports only torch (and ctypes)."""
+import ctypes
+import os
+
+import torch
+
+KEY_BYTES = 32
+ROUNDS = 8
+BLOCK_BYTES = 64
+
+_LIB = {"path": None, "fn": None}
+_TRITON = {"kernel": None}  # None: not tried; False: unavailable; else the kernel
+
+
+def use_library(path):
+    """The libkreward file whose kr_keystream_xor masks host memory."""
+    if path and path != _LIB["path"]:
+        _LIB["path"], _LIB["fn"] = path, None
+
+
+def _host_fn():
+    if _LIB["fn"] is None:
+        if not _LIB["path"]:
+            raise RuntimeError("no libkreward for the input region's mask (keystream.use_library)")
+        fn = ctypes.CDLL(_LIB["path"]).kr_keystream_xor
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_uint64,
+                       ctypes.c_int]
+        fn.restype = ctypes.c_int
+        _LIB["fn"] = fn
+    return _LIB["fn"]
+
+
+class Key:
+    """A batch's key: its 32 bytes, and its eight words on the device that
+    unmasks (made once, before the clock)."""
+
+    def __init__(self, raw, device="cpu"):
+        if len(raw) != KEY_BYTES:
+            raise ValueError(f"a key has {KEY_BYTES} bytes, not {len(raw)}")
+        self.raw = bytes(raw)
+        self.words = [int.from_bytes(self.raw[4 * i:4 * i + 4], "little") for i in range(8)]
+        self.on_device = None
+        if torch.device(device).type != "cpu":
+            signed = [w - (1 << 32) if w >= 1 << 31 else w for w in self.words]
+            self.on_device = torch.tensor(signed, dtype=torch.int32, device=device)
+
+
+def new_key(device="cpu"):
+    return Key(os.urandom(KEY_BYTES), device)
+
+
+def xor_(buf, key, first_block):
+    """XORs buf (a contiguous uint8 tensor) in place with the stream of key
+    from block first_block; returns buf. On a GPU buf's length must be a
+    whole number of blocks (the region's spans are)."""
+    n = buf.numel()
+    if not n:
+        return buf
+    if not buf.is_contiguous() or buf.dtype != torch.uint8:
+        raise ValueError("the mask takes a contiguous uint8 tensor")
+    if buf.device.type == "cpu":
+        rc = _host_fn()(buf.data_ptr(), n, key.raw, first_block, ROUNDS)
+        if rc != 0:
+            raise RuntimeError(f"kr_keystream_xor failed ({rc})")
+        return buf
+    if n % BLOCK_BYTES:
+        raise ValueError(f"a device span of {n} bytes is not a whole number of "
+                         f"{BLOCK_BYTES}-byte blocks")
+    words = buf.view(torch.int32)
+    if _triton_ready():
+        try:
+            _TRITON["kernel"](words, key.on_device, first_block, ROUNDS)
+            return buf
+        except Exception:  # noqa: BLE001 - any failure: torch's steps, from now on
+            _TRITON["kernel"] = False
+    _torch_xor(words, key.words, first_block, ROUNDS)
+    return buf
+
+
+_M = 0xFFFFFFFF
+_SIGMA = (0x61707865, 0x3320646E, 0x79622D32, 0x6B206574)
+
+
+def _rotl(v, r):
+    return ((v << r) | (v >> (32 - r))) & _M
+
+
+def _qr(x, a, b, c, d):
+    x[a] = (x[a] + x[b]) & _M
+    x[d] = _rotl(x[d] ^ x[a], 16)
+    x[c] = (x[c] + x[d]) & _M
+    x[b] = _rotl(x[b] ^ x[c], 12)
+    x[a] = (x[a] + x[b]) & _M
+    x[d] = _rotl(x[d] ^ x[a], 8)
+    x[c] = (x[c] + x[d]) & _M
+    x[b] = _rotl(x[b] ^ x[c], 7)
+
+
+def keystream_words(key_words, first_block, blocks, rounds=ROUNDS, device="cpu"):
+    """The stream as int32 words [blocks * 16], in torch's steps (int64
+    arithmetic kept to 32 bits)."""
+    b = torch.arange(first_block, first_block + blocks, dtype=torch.int64, device=device)
+    s = [torch.full_like(b, c) for c in _SIGMA] + [torch.full_like(b, w) for w in key_words]
+    s += [b & _M, b >> 32, torch.zeros_like(b), torch.zeros_like(b)]
+    x = list(s)
+    for _ in range(rounds // 2):
+        _qr(x, 0, 4, 8, 12)
+        _qr(x, 1, 5, 9, 13)
+        _qr(x, 2, 6, 10, 14)
+        _qr(x, 3, 7, 11, 15)
+        _qr(x, 0, 5, 10, 15)
+        _qr(x, 1, 6, 11, 12)
+        _qr(x, 2, 7, 8, 13)
+        _qr(x, 3, 4, 9, 14)
+    out = torch.stack([(xi + si) & _M for xi, si in zip(x, s)], dim=1).reshape(-1)
+    return torch.where(out >= 1 << 31, out - (1 << 32), out).to(torch.int32)
+
+
+def _torch_xor(words, key_words, first_block, rounds):
+    """xor_ in torch's steps, a few thousand blocks at a time (its int64
+    temporaries are ~34 times the data)."""
+    per = 1 << 14
+    blocks = words.numel() // 16
+    for at in range(0, blocks, per):
+        n = min(per, blocks - at)
+        words[at * 16:(at + n) * 16].bitwise_xor_(
+            keystream_words(key_words, first_block + at, n, rounds, words.device))
+
+
+def _triton_ready():
+    if _TRITON["kernel"] is None:
+        try:
+            import importlib.util
+            path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "keystream_triton.py")
+            spec = importlib.util.spec_from_file_location("kreward_keystream_triton", path)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            _TRITON["kernel"] = mod.chacha_xor
+        except Exception:  # noqa: BLE001 - no Triton, or one that cannot build this
+            _TRITON["kernel"] = False
+    return bool(_TRITON["kernel"])
+
+
+def warm(device):
+    """Compiles the GPU's kernel now (a worker calls it before its seal
+    refuses new programs)."""
+    if torch.device(device).type != "cpu":
+        xor_(torch.zeros(BLOCK_BYTES * 3, dtype=torch.uint8, device=device), new_key(device), 5)

@@ -1,0 +1,262 @@
+"""The input region's mask (kernelbench/keystream.py): ChaCha8's keystream,
+one stream whichever of the three implementations computes it (libkreward's
+kr_keystream_xor on host memory, the Triton kernel on a GPU, torch's steps),
+no keystream byte used twice in a batch, and the two cheats that read the
+region's first mask (32 KB of key repeated over the data) through values
+they could guess, kept as tests."""
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the input region needs torch")
+
+from kreward import _lib  # noqa: E402
+from kreward.kernelbench import import_problem, inputs, keystream  # noqa: E402
+from kreward.kernelbench.runner import Runner  # noqa: E402
+
+HERE = pathlib.Path(__file__).resolve().parent
+KB_DIR = HERE.parent / "kreward" / "kernelbench"
+
+
+@pytest.fixture(autouse=True)
+def the_library():
+    keystream.use_library(_lib.path)
+    inputs.use_library(_lib.path)
+
+
+def test_host_and_torch_steps_give_one_stream():
+    """kr_keystream_xor (C) and torch's steps, from a block just below 2^32
+    (the counter's high word in the nonce), for 8 rounds."""
+    key = keystream.new_key()
+    first, blocks = (1 << 32) - 5, 37
+    host = torch.zeros(blocks * 64, dtype=torch.uint8)
+    keystream.xor_(host, key, first)
+    steps = keystream.keystream_words(key.words, first, blocks)
+    assert torch.equal(host.view(torch.int32), steps)
+    # and undone piece by piece from the span's own block
+    keystream.xor_(host[:640], key, first)
+    keystream.xor_(host[640:], key, first + 10)
+    assert not host.any()
+
+
+TRITON_BITS = """
+import importlib.util, sys, torch
+sys.path.insert(0, {here!r})
+import keystream
+keystream.use_library({lib!r})
+spec = importlib.util.spec_from_file_location("kt", {here!r} + "/keystream_triton.py")
+kt = importlib.util.module_from_spec(spec); spec.loader.exec_module(kt)
+key = keystream.new_key()
+first, blocks = (1 << 32) - 300, 700   # more than one program, a ragged last one, the wrap
+words = torch.zeros(blocks * 16, dtype=torch.int32)
+signed = [w - (1 << 32) if w >= 1 << 31 else w for w in key.words]
+kt.chacha_xor(words, torch.tensor(signed, dtype=torch.int32), first, keystream.ROUNDS)
+host = torch.zeros(blocks * 64, dtype=torch.uint8)
+keystream.xor_(host, key, first)
+assert torch.equal(words, host.view(torch.int32)), "triton and kr_keystream_xor differ"
+print("same bits")
+"""
+
+
+def test_the_triton_kernel_gives_the_same_stream():
+    """The GPU's kernel (keystream_triton.py), run in Triton's interpreter on
+    the CPU: the caller and a GPU worker agree with the host's library."""
+    pytest.importorskip("triton", reason="needs triton")
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    code = TRITON_BITS.format(here=str(KB_DIR), lib=os.path.realpath(_lib.path)
+                              if os.path.exists(_lib.path) else _lib.path)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and "same bits" in out.stdout, out.stderr[-2000:]
+
+
+def test_no_keystream_byte_is_used_twice_in_a_batch():
+    """Every 64-byte block of a batch's region gets its own keystream: a
+    masked run of zeros (the padding between tensors, a triangular input's
+    upper half) tells nothing about any other byte. The first mask repeated
+    every 32 KB."""
+    layout = [{"name": "a", "shape": [3, 1000], "dtype": "f32"},
+              {"name": "t", "shape": [77], "dtype": "i64"}]
+    where, spans, total = inputs.region_offsets(layout, 4)
+    key = inputs.new_key()
+    region = torch.zeros(total, dtype=torch.uint8)
+    for start, end in spans:
+        assert start % inputs.REGION_ALIGN == 0 and end % inputs.REGION_ALIGN == 0
+        inputs.mask(region[start:end], key, start)
+    blocks = region.view(-1, 64)
+    assert len({bytes(b.numpy()) for b in blocks}) == blocks.shape[0]
+
+
+def test_a_key_is_32_bytes_and_each_batch_gets_a_new_one():
+    a, b = inputs.new_key(), inputs.new_key()
+    assert len(a.raw) == 32 and a.raw != b.raw
+    with pytest.raises(ValueError):
+        keystream.Key(b"short")
+
+
+# ---- the cheats that read the region's first mask through guessable values
+TRIL_MATMUL = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, A, B):
+        return torch.tril(torch.matmul(A, B))
+
+
+M = 1024
+
+
+def get_inputs():
+    return [torch.tril(torch.randn(M, M)), torch.tril(torch.randn(M, M))]
+
+
+def get_init_inputs():
+    return []
+"""
+
+# helper-26: a lower-triangular input's upper half is zeros (and so was the
+# padding between tensors), so the masked words there were the key, 32 KB
+# repeated over every call's span. In `stage` (untimed, the whole masked
+# batch on hand) the candidate recovered all but a few key words, decoded
+# nearly all of A and B and computed A @ B; inside the clock it corrected
+# only the few unknown columns. 21x and 5.7x on the CPU.
+TRIL_KEY_RECOVERY = """
+import gc, torch, torch.nn as nn
+_W = [o for o in gc.get_objects() if type(o).__name__ == "Worker" and hasattr(o, "stage")][0]
+_cache = {}
+KW = 4096
+
+def _zero_floats(t):
+    n = t.shape[0]
+    i = torch.arange(n)[:, None]; c = torch.arange(n)[None, :]
+    return (c > i).reshape(-1)
+
+def _stage(req, _real=_W.stage):
+    r = _real(req)
+    words = _W.staged.view(torch.int64)
+    base = _W.staged.data_ptr()
+    start, end = _W.spans[0]
+    known_f = torch.ones((end - start) // 4, dtype=torch.bool)
+    for t in _W.order[0][1]:
+        o = (t.data_ptr() - base - start) // 4
+        known_f[o:o + t.numel()] = _zero_floats(t)
+    known_w = known_f.view(-1, 2).all(1)
+    pos = torch.arange(known_w.numel()) % KW
+    key = torch.zeros(KW, dtype=torch.int64); known = torch.zeros(KW, dtype=torch.bool)
+    key[pos[known_w]] = words[start // 8:end // 8][known_w]
+    known[pos[known_w]] = True
+    with torch.no_grad():
+        for _, (a, b), _ in _W.order:
+            dec = []
+            for t in (a, b):
+                o = (t.data_ptr() - base) // 8
+                nw = (t.numel() + 1) // 2
+                p = (o + torch.arange(nw)) % KW
+                ok = known[p]
+                plain = torch.where(ok, words[o:o + nw] ^ key[p], torch.zeros(nw, dtype=torch.int64))
+                f = plain.view(torch.float32)[:t.numel()].view(t.shape)
+                unk = (~ok).repeat_interleave(2)[:t.numel()].view(t.shape) & ~_zero_floats(t).view(t.shape)
+                cols = unk.any(0).nonzero()
+                dec.append((torch.tril(f), int(cols.max()) + 1 if cols.numel() else 0))
+            (Ak, ca), (Bk, cb) = dec
+            _cache[id(a)] = (Ak @ Bk, Ak, Bk, ca, cb)
+    return r
+
+_W.stage = _stage
+
+class ModelNew(nn.Module):
+    def forward(self, A, B):
+        got = _cache.pop(id(A), None)
+        if got is None:
+            return torch.tril(A @ B)
+        P, Ak, Bk, ca, cb = got
+        if ca:
+            P.addmm_(A[:, :ca] - Ak[:, :ca], B[:ca, :])
+        if cb:
+            P[:, :cb] += Ak @ (B[:, :cb] - Bk[:, :cb])
+        return torch.tril(P)
+"""
+
+CROSS_ENTROPY = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, predictions, targets):
+        return torch.nn.functional.cross_entropy(predictions, targets)
+
+
+def get_inputs():
+    return [torch.randn(4096, 1000), torch.randint(0, 1000, (4096,))]
+
+
+def get_init_inputs():
+    return []
+"""
+
+# helper-26: int64 targets in [0, 1000) have 54 zero high bits, so the masked
+# targets gave away the high 54 bits of every key word (4096 targets: one key
+# length). The logits then decoded to within 2^-13, well inside rtol; the
+# candidate computed each row's logsumexp in `stage` and only gathered
+# inside the clock. 14x on the CPU.
+CE_KEY_RECOVERY = """
+import gc, torch, torch.nn as nn
+_W = [o for o in gc.get_objects() if type(o).__name__ == "Worker" and hasattr(o, "stage")][0]
+_cache = {}
+KW = 4096
+
+def _stage(req, _real=_W.stage):
+    r = _real(req)
+    words = _W.staged.view(torch.int64)
+    base = _W.staged.data_ptr()
+    HI = ~((1 << 10) - 1)
+    with torch.no_grad():
+        for _, (p, t), _ in _W.order:
+            ot = (t.data_ptr() - base) // 8
+            pos = (ot + torch.arange(t.numel())) % KW
+            key = torch.zeros(KW, dtype=torch.int64); known = torch.zeros(KW, dtype=torch.bool)
+            key[pos] = words[ot:ot + t.numel()] & HI
+            known[pos] = True
+            if not bool(known.all()) or p.numel() % 2:
+                continue
+            op = (p.data_ptr() - base) // 8
+            nw = p.numel() // 2
+            kp = key[(op + torch.arange(nw)) % KW]
+            approx = ((words[op:op + nw] ^ kp) & HI) | (1 << 9)
+            _cache[id(p)] = torch.logsumexp(approx.view(torch.float32).view(p.shape), dim=1)
+    return r
+
+_W.stage = _stage
+
+class ModelNew(nn.Module):
+    def forward(self, predictions, targets):
+        lse = _cache.pop(id(predictions), None)
+        if lse is None:
+            return torch.nn.functional.cross_entropy(predictions, targets)
+        return (lse - predictions.gather(1, targets[:, None]).squeeze(1)).mean()
+"""
+
+
+@pytest.mark.parametrize("problem,cheat", [(TRIL_MATMUL, TRIL_KEY_RECOVERY),
+                                           (CROSS_ENTROPY, CE_KEY_RECOVERY)],
+                         ids=["triangular_zeros", "small_integers"])
+def test_guessable_values_give_nothing_away(tmp_path, problem, cheat):
+    """Both cheats paid against the repeated key (21x, 14x); with ChaCha's
+    stream the bytes they decode are noise: wrong (or no gain). The honest
+    form of each problem passes on the same runner."""
+    (tmp_path / "problem.py").write_text(problem)
+    with Runner(import_problem(str(tmp_path / "problem.py")), "cpu",
+                cache_dir=str(tmp_path / "ext"), timeout_s=300, call_timeout_s=60,
+                spare=False) as runner:
+        runner.staged = True
+        kw = {"seed": 3, "batches": 3, "checks": 2}
+        res = runner.evaluate(cheat, **kw)
+        honest = runner.evaluate(problem.replace("class Model(", "class ModelNew("), **kw)
+    assert res["verdict"] != "pass" or res["speedup"] < 2.0, res
+    assert honest["verdict"] == "pass", honest
