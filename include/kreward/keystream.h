@@ -15,16 +15,16 @@ extern "C" {
 #endif
 
 /* XORs bytes bytes at data with the ChaCha keystream (D. J. Bernstein;
- * rounds 8, 12 or 20) of a 256-bit key, from the start of 64-byte block
- * first_block: masking and unmasking alike. Block b is the ChaCha block of
+ * rounds 8, 12 or 20) of a 256-bit key (the 32 bytes at key), from the
+ * start of 64-byte block first_block: masking and unmasking alike. Block b is the ChaCha block of
  * RFC 8439's layout with counter word (uint32_t)b and nonce words
  * (b >> 32, 0, 0); the key's bytes are read as eight little-endian words,
  * and the keystream's words are laid out little-endian. bytes need not be a
  * multiple of 64; a span that starts at byte 64 * first_block of a stream
  * gets that stream's bytes, so one stream can be undone piece by piece.
  * KR_EINVAL for other rounds, a NULL key, or NULL data with bytes > 0. */
-KR_API int kr_keystream_xor(void *data, size_t bytes, const unsigned char key[32],
-                            uint64_t first_block, int rounds);
+KR_API int kr_keystream_xor(void *data, size_t bytes, const void *key, uint64_t first_block,
+                            int rounds);
 
 #ifdef __cplusplus
 }

@@ -69,14 +69,14 @@ static void xor_bytes(unsigned char *p, const unsigned char *stream, size_t n)
         p[i] ^= stream[i];
 }
 
-KR_API int kr_keystream_xor(void *data, size_t bytes, const unsigned char key[32],
-                            uint64_t first_block, int rounds)
+KR_API int kr_keystream_xor(void *data, size_t bytes, const void *key, uint64_t first_block,
+                            int rounds)
 {
     if (!key || (!data && bytes) || (rounds != 8 && rounds != 12 && rounds != 20))
         return KR_EINVAL;
     kr_chacha_key k;
     for (int i = 0; i < 8; i++)
-        k.w[i] = le32(key + 4 * i);
+        k.w[i] = le32((const unsigned char *)key + 4 * i);
     unsigned char *p = data, stream[LANES * 64];
     uint64_t b = first_block;
     for (; bytes >= sizeof stream; b += LANES, p += sizeof stream, bytes -= sizeof stream) {

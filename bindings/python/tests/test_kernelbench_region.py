@@ -260,3 +260,41 @@ def test_guessable_values_give_nothing_away(tmp_path, problem, cheat):
         honest = runner.evaluate(problem.replace("class Model(", "class ModelNew("), **kw)
     assert res["verdict"] != "pass" or res["speedup"] < 2.0, res
     assert honest["verdict"] == "pass", honest
+
+
+@pytest.mark.gpu
+def test_the_gpu_unmasks_with_the_hosts_stream_in_about_one_pass():
+    """On a GPU the mask is the Triton kernel (after warm, as a worker does
+    before its seal), with the host library's bits; its cost for 64 MB is
+    printed against a plain XOR pass with a repeated key (the first mask)
+    and a copy of the same bytes."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    inputs.warm("cuda")
+    assert keystream._TRITON["kernel"], "the mask fell back to torch's steps on the GPU"
+    key = keystream.new_key("cuda")
+    for first, blocks in ((0, 1), ((1 << 32) - 300, 700), (12345, 1 << 14)):
+        dev = torch.zeros(blocks * 64, dtype=torch.uint8, device="cuda")
+        keystream.xor_(dev, key, first)
+        host = torch.zeros(blocks * 64, dtype=torch.uint8)
+        keystream.xor_(host, key, first)
+        assert torch.equal(dev.cpu(), host), (first, blocks)
+    n = 64 << 20
+    data = torch.randint(0, 255, (n,), dtype=torch.uint8, device="cuda")
+    rep = torch.randint(-2**62, 2**62, (4096,), dtype=torch.int64, device="cuda")
+    other = torch.empty_like(data)
+    runs = {"chacha8 (triton)": lambda: keystream.xor_(data, key, 0),
+            "xor, 32 KB key": lambda: data.view(torch.int64).view(-1, 4096).bitwise_xor_(rep),
+            "copy": lambda: other.copy_(data)}
+    times = {}
+    for name, f in runs.items():
+        f()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(20):
+            f()
+        end.record()
+        torch.cuda.synchronize()
+        times[name] = start.elapsed_time(end) / 20 * 1e3
+    print({k: f"{v:.1f} us for 64 MB" for k, v in times.items()})
+    assert times["chacha8 (triton)"] < 4 * times["copy"], times
