@@ -110,6 +110,41 @@ def test_integer_inputs_keep_to_each_cases_range():
     assert spec_init["high"] == min(o.get("num_classes", 1000) for _, o, _ in imp.cases) - 1
 
 
+HINGE = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, predictions, targets):
+        return torch.mean(torch.clamp(1 - predictions * targets, min=0))
+
+
+batch_size = 64
+input_shape = (64,)
+
+
+def get_inputs():
+    return [torch.rand(batch_size, *input_shape), torch.randint(0, 2, (batch_size,)).float() * 2 - 1]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_file_that_only_works_at_its_own_sizes_says_so_once_per_scale(tmp_path):
+    """KernelBench's HingeLoss broadcasts targets of batch_size over the last
+    axis, which works only while batch_size equals it: no scaled case, and
+    one note for each scale tried (with one constant, scaling "every" and
+    "the first" constant are the same probe)."""
+    (tmp_path / "hinge.py").write_text(HINGE)
+    imp = import_problem(str(tmp_path / "hinge.py"))
+    assert [c[0] for c in imp.cases] == ["base"]
+    for how in ("small", "odd"):
+        assert sum(n.startswith(f"case '{how}'") for n in imp.notes) == 1, imp.notes
+
+
 def test_reference_is_the_model_on_lifted_weights():
     imp, _ = _lifted("01_gemm_bias_relu")
     ref = Reference(imp, "cpu")
