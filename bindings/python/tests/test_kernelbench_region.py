@@ -90,6 +90,12 @@ def test_no_keystream_byte_is_used_twice_in_a_batch():
     assert len({bytes(b.numpy()) for b in blocks}) == blocks.shape[0]
 
 
+def test_without_the_library_host_masking_says_why(tmp_path):
+    keystream.use_library(str(tmp_path / "libnothing.so"))
+    with pytest.raises(RuntimeError, match="libnothing.so"):
+        keystream.xor_(torch.zeros(64, dtype=torch.uint8), keystream.new_key(), 0)
+
+
 def test_a_key_is_32_bytes_and_each_batch_gets_a_new_one():
     a, b = inputs.new_key(), inputs.new_key()
     assert len(a.raw) == 32 and a.raw != b.raw

@@ -38,21 +38,29 @@ _TRITON = {"kernel": None}  # None: not tried; False: unavailable; else the kern
 
 
 def use_library(path):
-    """The libkreward file whose kr_keystream_xor masks host memory."""
-    if path and path != _LIB["path"]:
-        _LIB["path"], _LIB["fn"] = path, None
-
-
-def _host_fn():
-    if _LIB["fn"] is None:
-        if not _LIB["path"]:
-            raise RuntimeError("no libkreward for the input region's mask (keystream.use_library)")
-        fn = ctypes.CDLL(_LIB["path"]).kr_keystream_xor
+    """The libkreward file whose kr_keystream_xor masks host memory, loaded
+    now: a worker calls this before its sandbox, which may not let it open
+    the file later. A failure is kept and raised where host memory is
+    masked (a GPU worker never does)."""
+    if not path or path == _LIB["path"]:
+        return
+    _LIB["path"] = path
+    try:
+        fn = ctypes.CDLL(path).kr_keystream_xor
         fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_uint64,
                        ctypes.c_int]
         fn.restype = ctypes.c_int
         _LIB["fn"] = fn
-    return _LIB["fn"]
+    except (OSError, AttributeError) as e:
+        _LIB["fn"] = f"{path}: {e}"
+
+
+def _host_fn():
+    fn = _LIB["fn"]
+    if fn is None or isinstance(fn, str):
+        raise RuntimeError("no libkreward for the input region's mask: " +
+                           (fn or "keystream.use_library was not called"))
+    return fn
 
 
 class Key:
