@@ -145,6 +145,47 @@ def test_a_file_that_only_works_at_its_own_sizes_says_so_once_per_scale(tmp_path
         assert sum(n.startswith(f"case '{how}'") for n in imp.notes) == 1, imp.notes
 
 
+READS_VALUES_IN_INIT = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        # Swin's drop-path rates: a value read while building (no meta tensor has one)
+        self.rates = [x.item() for x in torch.linspace(0, 0.1, 3)]
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.proj(x) * (1 + self.rates[1])
+
+
+batch_size = 64
+width = 32
+
+
+def get_inputs():
+    return [torch.randn(batch_size, width)]
+
+
+def get_init_inputs():
+    return [width]
+"""
+
+
+def test_a_module_that_reads_values_while_built_is_probed_on_the_cpu(tmp_path):
+    """KernelBench's SwinMLP and SwinTransformerV2 were refused ("Tensor.item()
+    cannot be called on meta tensors"): a module that cannot be built on
+    the meta device is built, and run, on the CPU when its inputs are small
+    enough, its scaled cases too."""
+    (tmp_path / "reads.py").write_text(READS_VALUES_IN_INIT)
+    imp = import_problem(str(tmp_path / "reads.py"))
+    assert [c[0] for c in imp.cases] == ["base", "small", "odd"], imp.notes
+    assert [t["source"] for t in imp.tensors] == ["input", "param", "param", "output"]
+    assert imp.cases[0][2]["device"] == "cpu" and "meta" in imp.cases[0][2]["meta_error"]
+
+
 def test_reference_is_the_model_on_lifted_weights():
     imp, _ = _lifted("01_gemm_bias_relu")
     ref = Reference(imp, "cpu")
