@@ -6,8 +6,8 @@
 static void versions(void **state)
 {
     (void)state;
-    assert_string_equal(kr_version(), "0.2.0");
-    assert_int_equal(kr_version_number(), 200);
+    assert_string_equal(kr_version(), "0.3.0");
+    assert_int_equal(kr_version_number(), 300);
     assert_int_equal(kr_abi_version(), KR_ABI_VERSION);
 }
 
@@ -74,7 +74,7 @@ static void info_json(void **state)
     assert_non_null(info);
     assert_string_equal(json_string_value(json_object_get(json_object_get(info, "library"),
                                                           "version")),
-                        "0.2.0");
+                        "0.3.0");
     json_t *dev = json_object_get(info, "device");
     assert_true(json_is_false(json_object_get(dev, "usable")));
     assert_string_equal(json_string_value(json_object_get(dev, "why")),

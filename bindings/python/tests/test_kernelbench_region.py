@@ -249,6 +249,39 @@ class ModelNew(nn.Module):
 """
 
 
+EMPTY = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x.sum(0) + 1
+
+
+def get_inputs():
+    return [torch.randn(0, 8)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.parametrize("staged", [False, True], ids=["views", "staged"])
+def test_a_call_whose_inputs_are_all_empty(tmp_path, staged):
+    """A batch with nothing to mask: no region write, no stage copy, no span
+    (torch.frombuffer refuses a count of 0; the first mask padded every span
+    to 32 KB and never met it)."""
+    (tmp_path / "empty.py").write_text(EMPTY)
+    with Runner(import_problem(str(tmp_path / "empty.py")), "cpu", cache_dir=str(tmp_path / "ext"),
+                timeout_s=120, call_timeout_s=30, spare=False) as runner:
+        runner.staged = staged
+        res = runner.evaluate(EMPTY.replace("class Model(", "class ModelNew("), seed=3, batches=2,
+                              checks=1)
+    assert res["verdict"] == "pass", res
+
+
 @pytest.mark.parametrize("problem,cheat", [(TRIL_MATMUL, TRIL_KEY_RECOVERY),
                                            (CROSS_ENTROPY, CE_KEY_RECOVERY)],
                          ids=["triangular_zeros", "small_integers"])
@@ -276,20 +309,21 @@ def test_the_gpu_unmasks_with_the_hosts_stream_in_about_one_pass():
     and a copy of the same bytes."""
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
+    ks = inputs._keystream  # the instance inputs.py loaded by path, as a worker has it
     inputs.warm("cuda")
-    assert keystream._TRITON["kernel"], "the mask fell back to torch's steps on the GPU"
-    key = keystream.new_key("cuda")
+    assert ks._TRITON["kernel"], "the mask fell back to torch's steps on the GPU"
+    key = ks.new_key("cuda")
     for first, blocks in ((0, 1), ((1 << 32) - 300, 700), (12345, 1 << 14)):
         dev = torch.zeros(blocks * 64, dtype=torch.uint8, device="cuda")
-        keystream.xor_(dev, key, first)
+        ks.xor_(dev, key, first)
         host = torch.zeros(blocks * 64, dtype=torch.uint8)
-        keystream.xor_(host, key, first)
+        ks.xor_(host, key, first)
         assert torch.equal(dev.cpu(), host), (first, blocks)
     n = 64 << 20
     data = torch.randint(0, 255, (n,), dtype=torch.uint8, device="cuda")
     rep = torch.randint(-2**62, 2**62, (4096,), dtype=torch.int64, device="cuda")
     other = torch.empty_like(data)
-    runs = {"chacha8 (triton)": lambda: keystream.xor_(data, key, 0),
+    runs = {"chacha8 (triton)": lambda: ks.xor_(data, key, 0),
             "xor, 32 KB key": lambda: data.view(torch.int64).view(-1, 4096).bitwise_xor_(rep),
             "copy": lambda: other.copy_(data)}
     times = {}

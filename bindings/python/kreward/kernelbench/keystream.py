@@ -92,9 +92,7 @@ def xor_(buf, key, first_block):
     if not buf.is_contiguous() or buf.dtype != torch.uint8:
         raise ValueError("the mask takes a contiguous uint8 tensor")
     if buf.device.type == "cpu":
-        rc = _host_fn()(buf.data_ptr(), n, key.raw, first_block, ROUNDS)
-        if rc != 0:
-            raise RuntimeError(f"kr_keystream_xor failed ({rc})")
+        _host_xor(buf.data_ptr(), n, key.raw, first_block)
         return buf
     if n % BLOCK_BYTES:
         raise ValueError(f"a device span of {n} bytes is not a whole number of "
@@ -108,6 +106,38 @@ def xor_(buf, key, first_block):
             _TRITON["kernel"] = False
     _torch_xor(words, key.words, first_block, ROUNDS)
     return buf
+
+
+# Host memory is unmasked on every thread torch computes with: the worker's
+# code is the candidate's to replace, and a candidate that split the stream
+# over the cores (it can be undone from any block) would beat a one-thread
+# unmasking the baseline pays, by the number of cores.
+_PARALLEL_BYTES = 1 << 20  # below this one call (a thread's start costs more)
+_POOL = {"threads": 0, "pool": None}
+
+
+def _host_xor(ptr, n, raw, first_block):
+    fn = _host_fn()
+    threads = max(1, torch.get_num_threads())
+    if n < _PARALLEL_BYTES or threads == 1:
+        pieces = [(0, n)]
+    else:
+        per = -(-n // threads // BLOCK_BYTES) * BLOCK_BYTES  # whole blocks a thread
+        pieces = [(at, min(per, n - at)) for at in range(0, n, per)]
+
+    def run(piece):
+        at, size = piece
+        return fn(ptr + at, size, raw, first_block + at // BLOCK_BYTES, ROUNDS)
+
+    if len(pieces) == 1:
+        codes = [run(pieces[0])]
+    else:
+        if _POOL["threads"] != threads:
+            from concurrent.futures import ThreadPoolExecutor
+            _POOL["pool"], _POOL["threads"] = ThreadPoolExecutor(threads), threads
+        codes = list(_POOL["pool"].map(run, pieces))  # ctypes lets go of the GIL
+    if any(codes):
+        raise RuntimeError(f"kr_keystream_xor failed ({codes})")
 
 
 _M = 0xFFFFFFFF

@@ -116,6 +116,20 @@ def build(mod, device):
     return init, model, inputs
 
 
+def _elements(values):
+    return sum(t.numel() for t in values if isinstance(t, torch.Tensor))
+
+
+def _meta_inputs(mod):
+    """get_inputs on the meta device (sizes without values), or [] where it
+    does not run there."""
+    try:
+        with torch.device("meta"):
+            return list(mod.get_inputs())
+    except Exception:  # noqa: BLE001 - then sized after the CPU has made them
+        return []
+
+
 def probe(path, req):
     mod = load(path, req.get("overrides", {}))
     for name in ("Model", "get_inputs", "get_init_inputs"):
@@ -132,12 +146,18 @@ def probe(path, req):
         # a module whose __init__ reads values (Swin's drop-path rates:
         # torch.linspace(...).item()) cannot be built on meta: on the CPU,
         # with its forward there too, when the inputs are small enough
+        # (the inputs' sizes first, from meta, so a large problem is refused
+        # before its inputs exist; the model itself the value probe builds
+        # on the CPU anyway)
         meta_error = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+        too_large = RuntimeError(f"the module cannot be built on meta ({meta_error}) and the "
+                                 "inputs are too large for a CPU run")
+        if _elements(_meta_inputs(mod)) > STATS_LIMIT:
+            raise too_large from e
         device = "cpu"
         init, model, inputs = build(mod, device)
-        if sum(t.numel() for t in inputs if isinstance(t, torch.Tensor)) > STATS_LIMIT:
-            raise RuntimeError(f"the module cannot be built on meta ({meta_error}) and the "
-                               "inputs are too large for a CPU run") from e
+        if _elements(inputs) > STATS_LIMIT:
+            raise too_large from e
     out = {"constants": constants(mod), "device": device,
            "init_inputs": [describe(v, False) for v in init],
            "inputs": [describe(v, real) for v in inputs],
@@ -160,7 +180,7 @@ def probe(path, req):
             raise
         # an op without a meta kernel: shapes from a CPU run when small enough
         out["meta_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
-        if sum(t.numel() for t in inputs if isinstance(t, torch.Tensor)) > STATS_LIMIT:
+        if _elements(inputs) > STATS_LIMIT:
             raise RuntimeError(f"the forward has no meta kernel ({out['meta_error']}) "
                                f"and the inputs are too large for a CPU run") from e
         init, model, inputs = build(mod, "cpu")

@@ -430,8 +430,12 @@ class Runner:
         before go brings the key. Returns the key for go (base64)."""
         where, spans, total = region_offsets(self.layouts[case], len(seeds))
         key = new_key(self.device)
+        if not total:  # every input empty: nothing to write (frombuffer refuses a count of 0)
+            return base64.b64encode(key.raw).decode()
         region = torch.frombuffer(w.region, dtype=torch.uint8, count=total)
         for seed, at, (start, end) in zip(seeds, where, spans):
+            if end == start:
+                continue
             stage = torch.zeros(end - start, dtype=torch.uint8, device=self.device)
             stage_call(stage, at, make_inputs(self.layouts[case], seed, self.device), base=start)
             mask(stage, key, start)

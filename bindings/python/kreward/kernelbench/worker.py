@@ -437,8 +437,9 @@ class Worker:
         masked, go brings the key)."""
         if self.staged is None:
             raise RuntimeError("stage without a staged prepare")
-        self.staged.copy_(self.torch.frombuffer(self.region, dtype=self.torch.uint8,
-                                                count=self.staged.numel()))
+        if self.staged.numel():  # (frombuffer refuses a count of 0)
+            self.staged.copy_(self.torch.frombuffer(self.region, dtype=self.torch.uint8,
+                                                    count=self.staged.numel()))
         self.sync()
         return {}
 
@@ -497,6 +498,8 @@ class Worker:
         start, end = self.spans[i]
         if self.staged is not None:
             return self.staged[start:end]
+        if end == start:  # every input of the call empty (frombuffer refuses a count of 0)
+            return self.torch.empty(0, dtype=self.torch.uint8)
         return self.torch.frombuffer(self.region, dtype=self.torch.uint8, count=end - start,
                                      offset=start)
 
