@@ -42,6 +42,22 @@ def test_host_and_torch_steps_give_one_stream():
     assert not host.any()
 
 
+def test_host_masking_over_threads_is_one_stream():
+    """Above 1 MB the host's mask is split over torch's threads, in pieces
+    of whole blocks: the same bytes as one call of the library over all."""
+    key = keystream.new_key()
+    n = (3 << 20) + 4 * 64 + 17  # pieces that are not equal, a ragged end
+    split, whole = torch.zeros(n, dtype=torch.uint8), torch.zeros(n, dtype=torch.uint8)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(2, threads))
+    try:
+        keystream.xor_(split, key, 11)
+    finally:
+        torch.set_num_threads(threads)
+    assert keystream._host_fn()(whole.data_ptr(), n, key.raw, 11, keystream.ROUNDS) == 0
+    assert torch.equal(split, whole)
+
+
 TRITON_BITS = """
 import importlib.util, sys, torch
 sys.path.insert(0, {here!r})

@@ -54,8 +54,8 @@ import torch
 
 from .. import _lib
 from .confine import missing
-from .inputs import (REGION_ALIGN, digest, fingerprint, make_inputs, mask, nbytes, new_key, use_library,
-                     region_offsets, stage_call)
+from .inputs import (REGION_ALIGN, digest, fingerprint, make_inputs, mask, nbytes, new_key,
+                     region_offsets, stage_call, use_library)
 from .reference import Reference
 from .worker_process import CandidateDenied, WorkerDied, WorkerProcess, WorkerTimeout, _failure
 
