@@ -224,13 +224,7 @@ def _triton_ready():
 def _make_triton_kernel():
     """commit_triton.mixed_sums, its file loaded by path (as the worker
     loads this one)."""
-    import importlib.util
-    import os
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "commit_triton.py")
-    spec = importlib.util.spec_from_file_location("kreward_commit_triton", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.mixed_sums
+    return _sibling("commit_triton").mixed_sums
 
 
 def warm(device):

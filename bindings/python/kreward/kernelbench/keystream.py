@@ -132,8 +132,10 @@ def _host_xor(ptr, n, raw, first_block):
     if len(pieces) == 1:
         codes = [run(pieces[0])]
     else:
-        if _POOL["threads"] != threads:
+        if _POOL["threads"] != threads:  # torch's thread count changed: a pool to match
             from concurrent.futures import ThreadPoolExecutor
+            if _POOL["pool"] is not None:
+                _POOL["pool"].shutdown(wait=False)
             _POOL["pool"], _POOL["threads"] = ThreadPoolExecutor(threads), threads
         codes = list(_POOL["pool"].map(run, pieces))  # ctypes lets go of the GIL
     if any(codes):
