@@ -65,6 +65,38 @@ def _cpu_attacks():
     return cpu
 
 
+# Where each CPU cheat's work before the clock ends, and what makes it
+# finished work on a GPU: a kernel only queued there would still run inside
+# the caller's clock (go's final synchronisation waits for it), so a cheat
+# that does not wait for its own work would prove nothing either way.
+_WAIT_FOR_THE_GPU = {
+    "PRECOMPUTE_IN_PREPARE": [("            return r\n",
+                               "            torch.cuda.synchronize()\n            return r\n")],
+    "SEEDS_IN_PREPARE": [('W.make_inputs(lay, seed, "cpu")', "W.make_inputs(lay, seed, args[0].device)"),
+                         ("            return r\n",
+                          "            torch.cuda.synchronize()\n            return r\n")],
+    "WATCH_THE_REGION": [("                    _done[id(args[0])] = args[0] @ args[1]\n",
+                          "                    _done[id(args[0])] = args[0] @ args[1]\n"
+                          "                torch.cuda.synchronize()\n")],
+    "PIPELINE_OVER_THE_WRITES": [("        ev.set()", "        torch.cuda.synchronize()\n        ev.set()")],
+}
+
+
+def _gpu_cheat(name):
+    """The CPU cheat `name`, waiting for its own GPU work before the clock."""
+    src = getattr(_cpu_attacks(), name)
+    for old, new in _WAIT_FOR_THE_GPU[name]:
+        assert src.count(old) == 1, (name, old)
+        src = src.replace(old, new)
+    return src
+
+
+def test_each_gpu_cheat_waits_for_its_work():
+    """(CPU) the rewrites above still find their places in the CPU cheats."""
+    for name in _WAIT_FOR_THE_GPU:
+        assert "torch.cuda.synchronize()" in _gpu_cheat(name)
+
+
 @pytest.fixture(scope="module")
 def big_matmul(tmp_path_factory):
     """A 4096 matmul: a few ms a call on the H200, so work moved out of the
@@ -80,7 +112,7 @@ def test_the_prepare_cheat_pays_when_the_worker_makes_the_inputs(big_matmul, tmp
     """The control: with inputs="worker" (prepare makes the batch's inputs
     from the seeds, untimed) the cheat below computes the outputs there. If
     this stops paying, the test after it proves nothing."""
-    cheat = _cpu_attacks().PRECOMPUTE_IN_PREPARE
+    cheat = _gpu_cheat("PRECOMPUTE_IN_PREPARE")
     with Runner(big_matmul, "cuda", cache_dir=str(tmp_path), spare=False, inputs="worker") as runner:
         res = runner.evaluate(cheat, seed=3, batches=3)
     print({k: res.get(k) for k in ("verdict", "speedup", "time_us", "baseline_us", "prepare_us")})
@@ -97,7 +129,7 @@ def test_work_done_before_the_clock_gets_no_speedup_on_the_gpu(big_matmul, tmp_p
     go."""
     with Runner(big_matmul, "cuda", cache_dir=str(tmp_path), spare=False) as runner:
         assert runner.inputs_from == "caller" and runner.staged
-        results = [runner.evaluate(getattr(_cpu_attacks(), name), seed=3, batches=3)
+        results = [runner.evaluate(_gpu_cheat(name), seed=3, batches=3)
                    for _ in range(2)]
         honest = runner.evaluate(_cpu_attacks().TALL_MATMUL.replace("class Model(", "class ModelNew("),
                                  seed=3, batches=3)
