@@ -31,12 +31,15 @@
 
 /* The in-memory compile cache of a worker: the pool's disk cache holds
  * every blob anyway (that is how they reach the GPU workers), so memory
- * only saves a file read for the hottest ones (the problems' references).
+ * only saves a file read for the hottest ones (the problems' references),
+ * and a disk hit costs 6.9 us against a memory hit's 3.3 us (bench_compile).
  * The library's default (256 MB per context) let every worker grow by a
  * blob per distinct candidate, ~10 KB, to 256 MB each: the soak's workers
- * grew 41 MB in 6,000 evaluations on the H200, and a pool of 8 compile
- * workers, GPU workers and spares could hold gigabytes of duplicates. */
-#define WORKER_MEMORY_CACHE_BYTES ((uint64_t)16 << 20)
+ * grew 41 MB in 6,000 evaluations on the H200. 16 MB still let a pool of 8
+ * compile workers grow 69 MB over a 10,000-evaluation soak (479fce0) before
+ * their caches were full; 2 MB holds the references of a suite and is
+ * full after ~200 candidates a worker (bench/bench_worker_memory.py). */
+#define WORKER_MEMORY_CACHE_BYTES ((uint64_t)2 << 20)
 
 typedef struct {
     int sock;

@@ -19,7 +19,9 @@ Three implementations, one stream:
 - host memory: libkreward's kr_keystream_xor through ctypes (use_library
   names the file; the worker loads it by path, without kreward);
 - a GPU: one pass of a Triton kernel (keystream_triton.py) where Triton
-  imports, else torch's steps;
+  imports and the kernel's bits match torch's steps on the device at first
+  use (the tiled kernel, else the strided one), else torch's steps;
+  `gpu_path()` says which;
 - torch's steps (_torch_xor), on any device: the fallback and the tests'
   second opinion.
 
@@ -34,7 +36,9 @@ ROUNDS = 8
 BLOCK_BYTES = 64
 
 _LIB = {"path": None, "fn": None}
-_TRITON = {"kernel": None}  # None: not tried; False: unavailable; else the kernel
+# kernel: None: not tried; False: unavailable; else the chosen kernel.
+# path: what masks device memory, for reports; why: the reason for a fallback
+_TRITON = {"kernel": None, "path": None, "why": None}
 
 
 def use_library(path):
@@ -98,12 +102,12 @@ def xor_(buf, key, first_block):
         raise ValueError(f"a device span of {n} bytes is not a whole number of "
                          f"{BLOCK_BYTES}-byte blocks")
     words = buf.view(torch.int32)
-    if _triton_ready():
+    if _triton_ready(words.device):
         try:
             _TRITON["kernel"](words, key.on_device, first_block, ROUNDS)
             return buf
-        except Exception:  # noqa: BLE001 - any failure: torch's steps, from now on
-            _TRITON["kernel"] = False
+        except Exception as e:  # noqa: BLE001 - any failure: torch's steps, from now on
+            _fall_back(f"the Triton kernel failed: {type(e).__name__}: {e}")
     _torch_xor(words, key.words, first_block, ROUNDS)
     return buf
 
@@ -192,7 +196,16 @@ def _torch_xor(words, key_words, first_block, rounds):
             keystream_words(key_words, first_block + at, n, rounds, words.device))
 
 
-def _triton_ready():
+def _fall_back(why):
+    _TRITON.update(kernel=False, path="torch steps", why=why[:300])
+
+
+def _triton_ready(device):
+    """The Triton kernel for device memory, chosen at first use: the first
+    of keystream_triton.CHOICES whose bits on this device match torch's
+    steps (700 blocks, a ragged program and the counter's wrap). A layout
+    the compiler gets wrong on some GPU or Triton release then costs speed,
+    not a wrong mask (an honest candidate would read garbage and fail)."""
     if _TRITON["kernel"] is None:
         try:
             import importlib.util
@@ -200,10 +213,43 @@ def _triton_ready():
             spec = importlib.util.spec_from_file_location("kreward_keystream_triton", path)
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)
-            _TRITON["kernel"] = mod.chacha_xor
-        except Exception:  # noqa: BLE001 - no Triton, or one that cannot build this
-            _TRITON["kernel"] = False
+        except Exception as e:  # noqa: BLE001 - no Triton, or one that cannot build this
+            _fall_back(f"no Triton kernel: {type(e).__name__}: {e}")
+            return False
+        _choose(mod, device)
     return bool(_TRITON["kernel"])
+
+
+def _choose(mod, device):
+    """Sets _TRITON to the first of mod.CHOICES (run by mod.chacha_xor)
+    that gives torch's steps' bits on device, or to torch's steps."""
+    key, first, blocks = new_key(), (1 << 32) - 300, 700
+    signed = [w - (1 << 32) if w >= 1 << 31 else w for w in key.words]
+    on_device = torch.tensor(signed, dtype=torch.int32, device=device)
+    want = keystream_words(key.words, first, blocks, ROUNDS, device)
+    why = []
+    for choice, (kernel, block, warps) in enumerate(mod.CHOICES):
+        name = getattr(kernel, "__name__", str(kernel))
+        words = torch.zeros(blocks * 16, dtype=torch.int32, device=device)
+        try:
+            mod.chacha_xor(words, on_device, first, ROUNDS, choice)
+        except Exception as e:  # noqa: BLE001 - this one cannot build or run here
+            why.append(f"{name}: {type(e).__name__}: {str(e)[:120]}")
+            continue
+        if torch.equal(words, want):
+            _TRITON.update(kernel=lambda w, k, f, r, c=choice: mod.chacha_xor(w, k, f, r, c),
+                           path=f"triton {name} ({block} blocks, {warps} warps)",
+                           why="; ".join(why) or None)
+            return
+        why.append(f"{name}: wrong bits on {device}")
+    _fall_back("; ".join(why) or "no kernel")
+
+
+def gpu_path():
+    """What masks device memory in this process ("triton <kernel> (...)" or
+    "torch steps"), and why it fell back, if it did; None before first use
+    (warm makes it)."""
+    return {"path": _TRITON["path"], "why": _TRITON["why"]}
 
 
 def warm(device):

@@ -1,12 +1,11 @@
 """The input region's mask (keystream.py) in one pass of a Triton kernel:
 ChaCha8 blocks computed a lane per block, XORed into the words in place.
 The same bits as libkreward's kr_keystream_xor and keystream.py's torch
-steps (checked in Triton's interpreter on the CPU, and on a GPU by the
-tests). Loaded by path by keystream.py only where Triton imports."""
+steps (checked in Triton's interpreter on the CPU, on a GPU by the tests,
+and by keystream.py on the device before first use). Loaded by path by
+keystream.py only where Triton imports."""
 import triton
 import triton.language as tl
-
-BLOCK = 256  # ChaCha blocks (64 bytes each) per program
 
 
 @triton.jit
@@ -28,22 +27,15 @@ def _qr(a, b, c, d):
 
 
 @triton.jit
-def _xor_word(w_ptr, at, m, x, s):
+def _xor_word(w_ptr, at, m, x):
     w = tl.load(w_ptr + at, mask=m, other=0)
-    tl.store(w_ptr + at, w ^ (x + s).to(tl.int32, bitcast=True), mask=m)
+    tl.store(w_ptr + at, w ^ x.to(tl.int32, bitcast=True), mask=m)
 
 
-# specialised on nothing but the rounds: no new variant (and no compile,
-# which the worker's seal refuses) for another span or key after warm-up
-@triton.jit(do_not_specialize=["w_ptr", "key_ptr", "blocks", "first"])
-def chacha_xor_kernel(w_ptr, key_ptr, blocks, first, DOUBLE_ROUNDS: tl.constexpr,
-                      BLOCK: tl.constexpr):
-    """Blocks program_id * BLOCK .. of int32 words w (16 a block), XORed
-    with the stream's blocks first + i (counter word: its low 32 bits;
-    nonce: its high 32 bits, 0, 0)."""
-    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    m = i < blocks
-    b = first + i
+@triton.jit
+def _block_words(key_ptr, b, BLOCK: tl.constexpr, DOUBLE_ROUNDS: tl.constexpr):
+    """The 16 keystream words of blocks b (int64 [BLOCK]; counter word: the
+    low 32 bits, nonce: the high 32 bits, 0, 0), as uint32 vectors."""
     ctr = (b & 0xFFFFFFFF).to(tl.uint32)
     hi = (b >> 32).to(tl.uint32)
     zero = tl.zeros([BLOCK], dtype=tl.uint32)
@@ -71,30 +63,95 @@ def chacha_xor_kernel(w_ptr, key_ptr, blocks, first, DOUBLE_ROUNDS: tl.constexpr
         x1, x6, x11, x12 = _qr(x1, x6, x11, x12)
         x2, x7, x8, x13 = _qr(x2, x7, x8, x13)
         x3, x4, x9, x14 = _qr(x3, x4, x9, x14)
+    return (x0 + s0, x1 + s1, x2 + s2, x3 + s3, x4 + s4, x5 + s5, x6 + s6, x7 + s7,
+            x8 + s8, x9 + s9, x10 + s10, x11 + s11, x12 + s12, x13 + s13, x14 + s14, x15 + s15)
+
+
+@triton.jit
+def _tile(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15):
+    """[BLOCK] vectors 0..15 joined into a [BLOCK, 2, 2, 2, 2] tensor whose
+    row-major order is 0..15 per block: join puts its new axis last, so the
+    leaves go in bit-reversed order."""
+    j0 = tl.join(x0, x8)
+    j1 = tl.join(x4, x12)
+    j2 = tl.join(x2, x10)
+    j3 = tl.join(x6, x14)
+    j4 = tl.join(x1, x9)
+    j5 = tl.join(x5, x13)
+    j6 = tl.join(x3, x11)
+    j7 = tl.join(x7, x15)
+    return tl.join(tl.join(tl.join(j0, j1), tl.join(j2, j3)),
+                   tl.join(tl.join(j4, j5), tl.join(j6, j7)))
+
+
+# specialised on nothing but the rounds and the shape: no new variant (and
+# no compile, which the worker's seal refuses) for another span or key
+# after warm-up
+@triton.jit(do_not_specialize=["w_ptr", "key_ptr", "blocks", "first"])
+def chacha_xor_kernel(w_ptr, key_ptr, blocks, first, DOUBLE_ROUNDS: tl.constexpr,
+                      BLOCK: tl.constexpr):
+    """Blocks program_id * BLOCK .. of int32 words w (16 a block), XORed
+    with the stream's blocks first + i, a lane per block touching its 16
+    words one at a time (lanes 64 bytes apart: 5x a copy's time on the
+    H200; the fallback of the kernel below)."""
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = i < blocks
+    x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15 = \
+        _block_words(key_ptr, first + i, BLOCK, DOUBLE_ROUNDS)
     at = i * 16
-    _xor_word(w_ptr, at + 0, m, x0, s0)
-    _xor_word(w_ptr, at + 1, m, x1, s1)
-    _xor_word(w_ptr, at + 2, m, x2, s2)
-    _xor_word(w_ptr, at + 3, m, x3, s3)
-    _xor_word(w_ptr, at + 4, m, x4, s4)
-    _xor_word(w_ptr, at + 5, m, x5, s5)
-    _xor_word(w_ptr, at + 6, m, x6, s6)
-    _xor_word(w_ptr, at + 7, m, x7, s7)
-    _xor_word(w_ptr, at + 8, m, x8, s8)
-    _xor_word(w_ptr, at + 9, m, x9, s9)
-    _xor_word(w_ptr, at + 10, m, x10, s10)
-    _xor_word(w_ptr, at + 11, m, x11, s11)
-    _xor_word(w_ptr, at + 12, m, x12, s12)
-    _xor_word(w_ptr, at + 13, m, x13, s13)
-    _xor_word(w_ptr, at + 14, m, x14, s14)
-    _xor_word(w_ptr, at + 15, m, x15, s15)
+    _xor_word(w_ptr, at + 0, m, x0)
+    _xor_word(w_ptr, at + 1, m, x1)
+    _xor_word(w_ptr, at + 2, m, x2)
+    _xor_word(w_ptr, at + 3, m, x3)
+    _xor_word(w_ptr, at + 4, m, x4)
+    _xor_word(w_ptr, at + 5, m, x5)
+    _xor_word(w_ptr, at + 6, m, x6)
+    _xor_word(w_ptr, at + 7, m, x7)
+    _xor_word(w_ptr, at + 8, m, x8)
+    _xor_word(w_ptr, at + 9, m, x9)
+    _xor_word(w_ptr, at + 10, m, x10)
+    _xor_word(w_ptr, at + 11, m, x11)
+    _xor_word(w_ptr, at + 12, m, x12)
+    _xor_word(w_ptr, at + 13, m, x13)
+    _xor_word(w_ptr, at + 14, m, x14)
+    _xor_word(w_ptr, at + 15, m, x15)
 
 
-def chacha_xor(words, key_words, first_block, rounds):
+@triton.jit(do_not_specialize=["w_ptr", "key_ptr", "blocks", "first"])
+def chacha_xor_tile_kernel(w_ptr, key_ptr, blocks, first, DOUBLE_ROUNDS: tl.constexpr,
+                           BLOCK: tl.constexpr):
+    """The same XOR with each block's 16 words as one tile: a lane's words
+    are contiguous (vector loads and stores, 1.16x a copy's time on the
+    H200 against 5x). The offsets go through the same joins as the
+    keystream words, so each word meets its own keystream word whatever
+    layout Triton gives the joined tensor (a reshape of the joined words
+    against offsets made as a [BLOCK, 16] grid gave wrong bits on the H200
+    with 2 and 8 warps)."""
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15 = \
+        _block_words(key_ptr, first + i, BLOCK, DOUBLE_ROUNDS)
+    ks = _tile(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15)
+    at = i * 16
+    off = _tile(at, at + 1, at + 2, at + 3, at + 4, at + 5, at + 6, at + 7,
+                at + 8, at + 9, at + 10, at + 11, at + 12, at + 13, at + 14, at + 15)
+    m = off < blocks * 16
+    w = tl.load(w_ptr + off, mask=m, other=0)
+    tl.store(w_ptr + off, w ^ ks.to(tl.int32, bitcast=True), mask=m)
+
+
+# (kernel, BLOCK, num_warps): the tile kernel as measured fastest on the
+# H200 (bench/bench_keystream.py), then the strided one; keystream.py
+# checks the first against torch's steps on the device and takes the next
+# when its bits differ
+CHOICES = ((chacha_xor_tile_kernel, 128, 4), (chacha_xor_kernel, 64, 4))
+
+
+def chacha_xor(words, key_words, first_block, rounds, choice=0):
     """XORs int32 words (a whole number of 16-word blocks, contiguous) in
     place with the ChaCha stream of the key (eight int32 words, on words'
-    device) from block first_block."""
+    device) from block first_block, with CHOICES[choice]."""
+    kernel, block, warps = CHOICES[choice]
     blocks = words.numel() // 16
-    grid = (triton.cdiv(blocks, BLOCK),)
-    chacha_xor_kernel[grid](words, key_words, blocks, first_block, DOUBLE_ROUNDS=rounds // 2,
-                            BLOCK=BLOCK)
+    grid = (triton.cdiv(blocks, block),)
+    kernel[grid](words, key_words, blocks, first_block, DOUBLE_ROUNDS=rounds // 2, BLOCK=block,
+                 num_warps=warps)
