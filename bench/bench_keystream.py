@@ -26,29 +26,11 @@ sys.path.insert(0, str(ROOT / "bindings" / "python"))
 from kreward import _lib  # noqa: E402
 from kreward.kernelbench import keystream  # noqa: E402
 
-try:
-    import triton
-    import triton.language as tl
+try:  # the GPU's kernels, where Triton imports
     _spec = importlib.util.spec_from_file_location(
         "kt", ROOT / "bindings" / "python" / "kreward" / "kernelbench" / "keystream_triton.py")
     kt = importlib.util.module_from_spec(_spec)
     _spec.loader.exec_module(kt)
-
-    @triton.jit(do_not_specialize=["w_ptr", "key_ptr", "blocks", "first"])
-    def reshape_kernel(w_ptr, key_ptr, blocks, first, DOUBLE_ROUNDS: tl.constexpr,
-                       BLOCK: tl.constexpr):
-        """The tile kernel's first form, for comparison: the joined words
-        reshaped to [BLOCK, 16] against offsets made as a grid (wrong bits
-        with 2 and 8 warps on the H200 at 479fce0)."""
-        i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-        x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15 = \
-            kt._block_words(key_ptr, first + i, BLOCK, DOUBLE_ROUNDS)
-        ks = tl.reshape(kt._tile(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13,
-                                 x14, x15), (BLOCK, 16))
-        off = i[:, None] * 16 + tl.arange(0, 16)[None, :]
-        m = (i < blocks)[:, None]
-        w = tl.load(w_ptr + off, mask=m, other=0)
-        tl.store(w_ptr + off, w ^ ks.to(tl.int32, bitcast=True), mask=m)
 except ImportError:
     kt = None
 
@@ -104,8 +86,8 @@ def main():
         first = (1 << 32) - 2000
         want = keystream.keystream_words(dkey.words, first, blocks, keystream.ROUNDS, "cuda")
         chosen = kt.CHOICES
-        variants = [(kt.chacha_xor_tile_kernel, b, w) for b in (64, 128, 256) for w in (2, 4, 8)]
-        variants += [(reshape_kernel, b, w) for b in (64, 128) for w in (2, 4, 8)]
+        variants = [(k, b, w) for k in (kt.chacha_xor_tile_kernel, kt.chacha_xor_joined_kernel)
+                    for b in (64, 128, 256) for w in (2, 4, 8)]
         variants += [c for c in chosen if c not in variants]
         for kernel, block, warps in variants:
             kt.CHOICES = ((kernel, block, warps),)

@@ -138,6 +138,31 @@ def test_a_kernel_with_wrong_bits_on_the_device_is_not_used(fresh_gpu_choice, ri
         assert buf.any()
 
 
+def test_a_baseline_unmasking_on_torch_steps_is_said():
+    """Where the baseline's worker fell back to torch's steps (mask or
+    commitment), it pays more inside its clock than a candidate whose
+    worker has the Triton kernel: the result says so, with why, and carries
+    both sides' paths. A reply whose gpu_paths is not names is refused."""
+    import types
+    from kreward.kernelbench import worker_process
+    fast = {"mask": "triton chacha_xor_tile_kernel (128 blocks, 4 warps)", "mask_why": None,
+            "commitment": "triton"}
+    slow = {"mask": "torch steps", "mask_why": "chacha_xor_tile_kernel: wrong bits on cuda:0",
+            "commitment": "triton"}
+    for base, said in ((fast, False), (slow, True), ({}, False)):
+        res = {"notes": [], "gpu_paths": {"candidate": fast}}
+        Runner._gpu_path_notes(types.SimpleNamespace(_base_state={"gpu_paths": base}), res)
+        assert res["gpu_paths"] == {"candidate": fast, "baseline": base}
+        assert bool(res["notes"]) == said, res
+        if said:
+            assert "mask ran on torch's steps (chacha_xor_tile_kernel: wrong bits" in res["notes"][0]
+    ok = {"ok": True, "sandbox": {"applied": False}}
+    worker_process.check_reply("seal", dict(ok, gpu_paths=slow), 0)
+    for bad in (["torch steps"], {"mask": 3}, None):
+        with pytest.raises(worker_process.WorkerProtocolError, match="gpu_paths"):
+            worker_process.check_reply("seal", dict(ok, gpu_paths=bad), 0)
+
+
 def test_no_keystream_byte_is_used_twice_in_a_batch():
     """Every 64-byte block of a batch's region gets its own keystream: a
     masked run of zeros (the padding between tensors, a triangular input's

@@ -227,6 +227,18 @@ def _make_triton_kernel():
     return _sibling("commit_triton").mixed_sums
 
 
+def gpu_paths():
+    """What unmasks the input region and computes the commitment in this
+    process on a GPU: the mask's path (keystream.gpu_path: a Triton kernel,
+    or torch's steps, with why) and the commitment's ("triton" or "torch
+    steps"); None where not used yet (warm settles both). Both run inside
+    the clocks: a side on torch's steps pays more than a side on Triton."""
+    mask = _keystream.gpu_path()
+    commitment = _TRITON["kernel"]
+    return {"mask": mask["path"], "mask_why": mask["why"],
+            "commitment": None if commitment is None else "triton" if commitment else "torch steps"}
+
+
 def warm(device):
     """Compiles what the commitment and the region's mask run on `device`
     (their Triton kernels on a GPU) now: a worker calls it before its seal

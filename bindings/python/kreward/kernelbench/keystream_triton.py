@@ -120,13 +120,30 @@ def chacha_xor_kernel(w_ptr, key_ptr, blocks, first, DOUBLE_ROUNDS: tl.constexpr
 @triton.jit(do_not_specialize=["w_ptr", "key_ptr", "blocks", "first"])
 def chacha_xor_tile_kernel(w_ptr, key_ptr, blocks, first, DOUBLE_ROUNDS: tl.constexpr,
                            BLOCK: tl.constexpr):
-    """The same XOR with each block's 16 words as one tile: a lane's words
-    are contiguous (vector loads and stores, 1.16x a copy's time on the
-    H200 against 5x). The offsets go through the same joins as the
-    keystream words, so each word meets its own keystream word whatever
-    layout Triton gives the joined tensor (a reshape of the joined words
-    against offsets made as a [BLOCK, 16] grid gave wrong bits on the H200
-    with 2 and 8 warps)."""
+    """The same XOR with each block's 16 words as one [BLOCK, 16] tile: a
+    lane's words are contiguous (vector loads and stores): 42.4 us for
+    64 MB on the H200 with 128 blocks and 4 warps, 1.16x a copy, against
+    the strided kernel's 5x (479fce0). With 2 and 8 warps the same code
+    gave wrong bits there (Triton's layout of the joined words), which is
+    why keystream.py checks the bits on the device before using it."""
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15 = \
+        _block_words(key_ptr, first + i, BLOCK, DOUBLE_ROUNDS)
+    ks = tl.reshape(_tile(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15),
+                    (BLOCK, 16))
+    off = i[:, None] * 16 + tl.arange(0, 16)[None, :]
+    m = (i < blocks)[:, None]
+    w = tl.load(w_ptr + off, mask=m, other=0)
+    tl.store(w_ptr + off, w ^ ks.to(tl.int32, bitcast=True), mask=m)
+
+
+@triton.jit(do_not_specialize=["w_ptr", "key_ptr", "blocks", "first"])
+def chacha_xor_joined_kernel(w_ptr, key_ptr, blocks, first, DOUBLE_ROUNDS: tl.constexpr,
+                             BLOCK: tl.constexpr):
+    """The tile without the reshape: the offsets go through the same joins
+    as the keystream words, so each word meets its own keystream word
+    whatever layout Triton gives the joined tensors (right by construction;
+    its speed on a GPU is not measured yet)."""
     i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15 = \
         _block_words(key_ptr, first + i, BLOCK, DOUBLE_ROUNDS)
@@ -139,11 +156,12 @@ def chacha_xor_tile_kernel(w_ptr, key_ptr, blocks, first, DOUBLE_ROUNDS: tl.cons
     tl.store(w_ptr + off, w ^ ks.to(tl.int32, bitcast=True), mask=m)
 
 
-# (kernel, BLOCK, num_warps): the tile kernel as measured fastest on the
-# H200 (bench/bench_keystream.py), then the strided one; keystream.py
-# checks the first against torch's steps on the device and takes the next
-# when its bits differ
-CHOICES = ((chacha_xor_tile_kernel, 128, 4), (chacha_xor_kernel, 64, 4))
+# (kernel, BLOCK, num_warps), best first: keystream.py takes the first
+# whose bits on the device match torch's steps (bench/bench_keystream.py
+# times them all). The choice must not depend on timing: a baseline's and
+# a candidate's workers would then unmask at different costs.
+CHOICES = ((chacha_xor_tile_kernel, 128, 4), (chacha_xor_joined_kernel, 128, 4),
+           (chacha_xor_kernel, 64, 4))
 
 
 def chacha_xor(words, key_words, first_block, rounds, choice=0):

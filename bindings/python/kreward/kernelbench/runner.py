@@ -366,8 +366,8 @@ class Runner:
         if failed:
             self._end_baseline()
             return f"the reference does not run in a worker: {failed[0]['error']}"
-        build, calibration = replies[2], replies[-2]
-        self._base_state = {"ready": True, "lifted": build["lifted"],
+        build, seal, calibration = replies[2], replies[3], replies[-2]
+        self._base_state = {"ready": True, "lifted": build["lifted"], "gpu_paths": seal["gpu_paths"],
                             "per_call_us": calibration["event_us"] / 2,
                             "compile_seconds": _number_or_none(build.get("compile_seconds")),
                             "graphs": _number_or_none(build.get("graphs"))}
@@ -692,6 +692,7 @@ class Runner:
             return
         res["baseline_us"] = _median(wall)
         res["baseline_kind"] = self.baseline_kind
+        self._gpu_path_notes(res)
         if self._base_state.get("compile_seconds") is not None:
             res["baseline_compile_seconds"] = round(self._base_state["compile_seconds"], 3)
         res.setdefault("batches_us", {})["baseline"] = [round(x, 3) for x in wall]
@@ -709,6 +710,22 @@ class Runner:
             raise RuntimeError(s["error"])
         if res is not None:
             res["sandbox"] = s["sandbox"]  # now with exec refused
+            res["gpu_paths"] = {"candidate": s["gpu_paths"]}
+
+    def _gpu_path_notes(self, res):
+        """The baseline's worker unmasks the inputs and commits to the
+        outputs inside its clock, as the candidate's does: where it does
+        either on torch's steps (its Triton kernel failed or gave wrong
+        bits), it pays more than a worker on Triton, and the speedup is
+        inflated by as much. Said, with why; the paths go in the result."""
+        base = self._base_state.get("gpu_paths") or {}
+        res.setdefault("gpu_paths", {})["baseline"] = base
+        slow = [k for k in ("mask", "commitment") if base.get(k) == "torch steps"]
+        if slow:
+            why = f" ({base['mask_why']})" if "mask" in slow and base.get("mask_why") else ""
+            res["notes"].append(f"the baseline's {' and '.join(slow)} ran on torch's steps{why}: "
+                                "slower than a Triton kernel, inside its clock; the speedup is "
+                                "inflated by the difference")
 
     def _sandbox_notes(self, status, res):
         res["sandbox"] = status

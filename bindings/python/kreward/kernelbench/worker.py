@@ -344,7 +344,8 @@ class Worker:
             self.sandbox.enter(exec_allowed=False)
             if self.sandbox.error:
                 raise RuntimeError(self.sandbox.error)
-        return {"sandbox": self.sandbox.report()}
+        return {"sandbox": self.sandbox.report(),
+                "gpu_paths": self.inputs.gpu_paths() if self.device != "cpu" else {}}
 
     def build(self, req):
         case = req["case"]

@@ -76,6 +76,11 @@ def _commitments(x):
                                     for s in c) for c in x)
 
 
+def _paths(x):
+    """seal's gpu_paths (inputs.gpu_paths): names, or None, by name."""
+    return isinstance(x, dict) and all(isinstance(k, str) and _str_or_none(v) for k, v in x.items())
+
+
 def _status(x):
     return isinstance(x, dict) and isinstance(x.get("applied"), bool)
 
@@ -85,7 +90,7 @@ REPLIES = {
     "load": {"compile_seconds": _num, "cached": lambda x: isinstance(x, bool),
              "hash": lambda x: isinstance(x, str), "sandbox": _status, "isolation": _status},
     "build": {"lifted": lambda x: isinstance(x, bool), "missing": _strs},
-    "seal": {"sandbox": _status},
+    "seal": {"sandbox": _status, "gpu_paths": _paths},
     "prepare": {"prepared": _count},
     "stage": {},
     "go": {"committed": _commitments},
