@@ -56,8 +56,10 @@ def main():
     print("|---|---|---|---|")
     for done, s, mb, counts in rows:
         print(f"| {done} | {s:.0f} | {mb:.1f} | {counts} |")
-    half = rows[len(rows) // 2][2]
-    print(f"second half: {half:.1f} -> {rows[-1][2]:.1f} MB ({rows[-1][2] - half:+.1f})")
+    # from the row that ends the first half of the candidates
+    half = max((r for r in rows if r[0] <= args.jobs // 2), key=lambda r: r[0], default=rows[0])
+    print(f"second half (after {half[0]}): {half[2]:.1f} -> {rows[-1][2]:.1f} MB "
+          f"({rows[-1][2] - half[2]:+.1f})")
 
 
 if __name__ == "__main__":

@@ -115,17 +115,18 @@ def fresh_gpu_choice(monkeypatch):
 
 
 @pytest.mark.parametrize("right, path, why", [
-    ((True, True), "triton k0", None),
-    ((False, True), "triton k1", "k0: wrong bits"),
-    (("exception", True), "triton k1", "k0: RuntimeError"),
+    ((True, True), "triton choice 0: k0", None),
+    ((False, True), "triton choice 1: k1", "k0: wrong bits"),
+    (("exception", True), "triton choice 1: k1", "k0: RuntimeError"),
     ((False, False), "torch steps", "k1: wrong bits"),
 ])
 def test_a_kernel_with_wrong_bits_on_the_device_is_not_used(fresh_gpu_choice, right, path, why):
     """keystream._choose takes the first kernel whose bits on the device
     match torch's steps (the tiled kernel's joins gave wrong bits with some
-    warp counts on the H200 in an early form): a wrong mask would fail
-    every honest candidate; a slower one costs both sides alike. The
-    choice and the reason for a fallback are reported by gpu_path()."""
+    warp counts on the H200): a wrong mask would fail every honest
+    candidate. The choice and the reason for a fallback are reported by
+    gpu_path(); a baseline that chose differently from the runner is
+    handled below."""
     keystream._choose(_FakeKernels(*right), "cpu")
     got = keystream.gpu_path()
     assert got["path"].startswith(path), got
@@ -138,27 +139,104 @@ def test_a_kernel_with_wrong_bits_on_the_device_is_not_used(fresh_gpu_choice, ri
         assert buf.any()
 
 
-def test_a_baseline_unmasking_on_torch_steps_is_said():
-    """Where the baseline's worker fell back to torch's steps (mask or
-    commitment), it pays more inside its clock than a candidate whose
-    worker has the Triton kernel: the result says so, with why, and carries
-    both sides' paths. A reply whose gpu_paths is not names is refused."""
-    import types
+TINY_RELU = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(64, 256)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+class _FakeBaseline:
+    """Runner's baseline bookkeeping, with workers whose seal reports
+    `paths` in turn (the first, then one per restart)."""
+
+    def __init__(self, expected, *paths):
+        self._expected_paths, self.paths, self.starts = expected, list(paths), 0
+        self._base_state = {"gpu_paths": self.paths.pop(0)}
+
+    def _end_baseline(self):
+        self._base_state = {}
+
+    def _start_baseline(self):
+        self.starts += 1
+
+    def _baseline_ready(self):
+        self._base_state = {"gpu_paths": self.paths.pop(0)}
+
+    def _baseline_paths_differ(self):
+        return Runner._baseline_paths_differ(self)
+
+
+FAST = {"mask": "triton choice 0: chacha_xor_tile_kernel (128 blocks, 4 warps)", "mask_why": None,
+        "commitment": "triton"}
+STRIDED = dict(FAST, mask="triton choice 2: chacha_xor_kernel (64 blocks, 4 warps)")
+SLOW = {"mask": "torch steps", "mask_why": "chacha_xor_tile_kernel: RuntimeError: out of memory",
+        "commitment": "triton"}
+
+
+@pytest.mark.parametrize("expected, paths, timed, starts", [
+    (FAST, [FAST], True, 0),
+    (FAST, [SLOW, FAST], True, 1),          # chosen while a candidate held the GPU: replaced
+    (FAST, [SLOW, SLOW], False, 1),         # twice: no speed credit
+    (FAST, [STRIDED, STRIDED], False, 1),   # a slower Triton kernel counts too
+    (FAST, [{}, FAST], True, 1),            # nothing settled at seal
+    (SLOW, [FAST], True, 0),                # faster than this process (its GPU was full): fine
+    (STRIDED, [FAST], True, 0),
+    (None, [{}], True, 0),                  # the CPU: nothing to compare
+])
+def test_a_baseline_on_another_gpu_path_is_replaced_or_gets_no_credit(expected, paths, timed, starts):
+    """The baseline's worker chooses its mask and commitment kernels while
+    the candidate's worker shares the GPU (helper-28: a candidate holding
+    the GPU's memory could make them fail, leaving the baseline on torch's
+    steps inside its clock, 25 ms for 64 MB against 42 us, and the speedup
+    inflated). Its paths must equal the ones the runner's process chose
+    before any candidate ran; otherwise it is replaced with the candidate
+    gone, and if the new one differs too there is no speed credit."""
+    fake = _FakeBaseline(expected, *paths)
+    res = {"notes": []}
+    assert Runner._check_baseline_paths(fake, res) is timed
+    assert fake.starts == starts
+    assert res["gpu_paths"]["expected"] == expected and res["gpu_paths"]["baseline"] == paths[-1]
+    assert bool(res["notes"]) == (not timed), res
+    if not timed:
+        assert "no speed credit" in res["notes"][0], res["notes"]
+        assert ("out of memory" in res["notes"][0]) == (paths[-1] is SLOW), res["notes"]
+
+
+def test_a_baseline_differing_twice_gets_no_speedup_end_to_end(tmp_path):
+    """The same through a real Runner on the CPU, whose workers report no
+    GPU paths: told to expect some, it replaces the baseline, then gives
+    the honest candidate no speedup (reward 0.5) and says why."""
+    problem = tmp_path / "relu.py"
+    problem.write_text(TINY_RELU)
+    imp = import_problem(str(problem))
+    with Runner(imp, "cpu", cache_dir=str(tmp_path / "cache"), spare=False) as runner:
+        runner._expected_paths = FAST
+        res = runner.evaluate(TINY_RELU.replace("class Model(", "class ModelNew("), seed=1)
+    assert res["verdict"] == "pass" and res.get("speedup") is None and res["reward"] == 0.5, res
+    assert any("no speed credit" in n for n in res["notes"]), res["notes"]
+
+
+def test_a_gpu_paths_reply_is_checked():
+    """seal's gpu_paths is the candidate's to write: three known names, short
+    texts or None; anything else is a protocol error (verdict `error`)."""
     from kreward.kernelbench import worker_process
-    fast = {"mask": "triton chacha_xor_tile_kernel (128 blocks, 4 warps)", "mask_why": None,
-            "commitment": "triton"}
-    slow = {"mask": "torch steps", "mask_why": "chacha_xor_tile_kernel: wrong bits on cuda:0",
-            "commitment": "triton"}
-    for base, said in ((fast, False), (slow, True), ({}, False)):
-        res = {"notes": [], "gpu_paths": {"candidate": fast}}
-        Runner._gpu_path_notes(types.SimpleNamespace(_base_state={"gpu_paths": base}), res)
-        assert res["gpu_paths"] == {"candidate": fast, "baseline": base}
-        assert bool(res["notes"]) == said, res
-        if said:
-            assert "mask ran on torch's steps (chacha_xor_tile_kernel: wrong bits" in res["notes"][0]
     ok = {"ok": True, "sandbox": {"applied": False}}
-    worker_process.check_reply("seal", dict(ok, gpu_paths=slow), 0)
-    for bad in (["torch steps"], {"mask": 3}, None):
+    worker_process.check_reply("seal", dict(ok, gpu_paths=SLOW), 0)
+    worker_process.check_reply("seal", dict(ok, gpu_paths={}), 0)
+    for bad in (["torch steps"], {"mask": 3}, None, {"other": "x"}, {"mask": "x" * 5000}):
         with pytest.raises(worker_process.WorkerProtocolError, match="gpu_paths"):
             worker_process.check_reply("seal", dict(ok, gpu_paths=bad), 0)
 

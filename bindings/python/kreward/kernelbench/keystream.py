@@ -222,33 +222,45 @@ def _triton_ready(device):
 
 def _choose(mod, device):
     """Sets _TRITON to the first of mod.CHOICES (run by mod.chacha_xor)
-    that gives torch's steps' bits on device, or to torch's steps."""
-    key, first, blocks = new_key(), (1 << 32) - 300, 700
-    signed = [w - (1 << 32) if w >= 1 << 31 else w for w in key.words]
-    on_device = torch.tensor(signed, dtype=torch.int32, device=device)
-    want = keystream_words(key.words, first, blocks, ROUNDS, device)
+    that gives torch's steps' bits on device, or to torch's steps, with why.
+    Each is checked twice: across the counter's wrap (a first block past
+    2^31, which Triton passes as int64) and from a small first block (int32,
+    the variant real spans run): two compiled variants of one kernel."""
+    try:
+        key = new_key()
+        signed = [w - (1 << 32) if w >= 1 << 31 else w for w in key.words]
+        on_device = torch.tensor(signed, dtype=torch.int32, device=device)
+        spans = [((1 << 32) - 300, 700), (5, 333)]
+        wants = [keystream_words(key.words, first, blocks, ROUNDS, device) for first, blocks in spans]
+    except Exception as e:  # noqa: BLE001 - the device cannot even run the check
+        _fall_back(f"the check could not run on {device}: {type(e).__name__}: {str(e)[:120]}")
+        return
     why = []
     for choice, (kernel, block, warps) in enumerate(mod.CHOICES):
         name = getattr(kernel, "__name__", str(kernel))
-        words = torch.zeros(blocks * 16, dtype=torch.int32, device=device)
         try:
-            mod.chacha_xor(words, on_device, first, ROUNDS, choice)
+            right = True
+            for (first, blocks), want in zip(spans, wants):
+                words = torch.zeros(blocks * 16, dtype=torch.int32, device=device)
+                mod.chacha_xor(words, on_device, first, ROUNDS, choice)
+                right = right and bool(torch.equal(words, want))
         except Exception as e:  # noqa: BLE001 - this one cannot build or run here
             why.append(f"{name}: {type(e).__name__}: {str(e)[:120]}")
             continue
-        if torch.equal(words, want):
+        if right:
             _TRITON.update(kernel=lambda w, k, f, r, c=choice: mod.chacha_xor(w, k, f, r, c),
-                           path=f"triton {name} ({block} blocks, {warps} warps)",
-                           why="; ".join(why) or None)
+                           path=f"triton choice {choice}: {name} ({block} blocks, {warps} warps)",
+                           why="; ".join(why)[:300] or None)
             return
         why.append(f"{name}: wrong bits on {device}")
     _fall_back("; ".join(why) or "no kernel")
 
 
 def gpu_path():
-    """What masks device memory in this process ("triton <kernel> (...)" or
-    "torch steps"), and why it fell back, if it did; None before first use
-    (warm makes it)."""
+    """What masks device memory in this process ("triton choice N: <kernel>
+    (...)", N its place in keystream_triton.CHOICES, best first; or "torch
+    steps"), and why it fell back, if it did; None before first use (warm
+    makes it)."""
     return {"path": _TRITON["path"], "why": _TRITON["why"]}
 
 

@@ -151,7 +151,7 @@ def chacha_xor_joined_kernel(w_ptr, key_ptr, blocks, first, DOUBLE_ROUNDS: tl.co
     at = i * 16
     off = _tile(at, at + 1, at + 2, at + 3, at + 4, at + 5, at + 6, at + 7,
                 at + 8, at + 9, at + 10, at + 11, at + 12, at + 13, at + 14, at + 15)
-    m = off < blocks * 16
+    m = off < blocks.to(tl.int64) * 16  # (int32 blocks times 16 wraps past 8 GiB)
     w = tl.load(w_ptr + off, mask=m, other=0)
     tl.store(w_ptr + off, w ^ ks.to(tl.int32, bitcast=True), mask=m)
 

@@ -54,8 +54,9 @@ import torch
 
 from .. import _lib
 from .confine import missing
-from .inputs import (REGION_ALIGN, digest, fingerprint, make_inputs, mask, nbytes, new_key,
-                     region_offsets, stage_call, use_library)
+from .inputs import (REGION_ALIGN, digest, fingerprint, gpu_paths, make_inputs, mask, nbytes,
+                     new_key, region_offsets, stage_call, use_library)
+from .inputs import warm as warm_kernels
 from .reference import Reference
 from .worker_process import CandidateDenied, WorkerDied, WorkerProcess, WorkerTimeout, _failure
 
@@ -131,6 +132,18 @@ def reward_of(result):
     return 0.5 + 0.25 * min(2.0, max(0.0, math.log2(s)))
 
 
+def _path_rank(path):
+    """How slow a GPU path (inputs.gpu_paths) is, in order: a Triton kernel
+    ("triton", or "triton choice N: ..." with N its place among the mask's
+    kernels, best first), torch's steps, nothing settled."""
+    if path is None:
+        return 1000
+    if path == "torch steps":
+        return 500
+    m = re.match(r"triton choice (\d+):", path)
+    return int(m.group(1)) if m else 0 if path == "triton" else 999
+
+
 def _library_path():
     """The libkreward file this process loaded (the worker loads it by path:
     the sandbox, the input region's mask)."""
@@ -183,6 +196,19 @@ class Runner:
         # stage); the CPU's tensors are views of the region itself, unless a
         # test asks for the GPU's way on the CPU
         self.staged = device != "cpu"
+        # what unmasks the inputs and commits to the outputs on this GPU,
+        # chosen in this process before any candidate runs; the baseline's
+        # worker must come to the same (_check_baseline_paths): its choice
+        # is made while a candidate shares the GPU, which could make its
+        # kernels fail (memory held, a compile refused) and leave it on a
+        # slower path inside its clock
+        self._expected_paths = None
+        if device != "cpu":
+            try:
+                warm_kernels(device)
+            except Exception:  # noqa: BLE001 - what it settled on is in gpu_paths
+                pass
+            self._expected_paths = gpu_paths()
         self.baseline_kind = "torch.compile" if baseline == "compile" else "eager"
         self.imp, self.device, self.sandbox = imported, device, sandbox
         self.ref = Reference(imported, device)
@@ -681,6 +707,8 @@ class Runner:
     def _time_baseline(self, res, warm, batches, calls, checks, rng, lifted):
         """The reference on the candidate's schedule, in its own worker, the
         candidate gone: baseline_us and the speedup."""
+        if not self._check_baseline_paths(res):
+            return
         b = self._base
         preps = []
         try:
@@ -692,7 +720,6 @@ class Runner:
             return
         res["baseline_us"] = _median(wall)
         res["baseline_kind"] = self.baseline_kind
-        self._gpu_path_notes(res)
         if self._base_state.get("compile_seconds") is not None:
             res["baseline_compile_seconds"] = round(self._base_state["compile_seconds"], 3)
         res.setdefault("batches_us", {})["baseline"] = [round(x, 3) for x in wall]
@@ -710,22 +737,44 @@ class Runner:
             raise RuntimeError(s["error"])
         if res is not None:
             res["sandbox"] = s["sandbox"]  # now with exec refused
-            res["gpu_paths"] = {"candidate": s["gpu_paths"]}
+            res["gpu_paths"] = {"candidate_reported": s["gpu_paths"]}
 
-    def _gpu_path_notes(self, res):
-        """The baseline's worker unmasks the inputs and commits to the
-        outputs inside its clock, as the candidate's does: where it does
-        either on torch's steps (its Triton kernel failed or gave wrong
-        bits), it pays more than a worker on Triton, and the speedup is
-        inflated by as much. Said, with why; the paths go in the result."""
-        base = self._base_state.get("gpu_paths") or {}
-        res.setdefault("gpu_paths", {})["baseline"] = base
-        slow = [k for k in ("mask", "commitment") if base.get(k) == "torch steps"]
-        if slow:
-            why = f" ({base['mask_why']})" if "mask" in slow and base.get("mask_why") else ""
-            res["notes"].append(f"the baseline's {' and '.join(slow)} ran on torch's steps{why}: "
-                                "slower than a Triton kernel, inside its clock; the speedup is "
-                                "inflated by the difference")
+    def _baseline_paths_differ(self):
+        """None, or how the baseline worker's GPU paths (its seal's
+        gpu_paths) are slower than this process's (_expected_paths). Only
+        slower counts: a faster baseline inflates nothing, and this process
+        may itself have fallen back (a trainer's full GPU)."""
+        want, got = self._expected_paths, self._base_state.get("gpu_paths") or {}
+        if not want:
+            return None
+        diff = [f"{k}: {got.get(k)!r}, here {want.get(k)!r}" for k in ("mask", "commitment")
+                if _path_rank(got.get(k)) > _path_rank(want.get(k))]
+        if not diff:
+            return None
+        why = f" ({got['mask_why']})" if got.get("mask_why") else ""
+        return "; ".join(diff) + why
+
+    def _check_baseline_paths(self, res):
+        """The baseline's worker unmasks and commits inside its clock like
+        the candidate's: on a slower path than this process chose (torch's
+        steps, the strided kernel, nothing settled) its time grows and the
+        speedup with it. Such a worker is replaced now, the candidate gone;
+        if the new one differs too, no speed credit. True when the baseline
+        may be timed. Both sides' paths go in the result (the candidate's
+        as it reports them: its process is its own)."""
+        res.setdefault("gpu_paths", {})["expected"] = self._expected_paths
+        why = self._baseline_paths_differ()
+        if why:
+            self._end_baseline()
+            self._start_baseline()
+            failed = self._baseline_ready()
+            why = failed or self._baseline_paths_differ()
+        res["gpu_paths"]["baseline"] = self._base_state.get("gpu_paths")
+        if why:
+            res["notes"].append(f"no speed credit: the baseline's worker did not unmask or commit "
+                                f"the way this process does, twice ({why})")
+            return False
+        return True
 
     def _sandbox_notes(self, status, res):
         res["sandbox"] = status

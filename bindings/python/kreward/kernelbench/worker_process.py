@@ -77,8 +77,10 @@ def _commitments(x):
 
 
 def _paths(x):
-    """seal's gpu_paths (inputs.gpu_paths): names, or None, by name."""
-    return isinstance(x, dict) and all(isinstance(k, str) and _str_or_none(v) for k, v in x.items())
+    """seal's gpu_paths (inputs.gpu_paths): at most its three names, each
+    a short text or None (a candidate's worker writes its own reply)."""
+    return isinstance(x, dict) and set(x) <= {"mask", "mask_why", "commitment"} and all(
+        v is None or isinstance(v, str) and len(v) <= 400 for v in x.values())
 
 
 def _status(x):
