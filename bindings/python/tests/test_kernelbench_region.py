@@ -229,6 +229,30 @@ def test_a_baseline_differing_twice_gets_no_speedup_end_to_end(tmp_path):
     assert any("no speed credit" in n for n in res["notes"]), res["notes"]
 
 
+def test_a_replaced_baseline_is_timed_end_to_end(tmp_path, monkeypatch):
+    """The other way through a real Runner on the CPU: the first baseline
+    worker is found slower (made so here), a new one is started with the
+    candidate gone, comes out right, and times the baseline: a speedup, no
+    note, and a different baseline worker than before."""
+    problem = tmp_path / "relu.py"
+    problem.write_text(TINY_RELU)
+    imp = import_problem(str(problem))
+    with Runner(imp, "cpu", cache_dir=str(tmp_path / "cache"), spare=False) as runner:
+        seen, first = [], []
+        real = Runner._baseline_paths_differ
+
+        def differ_once(self):
+            first.append(self._base.proc.pid)
+            seen.append(real(self))
+            return "mask: 'torch steps', here 'triton'" if len(seen) == 1 else seen[-1]
+
+        monkeypatch.setattr(Runner, "_baseline_paths_differ", differ_once)
+        res = runner.evaluate(TINY_RELU.replace("class Model(", "class ModelNew("), seed=1)
+    assert res["verdict"] == "pass" and res.get("speedup"), res
+    assert not any("no speed credit" in n for n in res["notes"]), res["notes"]
+    assert len(first) == 2 and first[0] != first[1], first
+
+
 def test_a_gpu_paths_reply_is_checked():
     """seal's gpu_paths is the candidate's to write: three known names, short
     texts or None; anything else is a protocol error (verdict `error`)."""
