@@ -67,12 +67,11 @@ spec = importlib.util.spec_from_file_location("kt", {here!r} + "/keystream_trito
 kt = importlib.util.module_from_spec(spec); spec.loader.exec_module(kt)
 key = keystream.new_key()
 first, blocks = (1 << 32) - 300, 700   # more than one program, a ragged last one, the wrap
-signed = [w - (1 << 32) if w >= 1 << 31 else w for w in key.words]
 host = torch.zeros(blocks * 64, dtype=torch.uint8)
 keystream.xor_(host, key, first)
 for choice in range(len(kt.CHOICES)):
     words = torch.zeros(blocks * 16, dtype=torch.int32)
-    kt.chacha_xor(words, torch.tensor(signed, dtype=torch.int32), first, keystream.ROUNDS, choice)
+    kt.chacha_xor(words, key.words_on("cpu"), first, keystream.ROUNDS, choice)
     assert torch.equal(words, host.view(torch.int32)), ("triton and kr_keystream_xor differ", choice)
 keystream._choose(kt, "cpu")
 assert "chacha_xor_tile_kernel" in keystream.gpu_path()["path"], keystream.gpu_path()
@@ -133,9 +132,8 @@ def test_a_kernel_with_wrong_bits_on_the_device_is_not_used(fresh_gpu_choice, ri
     assert (got["why"] is None) if why is None else (why in got["why"]), got
     if path != "torch steps":
         buf = torch.zeros(64 * 5, dtype=torch.uint8)
-        keystream._TRITON["kernel"](buf.view(torch.int32), torch.tensor(
-            [w - (1 << 32) if w >= 1 << 31 else w for w in keystream.new_key().words],
-            dtype=torch.int32), 3, keystream.ROUNDS)
+        keystream._TRITON["kernel"](buf.view(torch.int32), keystream.new_key().words_on("cpu"),
+                                    3, keystream.ROUNDS)
         assert buf.any()
 
 

@@ -76,10 +76,12 @@ class Key:
             raise ValueError(f"a key has {KEY_BYTES} bytes, not {len(raw)}")
         self.raw = bytes(raw)
         self.words = [int.from_bytes(self.raw[4 * i:4 * i + 4], "little") for i in range(8)]
-        self.on_device = None
-        if torch.device(device).type != "cpu":
-            signed = [w - (1 << 32) if w >= 1 << 31 else w for w in self.words]
-            self.on_device = torch.tensor(signed, dtype=torch.int32, device=device)
+        self.on_device = self.words_on(device) if torch.device(device).type != "cpu" else None
+
+    def words_on(self, device):
+        """The eight words as an int32 tensor on device (what the kernels take)."""
+        signed = [w - (1 << 32) if w >= 1 << 31 else w for w in self.words]
+        return torch.tensor(signed, dtype=torch.int32, device=device)
 
 
 def new_key(device="cpu"):
@@ -228,8 +230,7 @@ def _choose(mod, device):
     the variant real spans run): two compiled variants of one kernel."""
     try:
         key = new_key()
-        signed = [w - (1 << 32) if w >= 1 << 31 else w for w in key.words]
-        on_device = torch.tensor(signed, dtype=torch.int32, device=device)
+        on_device = key.words_on(device)
         spans = [((1 << 32) - 300, 700), (5, 333)]
         wants = [keystream_words(key.words, first, blocks, ROUNDS, device) for first, blocks in spans]
     except Exception as e:  # noqa: BLE001 - the device cannot even run the check
