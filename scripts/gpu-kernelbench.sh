@@ -14,7 +14,8 @@
 # Every step's time limit is cut to what is left of KB_TOTAL_S (default 540 s,
 # under the device tool's 600 s a call: at ad4bbcc the fixed limits added up
 # past it and the call was killed with the attacks half run). KB_STEPS picks
-# steps (default "probe sandbox attacks noise bench").
+# steps (default "probe sandbox attacks noise bench"), KB_PROBE the probe's
+# variants (default all).
 # Logs and JSON go to $OUT. Run from the tree's root (device-snapshot.sh's .snap).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +35,8 @@ echo "== built $(cat .device/commit 2>/dev/null || git rev-parse --short HEAD) i
 export KREWARD_LIBRARY=$(ls $b/lib/libkreward.so.1) PYTHONPATH=bindings/python
 if want probe; then
   echo "== sandbox probe"
-  timeout "$(limit 120)" python3 scripts/sandbox_cuda_probe.py 2>&1 | cut -c1-400 | tee $out/probe.log
+  # shellcheck disable=SC2086
+  timeout "$(limit 120)" python3 scripts/sandbox_cuda_probe.py ${KB_PROBE:-} 2>&1 | cut -c1-400 | tee $out/probe.log
 fi
 if want sandbox; then
   echo "== sandbox tests ($(elapsed) s)"

@@ -10,7 +10,12 @@ points at a file the grants lack, writing "/" at a write or a device right,
 scopes. Under strace (when installed) the base variant's refused calls are
 listed too.
 
-    KREWARD_LIBRARY=build/lib/libkreward.so.1 python3 scripts/sandbox_cuda_probe.py
+    KREWARD_LIBRARY=build/lib/libkreward.so.1 python3 scripts/sandbox_cuda_probe.py [VARIANT...]
+
+801a644 on the H200: "write=/proc/self/task" was the narrowest variant that
+worked; the worker's grant there was write without read, and glibc's
+pthread_setname_np opens task/<tid>/comm read-write. The grant now reads
+too, so "base" should work.
 """
 import json
 import os
@@ -93,7 +98,8 @@ def main():
     if not lib:
         print("sandbox_cuda_probe: set KREWARD_LIBRARY")
         return 2
-    for v in VARIANTS:
+    # variants named on the command line, else all
+    for v in sys.argv[1:] or VARIANTS:
         line, _ = run(v, lib)
         print(line, flush=True)
     strace = shutil.which("strace")

@@ -210,9 +210,13 @@ static const grant gpu_grants[] = {
     {"/proc/self/mountinfo", FS_READ_FILE, 1},
     {"/proc/self/cgroup", FS_READ_FILE, 1},
     {"/proc/self/fd", FS_READ_DIR, 1},
-    /* thread names (the driver names its threads through
-     * task/<tid>/comm): write, not read, as task/<tid>/environ is there too */
-    {"/proc/self/task", FS_READ_DIR | FS_WRITE_FILE, 1},
+    /* thread names: the driver names the threads it starts, and glibc's
+     * pthread_setname_np opens task/<tid>/comm read-write (without read,
+     * cuInit fails with 304: the H200 probe at 801a644). Reading the task
+     * files (environ, mem among them) gives nothing the process cannot
+     * read in its own memory; they are only this process's, never
+     * another's (/proc/self is opened as /proc/<pid>) */
+    {"/proc/self/task", FS_READ_DIR | FS_READ_FILE | FS_WRITE_FILE, 1},
     /* the loader */
     {"/etc/ld.so.cache", FS_READ_FILE, 0},
     {"/lib", FS_READ, 0},

@@ -572,11 +572,34 @@ static void compile_worker(void **state)
 /* ---- what allow_gpu adds (no GPU needed: the rules, not the device) ---- */
 
 enum {
-    G_MAPS, G_STATUS, G_ENVIRON, G_TASK_ENVIRON, G_COMM, G_MEM, G_INIT_ENVIRON, G_INIT_CMDLINE,
+    G_MAPS, G_STATUS, G_ENVIRON, G_TASK_ENVIRON, G_COMM, G_SETNAME, G_MEM, G_INIT_ENVIRON, G_INIT_CMDLINE,
     G_PARENT_STATUS, G_PROC_SYS, G_PASSWD, G_OUTSIDE, G_CPU_ONLINE, G_LDSO_CACHE, G_SHM_CREATE,
     G_SHM_MKDIR, G_DLOPEN, G_TMP, N_GPU
 };
 _Static_assert(N_GPU <= MAX_CHECKS, "child_result holds every check");
+
+/* a thread that lives until released, so another can name it */
+static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t idle_cond = PTHREAD_COND_INITIALIZER;
+static int idle_released;
+
+static void *idle_thread(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&idle_lock);
+    while (!idle_released)
+        pthread_cond_wait(&idle_cond, &idle_lock);
+    pthread_mutex_unlock(&idle_lock);
+    return NULL;
+}
+
+static void idle_thread_release(void)
+{
+    pthread_mutex_lock(&idle_lock);
+    idle_released = 1;
+    pthread_cond_broadcast(&idle_cond);
+    pthread_mutex_unlock(&idle_lock);
+}
 
 static void gpu_worker_body(const dirs *d, child_result *r)
 {
@@ -593,6 +616,18 @@ static void gpu_worker_body(const dirs *d, child_result *r)
     o[G_COMM] = rc_outcome(fd >= 0 ? write(fd, "kr-sandboxed", 12) : -1);
     if (fd >= 0)
         close(fd);
+    /* what the driver does: glibc names another thread by opening its
+     * task/<tid>/comm read-write (a write-only grant made cuInit fail
+     * with 304 on the H200) */
+    pthread_t th;
+    int err = pthread_create(&th, NULL, idle_thread, NULL);
+    if (err == 0) {
+        err = pthread_setname_np(th, "kr-named");
+        idle_thread_release();
+        pthread_join(th, NULL);
+    }
+    errno = err;
+    o[G_SETNAME] = rc_outcome(err ? -1 : 0);
     o[G_MEM] = try_open("/proc/self/mem", O_RDONLY);
     o[G_INIT_ENVIRON] = try_open("/proc/1/environ", O_RDONLY);
     o[G_INIT_CMDLINE] = try_open("/proc/1/cmdline", O_RDONLY);
@@ -636,8 +671,11 @@ static void gpu_worker(void **state)
     expect(c, G_MAPS, 1, 0, "reading /proc/self/maps");
     expect(c, G_STATUS, 1, 0, "reading /proc/self/status");
     expect_ll(c, G_ENVIRON, 0, EACCES, "reading /proc/self/environ");
-    expect_ll(c, G_TASK_ENVIRON, 0, EACCES, "reading /proc/self/task/<tid>/environ");
+    /* the task files are this process's own (readable since the grant
+     * had to include read for pthread_setname_np); never another's */
+    expect(c, G_TASK_ENVIRON, 1, 0, "reading its own /proc/self/task/<tid>/environ");
     expect(c, G_COMM, 1, 0, "naming a thread through /proc/self/task/<tid>/comm");
+    expect(c, G_SETNAME, 1, 0, "pthread_setname_np on another thread");
     expect_ll(c, G_MEM, 0, EACCES, "opening /proc/self/mem");
     expect_ll(c, G_INIT_ENVIRON, 0, EACCES, "reading /proc/1/environ");
     expect_ll(c, G_INIT_CMDLINE, 0, EACCES, "reading /proc/1/cmdline");

@@ -36,14 +36,10 @@ def record(name, mode, res):
         "verdict", "feedback", "speedup", "compile_seconds", "torch_fallback", "sandbox", "notes")}}))
 
 
-# "start" fails on the H200 (e8057b9): cuInit inside the sandbox returns 304
-# (docs/kernelbench.md, scripts/sandbox_cuda_probe.py). Strict: the day it
-# passes, this fails, and "start" can become the default
-START_FAILS = pytest.mark.xfail(strict=True, reason="CUDA does not initialise inside the sandbox yet")
-
-
 @pytest.mark.gpu
-@pytest.mark.parametrize("mode", [pytest.param("start", marks=START_FAILS), "init"])
+# "start" failed on the H200 until the grant on /proc/self/task read as
+# well as wrote (cuInit 304: docs/sandbox.md)
+@pytest.mark.parametrize("mode", ["start", "init"])
 @pytest.mark.parametrize("problem,cand", HONEST, ids=[c for _, c in HONEST])
 def test_sandbox_honest_candidates_pass(problem, cand, mode, tmp_path_factory):
     res = runner(problem, mode, tmp_path_factory).evaluate((CANDS / cand).read_text(), seed=1)
