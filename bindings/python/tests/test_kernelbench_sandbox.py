@@ -224,3 +224,29 @@ def test_missing_layers_are_said():
     said = missing({"landlock": False, "landlock_why": "this kernel has no Landlock",
                     "seccomp": False, "seccomp_why": "no seccomp"})
     assert "no Landlock here (this kernel has no Landlock)" in said[0] and "network" in said[1]
+
+
+def test_start_sandbox_spares_follow_the_source_named_next(problem):
+    """A "start" worker may write only its own source's build folder, so its
+    spare is started for the source named next (evaluate_many, or
+    evaluate(next_source=)) and used only by that source; the "init" spare
+    takes any source."""
+    other = HONEST.replace("clamp_min(0)", "relu()")
+    third = HONEST.replace("clamp_min(0)", "clamp(min=0)")
+    r = runner(problem, "start-ahead", "start")
+    kw = dict(seed=5, verify_seeds=1, batches=1, calls=2, checks=1, baseline=False)
+    results = r.evaluate_many([HONEST, other, HONEST], **kw)
+    assert [x["verdict"] for x in results] == ["pass"] * 3, results
+    assert [x["started_ahead"] for x in results] == [False, True, True]
+    assert all(x["sandbox"]["when"] == "start" and x["sandbox"]["landlock_why"] == "" for x in results)
+    # a spare started for one source is not given to another
+    assert r.evaluate(HONEST, next_source=other, **kw)["started_ahead"] is False
+    assert r._spare_source == other
+    res = r.evaluate(third, **kw)
+    assert res["verdict"] == "pass" and res["started_ahead"] is False, res
+    assert r._spare_w is None  # nothing named next
+    r.close()
+    r = runner(problem, "init-ahead", "init")
+    results = [r.evaluate(src, **kw) for src in (HONEST, other)]
+    assert [x["started_ahead"] for x in results] == [False, True], results
+    r.close()

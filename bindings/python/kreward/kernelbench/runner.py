@@ -165,13 +165,16 @@ class Runner:
         file access, see docs/sandbox.md), "start" (entered before torch is
         imported, so every thread is in it: stricter, and the default once
         CUDA has been seen to initialise inside the sandbox on a GPU
-        machine; its write folder must be known at the start, so no spare
-        worker), None (none: for debugging; the result says so).
+        machine; its write folder, the source's build folder, must be known
+        when the worker starts, so its spare is started only for a source
+        named ahead: evaluate(next_source=) or evaluate_many), None (none:
+        for debugging; the result says so).
         batch_ms: a timed batch grows until it takes this long (at least
         MIN_CALLS calls), within batch_bytes of fresh inputs and outputs
         (default 1 GiB on the CPU, 4 GiB on a GPU).
         spare: start the next candidate's worker (torch imported, CUDA up)
-        at the end of each evaluation, so the next one does not wait for it.
+        at the end of each evaluation, so the next one does not wait for it
+        (in the "start" sandbox only when the next source is known).
         baseline: what the speedup is against: "eager" (the reference Model
         as written, KernelBench's default) or "compile" (torch.compile of
         it, compiled in the baseline worker before its seal; the result's
@@ -226,11 +229,12 @@ class Runner:
         self.batch_bytes = batch_bytes or ((1 << 30) if device == "cpu" else (4 << 30))
         self.call_bytes = self._call_bytes()
         self.max_call_bytes = max(self._call_bytes(c) for c in range(n))
-        self.spare = spare and sandbox != "start"
+        self.spare = spare
         self._lock = threading.Lock()
         self._base = None        # the baseline worker, once started
         self._base_state = {}    # ready, lifted, per_call_us
         self._spare_w = None
+        self._spare_source = None  # "start": the source the spare was started for
 
     # ---- lifetime
     def close(self):
@@ -240,6 +244,7 @@ class Runner:
             if w is not None:
                 w.end()
         self._base, self._spare_w, self._base_state = None, None, {}
+        self._spare_source = None
         with _warm_lock:
             _warm.pop(id(self), None)
 
@@ -327,11 +332,19 @@ class Runner:
                 "sandbox": self._sandbox_config(ext)})
 
     def _start_candidate(self, source, class_name):
-        """The candidate's worker (the spare if there is one) and its load reply."""
+        """The candidate's worker (the spare if there is one that can take
+        this source) and its load reply."""
         w, self._spare_w = self._spare_w, None
+        spare_source, self._spare_source = self._spare_source, None
+        # a "start" worker's sandbox lets it write one source's build folder
+        # only: a spare started for another source cannot take this one
+        if w is not None and self.sandbox == "start" and spare_source != source:
+            w.end()
+            w = None
         if w is not None and not w.alive():
             w.end()
             w = None
+        ahead = w is not None
         w = w or self._spawn(source)
         try:
             self._send_load(w, source, class_name)
@@ -340,14 +353,22 @@ class Runner:
                 raise RuntimeError(f"the worker did not start: {ready['error']}")
             loaded = w.receive(self.timeout_s)[0]
             loaded["no_subreaper"] = ready.get("no_subreaper")
+            loaded["started_ahead"] = ahead
             return w, loaded
         except BaseException:
             w.end()
             raise
 
-    def _start_spare(self):
-        if self.spare and self._spare_w is None:
+    def _start_spare(self, next_source=None):
+        """The next candidate's worker, started now: any source's in the
+        "init" sandbox (it gets its write folder at load), next_source's in
+        the "start" one (none when it is not known)."""
+        if not self.spare or self._spare_w is not None:
+            return
+        if self.sandbox != "start":
             self._spare_w = self._spawn()
+        elif next_source is not None:
+            self._spare_w, self._spare_source = self._spawn(next_source), next_source
 
     def _start_baseline(self):
         """The reference's worker, started (its requests sent, the replies
@@ -555,19 +576,30 @@ class Runner:
 
     # ---- evaluation
     def evaluate(self, source, seed=None, verify_seeds=2, batches=5, calls=None, checks=2,
-                 baseline=True, class_name="ModelNew"):
+                 baseline=True, class_name="ModelNew", next_source=None):
         """calls: per timed batch; None sizes batches to batch_ms (both
         sides get the same number). seed: None (the default) takes every
         input seed from the OS; an integer makes the inputs reproducible
         (tests, debugging) and so predictable to a candidate that recovers
-        the generator from the seeds it sees: not for training."""
+        the generator from the seeds it sees: not for training.
+        next_source: the source evaluated next, if known, so its worker can
+        start ahead in the "start" sandbox (evaluate_many passes it)."""
         with self._lock:
             res = self._evaluate(source, seed, verify_seeds, batches, calls, checks, baseline,
-                                 class_name)
+                                 class_name, next_source)
         _keep_warm(self)
         return res
 
-    def _evaluate(self, source, seed, verify_seeds, batches, calls, checks, baseline, class_name):
+    def evaluate_many(self, sources, **kw):
+        """evaluate() for each source in turn, a result each in order; each
+        candidate's worker starts while the one before finishes (its
+        baseline timed, its processes ended) in either sandbox."""
+        sources = list(sources)
+        return [self.evaluate(src, next_source=sources[i + 1] if i + 1 < len(sources) else None, **kw)
+                for i, src in enumerate(sources)]
+
+    def _evaluate(self, source, seed, verify_seeds, batches, calls, checks, baseline, class_name,
+                  next_source=None):
         # the inputs' seeds: from the OS unless the caller asked for
         # reproducible ones (seed=: tests and debugging; a candidate that
         # recovered the generator from the seeds it saw could compute the
@@ -589,6 +621,9 @@ class Runner:
                 self._start_baseline()  # side by side with the candidate's worker
             w, loaded = self._start_candidate(source, class_name)
             phase("start_and_load")
+            # the candidate's worker was the spare (torch and CUDA up before
+            # it was asked for): start_and_load is then mostly the load
+            res["started_ahead"] = loaded["started_ahead"]
             if not loaded["ok"]:
                 if loaded.get("denied"):
                     res.update(verdict="denied", feedback=f"refused by the sandbox: {loaded['error']}")
@@ -677,7 +712,7 @@ class Runner:
                 w.end()
             res["reward"] = reward_of(res)
             try:
-                self._start_spare()
+                self._start_spare(next_source)
             except OSError as e:  # no process now: the next evaluation starts its own
                 res["notes"].append(f"no spare worker: {e}")
         return res
