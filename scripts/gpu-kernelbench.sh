@@ -8,14 +8,17 @@
 #      the torch.compile baseline's test, the region's and the attacks' GPU
 #      tests (the mask's and the commitment's Triton kernels: bits and cost;
 #      the cheats before the clock and their control) and bench_keystream;
-#   3. bench/kernelbench_timing_noise.py: identical code timed as identical?
+#   3. bench/gpu_idle_clock.py ("clock", not in the default steps): does an
+#      idle GPU slow the batch after it, and does a spin undo it?
+#      bench/kernelbench_timing_noise.py: identical code timed as identical?
+#      (KB_NOISE_ARGS: its arguments, e.g. --spin-ms 10)
 #   4. bench/bench_kernelbench.py with the time left: KB_ARGS (default: the
 #      corpus problems not yet evaluated on a GPU, their Models only).
 # Every step's time limit is cut to what is left of KB_TOTAL_S (default 540 s,
 # under the device tool's 600 s a call: at ad4bbcc the fixed limits added up
 # past it and the call was killed with the attacks half run). KB_STEPS picks
 # steps (default "probe sandbox attacks noise bench"), KB_PROBE the probe's
-# variants (default all).
+# variants (default all), KB_SANDBOX_K a pytest -k filter for the sandbox tests.
 # Logs and JSON go to $OUT. Run from the tree's root (device-snapshot.sh's .snap).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -40,8 +43,8 @@ if want probe; then
 fi
 if want sandbox; then
   echo "== sandbox tests ($(elapsed) s)"
-  timeout "$(limit 240)" python3 -m pytest -q -s -m gpu bindings/python/tests/test_kernelbench_sandbox_gpu.py 2>&1 |
-    tee $out/sandbox.log | grep -E '^\{|passed|failed' | cut -c1-300
+  timeout "$(limit 240)" python3 -m pytest -q -s -m gpu bindings/python/tests/test_kernelbench_sandbox_gpu.py \
+    ${KB_SANDBOX_K:+-k "$KB_SANDBOX_K"} 2>&1 | tee $out/sandbox.log | grep -E '^\{|passed|failed' | cut -c1-300
 fi
 if want attacks; then
   echo "== torch.compile baseline, the commitment's kernel, the mask's kernel, the attacks ($(elapsed) s)"
@@ -52,12 +55,17 @@ if want attacks; then
     tee "$out/compile-attacks.log" | grep -E "^\{|^\[|\[\(|us for 64 MB|passed|failed|xfail|^E " | cut -c1-400
   timeout "$(limit 90)" python3 bench/bench_keystream.py 2>&1 | tee "$out/keystream.log" | grep "^|"
 fi
+if want clock; then
+  echo "== an idle GPU before a batch ($(elapsed) s)"
+  timeout "$(limit 120)" python3 bench/gpu_idle_clock.py 2>&1 | tee $out/clock.log
+fi
 if want noise; then
   echo "== timing noise ($(elapsed) s)"
   # its JSON is written at the end: its own budget ends a minute before the limit
   lim=$(limit 240)
+  # shellcheck disable=SC2086
   timeout -k 10 "$lim" python3 bench/kernelbench_timing_noise.py --budget-s $(( lim > 90 ? lim - 60 : 30 )) \
-    --json $out/noise.json 2>&1 | tee $out/noise.log
+    --json $out/noise.json ${KB_NOISE_ARGS:-} 2>&1 | tee $out/noise.log
 fi
 left=$(( total - $(elapsed) - 30 ))
 if want bench && [ $left -gt 30 ]; then

@@ -210,13 +210,16 @@ static const grant gpu_grants[] = {
     {"/proc/self/mountinfo", FS_READ_FILE, 1},
     {"/proc/self/cgroup", FS_READ_FILE, 1},
     {"/proc/self/fd", FS_READ_DIR, 1},
-    /* thread names: the driver names the threads it starts, and glibc's
-     * pthread_setname_np opens task/<tid>/comm read-write (without read,
-     * cuInit fails with 304: the H200 probe at 801a644). Reading the task
-     * files (environ, mem among them) gives nothing the process cannot
-     * read in its own memory; they are only this process's, never
-     * another's (/proc/self is opened as /proc/<pid>) */
-    {"/proc/self/task", FS_READ_DIR | FS_READ_FILE | FS_WRITE_FILE, 1},
+    /* thread names: the driver names the threads it starts through
+     * task/<tid>/comm. glibc's pthread_setname_np opens it read-write, and
+     * fopen(.., "w") with O_TRUNC, a right of its own in Landlock: with
+     * write alone (801a644) and with read and write (b8b392e) cuInit still
+     * failed with 304 on the H200, where write=/proc/self/task (every write
+     * right) let it start. Reading the task files (environ, mem among
+     * them) gives nothing the process cannot read in its own memory; they
+     * are only this process's, never another's (/proc/self is opened as
+     * /proc/<pid>) */
+    {"/proc/self/task", FS_READ_DIR | FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE, 1},
     /* the loader */
     {"/etc/ld.so.cache", FS_READ_FILE, 0},
     {"/lib", FS_READ, 0},

@@ -572,7 +572,7 @@ static void compile_worker(void **state)
 /* ---- what allow_gpu adds (no GPU needed: the rules, not the device) ---- */
 
 enum {
-    G_MAPS, G_STATUS, G_ENVIRON, G_TASK_ENVIRON, G_COMM, G_SETNAME, G_MEM, G_INIT_ENVIRON, G_INIT_CMDLINE,
+    G_MAPS, G_STATUS, G_ENVIRON, G_TASK_ENVIRON, G_COMM, G_COMM_TRUNC, G_SETNAME, G_MEM, G_INIT_ENVIRON, G_INIT_CMDLINE,
     G_PARENT_STATUS, G_PROC_SYS, G_PASSWD, G_OUTSIDE, G_CPU_ONLINE, G_LDSO_CACHE, G_SHM_CREATE,
     G_SHM_MKDIR, G_DLOPEN, G_TMP, N_GPU
 };
@@ -616,6 +616,12 @@ static void gpu_worker_body(const dirs *d, child_result *r)
     o[G_COMM] = rc_outcome(fd >= 0 ? write(fd, "kr-sandboxed", 12) : -1);
     if (fd >= 0)
         close(fd);
+    /* fopen(comm, "w") opens with O_TRUNC, which Landlock checks as its
+     * own right (truncate, ABI 3) */
+    FILE *f = fopen(path, "w");
+    o[G_COMM_TRUNC] = rc_outcome(f && fputs("kr-trunc", f) >= 0 ? 0 : -1);
+    if (f)
+        fclose(f);
     /* what the driver does: glibc names another thread by opening its
      * task/<tid>/comm read-write (a write-only grant made cuInit fail
      * with 304 on the H200) */
@@ -675,6 +681,7 @@ static void gpu_worker(void **state)
      * had to include read for pthread_setname_np); never another's */
     expect(c, G_TASK_ENVIRON, 1, 0, "reading its own /proc/self/task/<tid>/environ");
     expect(c, G_COMM, 1, 0, "naming a thread through /proc/self/task/<tid>/comm");
+    expect(c, G_COMM_TRUNC, 1, 0, "naming a thread through comm opened with O_TRUNC");
     expect(c, G_SETNAME, 1, 0, "pthread_setname_np on another thread");
     expect_ll(c, G_MEM, 0, EACCES, "opening /proc/self/mem");
     expect_ll(c, G_INIT_ENVIRON, 0, EACCES, "reading /proc/1/environ");

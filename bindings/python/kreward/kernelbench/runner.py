@@ -159,7 +159,7 @@ class Runner:
 
     def __init__(self, imported, device="cuda", cache_dir=None, timeout_s=600.0, call_timeout_s=60.0,
                  sandbox="init", batch_ms=10.0, batch_bytes=None, spare=True, baseline="eager",
-                 inputs=None):
+                 inputs=None, spin_ms=0.0):
         """sandbox: "init" (the default: entered after torch and CUDA are
         up, before the candidate loads; their earlier threads keep their
         file access, see docs/sandbox.md), "start" (entered before torch is
@@ -179,7 +179,10 @@ class Runner:
         as written, KernelBench's default) or "compile" (torch.compile of
         it, compiled in the baseline worker before its seal; the result's
         baseline_kind says which, baseline_compile_seconds what compiling
-        took)."""
+        took).
+        spin_ms: the worker keeps the GPU busy this long just before each
+        timed batch, outside the clock, both sides alike (an idle GPU runs
+        a batch's first milliseconds slower: bench/gpu_idle_clock.py)."""
         if sandbox not in ("start", "init", None):
             raise ValueError(f"sandbox must be 'start', 'init' or None, not {sandbox!r}")
         if baseline not in ("eager", "compile"):
@@ -226,6 +229,7 @@ class Runner:
         with open(imported.path) as f:
             self._ref_source = f.read()
         self.batch_us = batch_ms * 1e3
+        self.spin_ms = float(spin_ms)
         self.batch_bytes = batch_bytes or ((1 << 30) if device == "cpu" else (4 << 30))
         self.call_bytes = self._call_bytes()
         self.max_call_bytes = max(self._call_bytes(c) for c in range(n))
@@ -508,7 +512,7 @@ class Runner:
         w.call_ids = {s: i for i, s in enumerate(seeds)} if region else {}
         req = {"op": "prepare", "case": case, "commit": True, "region": region,
                "staged": region and self.staged,
-               "seeds": list(range(len(seeds))) if region else seeds}
+               "seeds": list(range(len(seeds))) if region else seeds, "spin_ms": self.spin_ms}
         if lifted is not None:
             req["lifted"] = lifted
         tp = time.perf_counter()
@@ -519,7 +523,8 @@ class Runner:
         if region:
             go["key"] = self._write_region(w, case, seeds)
             if self.staged:  # to the worker's device, still masked
-                r, _ = w.request({"op": "stage"}, self.call_timeout_s * len(seeds))
+                r, _ = w.request({"op": "stage", "spin_ms": self.spin_ms},
+                                 self.call_timeout_s * len(seeds) + self.spin_ms / 1e3)
                 if not r["ok"]:
                     raise _failure(r)
         if preps is not None:

@@ -429,8 +429,28 @@ class Worker:
             self.order.append((seed, args, state))
         if self._sync:
             self.events = (self.Event(enable_timing=True), self.Event(enable_timing=True))
+        if not where:  # this process made the inputs: go comes next
+            self._spin(req)
         self.sync()
         return {"prepared": len(self.batch)}
+
+    def _spin(self, req):
+        """Keeps the GPU busy for req["spin_ms"] just before go (outside the
+        clock): after the host work between two batches the GPU has been
+        idle for a while, and a batch that starts on an idle GPU runs its
+        first milliseconds slower (bench/gpu_idle_clock.py). Both sides get
+        the same spin."""
+        ms = float(req.get("spin_ms") or 0)
+        if ms <= 0 or self.device == "cpu" or not hasattr(self.torch.cuda, "_sleep"):
+            return
+        if not getattr(self, "_cycles_per_ms", None):  # measured once, not assumed
+            a, b = self.Event(enable_timing=True), self.Event(enable_timing=True)
+            a.record()
+            self.torch.cuda._sleep(1_000_000)
+            b.record()
+            b.synchronize()
+            self._cycles_per_ms = 1_000_000 / max(a.elapsed_time(b), 1e-3)
+        self.torch.cuda._sleep(int(min(ms, 1000.0) * self._cycles_per_ms))
 
     def stage(self, req):
         """The caller wrote the batch's masked values into the region: they
@@ -441,6 +461,7 @@ class Worker:
         if self.staged.numel():  # (frombuffer refuses a count of 0)
             self.staged.copy_(self.torch.frombuffer(self.region, dtype=self.torch.uint8,
                                                     count=self.staged.numel()))
+        self._spin(req)
         self.sync()
         return {}
 
