@@ -16,6 +16,14 @@ reports after the gap.
 Ways: back to back; after the gap; after the gap and a spin of N ms (a
 single-thread torch.cuda._sleep, and a matmul burn). Needs a GPU (else it
 says so and exits 0).
+
+The H200 at d816279 said no: the SM clock read 1980 MHz after every gap,
+and no spin narrowed the spread (back to back 1.14x max/min, after a gap
+1.51x, after spins 1.32-1.63x). This model's calls are launch-bound (its
+kernels take a fraction of a call), so its batches follow the host CPU;
+a spin lets launches queue while the GPU is busy, which made some ways
+faster, not steadier. Runner(spin_ms=) was tried in the same run and
+removed (6 of 9 identical runs still outside [0.85, 1.15]).
 """
 import argparse
 import statistics

@@ -45,8 +45,6 @@ def parse_args(argv=None):
     p.add_argument("--budget-s", type=float, default=400.0,
                    help="start no problem after this many seconds")
     p.add_argument("--json", help="write every run to this file")
-    p.add_argument("--spin-ms", type=float, default=0.0,
-                   help="Runner(spin_ms=): the GPU kept busy this long before each timed batch")
     return p.parse_args(argv)
 
 
@@ -91,7 +89,7 @@ def main(argv=None):
         src = path.read_text() + "\nModelNew = Model\n"
         # no spare worker: its start (torch's import) would share the CPU
         # with the baseline timed right after an evaluation
-        with Runner(import_problem(str(path)), args.device, spare=False, spin_ms=args.spin_ms) as runner:
+        with Runner(import_problem(str(path)), args.device, spare=False) as runner:
             before = runner.baseline_us()
             runs = []
             for i in range(args.repeats):

@@ -11,7 +11,7 @@
 #   3. bench/gpu_idle_clock.py ("clock", not in the default steps): does an
 #      idle GPU slow the batch after it, and does a spin undo it?
 #      bench/kernelbench_timing_noise.py: identical code timed as identical?
-#      (KB_NOISE_ARGS: its arguments, e.g. --spin-ms 10)
+#      (KB_NOISE_ARGS: its arguments, e.g. --repeats 5)
 #   4. bench/bench_kernelbench.py with the time left: KB_ARGS (default: the
 #      corpus problems not yet evaluated on a GPU, their Models only).
 # Every step's time limit is cut to what is left of KB_TOTAL_S (default 540 s,

@@ -250,3 +250,42 @@ def test_start_sandbox_spares_follow_the_source_named_next(problem):
     results = [r.evaluate(src, **kw) for src in (HONEST, other)]
     assert [x["started_ahead"] for x in results] == [False, True], results
     r.close()
+
+
+
+SEAL_AFTER_A_THREAD = r"""
+import importlib.util, json, sys, threading, time
+path, lib, write, when = sys.argv[1:5]
+spec = importlib.util.spec_from_file_location("kb_worker", path)
+worker = importlib.util.module_from_spec(spec); spec.loader.exec_module(worker)
+threading.Thread(target=time.sleep, args=(30,), daemon=True).start()  # before any layer
+sb = worker.Sandbox({"library": lib, "write": write, "gpu": True, "when": when})
+if when == "start":  # the first layer before the thread below, as the worker does
+    sb.enter(exec_allowed=True)
+threading.Thread(target=time.sleep, args=(30,), daemon=True).start()  # CUDA's, a candidate's
+if when == "init":
+    sb.enter(exec_allowed=True)
+sb.enter(exec_allowed=False)  # the seal
+print(json.dumps(sb.report()))
+"""
+
+
+@pytest.mark.parametrize("when,outside", [("start", 1), ("init", 2)])
+def test_the_seal_reports_the_threads_outside_the_first_layer(tmp_path, when, outside):
+    """The seal's layer counts the threads started before it, yet those the
+    first layer covered keep no file access: the report says the first
+    layer's count (the H200 at d816279 reported CUDA's 17 threads in
+    "start" mode, where every thread but the one started before any layer
+    is inside it). With the GPU grants /proc/self/status is readable, so
+    the layers can count threads (on the CPU's grants they cannot)."""
+    import json as _json
+    import subprocess
+    import sys
+    from kreward.kernelbench import runner, worker
+    p = subprocess.run([sys.executable, "-c", SEAL_AFTER_A_THREAD, worker.__file__,
+                        runner._library_path(), str(tmp_path), when],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr[-2000:]
+    rep = _json.loads(p.stdout.strip().splitlines()[-1])
+    assert rep["applied"] and rep["exec"] is False, rep
+    assert f"not to the {outside} started before" in rep["landlock_why"], rep

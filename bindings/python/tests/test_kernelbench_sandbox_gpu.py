@@ -33,7 +33,8 @@ def runner(problem, mode, tmp_path_factory):
 
 def record(name, mode, res):
     print(json.dumps({"candidate": name, "sandbox_mode": mode, **{k: res.get(k) for k in (
-        "verdict", "feedback", "speedup", "compile_seconds", "torch_fallback", "sandbox", "notes")}}))
+        "verdict", "feedback", "speedup", "compile_seconds", "torch_fallback", "sandbox", "notes",
+        "phases_s", "started_ahead")}}))
 
 
 @pytest.mark.gpu

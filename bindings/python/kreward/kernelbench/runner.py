@@ -158,17 +158,18 @@ class Runner:
     (or use the Runner as a context manager; dropping it ends them too)."""
 
     def __init__(self, imported, device="cuda", cache_dir=None, timeout_s=600.0, call_timeout_s=60.0,
-                 sandbox="init", batch_ms=10.0, batch_bytes=None, spare=True, baseline="eager",
-                 inputs=None, spin_ms=0.0):
-        """sandbox: "init" (the default: entered after torch and CUDA are
-        up, before the candidate loads; their earlier threads keep their
-        file access, see docs/sandbox.md), "start" (entered before torch is
-        imported, so every thread is in it: stricter, and the default once
-        CUDA has been seen to initialise inside the sandbox on a GPU
-        machine; its write folder, the source's build folder, must be known
-        when the worker starts, so its spare is started only for a source
-        named ahead: evaluate(next_source=) or evaluate_many), None (none:
-        for debugging; the result says so).
+                 sandbox="start", batch_ms=10.0, batch_bytes=None, spare=True, baseline="eager",
+                 inputs=None):
+        """sandbox: "start" (the default: entered before torch is imported,
+        so every thread torch and CUDA start later is inside it; its write
+        folder, the source's build folder, must be known when the worker
+        starts, so its spare is started only for a source named ahead:
+        evaluate(next_source=) or evaluate_many), "init" (entered after
+        torch and CUDA are up, before the candidate loads: their earlier
+        threads keep their file access, CUDA's callback thread among them,
+        which runs host functions a candidate enqueues; its spare takes any
+        source; see docs/sandbox.md), None (none: for debugging; the result
+        says so).
         batch_ms: a timed batch grows until it takes this long (at least
         MIN_CALLS calls), within batch_bytes of fresh inputs and outputs
         (default 1 GiB on the CPU, 4 GiB on a GPU).
@@ -179,10 +180,7 @@ class Runner:
         as written, KernelBench's default) or "compile" (torch.compile of
         it, compiled in the baseline worker before its seal; the result's
         baseline_kind says which, baseline_compile_seconds what compiling
-        took).
-        spin_ms: the worker keeps the GPU busy this long just before each
-        timed batch, outside the clock, both sides alike (an idle GPU runs
-        a batch's first milliseconds slower: bench/gpu_idle_clock.py)."""
+        took)."""
         if sandbox not in ("start", "init", None):
             raise ValueError(f"sandbox must be 'start', 'init' or None, not {sandbox!r}")
         if baseline not in ("eager", "compile"):
@@ -229,7 +227,6 @@ class Runner:
         with open(imported.path) as f:
             self._ref_source = f.read()
         self.batch_us = batch_ms * 1e3
-        self.spin_ms = float(spin_ms)
         self.batch_bytes = batch_bytes or ((1 << 30) if device == "cpu" else (4 << 30))
         self.call_bytes = self._call_bytes()
         self.max_call_bytes = max(self._call_bytes(c) for c in range(n))
@@ -512,7 +509,7 @@ class Runner:
         w.call_ids = {s: i for i, s in enumerate(seeds)} if region else {}
         req = {"op": "prepare", "case": case, "commit": True, "region": region,
                "staged": region and self.staged,
-               "seeds": list(range(len(seeds))) if region else seeds, "spin_ms": self.spin_ms}
+               "seeds": list(range(len(seeds))) if region else seeds}
         if lifted is not None:
             req["lifted"] = lifted
         tp = time.perf_counter()
@@ -523,8 +520,7 @@ class Runner:
         if region:
             go["key"] = self._write_region(w, case, seeds)
             if self.staged:  # to the worker's device, still masked
-                r, _ = w.request({"op": "stage", "spin_ms": self.spin_ms},
-                                 self.call_timeout_s * len(seeds) + self.spin_ms / 1e3)
+                r, _ = w.request({"op": "stage"}, self.call_timeout_s * len(seeds))
                 if not r["ok"]:
                     raise _failure(r)
         if preps is not None:
