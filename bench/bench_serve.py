@@ -102,8 +102,8 @@ def main():
         print(f"kreward serve overhead, {args.jobs} distinct vector_add candidates, "
               f"{'compile only (no GPU)' if compile_only else 'real verdicts'}, "
               f"best of {args.rounds}")
-        print(f"| path | seconds | jobs/s | overhead vs direct | verdicts |")
-        print(f"|---|---|---|---|---|")
+        print("| path | seconds | jobs/s | overhead vs direct | verdicts |")
+        print("|---|---|---|---|---|")
         for name, (s, verdicts) in results.items():
             counts = {v: verdicts.count(v) for v in sorted(set(verdicts))}
             print(f"| {name} | {s:.3f} | {args.jobs / s:.1f} | {100 * (s - base) / base:+.1f} % "

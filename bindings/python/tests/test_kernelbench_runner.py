@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the ModelNew runner needs torch")
 
 from kreward.kernelbench import import_problem  # noqa: E402
-from kreward.kernelbench.runner import Runner, attribute, custom_kernel_names, reward_of  # noqa: E402
+from kreward.kernelbench.runner import Runner, attribute, custom_kernel_names, kernel_share, reward_of  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 KB = ROOT / "examples" / "kernelbench"
@@ -128,6 +128,15 @@ def test_kernel_attribution_and_the_fallback_gate():
     assert reward_of(dict(fast, torch_fallback=True)) == 0.5
     assert reward_of(dict(fast, timing_mismatch=True)) == 0.5
     assert reward_of(dict(fast, verdict="wrong")) == 0.0
+
+
+def test_kernel_share_says_how_launch_bound_a_call_is():
+    # level2/02 on the H200: ~81 us of kernels in a ~300 us call
+    kernels = [{"name": "conv", "calls": 1, "us": 51.2}, {"name": "add", "calls": 2, "us": 23.6},
+               {"name": "clamp", "calls": 1, "us": 6.2}]
+    assert kernel_share(kernels, 300.0) == 0.27
+    assert kernel_share(kernels, 70.0) == 1.0  # one profiled call against a median: capped
+    assert kernel_share(kernels, None) is None and kernel_share([], 10.0) == 0.0
 
 
 def test_manifest_names_existing_candidates():

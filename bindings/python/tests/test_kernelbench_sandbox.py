@@ -289,3 +289,42 @@ def test_the_seal_reports_the_threads_outside_the_first_layer(tmp_path, when, ou
     rep = _json.loads(p.stdout.strip().splitlines()[-1])
     assert rep["applied"] and rep["exec"] is False, rep
     assert f"not to the {outside} started before" in rep["landlock_why"], rep
+
+
+def test_auto_falls_back_to_init_where_a_start_worker_cannot_start(problem, monkeypatch):
+    """The default sandbox ("auto") is "start" unless a "start" worker fails
+    before it has seen any source (on a GPU: CUDA refused inside the
+    sandbox, cuInit 304 with another driver's needs); then "init" for the
+    rest of the Runner's life, said in every result. Explicit "start" does
+    not fall back. The failure is made here by a "start" config naming a
+    library that does not exist."""
+    real = Runner._sandbox_config
+
+    def broken_start(self, ext):
+        c = real(self, ext)
+        if c and c["when"] == "start":
+            c = dict(c, library="/nonexistent/libkreward.so.1")
+        return c
+
+    monkeypatch.setattr(Runner, "_sandbox_config", broken_start)
+    imp, d, _ = problem
+    r = Runner(imp, "cpu", cache_dir=str(d / "ext-auto"), timeout_s=300, call_timeout_s=30)
+    assert r.sandbox == "start"
+    # the first with the baseline: its worker, started as "start" too, is
+    # started again as "init" and times the reference
+    results = [r.evaluate(HONEST, seed=5, verify_seeds=1, batches=1, calls=2, checks=1),
+               run(r, HONEST.replace("clamp_min(0)", "relu()"))]
+    assert results[0]["speedup"] is not None and not any("no baseline" in n for n in results[0]["notes"])
+    for res in results:
+        assert res["verdict"] == "pass", res
+        assert res["sandbox"]["when"] == "init" and res["sandbox"]["landlock"], res["sandbox"]
+        said = [n for n in res["notes"] if 'the "start" sandbox could not start' in n]
+        assert len(said) == 1 and "nonexistent" in said[0], res["notes"]
+    assert r.sandbox == "init" and "nonexistent" in r.sandbox_fallback
+    r.close()
+    strict = Runner(imp, "cpu", cache_dir=str(d / "ext-strict"), timeout_s=300, call_timeout_s=30,
+                    sandbox="start")
+    res = run(strict, HONEST)
+    assert res["verdict"] == "error" and "did not start" in res["feedback"], res
+    assert "nonexistent" in res["feedback"]
+    strict.close()

@@ -63,6 +63,7 @@ from .worker_process import CandidateDenied, WorkerDied, WorkerProcess, WorkerTi
 DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "kreward", "kernelbench")
 MIN_CALLS = 2             # per timed batch, unless the memory budget allows fewer
 MAX_CALLS = 1024
+LAUNCH_BOUND = 0.5        # kernel_share under this: a note says the time is the host's
 KEEP_WARM = 8             # Runners whose workers stay between evaluations (the most recent)
 
 
@@ -116,6 +117,17 @@ def attribute(kernels, custom):
     return mine, other
 
 
+def kernel_share(kernels, time_us):
+    """The share of a call's time its kernels take on the GPU (the profiled
+    call's kernels against the timed calls' median), at most 1; None when
+    either is unknown. Well under 1: the call is launch-bound, its time the
+    host's, which drifts with the host CPU (docs/kernelbench.md)."""
+    if not time_us or time_us <= 0:
+        return None
+    gpu_us = sum(k["us"] for k in kernels)
+    return round(min(gpu_us / time_us, 1.0), 3)
+
+
 def _number_or_none(x):
     return x if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
@@ -158,9 +170,13 @@ class Runner:
     (or use the Runner as a context manager; dropping it ends them too)."""
 
     def __init__(self, imported, device="cuda", cache_dir=None, timeout_s=600.0, call_timeout_s=60.0,
-                 sandbox="start", batch_ms=10.0, batch_bytes=None, spare=True, baseline="eager",
+                 sandbox="auto", batch_ms=10.0, batch_bytes=None, spare=True, baseline="eager",
                  inputs=None):
-        """sandbox: "start" (the default: entered before torch is imported,
+        """sandbox: "auto" (the default): "start" where a worker starts in
+        it, else "init" from then on, said in every result's notes (CUDA
+        failed to start inside the sandbox on driver 570+ until the grants
+        had /proc/self/task's truncate right: another driver may want
+        another file). "start": entered before torch is imported,
         so every thread torch and CUDA start later is inside it; its write
         folder, the source's build folder, must be known when the worker
         starts, so its spare is started only for a source named ahead:
@@ -181,8 +197,8 @@ class Runner:
         it, compiled in the baseline worker before its seal; the result's
         baseline_kind says which, baseline_compile_seconds what compiling
         took)."""
-        if sandbox not in ("start", "init", None):
-            raise ValueError(f"sandbox must be 'start', 'init' or None, not {sandbox!r}")
+        if sandbox not in ("auto", "start", "init", None):
+            raise ValueError(f"sandbox must be 'auto', 'start', 'init' or None, not {sandbox!r}")
         if baseline not in ("eager", "compile"):
             raise ValueError(f"baseline must be 'eager' or 'compile', not {baseline!r}")
         # inputs: who makes a timed batch's inputs. "caller" (the default):
@@ -214,7 +230,11 @@ class Runner:
                 pass
             self._expected_paths = gpu_paths()
         self.baseline_kind = "torch.compile" if baseline == "compile" else "eager"
-        self.imp, self.device, self.sandbox = imported, device, sandbox
+        self.imp, self.device = imported, device
+        self.sandbox = "start" if sandbox == "auto" else sandbox
+        # "auto": why "start" gave way to "init" (None while it has not);
+        # decided by a worker's start, before any candidate code runs in it
+        self._may_fall_back, self.sandbox_fallback = sandbox == "auto", None
         self.ref = Reference(imported, device)
         self.cache_dir = cache_dir or DEFAULT_CACHE
         self.timeout_s, self.call_timeout_s = timeout_s, call_timeout_s
@@ -350,6 +370,12 @@ class Runner:
         try:
             self._send_load(w, source, class_name)
             ready, _ = w.receive(self.timeout_s)
+            if not ready["ok"] and self.sandbox == "start" and self._may_fall_back:
+                # the worker failed before it saw the candidate's source
+                # (ready comes first): the machine's doing, not the candidate's
+                w.end()
+                self._fall_back_to_init(ready["error"])
+                return self._start_candidate(source, class_name)
             if not ready["ok"]:
                 raise RuntimeError(f"the worker did not start: {ready['error']}")
             loaded = w.receive(self.timeout_s)[0]
@@ -359,6 +385,19 @@ class Runner:
         except BaseException:
             w.end()
             raise
+
+    def _fall_back_to_init(self, why):
+        """"auto": a "start" worker could not start (CUDA inside the sandbox,
+        or the sandbox itself): every worker from now on is an "init" one,
+        the baseline's too (started again)."""
+        self.sandbox, self._may_fall_back = "init", False
+        self.sandbox_fallback = str(why)[:400]
+        if self._spare_w is not None:
+            self._spare_w.end()
+        self._spare_w, self._spare_source = None, None
+        if self._base is not None:
+            self._end_baseline()
+            self._start_baseline()
 
     def _start_spare(self, next_source=None):
         """The next candidate's worker, started now: any source's in the
@@ -625,6 +664,11 @@ class Runner:
             # the candidate's worker was the spare (torch and CUDA up before
             # it was asked for): start_and_load is then mostly the load
             res["started_ahead"] = loaded["started_ahead"]
+            if self.sandbox_fallback:
+                res["notes"].append(
+                    f'the "start" sandbox could not start a worker here ({self.sandbox_fallback}): '
+                    '"init" instead, where the threads torch and CUDA started before it keep '
+                    "their file access (docs/kernelbench.md)")
             if not loaded["ok"]:
                 if loaded.get("denied"):
                     res.update(verdict="denied", feedback=f"refused by the sandbox: {loaded['error']}")
@@ -832,6 +876,13 @@ class Runner:
         mine, other = attribute(a["kernels"], custom_kernel_names(source))
         res["kernels"] = {"custom": mine, "library": other}
         res["torch_fallback"] = not mine
+        share = kernel_share(a["kernels"], res.get("time_us"))
+        res["kernel_share"] = share
+        if share is not None and share < LAUNCH_BOUND:
+            res["notes"].append(
+                f"launch-bound: its kernels take {share:.0%} of a call, the rest is the host's "
+                "(Python, launches), so its time follows the host CPU and its speedup is noisy "
+                "(docs/kernelbench.md)")
 
     def baseline_us(self, batches=5, calls=None):
         """The reference Model alone in the baseline worker, on evaluate's

@@ -266,6 +266,8 @@ class Worker:
         """CUDA up (before the sandbox in "init" mode: its files opened), so a
         worker started ahead of its candidate is ready when the candidate
         comes."""
+        if self.sandbox.error:  # "start": entered before this, and failed
+            raise RuntimeError(self.sandbox.error)
         self.device = req["device"]
         self.inputs.use_library(req.get("library"))  # the region's mask of host memory
         if self.device != "cpu":
