@@ -13,9 +13,9 @@ listed too.
     KREWARD_LIBRARY=build/lib/libkreward.so.1 python3 scripts/sandbox_cuda_probe.py [VARIANT...]
 
 801a644 on the H200: "write=/proc/self/task" was the narrowest variant that
-worked; the worker's grant there was write without read, and glibc's
-pthread_setname_np opens task/<tid>/comm read-write. The grant now reads
-too, so "base" should work.
+worked; the worker's grant there was write without read. Read and write
+still failed (b8b392e); read, write and truncate work (d816279: "base" and
+"base_driver" ok): the driver opens task/<tid>/comm with O_TRUNC.
 """
 import json
 import os

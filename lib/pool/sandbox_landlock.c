@@ -198,8 +198,8 @@ static const grant gpu_grants[] = {
     {"/proc/cpuinfo", FS_READ_FILE, 0},
     {"/proc/meminfo", FS_READ_FILE, 0},
     {"/proc/stat", FS_READ_FILE, 0},
-    /* this process's own procfs files, one by one: never its environ or
-     * memory, never another process's */
+    /* this process's own procfs files, one by one: not its environ or
+     * memory (but see task below), never another process's */
     {"/proc/self/maps", FS_READ_FILE, 1},
     {"/proc/self/status", FS_READ_FILE, 1},
     {"/proc/self/stat", FS_READ_FILE, 1},
@@ -215,10 +215,12 @@ static const grant gpu_grants[] = {
      * fopen(.., "w") with O_TRUNC, a right of its own in Landlock: with
      * write alone (801a644) and with read and write (b8b392e) cuInit still
      * failed with 304 on the H200, where write=/proc/self/task (every write
-     * right) let it start. Reading the task files (environ, mem among
-     * them) gives nothing the process cannot read in its own memory; they
-     * are only this process's, never another's (/proc/self is opened as
-     * /proc/<pid>) */
+     * right) let it start. Reading the task files opens each thread's
+     * environ and mem, which are this process's own memory anyway, and
+     * task/<tid>/net/, the network namespace's tables (every socket of
+     * the namespace, unix socket paths, routes): a known exposure
+     * (docs/sandbox.md). Never another process's task folder (/proc/self
+     * is opened as /proc/<pid>) */
     {"/proc/self/task", FS_READ_DIR | FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE, 1},
     /* the loader */
     {"/etc/ld.so.cache", FS_READ_FILE, 0},

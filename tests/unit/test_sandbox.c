@@ -572,7 +572,7 @@ static void compile_worker(void **state)
 /* ---- what allow_gpu adds (no GPU needed: the rules, not the device) ---- */
 
 enum {
-    G_MAPS, G_STATUS, G_ENVIRON, G_TASK_ENVIRON, G_COMM, G_COMM_TRUNC, G_SETNAME, G_MEM, G_INIT_ENVIRON, G_INIT_CMDLINE,
+    G_MAPS, G_STATUS, G_ENVIRON, G_TASK_ENVIRON, G_COMM, G_COMM_TRUNC, G_SETNAME, G_TASK_MEM, G_TASK_NET, G_PARENT_COMM, G_MEM, G_INIT_ENVIRON, G_INIT_CMDLINE,
     G_PARENT_STATUS, G_PROC_SYS, G_PASSWD, G_OUTSIDE, G_CPU_ONLINE, G_LDSO_CACHE, G_SHM_CREATE,
     G_SHM_MKDIR, G_DLOPEN, G_TMP, N_GPU
 };
@@ -634,6 +634,15 @@ static void gpu_worker_body(const dirs *d, child_result *r)
     }
     errno = err;
     o[G_SETNAME] = rc_outcome(err ? -1 : 0);
+    /* what the task grant also opens (known, docs/sandbox.md): the
+     * thread's view of its own memory, and the network namespace's tables */
+    snprintf(path, sizeof path, "/proc/self/task/%d/mem", (int)tid);
+    o[G_TASK_MEM] = try_open(path, O_RDONLY);
+    snprintf(path, sizeof path, "/proc/self/task/%d/net/unix", (int)tid);
+    o[G_TASK_NET] = try_read(path, NULL);
+    /* the grant is this process's task folder: never its parent's */
+    snprintf(path, sizeof path, "/proc/%d/task/%d/comm", (int)getppid(), (int)getppid());
+    o[G_PARENT_COMM] = try_open(path, O_WRONLY);
     o[G_MEM] = try_open("/proc/self/mem", O_RDONLY);
     o[G_INIT_ENVIRON] = try_open("/proc/1/environ", O_RDONLY);
     o[G_INIT_CMDLINE] = try_open("/proc/1/cmdline", O_RDONLY);
@@ -683,6 +692,11 @@ static void gpu_worker(void **state)
     expect(c, G_COMM, 1, 0, "naming a thread through /proc/self/task/<tid>/comm");
     expect(c, G_COMM_TRUNC, 1, 0, "naming a thread through comm opened with O_TRUNC");
     expect(c, G_SETNAME, 1, 0, "pthread_setname_np on another thread");
+    /* known exposures of the task grant, kept visible: a change that
+     * closes them (a private network namespace) should update the docs */
+    expect(c, G_TASK_MEM, 1, 0, "opening its own /proc/self/task/<tid>/mem (its own memory)");
+    expect(c, G_TASK_NET, 1, 0, "reading /proc/self/task/<tid>/net/unix (the namespace's sockets)");
+    expect_ll(c, G_PARENT_COMM, 0, EACCES, "writing the parent's /proc/<pid>/task/<tid>/comm");
     expect_ll(c, G_MEM, 0, EACCES, "opening /proc/self/mem");
     expect_ll(c, G_INIT_ENVIRON, 0, EACCES, "reading /proc/1/environ");
     expect_ll(c, G_INIT_CMDLINE, 0, EACCES, "reading /proc/1/cmdline");

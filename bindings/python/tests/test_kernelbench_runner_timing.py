@@ -299,7 +299,9 @@ def test_a_tensor_subclass_output_is_refused(matmul):
 
 def test_the_baseline_worker_and_the_spare_are_kept_and_ended(matmul):
     imp, d = matmul
-    runner = runner_for(imp, d)
+    # "init": its spare takes any source (a "start" spare is started only
+    # for the source named next: test_kernelbench_sandbox.py)
+    runner = runner_for(imp, d, sandbox="init")
     first = runner.evaluate(model_as_candidate(MATMUL), seed=5, verify_seeds=1, batches=2, checks=1)
     assert first["verdict"] == "pass" and first["speedup"] > 0, first
     base, spare = runner._base.proc.pid, runner._spare_w.proc.pid
@@ -328,7 +330,7 @@ def test_only_the_most_recent_runners_keep_their_workers(matmul, monkeypatch):
     keep a torch process (and a CUDA context) per problem."""
     imp, d = matmul
     monkeypatch.setattr(runner_module, "KEEP_WARM", 1)
-    first, second = runner_for(imp, d), runner_for(imp, d)
+    first, second = runner_for(imp, d, sandbox="init"), runner_for(imp, d, sandbox="init")  # spares
     src = model_as_candidate(MATMUL)
     kw = {"seed": 7, "verify_seeds": 1, "batches": 1, "calls": 2, "checks": 1}
     assert first.evaluate(src, **kw)["verdict"] == "pass"

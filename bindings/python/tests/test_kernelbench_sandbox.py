@@ -258,7 +258,8 @@ import importlib.util, json, sys, threading, time
 path, lib, write, when = sys.argv[1:5]
 spec = importlib.util.spec_from_file_location("kb_worker", path)
 worker = importlib.util.module_from_spec(spec); spec.loader.exec_module(worker)
-threading.Thread(target=time.sleep, args=(30,), daemon=True).start()  # before any layer
+if when == "init":  # torch's threads, before any layer
+    threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
 sb = worker.Sandbox({"library": lib, "write": write, "gpu": True, "when": when})
 if when == "start":  # the first layer before the thread below, as the worker does
     sb.enter(exec_allowed=True)
@@ -270,14 +271,16 @@ print(json.dumps(sb.report()))
 """
 
 
-@pytest.mark.parametrize("when,outside", [("start", 1), ("init", 2)])
+@pytest.mark.parametrize("when,outside", [("start", 0), ("init", 2)])
 def test_the_seal_reports_the_threads_outside_the_first_layer(tmp_path, when, outside):
-    """The seal's layer counts the threads started before it, yet those the
-    first layer covered keep no file access: the report says the first
-    layer's count (the H200 at d816279 reported CUDA's 17 threads in
-    "start" mode, where every thread but the one started before any layer
-    is inside it). With the GPU grants /proc/self/status is readable, so
-    the layers can count threads (on the CPU's grants they cannot)."""
+    """The seal's layer counts the threads started before it. In "start"
+    every thread is inside the first layer, so none keeps its file access
+    and the report says so (the H200 at d816279 reported CUDA's 17 threads
+    as outside). In "init" the threads started before the first layer may
+    have started more since: the seal's own count stands (here 2: the one
+    from before, and one started between the layers, which it cannot tell
+    apart). With the GPU grants /proc/self/status is readable, so the
+    layers can count threads (on the CPU's grants they cannot)."""
     import json as _json
     import subprocess
     import sys
@@ -288,7 +291,10 @@ def test_the_seal_reports_the_threads_outside_the_first_layer(tmp_path, when, ou
     assert p.returncode == 0, p.stderr[-2000:]
     rep = _json.loads(p.stdout.strip().splitlines()[-1])
     assert rep["applied"] and rep["exec"] is False, rep
-    assert f"not to the {outside} started before" in rep["landlock_why"], rep
+    if outside:
+        assert f"not to the {outside} started before" in rep["landlock_why"], rep
+    else:
+        assert "started before" not in rep["landlock_why"], rep
 
 
 def test_auto_falls_back_to_init_where_a_start_worker_cannot_start(problem, monkeypatch):
@@ -328,3 +334,25 @@ def test_auto_falls_back_to_init_where_a_start_worker_cannot_start(problem, monk
     assert res["verdict"] == "error" and "did not start" in res["feedback"], res
     assert "nonexistent" in res["feedback"]
     strict.close()
+
+
+def test_auto_decides_once_and_for_the_sandbox_only(problem, monkeypatch):
+    """Once a "start" worker has started, a later failure (which a candidate
+    might provoke: memory held, a busy device) is an error, never a switch
+    to the weaker "init" for the candidates after it; nor does a failure
+    that is not the sandbox's switch it."""
+    from kreward.kernelbench.runner import _start_sandbox_refused
+    assert _start_sandbox_refused({"error": "RuntimeError: ... cudaGetDeviceCount() ... Error 304: OS call failed"})
+    assert _start_sandbox_refused({"error": "x", "sandbox_failed": True})
+    assert not _start_sandbox_refused({"error": "RuntimeError: CUDA error: out of memory"})
+    assert not _start_sandbox_refused({"error": "CUDA-capable device(s) is/are busy or unavailable"})
+    imp, d, _ = problem
+    r = Runner(imp, "cpu", cache_dir=str(d / "ext-auto-once"), timeout_s=300, call_timeout_s=30)
+    assert run(r, HONEST)["sandbox"]["when"] == "start"
+    real = Runner._sandbox_config
+    monkeypatch.setattr(Runner, "_sandbox_config", lambda self, ext: dict(
+        real(self, ext), library="/nonexistent/libkreward.so.1"))
+    res = run(r, HONEST.replace("clamp_min(0)", "relu()"))
+    assert res["verdict"] == "error" and "did not start" in res["feedback"], res
+    assert r.sandbox == "start" and r.sandbox_fallback is None
+    r.close()

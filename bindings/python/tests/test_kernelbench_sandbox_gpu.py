@@ -38,8 +38,8 @@ def record(name, mode, res):
 
 
 @pytest.mark.gpu
-# "start" failed on the H200 until the grant on /proc/self/task read as
-# well as wrote (cuInit 304: docs/sandbox.md)
+# "start" failed on the H200 (cuInit 304) until the grant on
+# /proc/self/task had the truncate right (d816279: docs/sandbox.md)
 @pytest.mark.parametrize("mode", ["start", "init"])
 @pytest.mark.parametrize("problem,cand", HONEST, ids=[c for _, c in HONEST])
 def test_sandbox_honest_candidates_pass(problem, cand, mode, tmp_path_factory):

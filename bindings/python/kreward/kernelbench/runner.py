@@ -128,6 +128,15 @@ def kernel_share(kernels, time_us):
     return round(min(gpu_us / time_us, 1.0), 3)
 
 
+def _start_sandbox_refused(ready):
+    """Whether a failed ready reply is the "start" sandbox's doing: the
+    sandbox not applied, or CUDA refused inside it (error 304, "OS call
+    failed", as the H200's driver said until /proc/self/task could be
+    truncated); not memory, a busy device or anything else."""
+    why = str(ready.get("error", ""))
+    return bool(ready.get("sandbox_failed")) or "304" in why or "OS call failed" in why
+
+
 def _number_or_none(x):
     return x if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
@@ -370,14 +379,20 @@ class Runner:
         try:
             self._send_load(w, source, class_name)
             ready, _ = w.receive(self.timeout_s)
-            if not ready["ok"] and self.sandbox == "start" and self._may_fall_back:
-                # the worker failed before it saw the candidate's source
-                # (ready comes first): the machine's doing, not the candidate's
+            if not ready["ok"] and self.sandbox == "start" and self._may_fall_back and \
+                    _start_sandbox_refused(ready):
+                # the worker failed in its ready, before it ran any source
+                # (it refuses load after a failed ready), on this Runner's
+                # first "start" worker and for the sandbox's reason only: a
+                # candidate cannot make a later worker fail and so weaken
+                # the sandbox of the candidates after it
                 w.end()
                 self._fall_back_to_init(ready["error"])
                 return self._start_candidate(source, class_name)
             if not ready["ok"]:
                 raise RuntimeError(f"the worker did not start: {ready['error']}")
+            if self.sandbox == "start":
+                self._may_fall_back = False  # decided: it starts here
             loaded = w.receive(self.timeout_s)[0]
             loaded["no_subreaper"] = ready.get("no_subreaper")
             loaded["started_ahead"] = ahead

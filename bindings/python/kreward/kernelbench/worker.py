@@ -206,13 +206,15 @@ class Sandbox:
             self.status = self.confine.enter(
                 c["library"], self.confine.spec(c["write"], c["gpu"], exec_allowed,
                                                 first=first is None))
-            if first is not None:
+            if first is not None and "started before" not in first.get("landlock_why", ""):
                 # the seal's layer counts the threads started before it
-                # (CUDA's, the candidate's), but they are in the first
-                # layer, whose file rules are the same, and its seccomp
-                # filter (exec refused) reaches every thread: which threads
-                # keep their file access is the first layer's to say (none
-                # in "start", the H200 at d816279 said 17 after the seal)
+                # (CUDA's, the candidate's), but when the first layer had
+                # every thread in it (as "start" does), so are they, under
+                # the same file rules, and the seal's seccomp filter (exec
+                # refused) reaches every thread: the H200 at d816279 said 17
+                # outside after the seal. Where the first layer left threads
+                # out ("init"), those may have started more: the seal's own
+                # count stands
                 self.status["landlock_why"] = first.get("landlock_why", "")
         except Exception as e:  # the library missing, or a layer failing
             self.error = f"the sandbox could not be applied: {type(e).__name__}: {e}"
@@ -268,6 +270,9 @@ class Worker:
         comes."""
         if self.sandbox.error:  # "start": entered before this, and failed
             raise RuntimeError(self.sandbox.error)
+        # load refuses to run a source after a failed ready (the runner
+        # sends load before it reads ready's reply)
+        self.ready_failed = True
         self.device = req["device"]
         self.inputs.use_library(req.get("library"))  # the region's mask of host memory
         if self.device != "cpu":
@@ -295,11 +300,14 @@ class Worker:
                     self.inputs.warm(self.device)
                 except Exception:  # noqa: BLE001 - the commitment then takes torch's steps
                     pass
+        self.ready_failed = False
         return {"no_subreaper": NO_SUBREAPER}
 
     def load(self, req):
         if self.loaded:
             raise RuntimeError("this worker already loaded a candidate")
+        if getattr(self, "ready_failed", False) or self.sandbox.error:
+            raise RuntimeError("this worker did not start (see its ready): no source runs in it")
         self.loaded = True
         if self.device is None:
             self.ready({"device": req["device"], "library": req.get("library")})
