@@ -10,6 +10,8 @@
 #      the cheats before the clock and their control) and bench_keystream;
 #   3. bench/gpu_idle_clock.py ("clock", not in the default steps): does an
 #      idle GPU slow the batch after it, and does a spin undo it?
+#      bench/bench_staging.py ("staging", not in the default steps either):
+#      a batch's inputs through pageable host memory, registered, or IPC?
 #      bench/kernelbench_timing_noise.py: identical code timed as identical?
 #      (KB_NOISE_ARGS: its arguments, e.g. --repeats 5)
 #   4. bench/bench_kernelbench.py with the time left: KB_ARGS (default: the
@@ -58,6 +60,11 @@ fi
 if want clock; then
   echo "== an idle GPU before a batch ($(elapsed) s)"
   timeout "$(limit 120)" python3 bench/gpu_idle_clock.py 2>&1 | tee $out/clock.log
+fi
+if want staging; then
+  echo "== a batch's staging: pageable, registered, CUDA IPC ($(elapsed) s)"
+  timeout "$(limit 90)" python3 bench/bench_staging.py 2>&1 | tee $out/staging.log
+  timeout "$(limit 90)" python3 bench/bench_staging.py --sandbox 2>&1 | tee -a $out/staging.log
 fi
 if want noise; then
   echo "== timing noise ($(elapsed) s)"

@@ -245,3 +245,17 @@ def test_timing_noise_bench_runs_identical_code_on_the_cpu(tmp_path):
     runs = json.loads(out.read_text())[0]["runs"]
     assert [r["verdict"] for r in runs] == ["pass", "pass"]
     assert all(len(r["batches_us"]["candidate"]) == len(r["batches_us"]["baseline"]) == 5 for r in runs)
+
+
+@pytest.mark.parametrize("script", ["bench_staging.py", "gpu_idle_clock.py"])
+def test_gpu_experiments_say_what_they_need(script):
+    """The GPU experiments load and, without a GPU, say so and exit 0 (CI
+    and this machine); on one they print their table."""
+    torch = pytest.importorskip("torch", reason="the experiments need torch")
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / script)], capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    if torch.cuda.is_available():
+        assert "| way |" in p.stdout, p.stdout
+    else:
+        assert "needs a GPU (skipped)" in p.stdout, p.stdout
