@@ -10,7 +10,8 @@ import pytest
 torch = pytest.importorskip("torch", reason="the ModelNew runner needs torch")
 
 from kreward.kernelbench import import_problem  # noqa: E402
-from kreward.kernelbench.runner import Runner, attribute, custom_kernel_names, kernel_share, reward_of  # noqa: E402
+from kreward.kernelbench.runner import Runner  # noqa: E402
+from kreward.kernelbench.scoring import attribute, custom_kernel_names, kernel_share, reward_of  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 KB = ROOT / "examples" / "kernelbench"

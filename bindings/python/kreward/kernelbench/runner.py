@@ -58,12 +58,14 @@ from .inputs import (REGION_ALIGN, digest, fingerprint, gpu_paths, make_inputs, 
                      new_key, region_offsets, stage_call, use_library)
 from .inputs import warm as warm_kernels
 from .reference import Reference
+# what a result says (scoring.py); reward_of and the attribution helpers
+# are also importable from here, where they lived before
+from .scoring import LAUNCH_BOUND, attribute, custom_kernel_names, kernel_share, reward_of  # noqa: F401
 from .worker_process import CandidateDenied, WorkerDied, WorkerProcess, WorkerTimeout, _failure
 
 DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "kreward", "kernelbench")
 MIN_CALLS = 2             # per timed batch, unless the memory budget allows fewer
 MAX_CALLS = 1024
-LAUNCH_BOUND = 0.5        # kernel_share under this: a note says the time is the host's
 KEEP_WARM = 8             # Runners whose workers stay between evaluations (the most recent)
 
 
@@ -102,32 +104,6 @@ def _keep_warm(runner):
                 other._lock.release()
 
 
-def custom_kernel_names(source):
-    """Kernels the candidate defines: CUDA __global__ functions and
-    @triton.jit functions."""
-    cuda = re.findall(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?\w[\w\s:<>*]*?\b(\w+)\s*\(", source)
-    triton = re.findall(r"@triton\.jit[^\n]*\n(?:\s*@[^\n]*\n)*\s*def\s+(\w+)", source)
-    return sorted(set(cuda) | set(triton))
-
-
-def attribute(kernels, custom):
-    """Splits profiled kernels into the candidate's own and everything else."""
-    mine = [k for k in kernels if any(re.search(rf"\b{re.escape(c)}\b", k["name"]) for c in custom)]
-    other = [k for k in kernels if k not in mine]
-    return mine, other
-
-
-def kernel_share(kernels, time_us):
-    """The share of a call's time its kernels take on the GPU (the profiled
-    call's kernels against the timed calls' median), at most 1; None when
-    either is unknown. Well under 1: the call is launch-bound, its time the
-    host's, which drifts with the host CPU (docs/kernelbench.md)."""
-    if not time_us or time_us <= 0:
-        return None
-    gpu_us = sum(k["us"] for k in kernels)
-    return round(min(gpu_us / time_us, 1.0), 3)
-
-
 def _start_sandbox_refused(ready):
     """Whether a failed ready reply is the "start" sandbox's doing: the
     sandbox not applied, or CUDA refused inside it (error 304, "OS call
@@ -139,18 +115,6 @@ def _start_sandbox_refused(ready):
 
 def _number_or_none(x):
     return x if isinstance(x, (int, float)) and not isinstance(x, bool) else None
-
-
-def reward_of(result):
-    """0 unless correct; 0.5 for a correct candidate, up to 1.0 at 4x the
-    baseline; no speed credit unless attribution showed kernels of its own
-    (a torch_fallback candidate, or none attributed: the CPU)."""
-    if result["verdict"] != "pass":
-        return 0.0
-    s = result.get("speedup")
-    if not s or result.get("torch_fallback") is not False or result.get("timing_mismatch"):
-        return 0.5
-    return 0.5 + 0.25 * min(2.0, max(0.0, math.log2(s)))
 
 
 def _path_rank(path):

@@ -1,0 +1,46 @@
+"""What a ModelNew result says beyond its verdict: which profiled kernels
+are the candidate's own (a candidate with none is `torch_fallback`), how
+much of a call its kernels take (`kernel_share`: launch-bound calls follow
+the host CPU), and the reward (runner.Runner puts them in each result)."""
+import math
+import re
+
+LAUNCH_BOUND = 0.5  # kernel_share under this: a note says the time is the host's
+
+
+def custom_kernel_names(source):
+    """Kernels the candidate defines: CUDA __global__ functions and
+    @triton.jit functions."""
+    cuda = re.findall(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?\w[\w\s:<>*]*?\b(\w+)\s*\(", source)
+    triton = re.findall(r"@triton\.jit[^\n]*\n(?:\s*@[^\n]*\n)*\s*def\s+(\w+)", source)
+    return sorted(set(cuda) | set(triton))
+
+
+def attribute(kernels, custom):
+    """Splits profiled kernels into the candidate's own and everything else."""
+    mine = [k for k in kernels if any(re.search(rf"\b{re.escape(c)}\b", k["name"]) for c in custom)]
+    other = [k for k in kernels if k not in mine]
+    return mine, other
+
+
+def kernel_share(kernels, time_us):
+    """The share of a call's time its kernels take on the GPU (the profiled
+    call's kernels against the timed calls' median), at most 1; None when
+    either is unknown. Well under 1: the call is launch-bound, its time the
+    host's, which drifts with the host CPU (docs/kernelbench.md)."""
+    if not time_us or time_us <= 0:
+        return None
+    gpu_us = sum(k["us"] for k in kernels)
+    return round(min(gpu_us / time_us, 1.0), 3)
+
+
+def reward_of(result):
+    """0 unless correct; 0.5 for a correct candidate, up to 1.0 at 4x the
+    baseline; no speed credit unless attribution showed kernels of its own
+    (a torch_fallback candidate, or none attributed: the CPU)."""
+    if result["verdict"] != "pass":
+        return 0.0
+    s = result.get("speedup")
+    if not s or result.get("torch_fallback") is not False or result.get("timing_mismatch"):
+        return 0.5
+    return 0.5 + 0.25 * min(2.0, max(0.0, math.log2(s)))
