@@ -28,7 +28,7 @@ Printed: one row per candidate (problem, candidate, the manifest's expectation,
 kreward's verdict, KernelBench's verdict, seconds per candidate on each side,
 their ratio KernelBench / kreward), the totals, and for the cheating
 candidates which path caught each (kreward: any verdict but pass, or
-torch_fallback / timing_mismatch, which withhold speed credit; KernelBench: not
+torch_fallback / mostly_torch / timing_mismatch, which withhold speed credit; KernelBench: not
 correct, or flagged excessive_speedup).
 
     KREWARD_LIBRARY=build/lib/libkreward.so.1 python3 bench/bench_kernelbench.py [--json out.json]
@@ -112,13 +112,16 @@ def kreward_verdict(res):
     v = res["verdict"]
     if v == "pass" and res.get("torch_fallback"):
         v += " (torch_fallback)"
+    if v == "pass" and res.get("mostly_torch"):
+        v += " (mostly_torch)"
     if v == "pass" and res.get("timing_mismatch"):
         v += " (timing_mismatch)"
     return v
 
 
 def kreward_caught(res):
-    return res["verdict"] != "pass" or bool(res.get("torch_fallback")) or bool(res.get("timing_mismatch"))
+    return (res["verdict"] != "pass" or bool(res.get("torch_fallback")) or bool(res.get("mostly_torch"))
+            or bool(res.get("timing_mismatch")))
 
 
 def kb_verdict(res, err):

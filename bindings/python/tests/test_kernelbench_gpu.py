@@ -50,7 +50,8 @@ def test_corpus_reference_as_candidate(path, tmp_path_factory):
 def test_candidates(problem, cand, expect, tmp_path_factory):
     res = runner(problem, tmp_path_factory).evaluate((KB / "candidates" / cand).read_text(), seed=1)
     print(json.dumps({"candidate": cand, **{k: res.get(k) for k in (
-        "verdict", "feedback", "time_us", "baseline_us", "speedup", "compile_seconds", "torch_fallback")}}))
+        "verdict", "feedback", "time_us", "baseline_us", "speedup", "compile_seconds", "torch_fallback",
+        "custom_share", "reward")}}))
     # a cheat is caught by a defence, never by an exception of its own code
     # (the lazy cheats once called torch.relu(out=), which torch refuses,
     # and were "caught" without reaching the defence they test)
@@ -58,6 +59,9 @@ def test_candidates(problem, cand, expect, tmp_path_factory):
     if expect == "pass":
         assert res["verdict"] == "pass" and res["torch_fallback"] is False, res
         assert res["kernels"]["custom"]
+    elif expect == "mostly_torch":  # its own kernels do little of the work: little speed credit
+        assert res["verdict"] == "pass" and res["torch_fallback"] is False and res["mostly_torch"], res
+        assert res["custom_share"] < 0.05 and res["reward"] < 0.55, res
     elif expect == "torch_fallback":
         assert res["verdict"] == "pass" and res["torch_fallback"] is True and res["reward"] == 0.5, res
     elif expect == "wrong":

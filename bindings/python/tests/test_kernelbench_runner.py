@@ -11,7 +11,8 @@ torch = pytest.importorskip("torch", reason="the ModelNew runner needs torch")
 
 from kreward.kernelbench import import_problem  # noqa: E402
 from kreward.kernelbench.runner import Runner  # noqa: E402
-from kreward.kernelbench.scoring import attribute, custom_kernel_names, kernel_share, reward_of  # noqa: E402
+from kreward.kernelbench.scoring import (MOSTLY_TORCH_SHARE, attribute, custom_kernel_names, custom_share,  # noqa: E402
+                                        kernel_share, reward_of)
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 KB = ROOT / "examples" / "kernelbench"
@@ -131,6 +132,45 @@ def test_kernel_attribution_and_the_fallback_gate():
     assert reward_of(dict(fast, verdict="wrong")) == 0.0
 
 
+def test_mostly_torch_candidates_get_speed_credit_in_proportion_to_their_own_kernels():
+    """The decoy: a kernel of its own launched for show (1 % of the GPU
+    time) while torch does the work and takes the speedup. Its credit is
+    2 % of a candidate's whose own kernels do at least half of the work."""
+    decoy = [{"name": "touch_kernel", "calls": 1, "us": 2.0}]
+    cublas = [{"name": "sm90_xmma_gemm_f32f32_tf32", "calls": 1, "us": 198.0}]
+    assert custom_share(decoy, cublas) == 0.01 and custom_share([], []) is None
+    fast = {"verdict": "pass", "speedup": 4.0, "torch_fallback": False, "timing_mismatch": False}
+    assert reward_of(dict(fast, custom_share=0.01)) == 0.5 + 0.5 * 0.01 / MOSTLY_TORCH_SHARE
+    assert reward_of(dict(fast, custom_share=0.25)) == 0.75
+    assert reward_of(dict(fast, custom_share=MOSTLY_TORCH_SHARE)) == reward_of(dict(fast, custom_share=1.0)) == 1.0
+    assert reward_of(dict(fast, custom_share=None)) == 1.0  # no kernel time seen: as before
+    assert reward_of(dict(fast, speedup=0.5, custom_share=0.01)) == 0.5  # no credit to scale
+
+
+def test_the_runner_marks_a_decoy_from_the_profiled_kernels():
+    """Runner._attribute on a profiled call (the attribute reply, as a GPU
+    worker sends it) of the corpus's decoy cheat: a custom kernel seen, so
+    no torch_fallback, but mostly torch, said in the notes, and the reward
+    keeps 2 % of the speed credit."""
+    import random
+    import types
+    src = (KB / "candidates" / "level1_13_matmul_square" / "cheat_decoy_kernel.py").read_text()
+    assert custom_kernel_names(src) == ["touch_kernel"]
+    reply = {"ok": True, "kernels": [{"name": "touch_kernel", "calls": 1, "us": 2.0},
+                                     {"name": "sm90_xmma_gemm_f32f32_tf32f32", "calls": 1, "us": 198.0}]}
+    worker = types.SimpleNamespace(request=lambda req, timeout: (reply, b""))
+    res = {"verdict": "pass", "speedup": 4.0, "timing_mismatch": False, "time_us": 210.0, "notes": []}
+    Runner._attribute(types.SimpleNamespace(timeout_s=1.0), worker, src, random.Random(0), res)
+    assert res["torch_fallback"] is False and res["mostly_torch"] is True and res["custom_share"] == 0.01
+    assert any(n.startswith("mostly torch: its own kernels take 1%") for n in res["notes"]), res["notes"]
+    assert reward_of(res) == 0.5 + 0.5 * 0.01 / MOSTLY_TORCH_SHARE
+    honest = dict(reply, kernels=[{"name": "touch_kernel", "calls": 1, "us": 150.0}])
+    worker.request = lambda req, timeout: (honest, b"")
+    res = {"verdict": "pass", "speedup": 4.0, "timing_mismatch": False, "time_us": 160.0, "notes": []}
+    Runner._attribute(types.SimpleNamespace(timeout_s=1.0), worker, src, random.Random(0), res)
+    assert res["mostly_torch"] is False and reward_of(res) == 1.0
+
+
 def test_kernel_share_says_how_launch_bound_a_call_is():
     # level2/02 on the H200: ~81 us of kernels in a ~300 us call
     kernels = [{"name": "conv", "calls": 1, "us": 51.2}, {"name": "add", "calls": 2, "us": 23.6},
@@ -146,7 +186,7 @@ def test_manifest_names_existing_candidates():
     for problem, cands in manifest.items():
         assert (KB / problem).is_file()
         for cand, expect in cands.items():
-            assert (KB / "candidates" / cand).is_file() and expect in ("pass", "torch_fallback", "wrong", "caught")
+            assert (KB / "candidates" / cand).is_file() and expect in ("pass", "torch_fallback", "mostly_torch", "wrong", "caught")
 
 
 def test_a_torch_compile_baseline(tmp_path):

@@ -17,7 +17,8 @@ Defences, as for device-only candidates where they apply:
 - kernels attributed with the profiler (CUPTI): the ones named in the
   candidate's source are custom, the rest torch's or a library's; a
   candidate that launched no custom kernel is `torch_fallback` and gets no
-  speed credit (reward_of).
+  speed credit, one whose own kernels take under half of its GPU time is
+  `mostly_torch` and gets it in proportion (scoring.py).
 
 Timing, the same for both sides: the reference Model runs in a baseline
 worker of its own that lives as long as the Runner, and is timed in every
@@ -60,7 +61,8 @@ from .inputs import warm as warm_kernels
 from .reference import Reference
 # what a result says (scoring.py); reward_of and the attribution helpers
 # are also importable from here, where they lived before
-from .scoring import LAUNCH_BOUND, attribute, custom_kernel_names, kernel_share, reward_of  # noqa: F401
+from .scoring import (LAUNCH_BOUND, MOSTLY_TORCH_SHARE, attribute, custom_kernel_names,  # noqa: F401
+                      custom_share, kernel_share, reward_of)
 from .worker_process import CandidateDenied, WorkerDied, WorkerProcess, WorkerTimeout, _failure
 
 DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "kreward", "kernelbench")
@@ -855,6 +857,12 @@ class Runner:
         mine, other = attribute(a["kernels"], custom_kernel_names(source))
         res["kernels"] = {"custom": mine, "library": other}
         res["torch_fallback"] = not mine
+        own = res["custom_share"] = custom_share(mine, other)
+        res["mostly_torch"] = bool(mine) and own is not None and own < MOSTLY_TORCH_SHARE
+        if res["mostly_torch"]:
+            res["notes"].append(
+                f"mostly torch: its own kernels take {own:.0%} of its GPU time, torch's or a "
+                f"library's the rest: speed credit in proportion, full from {MOSTLY_TORCH_SHARE:.0%}")
         share = kernel_share(a["kernels"], res.get("time_us"))
         res["kernel_share"] = share
         if share is not None and share < LAUNCH_BOUND:
