@@ -212,3 +212,23 @@ def test_the_eager_baseline_is_said(relu_runner):
     res = run(relu_runner, "import torch\nclass ModelNew(torch.nn.Module):\n"
               "    def forward(self, x):\n        return x.clamp_min(0)\n", baseline=True)
     assert res["baseline_kind"] == "eager" and "baseline_compile_seconds" not in res
+
+
+def test_a_worker_whose_ready_failed_runs_no_source():
+    """The runner sends load before it reads ready's reply; a worker whose
+    ready failed (here: CUDA asked for on a machine without it) must not
+    run the source then (the "auto" sandbox's fallback relies on it)."""
+    if torch.cuda.is_available():
+        pytest.skip("needs a machine where CUDA cannot start")
+    from kreward.kernelbench.runner import _library_path
+    from kreward.kernelbench.worker_process import WorkerProcess
+    w = WorkerProcess()
+    try:
+        w.send({"op": "ready", "device": "cuda", "library": _library_path()})
+        w.send({"op": "load", "source": "open('/tmp/kreward-should-not-exist', 'w')"})
+        ready, _ = w.receive(120)
+        loaded, _ = w.receive(120)
+    finally:
+        w.end()
+    assert not ready["ok"], ready
+    assert not loaded["ok"] and "did not start" in loaded["error"], loaded

@@ -344,7 +344,9 @@ def test_auto_decides_once_and_for_the_sandbox_only(problem, monkeypatch):
     from kreward.kernelbench.runner import _start_sandbox_refused
     assert _start_sandbox_refused({"error": "RuntimeError: ... cudaGetDeviceCount() ... Error 304: OS call failed"})
     assert _start_sandbox_refused({"error": "x", "sandbox_failed": True})
+    assert _start_sandbox_refused({"error": "cuInit returned 304"})
     assert not _start_sandbox_refused({"error": "RuntimeError: CUDA error: out of memory"})
+    assert not _start_sandbox_refused({"error": "out of memory: tried to allocate 304.00 MiB"})
     assert not _start_sandbox_refused({"error": "CUDA-capable device(s) is/are busy or unavailable"})
     imp, d, _ = problem
     r = Runner(imp, "cpu", cache_dir=str(d / "ext-auto-once"), timeout_s=300, call_timeout_s=30)

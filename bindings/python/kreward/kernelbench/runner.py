@@ -112,7 +112,8 @@ def _start_sandbox_refused(ready):
     failed", as the H200's driver said until /proc/self/task could be
     truncated); not memory, a busy device or anything else."""
     why = str(ready.get("error", ""))
-    return bool(ready.get("sandbox_failed")) or "304" in why or "OS call failed" in why
+    return (bool(ready.get("sandbox_failed")) or "OS call failed" in why
+            or re.search(r"\b(error|returned) 304\b", why, re.IGNORECASE) is not None)
 
 
 def _number_or_none(x):
@@ -208,7 +209,8 @@ class Runner:
         self.imp, self.device = imported, device
         self.sandbox = "start" if sandbox == "auto" else sandbox
         # "auto": why "start" gave way to "init" (None while it has not);
-        # decided by a worker's start, before any candidate code runs in it
+        # decided once, by the first candidate worker's ready, which runs no
+        # source (_start_candidate)
         self._may_fall_back, self.sandbox_fallback = sandbox == "auto", None
         self.ref = Reference(imported, device)
         self.cache_dir = cache_dir or DEFAULT_CACHE

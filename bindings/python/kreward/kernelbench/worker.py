@@ -247,6 +247,7 @@ class Worker:
         self.commit = False  # the next `go` commits to its outputs (prepare's "commit")
         self.spans = None    # the calls' spans of the input region, when prepare used it
         self.staged = None   # the region's device copy (a flat uint8 tensor), when staged
+        self.ready_failed = False  # a failed ready: load then runs no source
         self._sync, self.events, self.last_us = None, None, None
         self.held = []
 
@@ -306,7 +307,7 @@ class Worker:
     def load(self, req):
         if self.loaded:
             raise RuntimeError("this worker already loaded a candidate")
-        if getattr(self, "ready_failed", False) or self.sandbox.error:
+        if self.ready_failed or self.sandbox.error:
             raise RuntimeError("this worker did not start (see its ready): no source runs in it")
         self.loaded = True
         if self.device is None:
@@ -450,7 +451,6 @@ class Worker:
             self.events = (self.Event(enable_timing=True), self.Event(enable_timing=True))
         self.sync()
         return {"prepared": len(self.batch)}
-
 
     def stage(self, req):
         """The caller wrote the batch's masked values into the region: they
