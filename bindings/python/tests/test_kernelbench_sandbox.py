@@ -358,3 +358,20 @@ def test_auto_decides_once_and_for_the_sandbox_only(problem, monkeypatch):
     assert res["verdict"] == "error" and "did not start" in res["feedback"], res
     assert r.sandbox == "start" and r.sandbox_fallback is None
     r.close()
+
+
+def test_evaluate_many_gives_every_source_one_result_whatever_the_one_before_did(problem):
+    """A candidate that kills its worker, one that does not load and one that
+    is denied, between honest ones: a result each, in order, and the honest
+    ones after them still run in workers started ahead for them."""
+    kw = dict(seed=5, verify_seeds=1, batches=1, calls=2, checks=1, baseline=False)
+    crash = HONEST.replace("return x.clamp_min(0)", "os._exit(3)").replace("import torch", "import os, torch")
+    broken = "this is not python\n"
+    denied = cheat("open('/etc/passwd').read()\n")
+    other = HONEST.replace("clamp_min(0)", "relu()")
+    r = runner(problem, "start-many", "start")
+    results = r.evaluate_many([crash, HONEST, broken, other, denied, HONEST], **kw)
+    assert [x["verdict"] for x in results] == ["crash", "pass", "compile_error", "pass", "denied", "pass"], \
+        [(x["verdict"], x.get("feedback")) for x in results]
+    assert [x["started_ahead"] for x in results[1::2]] == [True, True, True]
+    r.close()
