@@ -6,9 +6,12 @@ load_inline build (ninja and the C++ compiler, started inside the
 sandbox) included. A kernel without Landlock or seccomp skips the checks of
 that layer with its reason. The GPU half (CUDA, Triton, the corpus) is
 test_kernelbench_gpu.py::test_sandbox_*."""
+import json
 import os
 import pathlib
 import shutil
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -281,15 +284,12 @@ def test_the_seal_reports_the_threads_outside_the_first_layer(tmp_path, when, ou
     from before, and one started between the layers, which it cannot tell
     apart). With the GPU grants /proc/self/status is readable, so the
     layers can count threads (on the CPU's grants they cannot)."""
-    import json as _json
-    import subprocess
-    import sys
     from kreward.kernelbench import runner, worker
     p = subprocess.run([sys.executable, "-c", SEAL_AFTER_A_THREAD, worker.__file__,
                         runner._library_path(), str(tmp_path), when],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr[-2000:]
-    rep = _json.loads(p.stdout.strip().splitlines()[-1])
+    rep = json.loads(p.stdout.strip().splitlines()[-1])
     assert rep["applied"] and rep["exec"] is False, rep
     if outside:
         assert f"not to the {outside} started before" in rep["landlock_why"], rep
