@@ -96,7 +96,7 @@ def main(argv=None):
                 res = runner.evaluate(src, seed=i + 1)
                 runs.append({k: res.get(k) for k in ("verdict", "feedback", "speedup", "time_us",
                                                      "baseline_us", "event_us", "calls",
-                                                     "batches_us", "phases_s", "kernels")})
+                                                     "batches_us", "phases_s", "ops_s", "kernels")})
                 print(row_text(problem, i, res), flush=True)
             after = runner.baseline_us()
         print(f"{problem:34s} baseline alone: before {before:.1f} us, after {after:.1f} us "

@@ -8,6 +8,9 @@
 #      the torch.compile baseline's test, the region's and the attacks' GPU
 #      tests (the mask's and the commitment's Triton kernels: bits and cost;
 #      the cheats before the clock and their control) and bench_keystream;
+#   2b. "candidates" (not in the default steps): the corpus's ModelNew
+#      candidates against their expectations (KB_CANDIDATES_K: a pytest -k
+#      filter on their ids, e.g. "decoy");
 #   3. bench/gpu_idle_clock.py ("clock", not in the default steps): does an
 #      idle GPU slow the batch after it, and does a spin undo it?
 #      bench/bench_staging.py ("staging", not in the default steps either):
@@ -56,6 +59,12 @@ if want attacks; then
     bindings/python/tests/test_kernelbench_attacks_gpu.py 2>&1 |
     tee "$out/compile-attacks.log" | grep -E "^\{|^\[|\[\(|us for 64 MB|passed|failed|xfail|^E " | cut -c1-400
   timeout "$(limit 90)" python3 bench/bench_keystream.py 2>&1 | tee "$out/keystream.log" | grep "^|"
+fi
+if want candidates; then
+  echo "== corpus candidates (-k ${KB_CANDIDATES_K:-all}) ($(elapsed) s)"
+  timeout "$(limit 240)" python3 -m pytest -q -s -m gpu bindings/python/tests/test_kernelbench_gpu.py \
+    -k "test_candidates${KB_CANDIDATES_K:+ and ($KB_CANDIDATES_K)}" 2>&1 | tee $out/candidates.log |
+    grep -E '^\{|passed|failed' | cut -c1-300
 fi
 if want clock; then
   echo "== an idle GPU before a batch ($(elapsed) s)"

@@ -224,6 +224,10 @@ class Runner:
         with open(imported.path) as f:
             self._ref_source = f.read()
         self.batch_us = batch_ms * 1e3
+        # the caller's own seconds per step of the timed batches (the
+        # inputs made and masked, the reference run for the checks), beside
+        # the workers' requests (WorkerProcess.op_s): results' ops_s
+        self._caller_s = collections.Counter()
         self.batch_bytes = batch_bytes or ((1 << 30) if device == "cpu" else (4 << 30))
         self.call_bytes = self._call_bytes()
         self.max_call_bytes = max(self._call_bytes(c) for c in range(n))
@@ -450,9 +454,12 @@ class Runner:
 
     # ---- checks and batches
     def _golden(self, case, seed, lifted):
+        t0 = time.perf_counter()
         inputs = make_inputs(self.layouts[case], seed, self.device)
         want = self.ref(case, inputs, lifted=lifted)
-        return want, digest(list(inputs.values()))
+        got = want, digest(list(inputs.values()))
+        self._caller_s["golden"] += time.perf_counter() - t0
+        return got
 
     def _check(self, w, case, seed, lifted, where, committed=None):
         reply, payload = self._fetch(w, seed)
@@ -498,6 +505,7 @@ class Runner:
         fresh key in a private buffer before it is copied into the worker's
         region (inputs.py): nothing the worker can read carries a value
         before go brings the key. Returns the key for go (base64)."""
+        t0 = time.perf_counter()
         where, spans, total = region_offsets(self.layouts[case], len(seeds))
         key = new_key(self.device)
         if not total:  # every input empty: nothing to write (frombuffer refuses a count of 0)
@@ -510,6 +518,7 @@ class Runner:
             stage_call(stage, at, make_inputs(self.layouts[case], seed, self.device), base=start)
             mask(stage, key, start)
             region[start:end].copy_(stage)
+        self._caller_s["write_region"] += time.perf_counter() - t0
         return base64.b64encode(key.raw).decode()
 
     def _fetch(self, w, seed):
@@ -684,6 +693,7 @@ class Runner:
             base_us = self._base_state.get("per_call_us") if not why_no_baseline else None
             # the schedule both sides run: a warmup batch, then batches of n calls
             warm = calls or self._calls_for(base_us)
+            self._clocks_reset(w)
             cand_us = self._warmup(w, warm, rng)
             n = calls or self._calls_for(min(cand_us, base_us or cand_us))
             preps = []
@@ -699,6 +709,7 @@ class Runner:
                        prepare_us=_median(preps))
             # every batch's per-call time, for the noise behind the medians
             res["batches_us"] = {"candidate": [round(x, 3) for x in wall]}
+            res["ops_s"] = {"candidate": self._clocks_read(w)}
             # the worker's own times cannot exceed the caller's clock (plus a
             # little slack for the clock's own start and stop)
             res["timing_mismatch"] = sum(events) * n > 1.05 * sum(wall) * n + 1000.0
@@ -774,6 +785,7 @@ class Runner:
             return
         b = self._base
         preps = []
+        self._clocks_reset(b)
         try:
             self._warmup(b, warm, rng, lifted)
             wall, _, _ = self._timed(b, batches, calls, checks, rng, lifted, preps=preps)
@@ -786,6 +798,7 @@ class Runner:
         if self._base_state.get("compile_seconds") is not None:
             res["baseline_compile_seconds"] = round(self._base_state["compile_seconds"], 3)
         res.setdefault("batches_us", {})["baseline"] = [round(x, 3) for x in wall]
+        res.setdefault("ops_s", {})["baseline"] = self._clocks_read(b)
         # prepare (fresh inputs, untimed) is recorded for both sides, not
         # charged: a fresh candidate process's prepare is slower than the
         # kept baseline worker's (cold memory), so the excess does not tell
@@ -793,6 +806,18 @@ class Runner:
         res["baseline_prepare_us"] = _median(preps)
         res["speedup"] = res["baseline_us"] / res["time_us"] if res["time_us"] > 0 else None
         self._base_state["per_call_us"] = res["baseline_us"]
+
+    def _clocks_reset(self, w):
+        w.op_s.clear()
+        self._caller_s.clear()
+
+    def _clocks_read(self, w):
+        """Seconds per step since _clocks_reset: each request to worker w
+        by op (its wall time here, the worker's work inside), and the
+        caller's own write_region and golden: where a side's warmup and
+        timed batches spent their time."""
+        steps = {**w.op_s, **self._caller_s}
+        return {k: round(v, 4) for k, v in sorted(steps.items(), key=lambda kv: -kv[1])}
 
     def _seal(self, w, res=None):
         s, _ = w.request({"op": "seal"}, self.call_timeout_s)

@@ -207,6 +207,10 @@ class WorkerProcess:
         self.max_payload = MAX_PAYLOAD    # the runner may set a tighter bound (the outputs' size)
         self.ended = self.exited = None
         self.ctl_closed = False
+        # seconds spent in request() per op (the caller's wall time: the
+        # worker's work, the pipes, the payloads), for where a batch's
+        # time goes (Runner's ops_s); whoever reads it resets it
+        self.op_s = collections.Counter()
 
     def _wait(self, deadline):
         """Until the worker's pipe has data; WorkerDied as soon as the
@@ -284,8 +288,12 @@ class WorkerProcess:
         return reply, payload
 
     def request(self, obj, timeout_s, max_payload=None):
-        self.send(obj, max_payload)
-        return self.receive(timeout_s)
+        t0 = time.perf_counter()
+        try:
+            self.send(obj, max_payload)
+            return self.receive(timeout_s)
+        finally:
+            self.op_s[obj.get("op")] += time.perf_counter() - t0
 
     def alive(self):
         return self.ended is None and self.proc.poll() is None
