@@ -293,6 +293,71 @@ def test_a_key_is_32_bytes_and_each_batch_gets_a_new_one():
         keystream.Key(b"short")
 
 
+TWO_ODD_INPUTS = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, y):
+        return x.sum() + y.sum()
+
+
+def get_inputs():
+    return [torch.randn(3, 5), torch.randn(7)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.parametrize("chunk", [1, 1100, 256 << 20], ids=["a_call_a_chunk", "two_calls", "one_chunk"])
+def test_a_batch_made_in_chunks_is_each_call_masked_at_its_place(tmp_path, monkeypatch, chunk):
+    """_write_region makes consecutive calls in one buffer and masks it
+    whole (the keystream is by position): every chunking gives the region
+    each call's own inputs at its offsets, masked as the worker unmasks a
+    span from its start, and zeros between tensors (never old memory of
+    the caller's). Calls of two odd-sized inputs: 60 and 28 bytes, each
+    padded to a 256-byte unit, two units a call."""
+    from kreward.kernelbench import runner as runner_mod
+    (tmp_path / "p.py").write_text(TWO_ODD_INPUTS)
+    imp = import_problem(str(tmp_path / "p.py"))
+    monkeypatch.setattr(runner_mod, "STAGE_CHUNK", chunk)
+    flushes = []
+    real_mask = runner_mod.mask
+    monkeypatch.setattr(runner_mod, "mask", lambda span, key, start: (
+        flushes.append((start, span.numel())), real_mask(span, key, start))[1])
+    runner = Runner(imp, "cpu", cache_dir=str(tmp_path / "cache"), spare=False)
+    try:
+        seeds = [11, 12, 13, 14, 15]
+        where, spans, total = inputs.region_offsets(runner.layouts[0], len(seeds))
+        assert total == 5 * 512
+        region = bytearray(total)
+        import base64
+        import types
+        key = keystream.Key(base64.b64decode(runner._write_region(types.SimpleNamespace(region=region), 0,
+                                                                  seeds)))
+    finally:
+        runner.close()
+    # one flush a call when a chunk holds one, two calls a chunk at 1100 bytes
+    assert len(flushes) == {1: 5, 1100: 3, 256 << 20: 1}[chunk], flushes
+    assert [start for start, _ in flushes] == sorted(start for start, _ in flushes)
+    plain = torch.frombuffer(region, dtype=torch.uint8).clone()
+    for start, end in spans:  # as the worker unmasks: span by span from its start
+        inputs.mask(plain[start:end], key, start)
+    for seed, at in zip(seeds, where):
+        want = inputs.make_inputs(runner.layouts[0], seed, "cpu")
+        got = inputs.region_views(bytearray(plain.numpy().tobytes()), runner.layouts[0], at)
+        for name in want:
+            assert torch.equal(got[name], want[name]), (seed, name)
+    used = torch.zeros(total, dtype=torch.bool)
+    for at in where:
+        for off, n in at.values():
+            used[off:off + n] = True
+    assert int(plain[~used].abs().sum()) == 0  # the padding: zeros
+
+
 # ---- the cheats that read the region's first mask through guessable values
 TRIL_MATMUL = """
 import torch
