@@ -179,7 +179,7 @@ class _FakeBaseline:
 
 FAST = {"mask": "triton choice 0: chacha_xor_tile_kernel (128 blocks, 4 warps)", "mask_why": None,
         "commitment": "triton"}
-STRIDED = dict(FAST, mask="triton choice 2: chacha_xor_kernel (64 blocks, 4 warps)")
+STRIDED = dict(FAST, mask="triton choice 1: chacha_xor_kernel (64 blocks, 4 warps)")
 SLOW = {"mask": "torch steps", "mask_why": "chacha_xor_tile_kernel: RuntimeError: out of memory",
         "commitment": "triton"}
 

@@ -58,6 +58,7 @@ from .confine import missing
 from .inputs import (REGION_ALIGN, digest, fingerprint, gpu_paths, make_inputs, mask, nbytes,
                      new_key, region_offsets, stage_call, use_library)
 from .inputs import warm as warm_kernels
+from . import triton_cache
 from .reference import Reference
 # what a result says (scoring.py); reward_of and the attribution helpers
 # are also importable from here, where they lived before
@@ -316,6 +317,13 @@ class Runner:
         """A worker process, told to get ready (torch, CUDA) at once. The
         "start" sandbox needs the source's folder now; "init" gets it at load."""
         ext = self._ext(source) if source is not None else None
+        if ext is not None and source != self._ref_source and self.device != "cpu":
+            # the mask's and the commitment's kernels as the reference's
+            # worker compiled them: not again in every candidate's folder
+            try:
+                triton_cache.plant(os.path.join(self._ext(self._ref_source), "triton"), ext)
+            except OSError:  # then its worker compiles them, as before
+                pass
         w = WorkerProcess(self._env(ext) if ext else None,
                           self._sandbox_config(ext) if self.sandbox == "start" else None,
                           region_bytes=self._region_bytes() if self.inputs_from == "caller" else 0)

@@ -1,15 +1,15 @@
-# Cheat: a decoy kernel of its own, launched for show, while torch does the
-# work, in TF32 (within the problem's tolerance, and several times faster on
-# tensor cores). The attribution sees a custom kernel, so it is no
+# Cheat: a decoy kernel of its own, launched for show, while torch (cuBLAS)
+# does the work. The attribution sees a custom kernel, so it is no
 # torch_fallback; its own kernel takes ~0.1 % of the GPU time, so it is
-# `mostly_torch` and its speed credit shrinks in proportion (scoring.py). Dr.Kernel
-# found this "lazy optimization" the commonest hack of RL-trained policies.
+# `mostly_torch` and its speed credit shrinks in proportion (scoring.py).
+# Dr.Kernel found this "lazy optimization" the commonest hack of RL-trained
+# policies. (Its first version also switched on TF32 for a speedup: at
+# 16b7c39 on the H200 that was `wrong`, max abs diff 0.066 against atol and
+# rtol 0.01, so it never reached the defence it is here for.)
 import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
-
-torch.backends.cuda.matmul.allow_tf32 = True
 
 
 @triton.jit

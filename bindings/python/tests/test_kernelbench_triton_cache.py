@@ -1,0 +1,101 @@
+"""kernelbench/triton_cache.py: the library's Triton kernels, as the
+reference's worker compiled them, planted in a candidate's Triton cache;
+never a write through a path the candidate's folder could hold."""
+import ast
+import json
+import os
+import pathlib
+
+import pytest
+
+from kreward.kernelbench import triton_cache
+
+KB_DIR = pathlib.Path(__file__).resolve().parent.parent / "kreward" / "kernelbench"
+
+
+def jit_functions(path):
+    tree = ast.parse(path.read_text())
+    return {f.name for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and any(
+        "triton.jit" in ast.unparse(d) for d in f.decorator_list)}
+
+
+def test_the_library_kernels_are_the_jit_functions_of_the_mask_and_the_commitment():
+    assert triton_cache.LIBRARY_KERNELS == (jit_functions(KB_DIR / "keystream_triton.py") |
+                                            jit_functions(KB_DIR / "commit_triton.py")) - {
+        "_rotl", "_qr", "_xor_word", "_block_words", "_tile"}  # inlined helpers, no entries of their own
+
+
+def entry(cache, key, kernel, extra=b"x" * 100):
+    """A Triton cache entry as Triton 3 writes one: the kernel's files and
+    the group file naming them by absolute path."""
+    d = cache / key
+    d.mkdir(parents=True)
+    files = {f"{kernel}.cubin": extra, f"{kernel}.json": b"{}", f"{kernel}.ptx": b"ptx"}
+    for name, data in files.items():
+        (d / name).write_bytes(data)
+    (d / f"__grp__{kernel}.json").write_text(json.dumps(
+        {"child_paths": {name: str(d / name) for name in files}}))
+    return d
+
+
+@pytest.fixture
+def baseline_cache(tmp_path):
+    cache = tmp_path / "reference" / "triton"
+    entry(cache, "MASKKEY", "chacha_xor_tile_kernel")
+    entry(cache, "SUMSKEY", "mixed_sums_kernel")
+    entry(cache, "INDUCTORKEY", "triton_poi_fused_add_0")   # the reference's own: not copied
+    entry(cache, "HUGEKEY", "chacha_xor_kernel", extra=b"x" * (triton_cache.MAX_ENTRY_BYTES + 1))
+    (cache / "tmp.pid_7_abc").mkdir()                        # Triton writing: not an entry
+    return cache
+
+
+def test_planted_entries_are_found_by_triton_in_the_candidates_folder(tmp_path, baseline_cache,
+                                                                      monkeypatch):
+    ext = tmp_path / "candidate"
+    ext.mkdir()
+    assert triton_cache.plant(str(baseline_cache), str(ext)) == 2
+    assert sorted(os.listdir(ext / "triton")) == ["MASKKEY", "SUMSKEY"]
+    group = json.loads((ext / "triton" / "MASKKEY" / "__grp__chacha_xor_tile_kernel.json").read_text())
+    assert all(p.startswith(str(ext / "triton" / "MASKKEY")) for p in group["child_paths"].values())
+    # Triton's own cache manager, pointed at the candidate's folder, finds them
+    cache_mod = pytest.importorskip("triton.runtime.cache", reason="Triton reads the cache")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(ext / "triton"))
+    found = cache_mod.FileCacheManager("MASKKEY").get_group("chacha_xor_tile_kernel.json")
+    assert found and set(found) == {"chacha_xor_tile_kernel.cubin", "chacha_xor_tile_kernel.json",
+                                    "chacha_xor_tile_kernel.ptx"}
+    assert all(pathlib.Path(p).read_bytes() for p in found.values())
+    # a second plant leaves what is there
+    assert triton_cache.plant(str(baseline_cache), str(ext)) == 0
+
+
+def test_nothing_is_written_through_a_link_the_candidate_left(tmp_path, baseline_cache):
+    """A candidate's worker writes its own folder: it can leave ext/triton,
+    or an entry's folder, as a link to the trainer's files."""
+    outside = tmp_path / "trainer"
+    outside.mkdir()
+    ext = tmp_path / "candidate"
+    ext.mkdir()
+    (ext / "triton").symlink_to(outside)
+    assert triton_cache.plant(str(baseline_cache), str(ext)) == 0
+    (ext / "triton").unlink()
+    (ext / "triton").mkdir()
+    (ext / "triton" / "MASKKEY").symlink_to(outside)
+    (ext / "triton" / "SUMSKEY").write_text("not a folder")
+    assert triton_cache.plant(str(baseline_cache), str(ext)) == 0
+    assert os.listdir(outside) == []
+    # and ext itself a link: refused
+    (tmp_path / "link").symlink_to(outside)
+    with pytest.raises(OSError):
+        triton_cache.plant(str(baseline_cache), str(tmp_path / "link"))
+    assert os.listdir(outside) == []
+
+
+def test_a_group_naming_a_file_the_entry_lacks_is_not_planted(tmp_path):
+    cache = tmp_path / "ref"
+    d = entry(cache, "KEY", "chacha_xor_kernel")
+    (d / "chacha_xor_kernel.ptx").unlink()
+    ext = tmp_path / "cand"
+    ext.mkdir()
+    triton_cache.plant(str(cache), str(ext))
+    assert not (ext / "triton" / "KEY" / "__grp__chacha_xor_kernel.json").exists()
+    assert triton_cache.plant(str(tmp_path / "no-cache"), str(ext)) == 0
