@@ -44,6 +44,8 @@ def parse_args(argv=None):
     p.add_argument("--device", default="cuda")
     p.add_argument("--budget-s", type=float, default=400.0,
                    help="start no problem after this many seconds")
+    p.add_argument("--batches", type=int, default=5, help="timed batches a side (evaluate's)")
+    p.add_argument("--batch-ms", type=float, default=10.0, help="a timed batch's length (Runner's)")
     p.add_argument("--json", help="write every run to this file")
     return p.parse_args(argv)
 
@@ -89,16 +91,17 @@ def main(argv=None):
         src = path.read_text() + "\nModelNew = Model\n"
         # no spare worker: its start (torch's import) would share the CPU
         # with the baseline timed right after an evaluation
-        with Runner(import_problem(str(path)), args.device, spare=False) as runner:
-            before = runner.baseline_us()
+        with Runner(import_problem(str(path)), args.device, spare=False,
+                    batch_ms=args.batch_ms) as runner:
+            before = runner.baseline_us(batches=args.batches)
             runs = []
             for i in range(args.repeats):
-                res = runner.evaluate(src, seed=i + 1)
+                res = runner.evaluate(src, seed=i + 1, batches=args.batches)
                 runs.append({k: res.get(k) for k in ("verdict", "feedback", "speedup", "time_us",
                                                      "baseline_us", "event_us", "calls",
                                                      "batches_us", "phases_s", "ops_s", "kernels")})
                 print(row_text(problem, i, res), flush=True)
-            after = runner.baseline_us()
+            after = runner.baseline_us(batches=args.batches)
         print(f"{problem:34s} baseline alone: before {before:.1f} us, after {after:.1f} us "
               f"({after / before:.3f}x)", flush=True)
         out.append({"problem": problem, "runs": runs, "baseline_alone_before_us": before,

@@ -15,6 +15,8 @@
 #      idle GPU slow the batch after it, and does a spin undo it?
 #      bench/bench_staging.py ("staging", not in the default steps either):
 #      a batch's inputs through pageable host memory, registered, or IPC?
+#      bench/profiler_after_cost.py ("profiler", not in the default steps):
+#      do launches slow down after a torch.profiler session?
 #      bench/kernelbench_timing_noise.py: identical code timed as identical?
 #      (KB_NOISE_ARGS: its arguments, e.g. --repeats 5)
 #   4. bench/bench_kernelbench.py with the time left: KB_ARGS (default: the
@@ -69,6 +71,10 @@ fi
 if want clock; then
   echo "== an idle GPU before a batch ($(elapsed) s)"
   timeout "$(limit 120)" python3 bench/gpu_idle_clock.py 2>&1 | tee $out/clock.log
+fi
+if want profiler; then
+  echo "== launches after a profiler session ($(elapsed) s)"
+  timeout "$(limit 120)" python3 bench/profiler_after_cost.py 2>&1 | tee $out/profiler.log
 fi
 if want staging; then
   echo "== a batch's staging: pageable, registered, CUDA IPC ($(elapsed) s)"
