@@ -17,6 +17,9 @@
 #      a batch's inputs through pageable host memory, registered, or IPC?
 #      bench/profiler_after_cost.py ("profiler", not in the default steps):
 #      do launches slow down after a torch.profiler session?
+#      bench/process_placement.py ("placement", not in the default steps):
+#      is a launch-bound call's speed the process's luck, and does pinning
+#      the processes to the GPU's cores remove it?
 #      bench/kernelbench_timing_noise.py: identical code timed as identical?
 #      (KB_NOISE_ARGS: its arguments, e.g. --repeats 5)
 #   4. bench/bench_kernelbench.py with the time left: KB_ARGS (default: the
@@ -75,6 +78,10 @@ fi
 if want profiler; then
   echo "== launches after a profiler session ($(elapsed) s)"
   timeout "$(limit 120)" python3 bench/profiler_after_cost.py 2>&1 | tee $out/profiler.log
+fi
+if want placement; then
+  echo "== a launch-bound call's speed per process: free or pinned ($(elapsed) s)"
+  timeout "$(limit 180)" python3 bench/process_placement.py 2>&1 | tee $out/placement.log
 fi
 if want staging; then
   echo "== a batch's staging: pageable, registered, CUDA IPC ($(elapsed) s)"

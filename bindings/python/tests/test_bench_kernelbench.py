@@ -247,7 +247,8 @@ def test_timing_noise_bench_runs_identical_code_on_the_cpu(tmp_path):
     assert all(len(r["batches_us"]["candidate"]) == len(r["batches_us"]["baseline"]) == 5 for r in runs)
 
 
-@pytest.mark.parametrize("script", ["bench_staging.py", "gpu_idle_clock.py", "profiler_after_cost.py"])
+@pytest.mark.parametrize("script", ["bench_staging.py", "gpu_idle_clock.py", "profiler_after_cost.py",
+                                    "process_placement.py"])
 def test_gpu_experiments_say_what_they_need(script):
     """The GPU experiments load and, without a GPU, say so and exit 0 (CI
     and this machine); on one they print their table."""
