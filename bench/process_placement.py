@@ -12,7 +12,10 @@ rounds), and prints the spread across processes:
   free       the scheduler places them (today's workers);
   local1     pinned to one CPU of the GPU's NUMA node (its local_cpulist);
   local4     pinned to four of them;
-  far1       pinned to one CPU outside it (when the machine has one).
+  far1       pinned to one CPU outside it (when the machine has one);
+  fixed      free, with the address space's layout not randomised
+             (personality ADDR_NO_RANDOMIZE, as setarch -R): is the luck
+             where the process's memory lies?
 
     python3 bench/process_placement.py [--procs 6] [--ops 40]
 
@@ -50,6 +53,16 @@ print(json.dumps({"us": statistics.median(per_call_us() for _ in range(7)),
 """
 
 
+ADDR_NO_RANDOMIZE = 0x0040000
+
+
+def fixed_layout():
+    """In the child before exec: no address space randomisation."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.personality(ADDR_NO_RANDOMIZE)
+
+
 def parse_cpulist(text):
     cpus = set()
     for part in text.strip().split(","):
@@ -84,6 +97,7 @@ def main(argv=None):
     ap.add_argument("--procs", type=int, default=6)
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--ops", type=int, default=40)
+    ap.add_argument("--ways", nargs="*", help="the ways to run (default: all)")
     args = ap.parse_args(argv)
     try:
         import torch
@@ -101,13 +115,17 @@ def main(argv=None):
             ("local4", ",".join(map(str, local[-4:])))]
     if far:
         ways.append(("far1", str(far[-1])))
+    ways.append(("fixed", ""))
+    if args.ways:
+        ways = [w for w in ways if w[0] in args.ways]
     print("| way | procs | median us/call | min | max | max/min |")
     print("|---|---|---|---|---|---|")
     for name, cpus in ways:
         got = []
         for _ in range(args.procs):
             out = subprocess.run([sys.executable, "-c", CHILD, str(args.calls), str(args.ops), cpus],
-                                 capture_output=True, text=True, timeout=300)
+                                 capture_output=True, text=True, timeout=300,
+                                 preexec_fn=fixed_layout if name == "fixed" else None)
             if out.returncode == 0:
                 got.append(json.loads(out.stdout.strip().splitlines()[-1])["us"])
         if got:

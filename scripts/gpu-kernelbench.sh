@@ -81,7 +81,8 @@ if want profiler; then
 fi
 if want placement; then
   echo "== a launch-bound call's speed per process: free or pinned ($(elapsed) s)"
-  timeout "$(limit 180)" python3 bench/process_placement.py 2>&1 | tee $out/placement.log
+  # shellcheck disable=SC2086
+  timeout "$(limit 180)" python3 bench/process_placement.py ${KB_PLACEMENT_ARGS:-} 2>&1 | tee $out/placement.log
 fi
 if want staging; then
   echo "== a batch's staging: pageable, registered, CUDA IPC ($(elapsed) s)"

@@ -39,7 +39,10 @@ static const char *const COPY_PROBLEM =
  * mixed non-linearly stay live, so the compiler cannot fold them away: ptxas
  * reports 126 for sm_90), blocks of 256: registers limit it to 2 blocks, 25 %
  * occupancy on sm_80/sm_90. (__launch_bounds__ and __maxnreg__ on one kernel
- * is a compile error.) */
+ * is a compile error.) Its output is its input: s is kept live by a test
+ * that is never true for finite inputs (at 277cab9 on the H200 `s == 123.0f`
+ * alone came true for 1 of 67M values in a timed call, a wrong value the
+ * timed check rightly flagged; 126 registers either way). */
 #define HEAVY "// kreward: launch k grid=(cdiv(N,256)) block=(256) args=(a, c, N)\n"               \
     "extern \"C\" __global__ void __maxnreg__(128)\n"                                          \
     "k(const float* a, float* c, long long n) {\n"                                                \
@@ -50,7 +53,7 @@ static const char *const COPY_PROBLEM =
     "    #pragma unroll\n    for (int j = 0; j < 96; j++)\n"                                     \
     "      v[j] = fmaf(v[j], v[(j + 7) % 96], v[(j + 41) % 96]);\n"                              \
     "  float s = 0;\n  #pragma unroll\n  for (int j = 0; j < 96; j++) s += v[j];\n"              \
-    "  c[i] = (s == 123.0f) ? s : x; }\n"
+    "  c[i] = (s == 123.0f && x != x) ? s : x; }\n"
 
 /* Two launches: copy half, then the other half. */
 #define TWO "// kreward: launch k grid=(cdiv(N/2,256)) block=(256) args=(a, c, 0, N/2)\n"          \
