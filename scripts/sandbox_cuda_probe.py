@@ -2,8 +2,9 @@
 """Why CUDA does or does not initialise inside libkreward's sandbox (the
 ModelNew worker's "start" mode): each variant enters kr_sandbox_enter with
 the worker's own spec (kernelbench/confine.py) widened by the reads and
-writes its name lists, in a
-fresh Python process, then initialises CUDA through torch and prints one
+writes its name lists (or narrowed: "no_shm" leaves /dev/shm out,
+"task_wo" the task files' read right, kr_sandbox_enter's "gpu_shm" and
+"gpu_task_read"), in a fresh Python process, then initialises CUDA through torch and prints one
 line. Comparing the lines bisects the refusal: widening the reads to "/"
 points at a file the grants lack, writing "/" at a write or a device right,
 "no_new_privs only" (prctl, no Landlock, no seccomp) at the filter or the
@@ -41,7 +42,9 @@ elif variant != "none":
     # "read=/a,/b;write=/c" (the _driver suffix: no torch, see below)
     s = confine.spec(write_dir, True, True)
     for part in variant.replace("_driver", "").split(";"):
-        if "=" in part:
+        if part in ("no_shm", "task_wo"):  # narrowing: a grant of "gpu" left out
+            s["gpu_shm" if part == "no_shm" else "gpu_task_read"] = False
+        elif "=" in part:
             key, paths = part.split("=", 1)
             s[key] = sorted(set(s[key]) | {os.path.expanduser(p) for p in paths.split(",")})
     status = confine.enter(lib, s)
@@ -75,7 +78,11 @@ VARIANTS = ("none", "nnp_only", "base", "base_driver", "read=/;write=/", "write=
             "write=/sys", "write=/run", "write=/var", "write=~", "write=/dev/shm",
             "write=/proc,/sys,/run,/var,~,/tmp,/dev", "write=/proc;read=/", "write=~;read=/",
             "write=/run;read=/", "write=/var;read=/", "write=/proc/self",
-            "write=/proc/self/task", "write=/proc/driver", "write=/proc/self_driver")
+            "write=/proc/self/task", "write=/proc/driver", "write=/proc/self_driver",
+            # narrower than the worker's spec: does CUDA start without
+            # /dev/shm, without reading the task files, without both?
+            "no_shm", "no_shm_driver", "task_wo", "task_wo_driver", "no_shm;task_wo",
+            "no_shm;task_wo_driver")
 
 
 def run(variant, lib, strace=None):

@@ -22,6 +22,14 @@ extern "C" {
  *                                  never those under the write trees
  *    "gpu": false,                 the NVIDIA device files, /proc/self's
  *                                  files CUDA reads, /sys topology
+ *    "gpu_shm": true,              with "gpu": /dev/shm (POSIX shared
+ *                                  memory, the same user's included);
+ *                                  false leaves it out
+ *    "gpu_task_read": true,        with "gpu": /proc/self/task's files
+ *                                  readable as well as writable (the
+ *                                  driver names its threads there); false:
+ *                                  written only, so task/<tid>/net/ (the
+ *                                  namespace's sockets) stays closed
  *    "address_space_bytes": 0, "cpu_seconds": 0, "open_files": 0,
  *    "file_bytes": 0}              limits, 0: none (cpu counted from now;
  *                                  a write past file_bytes ends the

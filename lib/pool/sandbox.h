@@ -22,7 +22,14 @@ typedef struct kr__sandbox_spec {
     uint64_t open_files;             /* RLIMIT_NOFILE; 0: leave as is */
     int allow_gpu;                   /* the NVIDIA device files and what CUDA needs to use them */
     uint64_t file_bytes;             /* RLIMIT_FSIZE: no file written past it; 0: unlimited */
+    unsigned gpu_without;            /* KR__GPU_WITHOUT_*: grants of allow_gpu left out */
 } kr__sandbox_spec;
+
+/* Grants a GPU worker may do without, each only narrowing allow_gpu: what
+ * CUDA needs of them is measured on a GPU (scripts/sandbox_cuda_probe.py)
+ * before a worker's default leaves them out (docs/sandbox.md). */
+#define KR__GPU_WITHOUT_SHM 1u        /* no /dev/shm (the same user's shared memory) */
+#define KR__GPU_WITHOUT_TASK_READ 2u  /* /proc/self/task written, not read (task/<tid>/net) */
 
 /* What was applied, for `kreward info` and reports. */
 typedef struct kr__sandbox_status {

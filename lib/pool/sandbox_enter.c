@@ -17,6 +17,7 @@ typedef struct {
     const char **write;
     size_t num_write;
     int exec, gpu;
+    unsigned gpu_without; /* KR__GPU_WITHOUT_*: "gpu_shm": false, "gpu_task_read": false */
     uint64_t limits[4]; /* address_space_bytes, cpu_seconds, open_files, file_bytes */
 } enter_spec;
 
@@ -87,9 +88,9 @@ static int parse_spec(json_t *root, enter_spec *s, char **why)
     const char *key;
     json_t *v;
     json_object_foreach(root, key, v) {
-        static const char *const known[] = {"read", "write", "exec", "gpu",
-                                            "address_space_bytes", "cpu_seconds", "open_files",
-                                            "file_bytes"};
+        static const char *const known[] = {"read", "write", "exec", "gpu", "gpu_shm",
+                                            "gpu_task_read", "address_space_bytes",
+                                            "cpu_seconds", "open_files", "file_bytes"};
         int ok = 0;
         for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
             ok |= strcmp(key, known[i]) == 0;
@@ -101,6 +102,19 @@ static int parse_spec(json_t *root, enter_spec *s, char **why)
     if ((rc = flag_of(root, "exec", &s->exec, why)) != KR_OK ||
         (rc = flag_of(root, "gpu", &s->gpu, why)) != KR_OK)
         return rc;
+    /* true unless said: each false leaves a grant of "gpu" out */
+    static const struct {
+        const char *key;
+        unsigned bit;
+    } narrowing[] = {{"gpu_shm", KR__GPU_WITHOUT_SHM}, {"gpu_task_read", KR__GPU_WITHOUT_TASK_READ}};
+    for (size_t i = 0; i < sizeof narrowing / sizeof narrowing[0]; i++) {
+        json_t *v = json_object_get(root, narrowing[i].key);
+        if (v && !json_is_boolean(v))
+            return fail(why, KR_EINVAL, "sandbox spec: \"%s\" must be true or false",
+                        narrowing[i].key);
+        if (v && json_is_false(v))
+            s->gpu_without |= narrowing[i].bit;
+    }
     for (size_t i = 0; i < sizeof limit_keys / sizeof limit_keys[0]; i++) {
         json_t *l = json_object_get(root, limit_keys[i]);
         if (l && (!json_is_integer(l) || json_integer_value(l) < 0))
@@ -150,7 +164,8 @@ int kr_sandbox_enter(const char *spec_json, char **status_json, char **why)
     int rc = parse_spec(root, &s, why);
     if (rc == KR_OK) {
         kr__sandbox_spec spec = {s.read,       s.num_read,   s.write,      s.num_write, s.limits[0],
-                                 s.limits[1], s.limits[2], s.gpu,        s.limits[3]};
+                                 s.limits[1], s.limits[2], s.gpu,        s.limits[3],
+                                 s.gpu_without};
         kr__sandbox_status st;
         char reason[256];
         int applied = kr__sandbox_apply_flags(&spec, s.exec ? KR__SANDBOX_ALLOW_EXEC : 0u, &st,

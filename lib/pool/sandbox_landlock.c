@@ -230,6 +230,27 @@ static const grant gpu_grants[] = {
     {"/usr/lib64", FS_READ, 0},
 };
 
+/* The GPU grants a spec may narrow (kr__sandbox_spec.gpu_without): a
+ * path of gpu_grants, the bit, and its rights then (0: no rule at all). */
+static const struct {
+    const char *path;
+    unsigned bit;
+    uint64_t rights;
+} gpu_narrowed[] = {
+    {"/dev/shm", KR__GPU_WITHOUT_SHM, 0},
+    /* names threads (write, truncate) and lists them, reads none of the
+     * task files (their net/ folder is the namespace's socket tables) */
+    {"/proc/self/task", KR__GPU_WITHOUT_TASK_READ, FS_READ_DIR | FS_WRITE_FILE | FS_TRUNCATE},
+};
+
+static uint64_t gpu_rights(const kr__sandbox_spec *spec, const grant *g)
+{
+    for (size_t i = 0; i < sizeof gpu_narrowed / sizeof gpu_narrowed[0]; i++)
+        if ((spec->gpu_without & gpu_narrowed[i].bit) && strcmp(g->path, gpu_narrowed[i].path) == 0)
+            return gpu_narrowed[i].rights;
+    return g->rights;
+}
+
 /* /dev/nvidia0, /dev/nvidia1, ...: the GPUs (not nvidia-modeset, display
  * control, nor the NVSwitch and NVLink management nodes). */
 static int gpu_device_grants(ll_build *b)
@@ -311,9 +332,11 @@ static int ll_rules(ll_build *b, const kr__sandbox_spec *spec)
             return -1;
     if (!spec->allow_gpu)
         return 0;
-    for (size_t i = 0; i < sizeof gpu_grants / sizeof gpu_grants[0]; i++)
-        if (ll_allow(b, gpu_grants[i].path, gpu_grants[i].rights, gpu_grants[i].pin) != 0)
+    for (size_t i = 0; i < sizeof gpu_grants / sizeof gpu_grants[0]; i++) {
+        uint64_t rights = gpu_rights(spec, &gpu_grants[i]);
+        if (rights && ll_allow(b, gpu_grants[i].path, rights, gpu_grants[i].pin) != 0)
             return -1;
+    }
     return gpu_device_grants(b);
 }
 

@@ -306,7 +306,7 @@ static int sandbox(worker *w, const worker_args *a)
      * libraries, NVRTC; under ASan terabytes of shadow reservation) */
     uint64_t budget = a->compile_memory ? a->compile_memory : 8ull << 30;
     kr__sandbox_spec spec = {reads, sizeof reads / sizeof reads[0], writes, a->cache_dir ? 1u : 0u,
-                             w->gpu ? 0 : mapped_bytes() + budget, 0, 0, w->gpu, 0};
+                             w->gpu ? 0 : mapped_bytes() + budget, 0, 0, w->gpu, 0, 0};
     if (a->no_sandbox) {
         kr__sandbox_probe(&w->sandbox);
         w->sandbox.landlock = w->sandbox.seccomp = 0;

@@ -475,7 +475,7 @@ static void compile_worker(void **state)
     make_dirs(&d);
     const char *reads[] = {d.rdir, "/nonexistent/kreward-sandbox-test"};
     const char *writes[] = {d.wdir};
-    kr__sandbox_spec spec = {reads, 2, writes, 1, 0, 0, 0, 0, 0};
+    kr__sandbox_spec spec = {reads, 2, writes, 1, 0, 0, 0, 0, 0, 0};
     child_result r;
     child_exited(in_sandbox(&spec, compile_worker_body, &d, &r, 60));
     applied_ok(&r);
@@ -574,7 +574,7 @@ static void compile_worker(void **state)
 enum {
     G_MAPS, G_STATUS, G_ENVIRON, G_TASK_ENVIRON, G_COMM, G_COMM_TRUNC, G_SETNAME, G_TASK_MEM, G_TASK_NET, G_PARENT_COMM, G_MEM, G_INIT_ENVIRON, G_INIT_CMDLINE,
     G_PARENT_STATUS, G_PROC_SYS, G_PASSWD, G_OUTSIDE, G_CPU_ONLINE, G_LDSO_CACHE, G_SHM_CREATE,
-    G_SHM_MKDIR, G_DLOPEN, G_TMP, N_GPU
+    G_SHM_MKDIR, G_SHM_OTHER, G_DLOPEN, G_TMP, N_GPU
 };
 _Static_assert(N_GPU <= MAX_CHECKS, "child_result holds every check");
 
@@ -659,6 +659,10 @@ static void gpu_worker_body(const dirs *d, child_result *r)
     if (o[G_SHM_CREATE].ok && unlink(path) != 0)
         o[G_SHM_CREATE] = rc_outcome(-1);
     o[G_SHM_MKDIR] = rc_outcome(mkdir(path, 0700));
+    /* the same user's shared memory: another process's segment (a
+     * trainer's DataLoader tensors), made by the parent (shm_other) */
+    snprintf(path, sizeof path, "/dev/shm/kr-sandbox-other-%d", (int)getppid());
+    o[G_SHM_OTHER] = try_read(path, NULL);
     /* a library not loaded yet: the loader reads ld.so.cache and the
      * library folders */
     if (dlopen("libresolv.so.2", RTLD_NOW | RTLD_NOLOAD)) {
@@ -672,15 +676,34 @@ static void gpu_worker_body(const dirs *d, child_result *r)
     o[G_TMP] = try_open("/tmp", O_RDONLY | O_DIRECTORY);
 }
 
+/* another process's POSIX shared memory for the worker to find; 0 when
+ * /dev/shm cannot be written here */
+static int shm_other(int make)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/dev/shm/kr-sandbox-other-%d", (int)getpid());
+    if (!make)
+        return unlink(path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return 0;
+    write_all(fd, "the trainer's tensors", 21);
+    close(fd);
+    return 1;
+}
+
 static void gpu_worker(void **state)
 {
     (void)state;
     dirs d;
     make_dirs(&d);
     const char *reads[] = {d.rdir};
-    kr__sandbox_spec spec = {reads, 1, NULL, 0, 0, 0, 0, 1, 0};
+    kr__sandbox_spec spec = {reads, 1, NULL, 0, 0, 0, 0, 1, 0, 0};
     child_result r;
+    int other = shm_other(1);
     child_exited(in_sandbox(&spec, gpu_worker_body, &d, &r, 60));
+    if (other)
+        shm_other(0);
     applied_ok(&r);
     const child_result *c = &r;
     expect(c, G_MAPS, 1, 0, "reading /proc/self/maps");
@@ -714,6 +737,49 @@ static void gpu_worker(void **state)
     if (access("/dev/shm", W_OK) == 0) {
         expect(c, G_SHM_CREATE, 1, 0, "a file in /dev/shm");
         expect_ll(c, G_SHM_MKDIR, 0, EACCES, "a folder in /dev/shm");
+        /* a known exposure of the /dev/shm grant (docs/sandbox.md) */
+        if (other)
+            expect(c, G_SHM_OTHER, 1, 0, "reading another process's file in /dev/shm");
+    } else {
+        print_message("SKIP /dev/shm: not writable here\n");
+    }
+    remove_tree(&d);
+}
+
+/* "gpu_shm": false and "gpu_task_read": false (KR__GPU_WITHOUT_*): no
+ * /dev/shm at all, and the task files written (a thread named the way the
+ * driver names its own, fopen "w") but never read, so neither the same
+ * user's shared memory nor task/<tid>/net */
+static void gpu_worker_narrowed(void **state)
+{
+    (void)state;
+    dirs d;
+    make_dirs(&d);
+    const char *reads[] = {d.rdir};
+    kr__sandbox_spec spec = {reads, 1, NULL, 0, 0, 0, 0, 1, 0,
+                             KR__GPU_WITHOUT_SHM | KR__GPU_WITHOUT_TASK_READ};
+    child_result r;
+    int other = shm_other(1);
+    child_exited(in_sandbox(&spec, gpu_worker_body, &d, &r, 60));
+    if (other)
+        shm_other(0);
+    applied_ok(&r);
+    const child_result *c = &r;
+    expect(c, G_COMM, 1, 0, "naming a thread through /proc/self/task/<tid>/comm");
+    expect(c, G_COMM_TRUNC, 1, 0, "naming a thread through comm opened with O_TRUNC");
+    /* glibc's pthread_setname_np opens comm read-write: refused without read */
+    expect_ll(c, G_SETNAME, 0, EACCES, "pthread_setname_np (read-write) without read");
+    expect_ll(c, G_TASK_ENVIRON, 0, EACCES, "reading /proc/self/task/<tid>/environ");
+    expect_ll(c, G_TASK_MEM, 0, EACCES, "opening /proc/self/task/<tid>/mem");
+    if (!c->o[G_TASK_NET].ok && c->o[G_TASK_NET].err == ENOENT)
+        print_message("SKIP task/<tid>/net: no such folder in this procfs\n");
+    else
+        expect_ll(c, G_TASK_NET, 0, EACCES, "reading /proc/self/task/<tid>/net/unix");
+    expect(c, G_MAPS, 1, 0, "reading /proc/self/maps");
+    if (access("/dev/shm", W_OK) == 0) {
+        expect_ll(c, G_SHM_CREATE, 0, EACCES, "a file in /dev/shm");
+        if (other)
+            expect_ll(c, G_SHM_OTHER, 0, EACCES, "reading another process's file in /dev/shm");
     } else {
         print_message("SKIP /dev/shm: not writable here\n");
     }
@@ -767,7 +833,7 @@ static void threads_started_before(void **state)
     dirs d;
     make_dirs(&d);
     const char *reads[] = {d.rdir};
-    kr__sandbox_spec spec = {reads, 1, NULL, 0, 0, 0, 0, 0, 0};
+    kr__sandbox_spec spec = {reads, 1, NULL, 0, 0, 0, 0, 0, 0, 0};
     child_result r;
     child_exited(in_sandbox_prepared(&spec, start_early_thread, early_thread_body, &d, &r, 60));
     applied_ok(&r);
@@ -797,7 +863,7 @@ static void spin(const dirs *d, child_result *r)
 static void cpu_limit(void **state)
 {
     (void)state;
-    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 0, 1, 0, 0, 0};
+    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 0, 1, 0, 0, 0, 0};
     child_result r;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -843,7 +909,7 @@ static void allocate(const dirs *d, child_result *r)
 static void address_space_limit(void **state)
 {
     (void)state;
-    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 1, 0, 0, 0, 0};
+    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 1, 0, 0, 0, 0, 0};
     child_result r;
     child_exited(in_sandbox_prepared(&spec, measure_address_space, allocate, NULL, &r, 60));
     applied_ok(&r);
@@ -862,7 +928,7 @@ static void read_nofile(const dirs *d, child_result *r)
 static void open_files_limit(void **state)
 {
     (void)state;
-    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 0, 0, 64, 0, 0};
+    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 0, 0, 64, 0, 0, 0};
     child_result r;
     child_exited(in_sandbox(&spec, read_nofile, NULL, &r, 60));
     applied_ok(&r);
@@ -907,7 +973,7 @@ static void file_size_limit(void **state)
     dirs d;
     make_dirs(&d);
     const char *writes[] = {d.wdir};
-    kr__sandbox_spec spec = {NULL, 0, writes, 1, 0, 0, 0, 0, 4096};
+    kr__sandbox_spec spec = {NULL, 0, writes, 1, 0, 0, 0, 0, 4096, 0};
     child_result r;
     child_exited(in_sandbox(&spec, grow_file, &d, &r, 60));
     applied_ok(&r);
@@ -931,7 +997,7 @@ static void quit(const dirs *d, child_result *r)
 static void no_core_dump(void **state)
 {
     (void)state;
-    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 0, 0, 0, 0, 0};
+    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
     child_result r;
     int status = in_sandbox(&spec, quit, NULL, &r, 30);
     applied_ok(&r);
@@ -952,7 +1018,7 @@ static void x32_call(const dirs *d, child_result *r)
 static void x32_killed(void **state)
 {
     (void)state;
-    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 0, 0, 0, 0, 0};
+    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
     child_result r;
     int status = in_sandbox(&spec, x32_call, NULL, &r, 30);
     applied_ok(&r);
@@ -994,7 +1060,7 @@ static void ia32_killed(void **state)
         print_message("SKIP ia32: this kernel does not run 32-bit system calls\n");
         return;
     }
-    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 0, 0, 0, 0, 0};
+    kr__sandbox_spec spec = {NULL, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
     child_result r;
     status = in_sandbox(&spec, ia32_call, NULL, &r, 30);
     applied_ok(&r);
@@ -1080,7 +1146,7 @@ static void nvrtc_compile(void **state)
         remove_tree(&d);
         return;
     }
-    kr__sandbox_spec spec = {NULL, 0, NULL, 1, 0, 0, 0, 0, 0};
+    kr__sandbox_spec spec = {NULL, 0, NULL, 1, 0, 0, 0, 0, 0, 0};
     const char *writes[] = {d.wdir};
     spec.write_paths = writes;
     child_result r;
@@ -1158,6 +1224,7 @@ int main(void)
         cmocka_unit_test(missing_spec),
         cmocka_unit_test(compile_worker),
         cmocka_unit_test(gpu_worker),
+        cmocka_unit_test(gpu_worker_narrowed),
         cmocka_unit_test(threads_started_before),
         cmocka_unit_test(cpu_limit),
         cmocka_unit_test(address_space_limit),

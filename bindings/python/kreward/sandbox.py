@@ -8,11 +8,13 @@ from . import _lib
 
 
 def enter(read=(), write=(), exec=False, gpu=False, address_space_bytes=0, cpu_seconds=0,
-          open_files=0, file_bytes=0):
+          open_files=0, file_bytes=0, gpu_shm=True, gpu_task_read=True):
     """Sandboxes the calling process: files readable only under `read` (and
     what the loader needs; with `gpu`, what CUDA needs), writable only under
     `write`, no network socket, no exec unless `exec` (programs under the
-    read trees, which inherit the sandbox). Returns what was applied:
+    read trees, which inherit the sandbox). gpu_shm=False leaves /dev/shm
+    out of the GPU grants, gpu_task_read=False the task files' read right
+    (docs/sandbox.md). Returns what was applied:
     {"landlock", "landlock_abi", "landlock_why", "seccomp", "seccomp_why",
     "no_new_privs", "rlimits", "exec", "network"}; a layer the kernel lacks
     is False with its why. Raises KrewardError (KR_EUNSUPPORTED) when a
@@ -20,7 +22,8 @@ def enter(read=(), write=(), exec=False, gpu=False, address_space_bytes=0, cpu_s
     spec = {"read": [str(p) for p in read], "write": [str(p) for p in write],
             "exec": bool(exec), "gpu": bool(gpu), "address_space_bytes": int(address_space_bytes),
             "cpu_seconds": int(cpu_seconds), "open_files": int(open_files),
-            "file_bytes": int(file_bytes)}
+            "file_bytes": int(file_bytes), "gpu_shm": bool(gpu_shm),
+            "gpu_task_read": bool(gpu_task_read)}
     return enter_json(json.dumps(spec))
 
 

@@ -167,10 +167,36 @@ def test_spec_errors_apply_nothing():
     (checked in this very process, which therefore stays unsandboxed)."""
     for spec, code in (('{"wirte": ["/tmp"]}', "KR_EINVAL"), ('{"read": ["relative"]}', "KR_EINVAL"),
                        ('{"exec": "yes"}', "KR_EINVAL"), ('{"cpu_seconds": -1}', "KR_EINVAL"),
-                       ('{"file_bytes": "1G"}', "KR_EINVAL"),
+                       ('{"file_bytes": "1G"}', "KR_EINVAL"), ('{"gpu_shm": "no"}', "KR_EINVAL"),
+                       ('{"gpu_task_read": 0}', "KR_EINVAL"),
                        ('{"read": [', "KR_EPARSE"), ('[]', "KR_EINVAL")):
         with pytest.raises(kreward.KrewardError) as e:
             sandbox.enter_json(spec)
         assert code in str(e.value) or e.value.code == getattr(kreward.Status, code[3:], None), (spec, e.value)
     with open("/etc/hostname" if os.path.exists("/etc/hostname") else "/etc/passwd") as f:
         f.read(1)  # still unsandboxed
+
+
+@needs_landlock
+def test_gpu_grants_narrowed_by_spec(trees, tmp_path):
+    """"gpu": true grants /dev/shm and the task folder's files; "gpu_shm":
+    false and "gpu_task_read": false leave them out (what CUDA needs of them
+    is measured with scripts/sandbox_cuda_probe.py on a GPU)."""
+    r, w, _ = trees
+    if not os.access("/dev/shm", os.W_OK):
+        pytest.skip("/dev/shm not writable here")
+    other = f"/dev/shm/kr-enter-other-{os.getpid()}"
+    with open(other, "w") as f:
+        f.write("the trainer's tensors")
+    try:
+        base = {"read": python_reads() + [str(r)], "write": [str(w)], "gpu": True}
+        probes = [["read", other], ["write", f"/dev/shm/kr-enter-new-{os.getpid()}"]]
+        wide = run_child(base, probes)
+        narrow = run_child({**base, "gpu_shm": False, "gpu_task_read": False}, probes)
+    finally:
+        os.unlink(other)
+        if os.path.exists(f"/dev/shm/kr-enter-new-{os.getpid()}"):
+            os.unlink(f"/dev/shm/kr-enter-new-{os.getpid()}")
+    assert wide[f"read {other}"] == "ok"  # the grant's known exposure (docs/sandbox.md)
+    assert narrow[f"read {other}"] == "EACCES"
+    assert narrow[f"write /dev/shm/kr-enter-new-{os.getpid()}"] == "EACCES"
