@@ -96,6 +96,26 @@ def test_a_group_naming_a_file_the_entry_lacks_is_not_planted(tmp_path):
     (d / "chacha_xor_kernel.ptx").unlink()
     ext = tmp_path / "cand"
     ext.mkdir()
-    triton_cache.plant(str(cache), str(ext))
-    assert not (ext / "triton" / "KEY" / "__grp__chacha_xor_kernel.json").exists()
+    assert triton_cache.plant(str(cache), str(ext)) == 0
+    assert not (ext / "triton" / "KEY").exists()  # not half an entry either
     assert triton_cache.plant(str(tmp_path / "no-cache"), str(ext)) == 0
+
+
+def test_the_references_folder_is_read_as_untrusted(tmp_path):
+    """A link to a secret, a FIFO, a group file nested past the parser's
+    depth: none is followed, waited on or raised; the entry's regular files
+    are planted, a group that cannot be read leaves its entry out."""
+    cache = tmp_path / "ref"
+    d = entry(cache, "KEY", "chacha_xor_kernel")
+    (tmp_path / "secret").write_text("the trainer's token")
+    (d / "chacha_xor_kernel.llir").symlink_to(tmp_path / "secret")
+    os.mkfifo(d / "chacha_xor_kernel.ttir")
+    deep = entry(cache, "DEEP", "mixed_sums_kernel")
+    (deep / "__grp__mixed_sums_kernel.json").write_text("[" * 100000 + "]" * 100000)
+    ext = tmp_path / "cand"
+    ext.mkdir()
+    assert triton_cache.plant(str(cache), str(ext)) == 1
+    assert sorted(os.listdir(ext / "triton")) == ["KEY"]
+    assert sorted(os.listdir(ext / "triton" / "KEY")) == [
+        "__grp__chacha_xor_kernel.json", "chacha_xor_kernel.cubin", "chacha_xor_kernel.json",
+        "chacha_xor_kernel.ptx"]

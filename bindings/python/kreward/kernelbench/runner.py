@@ -322,7 +322,7 @@ class Runner:
             # worker compiled them: not again in every candidate's folder
             try:
                 triton_cache.plant(os.path.join(self._ext(self._ref_source), "triton"), ext)
-            except OSError:  # then its worker compiles them, as before
+            except Exception:  # noqa: BLE001 - then its worker compiles them, as before
                 pass
         w = WorkerProcess(self._env(ext) if ext else None,
                           self._sandbox_config(ext) if self.sandbox == "start" else None,
@@ -530,23 +530,24 @@ class Runner:
                             dtype=torch.uint8, device=self.device)
         lo = hi = None  # the region's bytes the stage holds
 
-        def flush():
+        def flush(last):
             mask(stage[:hi - lo], key, lo)
             region[lo:hi].copy_(stage[:hi - lo])
-            stage.zero_()  # padding between tensors: zeros, never this process's old memory
+            if not last:  # padding between tensors: zeros, never this process's old memory
+                stage[:hi - lo].zero_()
 
         for seed, at, (start, end) in zip(seeds, where, spans):
             if end == start:
                 continue
             if lo is not None and end - lo > stage.numel():
-                flush()
+                flush(last=False)
                 lo = None
             if lo is None:
                 lo = start
             stage_call(stage, at, make_inputs(self.layouts[case], seed, self.device), base=lo)
             hi = end
         if lo is not None:
-            flush()
+            flush(last=True)
         self._caller_s["write_region"] += time.perf_counter() - t0
         return base64.b64encode(key.raw).decode()
 
@@ -602,8 +603,12 @@ class Runner:
     def _warmup(self, w, calls, rng, lifted=None):
         """A batch whose time is only an estimate (lazy initialisation,
         clocks, caches): per-call wall us."""
-        wall, _ = self._batch(w, 0, [rng.getrandbits(62) for _ in range(calls)], lifted)
-        w.request({"op": "drop"}, self.call_timeout_s)
+        try:
+            wall, _ = self._batch(w, 0, [rng.getrandbits(62) for _ in range(calls)], lifted)
+            w.request({"op": "drop"}, self.call_timeout_s)
+        except BaseException:
+            w.release_region()  # no timed batches follow to free them (a kept baseline worker)
+            raise
         return wall  # the region's pages stay for the timed batches (_timed frees them)
 
     def _timed(self, w, batches, calls, checks, rng, lifted=None, check=None, preps=None):

@@ -7,7 +7,10 @@ compiled the region's mask and the commitment's kernel again: ~3.3 s of its
 `verify` phase on the H200 at 16b7c39 (0.2-0.4 s when they were cached).
 The reference's worker compiles the same kernels (it unmasks and commits
 alike), in its own folder, written by the problem's code and the library's
-only. Before a candidate's worker starts, the Runner copies those entries
+only (in the "start" sandbox; in "init" a candidate's threads started before
+its sandbox keep the user's file access, which reaches that folder and much
+more: docs/kernelbench.md). Its files are still read as untrusted: no link
+followed, nothing but regular files, no more than MAX_ENTRY_BYTES. Before a candidate's worker starts, the Runner copies those entries
 (only those: the kernels named in LIBRARY_KERNELS) into the candidate's
 folder, so its Triton finds them there.
 
@@ -22,6 +25,7 @@ worker's code anyway.
 """
 import json
 import os
+import stat
 
 # the @triton.jit functions of keystream_triton.py and commit_triton.py
 # (tests/test_kernelbench_triton_cache.py checks the names against them)
@@ -53,19 +57,43 @@ def library_entries(cache):
         kernels = {f[len(GROUP_PREFIX):].rsplit(".", 1)[0] for f in files if f.startswith(GROUP_PREFIX)}
         if not kernels or not kernels <= LIBRARY_KERNELS:
             continue
-        blobs, size = {}, 0
+        blobs, left = {}, MAX_ENTRY_BYTES
         for f in files:
-            p = os.path.join(path, f)
-            if os.path.islink(p) or not os.path.isfile(p):
+            data = _read_regular(path, f, left)
+            if data is None:
                 continue
-            size += os.path.getsize(p)
-            if size > MAX_ENTRY_BYTES:
+            if len(data) > left:
                 break
-            with open(p, "rb") as fh:
-                blobs[f] = fh.read()
+            left -= len(data)
+            blobs[f] = data
         else:
             found[entry] = blobs
     return found
+
+
+def _read_regular(folder, name, most):
+    """The bytes of folder/name if it is a regular file (no link followed,
+    a FIFO not waited on), at most most + 1 of them; None otherwise."""
+    try:
+        fd = os.open(os.path.join(folder, name),
+                     os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, n = [], 0
+        while n <= most:
+            chunk = os.read(fd, min(1 << 20, most + 1 - n))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            n += len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _regrouped(blob, entry_dir, files):
@@ -80,7 +108,7 @@ def _regrouped(blob, entry_dir, files):
             if base not in files:
                 return None
             moved[name] = os.path.join(entry_dir, base)
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
     return json.dumps({"child_paths": moved}).encode()
 
@@ -112,22 +140,26 @@ def plant(source_cache, ext):
             return 0
         try:
             for entry, files in entries.items():
+                entry_dir = os.path.join(ext, "triton", entry)
+                # the group files with their paths in the candidate's entry;
+                # an entry with one Triton could not read is left out whole
+                groups = {n: _regrouped(d, entry_dir, files) for n, d in files.items()
+                          if n.startswith(GROUP_PREFIX)}
+                if None in groups.values():
+                    continue
                 try:
                     os.mkdir(entry, 0o755, dir_fd=cache_fd)
                 except FileExistsError:
                     continue
                 entry_fd = os.open(entry, _DIR_FLAGS, dir_fd=cache_fd)
                 try:
-                    entry_dir = os.path.join(ext, "triton", entry)
                     # the kernel files first, the group files (what Triton
                     # looks for) last: a worker never sees a group whose
                     # files are missing
-                    for name in sorted(files, key=lambda n: n.startswith(GROUP_PREFIX)):
-                        data = files[name]
-                        if name.startswith(GROUP_PREFIX):
-                            data = _regrouped(data, entry_dir, files)
-                            if data is None:
-                                continue
+                    for name, data in files.items():
+                        if name not in groups:
+                            _write_new(name, data, entry_fd)
+                    for name, data in groups.items():
                         _write_new(name, data, entry_fd)
                     planted += 1
                 finally:

@@ -326,7 +326,9 @@ class Worker:
         # write): the same candidate again (another case, another seed) is
         # not rebuilt
         ext = os.path.join(req["cache_dir"], digest)
-        cached = os.path.isdir(ext) and bool(set(os.listdir(ext)) - {"tmp"})
+        # (not the Triton and inductor caches: the runner plants the
+        # library's own Triton kernels before a new candidate's first run)
+        cached = os.path.isdir(ext) and bool(set(os.listdir(ext)) - {"tmp", "triton", "inductor"})
         os.makedirs(ext, exist_ok=True)
         os.environ["TORCH_EXTENSIONS_DIR"] = ext
         if self.sandbox.config is None and req.get("sandbox"):
