@@ -692,19 +692,28 @@ static int shm_other(int make)
     return 1;
 }
 
+/* gpu_worker_body in a GPU worker's sandbox without the grants named by
+ * `without` (KR__GPU_WITHOUT_*), another process's shared memory beside
+ * it; returns whether that file could be made */
+static int run_gpu_worker(unsigned without, dirs *d, child_result *r)
+{
+    make_dirs(d);
+    const char *reads[] = {d->rdir};
+    kr__sandbox_spec spec = {reads, 1, NULL, 0, 0, 0, 0, 1, 0, without};
+    int other = shm_other(1);
+    child_exited(in_sandbox(&spec, gpu_worker_body, d, r, 60));
+    if (other)
+        shm_other(0);
+    applied_ok(r);
+    return other;
+}
+
 static void gpu_worker(void **state)
 {
     (void)state;
     dirs d;
-    make_dirs(&d);
-    const char *reads[] = {d.rdir};
-    kr__sandbox_spec spec = {reads, 1, NULL, 0, 0, 0, 0, 1, 0, 0};
     child_result r;
-    int other = shm_other(1);
-    child_exited(in_sandbox(&spec, gpu_worker_body, &d, &r, 60));
-    if (other)
-        shm_other(0);
-    applied_ok(&r);
+    int other = run_gpu_worker(0, &d, &r);
     const child_result *c = &r;
     expect(c, G_MAPS, 1, 0, "reading /proc/self/maps");
     expect(c, G_STATUS, 1, 0, "reading /proc/self/status");
@@ -754,16 +763,8 @@ static void gpu_worker_narrowed(void **state)
 {
     (void)state;
     dirs d;
-    make_dirs(&d);
-    const char *reads[] = {d.rdir};
-    kr__sandbox_spec spec = {reads, 1, NULL, 0, 0, 0, 0, 1, 0,
-                             KR__GPU_WITHOUT_SHM | KR__GPU_WITHOUT_TASK_READ};
     child_result r;
-    int other = shm_other(1);
-    child_exited(in_sandbox(&spec, gpu_worker_body, &d, &r, 60));
-    if (other)
-        shm_other(0);
-    applied_ok(&r);
+    int other = run_gpu_worker(KR__GPU_WITHOUT_SHM | KR__GPU_WITHOUT_TASK_READ, &d, &r);
     const child_result *c = &r;
     expect(c, G_COMM, 1, 0, "naming a thread through /proc/self/task/<tid>/comm");
     expect(c, G_COMM_TRUNC, 1, 0, "naming a thread through comm opened with O_TRUNC");
