@@ -14,7 +14,11 @@ longer batches help); speedups that stay off 1 in every run, with tight
 batches on each side, are systematic (the two processes run different
 kernels or allocations: compare `kernels` in the JSON); a baseline that
 drifts between before and after is the GPU or host changing under the
-measurement (bracketing the candidate would cancel it).
+measurement (bracketing the candidate would cancel it). "luck" is the
+candidate's worker's launch time over the baseline's worker's, each
+measured before any candidate code (results' launch_luck): speedups that
+follow 1/luck are the processes' luck (91af0ed: fresh identical processes
+launched 1.44x apart), which more batches cannot remove.
 
     KREWARD_LIBRARY=build/lib/libkreward.so.1 PYTHONPATH=bindings/python \\
         python3 bench/kernelbench_timing_noise.py [--repeats 3] [--problems level2/02 ...] [--json out.json]
@@ -63,9 +67,13 @@ def row_text(problem, run, res):
     sp = res.get("speedup")
     ev = res.get("event_us")
     ratio = ev / res["time_us"] if ev and res.get("time_us") else None
+    # the candidate's process's launch time over the baseline's, measured
+    # before any candidate code: does the speedup follow it?
+    luck = res.get("launch_luck")
     return (f"{problem:34s} {run:>3}  {res['verdict']:6s} "
             f"{(f'{sp:.3f}' if sp else '-'):>7}  cand {spread(b.get('candidate')):28s} "
-            f"base {spread(b.get('baseline')):28s} events/clock {(f'{ratio:.2f}' if ratio else '-')}")
+            f"base {spread(b.get('baseline')):28s} events/clock {(f'{ratio:.2f}' if ratio else '-')}"
+            f"  luck {(f'{luck:.2f}' if luck else '-')}")
 
 
 def main(argv=None):
@@ -99,7 +107,8 @@ def main(argv=None):
                 res = runner.evaluate(src, seed=i + 1, batches=args.batches)
                 runs.append({k: res.get(k) for k in ("verdict", "feedback", "speedup", "time_us",
                                                      "baseline_us", "event_us", "calls",
-                                                     "batches_us", "phases_s", "ops_s", "kernels")})
+                                                     "batches_us", "phases_s", "ops_s", "kernels",
+                                                     "launch_us", "launch_luck", "kernel_share")})
                 print(row_text(problem, i, res), flush=True)
             after = runner.baseline_us(batches=args.batches)
         print(f"{problem:34s} baseline alone: before {before:.1f} us, after {after:.1f} us "

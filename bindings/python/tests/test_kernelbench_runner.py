@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch", reason="the ModelNew runner needs torch")
 from kreward.kernelbench import import_problem  # noqa: E402
 from kreward.kernelbench.runner import Runner  # noqa: E402
 from kreward.kernelbench.scoring import (MOSTLY_TORCH_SHARE, attribute, custom_kernel_names, custom_share,  # noqa: E402
-                                        kernel_share, reward_of)
+                                        kernel_share, launch_luck, luck_note, reward_of)
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 KB = ROOT / "examples" / "kernelbench"
@@ -49,6 +49,10 @@ def test_honest_torch_candidate_passes_every_case(relu_runner):
     assert res["timing_mismatch"] is False
     assert res["torch_fallback"] is None  # no attribution without CUDA
     assert res["reward"] == 0.5
+    # each worker's launch time, measured in its ready before any candidate code
+    lu = res["launch_us"]
+    assert lu["candidate"] > 0 and lu["baseline"] > 0
+    assert res["launch_luck"] == pytest.approx(lu["candidate"] / lu["baseline"], rel=1e-3)
 
 
 def test_a_triton_modelnew_loads(relu_runner):
@@ -178,6 +182,31 @@ def test_kernel_share_says_how_launch_bound_a_call_is():
     assert kernel_share(kernels, 300.0) == 0.27
     assert kernel_share(kernels, 70.0) == 1.0  # one profiled call against a median: capped
     assert kernel_share(kernels, None) is None and kernel_share([], 10.0) == 0.0
+
+
+def test_launch_luck_is_noted_for_launch_bound_candidates_only():
+    """launch_luck: the candidate's worker's launch time over the
+    baseline's (91af0ed: fresh identical processes 1.44x apart on the
+    H200); noted where the call is launch-bound and the two processes
+    differ by more than 15 %, either way."""
+    assert launch_luck(13.0, 10.0) == 1.3
+    assert launch_luck(None, 10.0) is None and launch_luck(12.0, 0) is None
+    assert "1.30x the baseline's" in luck_note(1.3, 0.27)
+    assert "0.80x the baseline's" in luck_note(0.8, 0.27)
+    assert luck_note(1.3, 0.9) is None      # its kernels take most of a call
+    assert luck_note(1.1, 0.27) is None     # within 15 %
+    assert luck_note(None, 0.27) is None and luck_note(1.3, None) is None
+
+
+def test_a_ready_reply_without_its_launch_time_is_refused():
+    """ready's reply is the worker's own, written before any candidate code
+    runs; one without a launch time (or with a negative or infinite one) is
+    not a ready reply."""
+    from kreward.kernelbench.worker_process import WorkerProtocolError, check_reply
+    check_reply("ready", {"ok": True, "no_subreaper": None, "launch_us": 6.5}, 0)
+    for bad in (None, -1.0, float("inf"), "6.5", True):
+        with pytest.raises(WorkerProtocolError):
+            check_reply("ready", {"ok": True, "no_subreaper": None, "launch_us": bad}, 0)
 
 
 def test_manifest_names_existing_candidates():

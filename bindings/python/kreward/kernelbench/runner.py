@@ -63,7 +63,7 @@ from .reference import Reference
 # what a result says (scoring.py); reward_of and the attribution helpers
 # are also importable from here, where they lived before
 from .scoring import (LAUNCH_BOUND, MOSTLY_TORCH_SHARE, attribute, custom_kernel_names,  # noqa: F401
-                      custom_share, kernel_share, reward_of)
+                      custom_share, kernel_share, launch_luck, luck_note, reward_of)
 from .worker_process import CandidateDenied, WorkerDied, WorkerProcess, WorkerTimeout, _failure
 
 DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "kreward", "kernelbench")
@@ -376,6 +376,7 @@ class Runner:
                 self._may_fall_back = False  # decided: it starts here
             loaded = w.receive(self.timeout_s)[0]
             loaded["no_subreaper"] = ready.get("no_subreaper")
+            loaded["launch_us"] = ready.get("launch_us")
             loaded["started_ahead"] = ahead
             return w, loaded
         except BaseException:
@@ -451,6 +452,7 @@ class Runner:
             return f"the reference does not run in a worker: {failed[0]['error']}"
         build, seal, calibration = replies[2], replies[3], replies[-2]
         self._base_state = {"ready": True, "lifted": build["lifted"], "gpu_paths": seal["gpu_paths"],
+                            "launch_us": replies[0].get("launch_us"),
                             "per_call_us": calibration["event_us"] / 2,
                             "compile_seconds": _number_or_none(build.get("compile_seconds")),
                             "graphs": _number_or_none(build.get("graphs"))}
@@ -699,6 +701,7 @@ class Runner:
             # the candidate's worker was the spare (torch and CUDA up before
             # it was asked for): start_and_load is then mostly the load
             res["started_ahead"] = loaded["started_ahead"]
+            res["launch_us"] = {"candidate": loaded.get("launch_us")}
             if self.sandbox_fallback:
                 res["notes"].append(
                     f'the "start" sandbox could not start a worker here ({self.sandbox_fallback}): '
@@ -776,6 +779,7 @@ class Runner:
             if why_no_baseline is None:
                 self._time_baseline(res, warm, batches, n, checks, rng, lifted[0])
                 phase("baseline_timed")
+                self._launch_luck(res)
             elif baseline:
                 res["notes"].append(f"no baseline: {why_no_baseline}")
         except WorkerTimeout as e:
@@ -849,6 +853,17 @@ class Runner:
         res["baseline_prepare_us"] = _median(preps)
         res["speedup"] = res["baseline_us"] / res["time_us"] if res["time_us"] > 0 else None
         self._base_state["per_call_us"] = res["baseline_us"]
+
+    def _launch_luck(self, res):
+        """The two workers' launch times (each measured before any
+        candidate code ran in it) and their ratio; a note when a
+        launch-bound candidate's process was far from the baseline's."""
+        res["launch_us"]["baseline"] = self._base_state.get("launch_us")
+        luck = launch_luck(res["launch_us"]["candidate"], res["launch_us"]["baseline"])
+        res["launch_luck"] = None if luck is None else round(luck, 4)
+        note = luck_note(luck, res.get("kernel_share"))
+        if note:
+            res["notes"].append(note)
 
     def _clocks_reset(self, w):
         w.op_s.clear()

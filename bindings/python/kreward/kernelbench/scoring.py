@@ -13,6 +13,29 @@ LAUNCH_BOUND = 0.5  # kernel_share under this: a note says the time is the host'
 # its own for a trivial part, or a decoy launched for show, while torch or a
 # library does the work (and takes the speedup: TF32, a faster algorithm)
 MOSTLY_TORCH_SHARE = 0.5
+# launch_luck outside [1 / LUCK_NOTED, LUCK_NOTED] is noted for a launch-bound candidate
+LUCK_NOTED = 1.15
+
+
+def launch_luck(candidate_us, baseline_us):
+    """The candidate's worker's launch time over the baseline's worker's
+    (each measured in its ready, before any candidate code: worker.py
+    _launch_probe); None when either is missing. Above 1 the candidate's
+    process launches slower than the baseline's: a launch-bound
+    candidate's speedup is then low by up to that factor, and high below 1."""
+    if not candidate_us or not baseline_us:
+        return None
+    return candidate_us / baseline_us
+
+
+def luck_note(luck, share):
+    """A note when a launch-bound candidate's process launched far from the
+    baseline's (None otherwise): its speedup carries that factor."""
+    if luck is None or share is None or share >= LAUNCH_BOUND or 1 / LUCK_NOTED <= luck <= LUCK_NOTED:
+        return None
+    return (f"launch luck: its process launched small ops {luck:.2f}x the baseline's time "
+            "(measured before its code loaded); as it is launch-bound its speedup carries "
+            "much of that factor (docs/kernelbench.md, timing noise)")
 
 
 def custom_kernel_names(source):

@@ -302,7 +302,33 @@ class Worker:
                 except Exception:  # noqa: BLE001 - the commitment then takes torch's steps
                     pass
         self.ready_failed = False
-        return {"no_subreaper": NO_SUBREAPER}
+        return {"no_subreaper": NO_SUBREAPER, "launch_us": self._launch_probe()}
+
+    def _launch_probe(self, calls=30, ops=20, rounds=3):
+        """Microseconds a small op takes to launch in this process: a fixed
+        chain of tiny multiply-adds (after one unmeasured round), the median
+        of `rounds`. Measured in ready, before any candidate code is in the
+        process, so the candidate has no say in it. On the H200 identical
+        fresh processes launched such a chain 1.44x apart (91af0ed: the
+        process's luck, docs/kernelbench.md); results compare the
+        candidate's worker with the baseline's (launch_luck)."""
+        t = self.torch
+        sync = self._sync or (lambda: None)
+        x = t.zeros(256, device=self.device)
+
+        def one_round():
+            sync()
+            t0 = self.perf()
+            with self.no_grad():
+                for _ in range(calls):
+                    y = x
+                    for _ in range(ops):
+                        y = y * 1.0001 + 0.0001
+            sync()
+            return (self.perf() - t0) * 1e6 / (calls * ops * 2)
+
+        one_round()
+        return sorted(one_round() for _ in range(rounds))[rounds // 2]
 
     def load(self, req):
         if self.loaded:

@@ -88,7 +88,7 @@ def _status(x):
 
 
 REPLIES = {
-    "ready": {"no_subreaper": _str_or_none},
+    "ready": {"no_subreaper": _str_or_none, "launch_us": _num},
     "load": {"compile_seconds": _num, "cached": lambda x: isinstance(x, bool),
              "hash": lambda x: isinstance(x, str), "sandbox": _status, "isolation": _status},
     "build": {"lifted": lambda x: isinstance(x, bool), "missing": _strs},
