@@ -832,8 +832,13 @@ class Runner:
             return
         b = self._base
         preps = []
-        self._clocks_reset(b)
         try:
+            # its launch time now, the candidate gone: its ready's was taken
+            # while the first candidate's worker started beside it
+            r, _ = b.request({"op": "launch"}, self.call_timeout_s)
+            if r["ok"]:
+                self._base_state["launch_us"] = r["launch_us"]
+            self._clocks_reset(b)
             self._warmup(b, warm, rng, lifted)
             wall, _, _ = self._timed(b, batches, calls, checks, rng, lifted, preps=preps)
         except (WorkerDied, WorkerTimeout, CandidateDenied, RuntimeError) as e:

@@ -641,6 +641,11 @@ class Worker:
         self.batch, self.order, self.events, self.staged = {}, [], None, None
         return {}
 
+    def launch(self, req):
+        """The launch probe again, at a quiet moment: asked of the
+        reference's worker only (a candidate's answer would be its own)."""
+        return {"launch_us": self._launch_probe()}
+
     def serve(self, inp):
         for line in inp:
             req = json.loads(line)
@@ -662,7 +667,7 @@ class Worker:
 
 
 OPS = ("ready", "load", "seal", "build", "prepare", "stage", "go", "times", "fetch", "attribute",
-       "drop")
+       "drop", "launch")
 
 
 def run_worker(rfd, wfd, config, region_fd=None):

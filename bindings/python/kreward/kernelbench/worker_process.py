@@ -100,6 +100,7 @@ REPLIES = {
     "fetch": {"outputs": lambda x: isinstance(x, list), "input_digest": lambda x: isinstance(x, str)},
     "attribute": {"kernels": _kernels},
     "drop": {},
+    "launch": {"launch_us": _num},
 }
 FAILED = {"error": lambda x: isinstance(x, str)}
 # element sizes of the dtypes an output may have (str(torch.dtype) without "torch.")
