@@ -108,11 +108,11 @@ static int parse_spec(json_t *root, enter_spec *s, char **why)
         unsigned bit;
     } narrowing[] = {{"gpu_shm", KR__GPU_WITHOUT_SHM}, {"gpu_task_read", KR__GPU_WITHOUT_TASK_READ}};
     for (size_t i = 0; i < sizeof narrowing / sizeof narrowing[0]; i++) {
-        json_t *v = json_object_get(root, narrowing[i].key);
-        if (v && !json_is_boolean(v))
+        json_t *flag = json_object_get(root, narrowing[i].key);
+        if (flag && !json_is_boolean(flag))
             return fail(why, KR_EINVAL, "sandbox spec: \"%s\" must be true or false",
                         narrowing[i].key);
-        if (v && json_is_false(v))
+        if (flag && json_is_false(flag))
             s->gpu_without |= narrowing[i].bit;
     }
     for (size_t i = 0; i < sizeof limit_keys / sizeof limit_keys[0]; i++) {

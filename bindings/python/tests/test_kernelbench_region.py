@@ -320,13 +320,13 @@ def test_a_batch_made_in_chunks_is_each_call_masked_at_its_place(tmp_path, monke
     span from its start, and zeros between tensors (never old memory of
     the caller's). Calls of two odd-sized inputs: 60 and 28 bytes, each
     padded to a 256-byte unit, two units a call."""
-    from kreward.kernelbench import runner as runner_mod
+    from kreward.kernelbench import batches as batches_mod
     (tmp_path / "p.py").write_text(TWO_ODD_INPUTS)
     imp = import_problem(str(tmp_path / "p.py"))
-    monkeypatch.setattr(runner_mod, "STAGE_CHUNK", chunk)
+    monkeypatch.setattr(batches_mod, "STAGE_CHUNK", chunk)
     flushes = []
-    real_mask = runner_mod.mask
-    monkeypatch.setattr(runner_mod, "mask", lambda span, key, start: (
+    real_mask = batches_mod.mask
+    monkeypatch.setattr(batches_mod, "mask", lambda span, key, start: (
         flushes.append((start, span.numel())), real_mask(span, key, start))[1])
     runner = Runner(imp, "cpu", cache_dir=str(tmp_path / "cache"), spare=False)
     try:

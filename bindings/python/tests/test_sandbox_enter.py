@@ -22,7 +22,7 @@ needs_seccomp = pytest.mark.skipif(not OFFERED["seccomp"], reason=f"no seccomp: 
 # argv[2] (JSON), printing one JSON line: the status and per probe "ok" or
 # the errno it got.
 CHILD = textwrap.dedent("""
-    import errno, json, os, socket, subprocess, sys
+    import errno, json, os, socket, subprocess, sys, threading
     from kreward import sandbox
     status = sandbox.enter_json(sys.argv[1])
     out = {}
@@ -58,6 +58,9 @@ CHILD = textwrap.dedent("""
                 finally:
                     os.close(fd)
             attempt(f"write_bytes {arg[1]}", lambda: write_all(*arg))
+        elif kind == "read_task":  # this thread's own /proc/self/task/<tid>/<arg>
+            path = f"/proc/self/task/{threading.get_native_id()}/{arg}"
+            attempt("read_task " + arg, lambda: open(path, "rb").read(1))
         elif kind == "enter":
             attempt("enter", lambda: out.__setitem__("status2", sandbox.enter_json(arg)))
     print(json.dumps({"status": status, **out}))
@@ -178,25 +181,34 @@ def test_spec_errors_apply_nothing():
 
 
 @needs_landlock
-def test_gpu_grants_narrowed_by_spec(trees, tmp_path):
+def test_gpu_grants_narrowed_by_spec(trees):
     """"gpu": true grants /dev/shm and the task folder's files; "gpu_shm":
-    false and "gpu_task_read": false leave them out (what CUDA needs of them
-    is measured with scripts/sandbox_cuda_probe.py on a GPU)."""
+    false leaves /dev/shm out, "gpu_task_read": false the task files' read
+    right, each on its own (what CUDA needs of them is measured with
+    scripts/sandbox_cuda_probe.py on a GPU)."""
     r, w, _ = trees
     if not os.access("/dev/shm", os.W_OK):
         pytest.skip("/dev/shm not writable here")
     other = f"/dev/shm/kr-enter-other-{os.getpid()}"
+    new = f"/dev/shm/kr-enter-new-{os.getpid()}"
     with open(other, "w") as f:
         f.write("the trainer's tensors")
+    base = {"read": python_reads() + [str(r)], "write": [str(w)], "gpu": True}
+    probes = [["read", other], ["write", new], ["read_task", "environ"]]
+    got = {}
     try:
-        base = {"read": python_reads() + [str(r)], "write": [str(w)], "gpu": True}
-        probes = [["read", other], ["write", f"/dev/shm/kr-enter-new-{os.getpid()}"]]
-        wide = run_child(base, probes)
-        narrow = run_child({**base, "gpu_shm": False, "gpu_task_read": False}, probes)
+        for name, extra in (("wide", {}), ("no_shm", {"gpu_shm": False}),
+                            ("no_task_read", {"gpu_task_read": False})):
+            got[name] = run_child({**base, **extra}, probes)
+            if os.path.exists(new):
+                os.unlink(new)
     finally:
         os.unlink(other)
-        if os.path.exists(f"/dev/shm/kr-enter-new-{os.getpid()}"):
-            os.unlink(f"/dev/shm/kr-enter-new-{os.getpid()}")
-    assert wide[f"read {other}"] == "ok"  # the grant's known exposure (docs/sandbox.md)
-    assert narrow[f"read {other}"] == "EACCES"
-    assert narrow[f"write /dev/shm/kr-enter-new-{os.getpid()}"] == "EACCES"
+    wide, no_shm, no_task = got["wide"], got["no_shm"], got["no_task_read"]
+    # the grant's known exposures (docs/sandbox.md), then each closed alone
+    assert wide[f"read {other}"] == "ok" and wide[f"write {new}"] == "ok"
+    assert wide["read_task environ"] == "ok"
+    assert no_shm[f"read {other}"] == "EACCES" and no_shm[f"write {new}"] == "EACCES"
+    assert no_shm["read_task environ"] == "ok"
+    assert no_task["read_task environ"] == "EACCES"
+    assert no_task[f"read {other}"] == "ok"

@@ -6,7 +6,8 @@ Defences, as for device-only candidates where they apply:
 - fresh inputs per call, made from seeds by both sides (inputs.py): a
   candidate that caches outputs across calls returns stale ones;
 - every case verified (the scaled ones catch shape overfitting);
-- timed calls run back to back in batches; which calls are checked is drawn
+- timed calls run back to back in batches (batches.py: staged masked, the
+  outputs committed inside the clock); which calls are checked is drawn
   after the batch ran (the worker keeps every output until asked), so
   skipping work on unchecked calls is caught at the check fraction's rate;
 - a digest of the inputs after the call, against the caller's own: a
@@ -39,7 +40,6 @@ The worker is killed on a deadline (`timeout`) and a crash is a verdict
 the driver's files, writes to the candidate's own build folder, no network,
 no exec once every case ran (`seal`); what the sandbox refused is the
 verdict `denied`, and a layer the kernel lacks is said in the notes."""
-import base64
 import collections
 import hashlib
 import json
@@ -51,25 +51,23 @@ import threading
 import time
 import weakref
 
-import torch
-
 from .. import _lib
-from .confine import missing
-from .inputs import (REGION_ALIGN, digest, fingerprint, gpu_paths, make_inputs, mask, nbytes,
-                     new_key, region_offsets, stage_call, use_library)
-from .inputs import warm as warm_kernels
 from . import triton_cache
+# one timed batch (staging, the calls on the clock, the checks): batches.py
+from .batches import Batches
+from .confine import missing
+from .inputs import REGION_ALIGN, gpu_paths, nbytes, use_library
+from .inputs import warm as warm_kernels
 from .reference import Reference
 # what a result says (scoring.py); reward_of and the attribution helpers
 # are also importable from here, where they lived before
 from .scoring import (LAUNCH_BOUND, MOSTLY_TORCH_SHARE, attribute, custom_kernel_names,  # noqa: F401
                       custom_share, kernel_share, launch_luck, luck_note, reward_of)
-from .worker_process import CandidateDenied, WorkerDied, WorkerProcess, WorkerTimeout, _failure
+from .worker_process import CandidateDenied, WorkerDied, WorkerProcess, WorkerTimeout
 
 DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "kreward", "kernelbench")
 MIN_CALLS = 2             # per timed batch, unless the memory budget allows fewer
 MAX_CALLS = 1024
-STAGE_CHUNK = 256 << 20   # bytes of a batch's inputs made, masked and copied at once (_write_region)
 KEEP_WARM = 8             # Runners whose workers stay between evaluations (the most recent)
 
 
@@ -77,10 +75,6 @@ def _median(xs):
     xs = sorted(xs)
     return xs[len(xs) // 2]
 
-
-# which calls of a timed batch are checked: the OS's randomness, never
-# derivable from anything the worker sees
-_PICKS = random.SystemRandom()
 
 _warm = collections.OrderedDict()  # id(Runner) -> weakref, the most recently used last
 _warm_lock = threading.RLock()  # a Runner's __del__ may come while it is held
@@ -140,7 +134,7 @@ def _library_path():
     return os.path.realpath(_lib.path) if os.path.exists(_lib.path) else _lib.path
 
 
-class Runner:
+class Runner(Batches):
     """Evaluates ModelNew sources for one imported problem, one at a time (a
     lock: two candidates timed at once would slow each other down). Between
     evaluations it keeps the baseline worker and, where the sandbox allows,
@@ -226,10 +220,8 @@ class Runner:
         with open(imported.path) as f:
             self._ref_source = f.read()
         self.batch_us = batch_ms * 1e3
-        # the caller's own seconds per step of the timed batches (the
-        # inputs made and masked, the reference run for the checks), beside
-        # the workers' requests (WorkerProcess.op_s): results' ops_s
-        self._caller_s = collections.Counter()
+        Batches.__init__(self)
+        self._launch_overlapped = False
         self.batch_bytes = batch_bytes or ((1 << 30) if device == "cpu" else (4 << 30))
         self.call_bytes = self._call_bytes()
         self.max_call_bytes = max(self._call_bytes(c) for c in range(n))
@@ -317,15 +309,21 @@ class Runner:
         """A worker process, told to get ready (torch, CUDA) at once. The
         "start" sandbox needs the source's folder now; "init" gets it at load."""
         ext = self._ext(source) if source is not None else None
-        if ext is not None and source != self._ref_source and self.device != "cpu":
+        # the source's folders as its environment from the start only in the
+        # "start" sandbox, which is in place from the first instruction on;
+        # an "init" worker gets them with load, when its sandbox comes: its
+        # ready runs unsandboxed and compiles (Triton loads the .so files it
+        # built from TRITON_CACHE_DIR), and a candidate's folder holds what
+        # its earlier worker left there (helper-33)
+        env = self._env(ext) if ext is not None and self.sandbox == "start" else None
+        if env is not None and source != self._ref_source and self.device != "cpu":
             # the mask's and the commitment's kernels as the reference's
             # worker compiled them: not again in every candidate's folder
             try:
                 triton_cache.plant(os.path.join(self._ext(self._ref_source), "triton"), ext)
             except Exception:  # noqa: BLE001 - then its worker compiles them, as before
                 pass
-        w = WorkerProcess(self._env(ext) if ext else None,
-                          self._sandbox_config(ext) if self.sandbox == "start" else None,
+        w = WorkerProcess(env, self._sandbox_config(ext) if self.sandbox == "start" else None,
                           region_bytes=self._region_bytes() if self.inputs_from == "caller" else 0)
         # a reply carries at most one call's outputs (a fetch): the caller
         # never reads more than twice the largest case's inputs and outputs
@@ -356,6 +354,9 @@ class Runner:
             w.end()
             w = None
         ahead = w is not None
+        # a worker started now beside the baseline's own start measures its
+        # launch time against that start's load (launch_luck: none then)
+        self._launch_overlapped = not ahead and not self._base_state.get("ready")
         w = w or self._spawn(source)
         try:
             self._send_load(w, source, class_name)
@@ -462,194 +463,6 @@ class Runner:
         if self._base is not None:
             self._base.end()
         self._base, self._base_state = None, {}
-
-    # ---- checks and batches
-    def _golden(self, case, seed, lifted):
-        t0 = time.perf_counter()
-        inputs = make_inputs(self.layouts[case], seed, self.device)
-        want = self.ref(case, inputs, lifted=lifted)
-        got = want, digest(list(inputs.values()))
-        self._caller_s["golden"] += time.perf_counter() - t0
-        return got
-
-    def _check(self, w, case, seed, lifted, where, committed=None):
-        reply, payload = self._fetch(w, seed)
-        if not reply["ok"]:
-            return f"{where}: {reply['error']}"
-        want, want_digest = self._golden(case, seed, lifted)
-        if reply["input_digest"] != want_digest:
-            return f"{where}: the inputs changed (the candidate wrote them, or made other inputs)"
-        got_meta = reply["outputs"]
-        if len(got_meta) != len(want):
-            return f"{where}: {len(got_meta)} outputs, the reference has {len(want)}"
-        off, view = 0, memoryview(payload)
-        for k, (m, ref) in enumerate(zip(got_meta, want)):
-            if "shape" not in m:
-                return f"{where}: output {k} is a {m['type']}, not a tensor"
-            raw = view[off:off + m["nbytes"]]
-            if off % 16:
-                raw = bytearray(raw)  # after an output of odd size: aligned again
-            off += m["nbytes"]
-            if tuple(m["shape"]) != tuple(ref.shape):
-                return f"{where}: output {k} has shape {tuple(m['shape'])}, the reference {tuple(ref.shape)}"
-            dt = getattr(torch, m["dtype"], None)
-            got = (torch.frombuffer(raw, dtype=torch.uint8).view(dt).reshape(m["shape"])
-                   if len(raw) else torch.empty(m["shape"], dtype=dt))
-            got = got.to(ref.device)  # compared where the reference is (a GPU's is fast)
-            # the bytes the batch committed to before its clock stopped (worker.py go)
-            if committed is not None and (k >= len(committed) or committed[k] != fingerprint(got)[:2]):
-                return (f"{where}: output {k} is not what the batch had made when its clock "
-                        "stopped (computed after the batch)")
-            if ref.is_floating_point():
-                ok = torch.allclose(got.to(ref.dtype), ref, atol=self.imp.atol, rtol=self.imp.rtol)
-            else:
-                ok = torch.equal(got.to(ref.dtype), ref)
-            if not ok:
-                diff = (got.double() - ref.double()).abs()
-                return (f"{where}: output {k} differs from the reference (max abs diff "
-                        f"{diff.max().item():.4g}, atol={self.imp.atol}, rtol={self.imp.rtol})")
-        return None
-
-    def _write_region(self, w, case, seeds):
-        """The batch's inputs made here (on this runner's device, the bits
-        the checks regenerate), each call's span masked with the batch's
-        fresh key in a private buffer before it is copied into the worker's
-        region (inputs.py): nothing the worker can read carries a value
-        before go brings the key. Returns the key for go (base64)."""
-        t0 = time.perf_counter()
-        where, spans, total = region_offsets(self.layouts[case], len(seeds))
-        key = new_key(self.device)
-        if not total:  # every input empty: nothing to write (frombuffer refuses a count of 0)
-            return base64.b64encode(key.raw).decode()
-        region = torch.frombuffer(w.region, dtype=torch.uint8, count=total)
-        # consecutive calls' spans (contiguous in the region) are made in
-        # one buffer of up to STAGE_CHUNK bytes here, then masked and copied
-        # at once: one mask launch and one copy a chunk, not a call (16b7c39:
-        # ~5 ms a call of 1.5 MB on the H200, most of a batch's overhead).
-        # The keystream is by position in the region, so a chunk masked
-        # whole is each span masked at its start, as the worker unmasks it
-        stage = torch.zeros(min(total, max(STAGE_CHUNK, max(e - s for s, e in spans))),
-                            dtype=torch.uint8, device=self.device)
-        lo = hi = None  # the region's bytes the stage holds
-
-        def flush(last):
-            mask(stage[:hi - lo], key, lo)
-            region[lo:hi].copy_(stage[:hi - lo])
-            if not last:  # padding between tensors: zeros, never this process's old memory
-                stage[:hi - lo].zero_()
-
-        for seed, at, (start, end) in zip(seeds, where, spans):
-            if end == start:
-                continue
-            if lo is not None and end - lo > stage.numel():
-                flush(last=False)
-                lo = None
-            if lo is None:
-                lo = start
-            stage_call(stage, at, make_inputs(self.layouts[case], seed, self.device), base=lo)
-            hi = end
-        if lo is not None:
-            flush(last=True)
-        self._caller_s["write_region"] += time.perf_counter() - t0
-        return base64.b64encode(key.raw).decode()
-
-    def _fetch(self, w, seed):
-        """A call's outputs (fetch), by its number where the worker has call
-        numbers instead of seeds."""
-        return w.request({"op": "fetch", "seed": getattr(w, "call_ids", {}).get(seed, seed)},
-                         self.call_timeout_s)
-
-    def _batch(self, w, case, seeds, lifted=None, committed=None, preps=None):
-        """One batch: fresh inputs made (untimed), then the calls on the
-        caller's clock; (wall us, worker's own us) per call. committed: a
-        dict that gets each seed's commitment (the sums of its outputs,
-        made inside the clock). preps: a list that gets the prepare
-        request's time per call (recorded: the candidate's process could
-        compute the batch's outputs there, its inputs made)."""
-        region = self.inputs_from == "caller"
-        # with the region the worker gets call numbers, never the seeds (it
-        # could make the values from them, outside the clock)
-        w.call_ids = {s: i for i, s in enumerate(seeds)} if region else {}
-        req = {"op": "prepare", "case": case, "commit": True, "region": region,
-               "staged": region and self.staged,
-               "seeds": list(range(len(seeds))) if region else seeds}
-        if lifted is not None:
-            req["lifted"] = lifted
-        tp = time.perf_counter()
-        r, _ = w.request(req, self.call_timeout_s * len(seeds))
-        if not r["ok"]:
-            raise _failure(r)
-        go = {"op": "go", "case": case}
-        if region:
-            go["key"] = self._write_region(w, case, seeds)
-            if self.staged:  # to the worker's device, still masked
-                r, _ = w.request({"op": "stage"}, self.call_timeout_s * len(seeds))
-                if not r["ok"]:
-                    raise _failure(r)
-        if preps is not None:
-            preps.append((time.perf_counter() - tp) * 1e6 / len(seeds))
-        t0 = time.perf_counter()
-        r, _ = w.request(go, self.call_timeout_s * len(seeds))
-        wall = time.perf_counter() - t0
-        if not r["ok"]:
-            raise _failure(r)
-        if len(r.get("committed") or ()) != len(seeds):
-            raise RuntimeError("the batch committed to no outputs")
-        if committed is not None:
-            committed.update(zip(seeds, r["committed"]))
-        t, _ = w.request({"op": "times"}, self.call_timeout_s)
-        if not t["ok"]:
-            raise _failure(t)
-        return wall * 1e6 / len(seeds), t["event_us"] / len(seeds)
-
-    def _warmup(self, w, calls, rng, lifted=None):
-        """A batch whose time is only an estimate (lazy initialisation,
-        clocks, caches): per-call wall us."""
-        try:
-            wall, _ = self._batch(w, 0, [rng.getrandbits(62) for _ in range(calls)], lifted)
-            w.request({"op": "drop"}, self.call_timeout_s)
-        except BaseException:
-            w.release_region()  # no timed batches follow to free them (a kept baseline worker)
-            raise
-        return wall  # the region's pages stay for the timed batches (_timed frees them)
-
-    def _timed(self, w, batches, calls, checks, rng, lifted=None, check=None, preps=None):
-        """Timed batches, each followed by `checks` fetches of calls drawn
-        after it ran (check(seed, batch) says what is wrong with one, or
-        None; without check the outputs are fetched and not compared, so
-        both sides run the same requests). (wall, events, why). The input
-        region's pages are freed at the end, not after each batch: a page
-        the kernel must find again costs 7x a resident one's write (0.33
-        s/GiB against 0.047 on this project's machine), and was most of a
-        large batch's staging on the H200 (16b7c39: write_region 10.7 s of
-        the 4096^2 relu's 16.2 s timed phase)."""
-        try:
-            return self._timed_batches(w, batches, calls, checks, rng, lifted, check, preps)
-        finally:
-            w.release_region()
-
-    def _timed_batches(self, w, batches, calls, checks, rng, lifted, check, preps):
-        wall, events = [], []
-        for i in range(batches):
-            seeds = [rng.getrandbits(62) for _ in range(calls)]
-            committed = {}
-            per_call, ev = self._batch(w, 0, seeds, lifted, committed, preps)
-            wall.append(per_call)
-            events.append(ev)
-            # drawn after the batch ran, by a generator the seeds say nothing
-            # about (the seeds' own Mersenne Twister can be recovered from
-            # a few hundred of them, which would tell the calls checked)
-            for s in _PICKS.sample(seeds, min(checks, calls)):
-                if check:
-                    why = check(s, i, committed[s])
-                    if why:
-                        return wall, events, why
-                else:
-                    r, _ = self._fetch(w, s)
-                    if not r["ok"]:
-                        raise _failure(r)
-            w.request({"op": "drop"}, self.call_timeout_s)
-        return wall, events, None
 
     # ---- evaluation
     def evaluate(self, source, seed=None, verify_seeds=2, batches=5, calls=None, checks=2,
@@ -836,8 +649,7 @@ class Runner:
             # its launch time now, the candidate gone: its ready's was taken
             # while the first candidate's worker started beside it
             r, _ = b.request({"op": "launch"}, self.call_timeout_s)
-            if r["ok"]:
-                self._base_state["launch_us"] = r["launch_us"]
+            self._base_state["launch_us"] = r["launch_us"] if r["ok"] else None
             self._clocks_reset(b)
             self._warmup(b, warm, rng, lifted)
             wall, _, _ = self._timed(b, batches, calls, checks, rng, lifted, preps=preps)
@@ -865,22 +677,13 @@ class Runner:
         launch-bound candidate's process was far from the baseline's."""
         res["launch_us"]["baseline"] = self._base_state.get("launch_us")
         luck = launch_luck(res["launch_us"]["candidate"], res["launch_us"]["baseline"])
+        if self._launch_overlapped:  # its ready ran beside the baseline's worker starting
+            luck = None
+            res["launch_us"]["overlapped"] = True
         res["launch_luck"] = None if luck is None else round(luck, 4)
         note = luck_note(luck, res.get("kernel_share"))
         if note:
             res["notes"].append(note)
-
-    def _clocks_reset(self, w):
-        w.op_s.clear()
-        self._caller_s.clear()
-
-    def _clocks_read(self, w):
-        """Seconds per step since _clocks_reset: each request to worker w
-        by op (its wall time here, the worker's work inside), and the
-        caller's own write_region and golden: where a side's warmup and
-        timed batches spent their time."""
-        steps = {**w.op_s, **self._caller_s}
-        return {k: round(v, 4) for k, v in sorted(steps.items(), key=lambda kv: -kv[1])}
 
     def _seal(self, w, res=None):
         s, _ = w.request({"op": "seal"}, self.call_timeout_s)

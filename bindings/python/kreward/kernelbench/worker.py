@@ -301,8 +301,9 @@ class Worker:
                     self.inputs.warm(self.device)
                 except Exception:  # noqa: BLE001 - the commitment then takes torch's steps
                     pass
+        launch_us = self._launch_probe()  # (a failure here is a failed ready too)
         self.ready_failed = False
-        return {"no_subreaper": NO_SUBREAPER, "launch_us": self._launch_probe()}
+        return {"no_subreaper": NO_SUBREAPER, "launch_us": launch_us}
 
     def _launch_probe(self, calls=30, ops=20, rounds=3):
         """Microseconds a small op takes to launch in this process: a fixed
