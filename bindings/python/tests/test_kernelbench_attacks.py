@@ -585,8 +585,8 @@ def test_the_calls_checked_come_from_the_os():
     generator, not by the one whose outputs (the input seeds) the worker
     sees and could run forward; without a seed= the seeds are the OS's too."""
     import random
-    from kreward.kernelbench import runner as runner_module
-    assert isinstance(runner_module._PICKS, random.SystemRandom)
+    from kreward.kernelbench import batches
+    assert isinstance(batches._PICKS, random.SystemRandom)
 
 
 FORGED_LOAD = """

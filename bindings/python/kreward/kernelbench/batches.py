@@ -86,10 +86,10 @@ class Batches:
 
     def _write_region(self, w, case, seeds):
         """The batch's inputs made here (on this runner's device, the bits
-        the checks regenerate), each call's span masked with the batch's
-        fresh key in a private buffer before it is copied into the worker's
-        region (inputs.py): nothing the worker can read carries a value
-        before go brings the key. Returns the key for go (base64)."""
+        the checks regenerate), masked with the batch's fresh key in a
+        private buffer before they are copied into the worker's region
+        (inputs.py): nothing the worker can read carries a value before go
+        brings the key. Returns the key for go (base64)."""
         t0 = time.perf_counter()
         where, spans, total = region_offsets(self.layouts[case], len(seeds))
         key = new_key(self.device)
