@@ -6,6 +6,7 @@ load_inline build (ninja and the C++ compiler, started inside the
 sandbox) included. A kernel without Landlock or seccomp skips the checks of
 that layer with its reason. The GPU half (CUDA, Triton, the corpus) is
 test_kernelbench_gpu.py::test_sandbox_*."""
+import hashlib
 import json
 import os
 import pathlib
@@ -230,10 +231,11 @@ def test_missing_layers_are_said():
 
 
 def test_start_sandbox_spares_follow_the_source_named_next(problem):
-    """A "start" worker may write only its own source's build folder, so its
-    spare is started for the source named next (evaluate_many, or
-    evaluate(next_source=)) and used only by that source; the "init" spare
-    takes any source."""
+    """A "start" worker may write only its own build folder, so its spare is
+    started for the source named next (evaluate_many, or
+    evaluate(next_source=)) and used only by that source, or, none named,
+    with a fresh folder that the next source without a folder takes (its
+    name then links that folder); the "init" spare takes any source."""
     other = HONEST.replace("clamp_min(0)", "relu()")
     third = HONEST.replace("clamp_min(0)", "clamp(min=0)")
     r = runner(problem, "start-ahead", "start")
@@ -247,8 +249,24 @@ def test_start_sandbox_spares_follow_the_source_named_next(problem):
     assert r._spare_source == other
     res = r.evaluate(third, **kw)
     assert res["verdict"] == "pass" and res["started_ahead"] is False, res
-    assert r._spare_w is None  # nothing named next
+    # nothing named next: a spare with a fresh folder, taken by a new source
+    assert r._spare_w is not None and r._spare_source is None and r._spare_ext
+    spare_ext = r._spare_ext
+    fourth = HONEST.replace("clamp_min(0)", "clamp_min(0.0)")
+    res = r.evaluate(fourth, **kw)
+    assert res["verdict"] == "pass" and res["started_ahead"] is True, res
+    name = os.path.join(r.cache_dir, hashlib.sha256(fourth.encode()).hexdigest()[:24])
+    assert os.path.islink(name) and os.path.realpath(name) == os.path.realpath(spare_ext)
+    assert res["sandbox"]["applied"] and res["sandbox"]["when"] == "start"
+    # the same source again: its folder exists, so the fresh spare is not
+    # taken (and its folder removed); a worker of that folder starts instead
+    again = r.evaluate(fourth, **kw)
+    assert again["verdict"] == "pass" and again["started_ahead"] is False, again
     r.close()
+    spares = [d for d in os.listdir(r.cache_dir) if d.startswith("spare-")]
+    linked = {os.path.basename(os.path.realpath(os.path.join(r.cache_dir, d)))
+              for d in os.listdir(r.cache_dir) if os.path.islink(os.path.join(r.cache_dir, d))}
+    assert spares and set(spares) == linked  # no folder of an unused spare is left
     r = runner(problem, "init-ahead", "init")
     results = [r.evaluate(src, **kw) for src in (HONEST, other)]
     assert [x["started_ahead"] for x in results] == [False, True], results

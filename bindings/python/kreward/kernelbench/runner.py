@@ -47,6 +47,8 @@ import math
 import os
 import random
 import re
+import secrets
+import shutil
 import threading
 import time
 import weakref
@@ -231,6 +233,7 @@ class Runner(Batches):
         self._base_state = {}    # ready, lifted, per_call_us
         self._spare_w = None
         self._spare_source = None  # "start": the source the spare was started for
+        self._spare_ext = None     # "start", no source named: the fresh folder it writes
 
     # ---- lifetime
     def close(self):
@@ -239,8 +242,9 @@ class Runner(Batches):
         for w in (getattr(self, "_base", None), getattr(self, "_spare_w", None)):
             if w is not None:
                 w.end()
+        self._discard(getattr(self, "_spare_ext", None))
         self._base, self._spare_w, self._base_state = None, None, {}
-        self._spare_source = None
+        self._spare_source = self._spare_ext = None
         with _warm_lock:
             _warm.pop(id(self), None)
 
@@ -293,6 +297,32 @@ class Runner(Batches):
         os.makedirs(os.path.join(ext, "tmp"), exist_ok=True)
         return ext
 
+    def _fresh_folder(self):
+        """A build folder for a "start" spare started before its source is
+        known: new, empty, named by no source (_adopt links the source's
+        name to it when one takes it)."""
+        ext = os.path.join(self.cache_dir, "spare-" + secrets.token_hex(12))
+        os.makedirs(os.path.join(ext, "tmp"))
+        return ext
+
+    def _adopt(self, spare_ext, source):
+        """Gives a "start" spare's fresh folder to source: its name (the
+        source's hash, _ext) becomes a link to it, so a later worker of the
+        same source finds the builds there. Not when the source has a
+        folder already (its earlier builds are in it): False then."""
+        name = os.path.join(self.cache_dir, hashlib.sha256(source.encode()).hexdigest()[:24])
+        try:
+            os.symlink(spare_ext, name)
+        except FileExistsError:
+            return False
+        return True
+
+    @staticmethod
+    def _discard(spare_ext):
+        """Removes an unused spare's fresh folder (it ran no candidate code)."""
+        if spare_ext:
+            shutil.rmtree(spare_ext, ignore_errors=True)
+
     @staticmethod
     def _env(ext):
         return {"TMPDIR": os.path.join(ext, "tmp"), "TRITON_HOME": ext,
@@ -305,10 +335,12 @@ class Runner(Batches):
         return {"library": _library_path(),
                 "write": ext, "gpu": self.device != "cpu", "when": self.sandbox}
 
-    def _spawn(self, source=None):
+    def _spawn(self, source=None, ext=None):
         """A worker process, told to get ready (torch, CUDA) at once. The
-        "start" sandbox needs the source's folder now; "init" gets it at load."""
-        ext = self._ext(source) if source is not None else None
+        "start" sandbox needs its write folder now (the source's, or ext: a
+        fresh one for a source not yet known); "init" gets it at load."""
+        if ext is None and source is not None:
+            ext = self._ext(source)
         # the source's folders as its environment from the start only in the
         # "start" sandbox, which is in place from the first instruction on;
         # an "init" worker gets them with load, when its sandbox comes: its
@@ -320,7 +352,8 @@ class Runner(Batches):
             # the mask's and the commitment's kernels as the reference's
             # worker compiled them: not again in every candidate's folder
             try:
-                triton_cache.plant(os.path.join(self._ext(self._ref_source), "triton"), ext)
+                triton_cache.plant(os.path.join(self._ext(self._ref_source), "triton"),
+                                   os.path.realpath(ext))  # (a source's name may link a spare's folder)
             except Exception:  # noqa: BLE001 - then its worker compiles them, as before
                 pass
         w = WorkerProcess(env, self._sandbox_config(ext) if self.sandbox == "start" else None,
@@ -332,9 +365,10 @@ class Runner(Batches):
         w.send({"op": "ready", "device": self.device, "library": _library_path()})
         return w
 
-    def _send_load(self, w, source, class_name):
-        ext = self._ext(source)
+    def _send_load(self, w, source, class_name, ext=None):
+        ext = ext or self._ext(source)
         w.send({"op": "load", "source": source, "class_name": class_name, "device": self.device,
+                "ext": ext,
                 "library": _library_path(),
                 "layouts": self.layouts, "init_inputs": self.init_inputs, "values": self.values,
                 "state_names": self.state_names, "cache_dir": self.cache_dir, "env": self._env(ext),
@@ -345,11 +379,19 @@ class Runner(Batches):
         this source) and its load reply."""
         w, self._spare_w = self._spare_w, None
         spare_source, self._spare_source = self._spare_source, None
-        # a "start" worker's sandbox lets it write one source's build folder
-        # only: a spare started for another source cannot take this one
+        spare_ext, self._spare_ext = self._spare_ext, None
+        # a "start" worker's sandbox lets it write one build folder only: a
+        # spare started for another source cannot take this one; one started
+        # with a fresh folder (no source named) takes a source that has
+        # none yet
+        ext = None
         if w is not None and self.sandbox == "start" and spare_source != source:
-            w.end()
-            w = None
+            if spare_source is None and spare_ext and self._adopt(spare_ext, source):
+                ext = spare_ext
+            else:
+                w.end()
+                self._discard(spare_ext)
+                w = None
         if w is not None and not w.alive():
             w.end()
             w = None
@@ -359,7 +401,7 @@ class Runner(Batches):
         self._launch_overlapped = not ahead and not self._base_state.get("ready")
         w = w or self._spawn(source)
         try:
-            self._send_load(w, source, class_name)
+            self._send_load(w, source, class_name, ext)
             ready, _ = w.receive(self.timeout_s)
             if not ready["ok"] and self.sandbox == "start" and self._may_fall_back and \
                     _start_sandbox_refused(ready):
@@ -392,21 +434,32 @@ class Runner(Batches):
         self.sandbox_fallback = str(why)[:400]
         if self._spare_w is not None:
             self._spare_w.end()
-        self._spare_w, self._spare_source = None, None
+        self._discard(self._spare_ext)
+        self._spare_w, self._spare_source, self._spare_ext = None, None, None
         if self._base is not None:
             self._end_baseline()
             self._start_baseline()
 
     def _start_spare(self, next_source=None):
         """The next candidate's worker, started now: any source's in the
-        "init" sandbox (it gets its write folder at load), next_source's in
-        the "start" one (none when it is not known)."""
+        "init" sandbox (it gets its write folder at load); in the "start"
+        one next_source's, or, none named, one with a fresh folder that the
+        next source without a folder of its own takes (a new candidate, as
+        nearly every one in training is)."""
         if not self.spare or self._spare_w is not None:
             return
         if self.sandbox != "start":
             self._spare_w = self._spawn()
         elif next_source is not None:
             self._spare_w, self._spare_source = self._spawn(next_source), next_source
+        else:
+            ext = self._fresh_folder()
+            try:
+                self._spare_w = self._spawn(ext=ext)
+            except BaseException:
+                self._discard(ext)
+                raise
+            self._spare_ext = ext
 
     def _start_baseline(self):
         """The reference's worker, started (its requests sent, the replies

@@ -352,7 +352,9 @@ class Worker:
         # (made by the caller, the only folder the sandbox lets this process
         # write): the same candidate again (another case, another seed) is
         # not rebuilt
-        ext = os.path.join(req["cache_dir"], digest)
+        # the caller's folder for it: the source's own, or a fresh one a
+        # "start" spare was started with (its name a link to it now)
+        ext = req.get("ext") or os.path.join(req["cache_dir"], digest)
         # (not the Triton and inductor caches: the runner plants the
         # library's own Triton kernels before a new candidate's first run)
         cached = os.path.isdir(ext) and bool(set(os.listdir(ext)) - {"tmp", "triton", "inductor"})
