@@ -294,6 +294,8 @@ class Runner(Batches):
         write; per source, so no candidate can plant files in another's
         build), made here."""
         ext = os.path.join(self.cache_dir, hashlib.sha256(source.encode()).hexdigest()[:24])
+        if os.path.islink(ext) and not os.path.exists(ext):
+            os.unlink(ext)  # a link to a spare's folder someone removed: made anew
         os.makedirs(os.path.join(ext, "tmp"), exist_ok=True)
         return ext
 
