@@ -3,6 +3,7 @@ by the caller. The corpus' pure-torch cheats run on the CPU too; the CUDA
 and Triton candidates, timing and kernel attribution need the GPU
 (test_kernelbench_gpu.py)."""
 import json
+import os
 import pathlib
 
 import pytest
@@ -267,3 +268,27 @@ def test_a_worker_whose_ready_failed_runs_no_source():
         w.end()
     assert not ready["ok"], ready
     assert not loaded["ok"] and "did not start" in loaded["error"], loaded
+
+
+def test_a_spare_folder_is_adopted_by_a_link_that_resolves(tmp_path, monkeypatch):
+    """_adopt links a source's name to a "start" spare's fresh folder with a
+    relative link: with a relative cache_dir an absolute-looking target
+    dangled from the start (helper-34), and every repeat of the source then
+    built again in a new folder. A source that has a folder is not adopted."""
+    import hashlib
+    import types
+    monkeypatch.chdir(tmp_path)
+    fake = types.SimpleNamespace(cache_dir=os.path.join("rel", "cache"))
+    spare = os.path.join(fake.cache_dir, "spare-0123")
+    os.makedirs(os.path.join(spare, "tmp"))
+    name = Runner._adopt(fake, spare, "class ModelNew: pass")
+    assert name == os.path.join(fake.cache_dir, hashlib.sha256(b"class ModelNew: pass").hexdigest()[:24])
+    assert os.path.islink(name) and os.path.isdir(os.path.join(name, "tmp"))
+    assert os.path.realpath(name) == os.path.realpath(spare)
+    assert Runner._adopt(fake, spare, "class ModelNew: pass") is None  # it has a folder now
+    # a link whose folder was removed is made anew as a folder by _ext
+    import shutil
+    shutil.rmtree(spare)
+    assert os.path.islink(name) and not os.path.exists(name)
+    assert Runner._ext(fake, "class ModelNew: pass") == name and os.path.isdir(os.path.join(name, "tmp"))
+    assert not os.path.islink(name)

@@ -294,9 +294,17 @@ class Runner(Batches):
         write; per source, so no candidate can plant files in another's
         build), made here."""
         ext = os.path.join(self.cache_dir, hashlib.sha256(source.encode()).hexdigest()[:24])
-        if os.path.islink(ext) and not os.path.exists(ext):
-            os.unlink(ext)  # a link to a spare's folder someone removed: made anew
-        os.makedirs(os.path.join(ext, "tmp"), exist_ok=True)
+        try:
+            os.makedirs(os.path.join(ext, "tmp"), exist_ok=True)
+        except OSError:
+            # a link to a spare's folder someone removed: made anew (another
+            # Runner on this cache_dir may have done so first)
+            if os.path.islink(ext) and not os.path.exists(ext):
+                try:
+                    os.unlink(ext)
+                except (FileNotFoundError, IsADirectoryError):
+                    pass
+            os.makedirs(os.path.join(ext, "tmp"), exist_ok=True)
         return ext
 
     def _fresh_folder(self):
@@ -309,15 +317,20 @@ class Runner(Batches):
 
     def _adopt(self, spare_ext, source):
         """Gives a "start" spare's fresh folder to source: its name (the
-        source's hash, _ext) becomes a link to it, so a later worker of the
-        same source finds the builds there. Not when the source has a
-        folder already (its earlier builds are in it): False then."""
+        source's hash, _ext) becomes a link to it, and the worker loads the
+        source under that name (torch writes the paths it builds with into
+        build.ninja: a later worker of the same source, under the same name,
+        finds its builds current). Returns the name; None when the source
+        has a folder already (its earlier builds are in it) or the link
+        cannot be made."""
         name = os.path.join(self.cache_dir, hashlib.sha256(source.encode()).hexdigest()[:24])
         try:
-            os.symlink(spare_ext, name)
-        except FileExistsError:
-            return False
-        return True
+            # relative: both stand in cache_dir (a relative cache_dir would
+            # make an absolute-looking target dangle), and moving it keeps them
+            os.symlink(os.path.basename(spare_ext), name)
+        except OSError:
+            return None
+        return name
 
     @staticmethod
     def _discard(spare_ext):
@@ -364,7 +377,11 @@ class Runner(Batches):
         # never reads more than twice the largest case's inputs and outputs
         # (a scaled case may grow a size: "odd" rounds up)
         w.max_payload = 2 * self.max_call_bytes + (1 << 20)
-        w.send({"op": "ready", "device": self.device, "library": _library_path()})
+        try:
+            w.send({"op": "ready", "device": self.device, "library": _library_path()})
+        except BaseException:
+            w.end()
+            raise
         return w
 
     def _send_load(self, w, source, class_name, ext=None):
@@ -388,9 +405,8 @@ class Runner(Batches):
         # none yet
         ext = None
         if w is not None and self.sandbox == "start" and spare_source != source:
-            if spare_source is None and spare_ext and self._adopt(spare_ext, source):
-                ext = spare_ext
-            else:
+            ext = self._adopt(spare_ext, source) if spare_source is None and spare_ext else None
+            if ext is None:
                 w.end()
                 self._discard(spare_ext)
                 w = None
@@ -667,7 +683,7 @@ class Runner(Batches):
             res["reward"] = reward_of(res)
             try:
                 self._start_spare(next_source)
-            except OSError as e:  # no process now: the next evaluation starts its own
+            except (OSError, WorkerDied) as e:  # no process now: the next evaluation starts its own
                 res["notes"].append(f"no spare worker: {e}")
         return res
 
