@@ -367,7 +367,10 @@ def test_auto_decides_once_and_for_the_sandbox_only(problem, monkeypatch):
     assert not _start_sandbox_refused({"error": "out of memory: tried to allocate 304.00 MiB"})
     assert not _start_sandbox_refused({"error": "CUDA-capable device(s) is/are busy or unavailable"})
     imp, d, _ = problem
-    r = Runner(imp, "cpu", cache_dir=str(d / "ext-auto-once"), timeout_s=300, call_timeout_s=30)
+    # no spare: the later worker must be started after the sandbox breaks
+    # (a spare started at the end of the first evaluation would take the source)
+    r = Runner(imp, "cpu", cache_dir=str(d / "ext-auto-once"), timeout_s=300, call_timeout_s=30,
+               spare=False)
     assert run(r, HONEST)["sandbox"]["when"] == "start"
     real = Runner._sandbox_config
     monkeypatch.setattr(Runner, "_sandbox_config", lambda self, ext: dict(
