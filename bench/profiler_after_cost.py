@@ -12,6 +12,10 @@ order is fair: a launch-bound chain of small ops timed, then (a) a
 profiler session and timed again, (b) in a fresh process, nothing and
 timed again (the noise floor).
 
+On the H200 at 58014c7: after a profiler session 1.065x, 1.306x and 1.554x
+in three processes, after nothing 0.961-1.095x: the tax is real, so the
+attribution stays after the timed batches.
+
     python3 bench/profiler_after_cost.py [--calls 300] [--ops 40]
 
 Needs a GPU and torch (else it says so and exits 0)."""
