@@ -17,10 +17,10 @@ rounds), and prints the spread across processes:
              (personality ADDR_NO_RANDOMIZE, as setarch -R): is the luck
              where the process's memory lies?
 
-On the H200 (16 CPUs, all local to the GPU): free 653-941 us (1.44x max/min)
-and 640-942 (1.47x), local1 715-1027 (1.44x), local4 636-987 (1.55x) at
-277cab9; free 1.44x and fixed 613-881 (1.44x) at 91af0ed. Neither pinning
-nor a fixed layout removes it.
+On the H200 (16 CPUs, all local to the GPU), at 277cab9: free 640-942 us
+(1.47x max/min), local1 715-1027 (1.44x), local4 636-987 (1.55x); at
+91af0ed: free 653-941 (1.44x), fixed 613-881 (1.44x). Neither pinning nor
+a fixed layout removes it.
 
     python3 bench/process_placement.py [--procs 6] [--ops 40]
 
