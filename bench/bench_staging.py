@@ -31,6 +31,8 @@ import sys
 import tempfile
 import time
 
+from cuda_or_skip import cuda_torch
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHUNK = 64 << 20  # a 4096^2 fp32 call's input
 
@@ -81,13 +83,8 @@ def main():
     p.add_argument("--batches", type=int, default=3)
     p.add_argument("--sandbox", action="store_true", help="the worker side in the start sandbox")
     args = p.parse_args()
-    try:
-        import torch
-    except ImportError:
-        print("bench_staging: needs torch (skipped)")
-        return 0
-    if not torch.cuda.is_available():
-        print("bench_staging: needs a GPU (skipped)")
+    torch = cuda_torch("bench_staging")
+    if torch is None:
         return 0
     if args.sandbox and not os.environ.get("KREWARD_LIBRARY"):
         print("bench_staging: --sandbox needs KREWARD_LIBRARY")

@@ -30,6 +30,8 @@ import statistics
 import subprocess
 import time
 
+from cuda_or_skip import cuda_torch
+
 
 def sm_clock():
     try:
@@ -46,13 +48,8 @@ def main():
     p.add_argument("--batches", type=int, default=8)
     p.add_argument("--batch-ms", type=float, default=10.0)
     args = p.parse_args()
-    try:
-        import torch
-    except ImportError:
-        print("gpu_idle_clock: needs torch (skipped)")
-        return 0
-    if not torch.cuda.is_available():
-        print("gpu_idle_clock: needs a GPU (skipped)")
+    torch = cuda_torch("gpu_idle_clock")
+    if torch is None:
         return 0
     dev = "cuda"
     conv = torch.nn.Conv2d(3, 16, 3).to(dev)

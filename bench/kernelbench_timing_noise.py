@@ -30,6 +30,8 @@ import pathlib
 import sys
 import time
 
+from cuda_or_skip import cuda_torch
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 KB = ROOT / "examples" / "kernelbench"
 sys.path.insert(0, str(ROOT / "bindings" / "python"))
@@ -78,14 +80,8 @@ def row_text(problem, run, res):
 
 def main(argv=None):
     args = parse_args(argv)
-    if args.device != "cpu":
-        try:
-            import torch
-            if not torch.cuda.is_available():
-                raise ImportError("torch sees no CUDA device")
-        except ImportError as e:
-            print(f"kernelbench_timing_noise: needs a GPU (skipped: {e})")
-            return 0
+    if args.device != "cpu" and cuda_torch("kernelbench_timing_noise") is None:
+        return 0
     from kreward.kernelbench import import_problem
     from kreward.kernelbench.runner import Runner
 

@@ -32,6 +32,8 @@ import statistics
 import subprocess
 import sys
 
+from cuda_or_skip import cuda_torch
+
 CHILD = r"""
 import json, os, statistics, sys, time
 cpus = sys.argv[3]
@@ -104,12 +106,8 @@ def main(argv=None):
     ap.add_argument("--ops", type=int, default=40)
     ap.add_argument("--ways", nargs="*", help="the ways to run (default: all)")
     args = ap.parse_args(argv)
-    try:
-        import torch
-        if not torch.cuda.is_available():
-            raise ImportError("torch sees no CUDA device")
-    except ImportError as e:
-        print(f"process_placement: needs a GPU (skipped): {e}")
+    torch = cuda_torch("process_placement")
+    if torch is None:
         return 0
     local, bdf = gpu_local_cpus(torch)
     allowed = sorted(os.sched_getaffinity(0))

@@ -24,6 +24,8 @@ import json
 import subprocess
 import sys
 
+from cuda_or_skip import cuda_torch
+
 CHILD = r"""
 import json, statistics, sys, time
 import torch
@@ -62,12 +64,7 @@ def main(argv=None):
     p.add_argument("--ops", type=int, default=40, help="small ops a call (launch-bound)")
     p.add_argument("--repeats", type=int, default=3, help="processes of each kind")
     args = p.parse_args(argv)
-    try:
-        import torch
-        if not torch.cuda.is_available():
-            raise ImportError("torch sees no CUDA device")
-    except ImportError as e:
-        print(f"profiler_after_cost: needs a GPU (skipped): {e}")
+    if cuda_torch("profiler_after_cost") is None:
         return 0
     print("| way | run | before us/call | after us/call | after/before |")
     print("|---|---|---|---|---|")
