@@ -223,7 +223,6 @@ class Runner(Batches):
             self._ref_source = f.read()
         self.batch_us = batch_ms * 1e3
         Batches.__init__(self)
-        self._launch_overlapped = False
         self.batch_bytes = batch_bytes or ((1 << 30) if device == "cpu" else (4 << 30))
         self.call_bytes = self._call_bytes()
         self.max_call_bytes = max(self._call_bytes(c) for c in range(n))
@@ -416,7 +415,7 @@ class Runner(Batches):
         ahead = w is not None
         # a worker started now beside the baseline's own start measures its
         # launch time against that start's load (launch_luck: none then)
-        self._launch_overlapped = not ahead and not self._base_state.get("ready")
+        overlapped = not ahead and self._base is not None and not self._base_state.get("ready")
         w = w or self._spawn(source)
         try:
             self._send_load(w, source, class_name, ext)
@@ -438,6 +437,7 @@ class Runner(Batches):
             loaded = w.receive(self.timeout_s)[0]
             loaded["no_subreaper"] = ready.get("no_subreaper")
             loaded["launch_us"] = ready.get("launch_us")
+            loaded["launch_overlapped"] = overlapped
             loaded["started_ahead"] = ahead
             return w, loaded
         except BaseException:
@@ -586,6 +586,8 @@ class Runner(Batches):
             # it was asked for): start_and_load is then mostly the load
             res["started_ahead"] = loaded["started_ahead"]
             res["launch_us"] = {"candidate": loaded.get("launch_us")}
+            if loaded["launch_overlapped"]:
+                res["launch_us"]["overlapped"] = True
             if self.sandbox_fallback:
                 res["notes"].append(
                     f'the "start" sandbox could not start a worker here ({self.sandbox_fallback}): '
@@ -748,9 +750,8 @@ class Runner(Batches):
         launch-bound candidate's process was far from the baseline's."""
         res["launch_us"]["baseline"] = self._base_state.get("launch_us")
         luck = launch_luck(res["launch_us"]["candidate"], res["launch_us"]["baseline"])
-        if self._launch_overlapped:  # its ready ran beside the baseline's worker starting
+        if res["launch_us"].get("overlapped"):  # its ready ran beside the baseline's worker starting
             luck = None
-            res["launch_us"]["overlapped"] = True
         res["launch_luck"] = None if luck is None else round(luck, 4)
         note = luck_note(luck, res.get("kernel_share"))
         if note:
