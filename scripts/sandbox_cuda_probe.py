@@ -16,7 +16,9 @@ listed too.
 801a644 on the H200: "write=/proc/self/task" was the narrowest variant that
 worked; the worker's grant there was write without read. Read and write
 still failed (b8b392e); read, write and truncate work (d816279: "base" and
-"base_driver" ok): the driver opens task/<tid>/comm with O_TRUNC.
+"base_driver" ok): the driver opens task/<tid>/comm with O_TRUNC. 2772c70: "no_shm", "task_wo"
+and both together start CUDA (torch and driver-only), so the workers now
+leave /dev/shm and the task files' read right out.
 """
 import json
 import os

@@ -305,8 +305,13 @@ static int sandbox(worker *w, const worker_args *a)
     /* the compile budget comes on top of what the worker already maps (its
      * libraries, NVRTC; under ASan terabytes of shadow reservation) */
     uint64_t budget = a->compile_memory ? a->compile_memory : 8ull << 30;
+    /* a GPU worker leaves out /dev/shm and the task files' read right:
+     * cuInit and torch start without them (sandbox_cuda_probe.py on the
+     * H200 at 2772c70, every variant "ok"), and neither the cubins nor
+     * NVRTC need the same user's shared memory or the socket tables */
     kr__sandbox_spec spec = {reads, sizeof reads / sizeof reads[0], writes, a->cache_dir ? 1u : 0u,
-                             w->gpu ? 0 : mapped_bytes() + budget, 0, 0, w->gpu, 0, 0};
+                             w->gpu ? 0 : mapped_bytes() + budget, 0, 0, w->gpu, 0,
+                             w->gpu ? KR__GPU_WITHOUT_SHM | KR__GPU_WITHOUT_TASK_READ : 0u};
     if (a->no_sandbox) {
         kr__sandbox_probe(&w->sandbox);
         w->sandbox.landlock = w->sandbox.seccomp = 0;

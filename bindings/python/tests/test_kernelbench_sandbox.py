@@ -396,3 +396,43 @@ def test_evaluate_many_gives_every_source_one_result_whatever_the_one_before_did
         [(x["verdict"], x.get("feedback")) for x in results]
     assert [x["started_ahead"] for x in results[1::2]] == [True, True, True]
     r.close()
+
+
+GPU_WORKER_READS = r"""
+import importlib.util, json, os, sys, threading
+path, lib, write = sys.argv[1:4]
+spec = importlib.util.spec_from_file_location("kb_worker", path)
+worker = importlib.util.module_from_spec(spec); spec.loader.exec_module(worker)
+worker.Sandbox({"library": lib, "write": write, "gpu": True, "when": "start"}).enter(exec_allowed=False)
+tid = threading.get_native_id()
+out = {}
+for what, f in [("shm", lambda: os.listdir("/dev/shm")),
+                ("net", lambda: open(f"/proc/self/task/{tid}/net/unix").read()),
+                ("comm", lambda: open(f"/proc/self/task/{tid}/comm", "w").write("kr-worker"))]:
+    try:
+        f()
+        out[what] = "ok"
+    except PermissionError as e:
+        out[what] = "refused"
+print(json.dumps(out))
+"""
+
+
+def test_a_gpu_worker_reads_neither_dev_shm_nor_the_socket_tables(tmp_path):
+    """The ModelNew worker's GPU grants (confine.spec with gpu) leave out
+    /dev/shm and the task files' read right, which CUDA starts without (the
+    probe on the H200 at 2772c70); thread names stay writable, as the
+    driver needs. No GPU is needed to see the grants: with the default
+    GPU grants (kr_sandbox_enter without the narrowing) both reads work
+    (test_sandbox gpu_worker), so this fails if the worker's spec loses
+    either key. The corpus cheats cheat_read_shm/cheat_read_sockets are the
+    same reads as candidates (test_kernelbench_sandbox_gpu.py)."""
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm here")
+    from kreward.kernelbench import runner, worker
+    p = subprocess.run([sys.executable, "-c", GPU_WORKER_READS, worker.__file__,
+                        runner._library_path(), str(tmp_path)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == {
+        "shm": "refused", "net": "refused", "comm": "ok"}, p.stdout

@@ -94,6 +94,13 @@ def spec(write_dir, gpu, exec_allowed, first=True):
     reads |= set(COMPILER_READS)  # read in both phases: a compiled module may read headers
     out = {"read": sorted(p for p in reads if os.path.exists(p)),
            "write": [os.path.realpath(write_dir)], "exec": bool(exec_allowed), "gpu": bool(gpu)}
+    if gpu:
+        # CUDA starts without /dev/shm (the same user's shared memory: a
+        # trainer's DataLoader tensors) and without reading the task files
+        # (task/<tid>/net: the namespace's sockets), measured by
+        # scripts/sandbox_cuda_probe.py on the H200 at 2772c70
+        out["gpu_shm"] = False
+        out["gpu_task_read"] = False
     if first:
         out["file_bytes"] = FILE_BYTES
     return out
