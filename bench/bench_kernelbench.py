@@ -66,6 +66,9 @@ def parse_args(argv=None):
                    help="start no candidate after this many seconds (the rest are listed as not run)")
     p.add_argument("--kb-trials", type=int, default=None,
                    help="KernelBench's perf trials (default: its 100)")
+    p.add_argument("--staging", choices=("auto", "host"), default="auto",
+                   help="how kreward's workers get a batch's inputs: auto (CUDA IPC where the "
+                        "driver allows), host (through host memory: the way before it)")
     p.add_argument("--json", help="write every row, with feedback, to this file")
     return p.parse_args(argv)
 
@@ -270,7 +273,8 @@ def main(argv=None):
             try:
                 imp = import_problem(str(KB / problem))
                 # no spare worker: its start would overlap KernelBench's timing
-                runners[problem] = Runner(imp, "cuda", cache_dir=kr_ext, spare=False)
+                runners[problem] = Runner(imp, "cuda", cache_dir=kr_ext, spare=False,
+                                          staging=args.staging)
             except ImportRefused as e:
                 runners[problem] = e
             setup_s += time.perf_counter() - t0
@@ -286,14 +290,15 @@ def main(argv=None):
                "kreward_verdict": kreward_verdict(kr_res), "kreward_caught": kreward_caught(kr_res),
                "kreward_s": kr_s, "kreward_feedback": kr_res.get("feedback"),
                "kreward_compile_s": kr_res.get("compile_seconds"), "kreward_speedup": kr_res.get("speedup"),
-               "kreward_phases_s": kr_res.get("phases_s"),
+               "kreward_phases_s": kr_res.get("phases_s"), "kreward_ops_s": kr_res.get("ops_s"),
+               "kreward_staging": kr_res.get("staging"),
                "kb_verdict": kb_verdict(kb_res, kb_err), "kb_caught": kb_caught(kb_res, kb_err),
                "kb_s": kb_s, "kb_feedback": kb_feedback(kb_res, kb_err),
                "kb_runtime_ms": kb_res and kb_res.get("runtime"),
                "kb_ref_runtime_ms": kb_res and kb_res.get("ref_runtime")}
         rows.append(row)
-        print(f"  {problem} {label}: kreward {row['kreward_verdict']} in {kr_s:.2f} s, KernelBench "
-              f"{row['kb_verdict']} in {kb_s:.2f} s", flush=True)
+        print(f"  {problem} {label}: kreward {row['kreward_verdict']} in {kr_s:.2f} s (staging "
+              f"{row['kreward_staging']}), KernelBench {row['kb_verdict']} in {kb_s:.2f} s", flush=True)
     print()
     print(table(rows))
     print()

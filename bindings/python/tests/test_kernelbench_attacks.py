@@ -570,6 +570,38 @@ def test_a_worker_that_skips_the_stage_computes_on_the_wrong_inputs(staged_matmu
     assert res["verdict"] == "wrong", res
 
 
+def _shared_buffer_on_the_cpu(runner, monkeypatch):
+    """A stand-in for the GPU's shared device buffer (cuda_ipc.CallerBuffer):
+    host memory, and no descriptor for the workers (none to give on the
+    CPU). The caller makes and masks the chunks in it and asks the worker
+    to stage from it, as on a GPU."""
+    import types
+    n = 64 << 20
+    fake = types.SimpleNamespace(tensor=torch.zeros(n, dtype=torch.uint8), nbytes=n, fd=lambda: None)
+    monkeypatch.setattr(runner, "ipc_buffer", lambda: fake)
+
+
+def test_a_worker_that_cannot_open_the_shared_buffer_is_staged_through_the_region(
+        staged_matmul_runner, monkeypatch):
+    """The first stage from the shared buffer that the worker's driver
+    refuses turns that worker to the host region for good (said in
+    staging), and the batch goes on: the honest matmul passes."""
+    _shared_buffer_on_the_cpu(staged_matmul_runner, monkeypatch)
+    res = run(staged_matmul_runner, TALL_MATMUL.replace("class Model(", "class ModelNew("), baseline=False)
+    assert res["verdict"] == "pass", res
+    assert res["staging"]["candidate"].startswith("host (the worker could not open the shared buffer"), res
+
+
+def test_a_worker_that_says_it_staged_from_the_shared_buffer_is_not_believed(
+        staged_matmul_runner, monkeypatch):
+    """The worker's "ok" to a stage from the shared buffer is the
+    candidate's to forge: it then computes on whatever its buffer held, and
+    the checks say so (the same as skipping a stage from the region)."""
+    _shared_buffer_on_the_cpu(staged_matmul_runner, monkeypatch)
+    res = run(staged_matmul_runner, SKIP_THE_STAGE, baseline=False)
+    assert res["verdict"] == "wrong", res
+
+
 def test_a_candidate_cannot_shrink_the_region_under_the_caller(tall_matmul_runner):
     """The worker holds a descriptor of the region (Python's mmap keeps
     one): shrinking the memfd made the caller's next write into its own

@@ -34,7 +34,7 @@ def runner(problem, mode, tmp_path_factory):
 def record(name, mode, res):
     print(json.dumps({"candidate": name, "sandbox_mode": mode, **{k: res.get(k) for k in (
         "verdict", "feedback", "speedup", "compile_seconds", "torch_fallback", "sandbox", "notes",
-        "phases_s", "started_ahead")}}))
+        "phases_s", "started_ahead", "staging")}}))
 
 
 @pytest.mark.gpu
@@ -51,6 +51,9 @@ def test_sandbox_honest_candidates_pass(problem, cand, mode, tmp_path_factory):
     assert sb["applied"] and sb["landlock"] and sb["seccomp"] and sb["exec"] is False, sb
     if mode == "start":  # CUDA's threads started inside it
         assert sb["landlock_why"] == "", sb
+    # the masked inputs reach both sandboxed workers device to device
+    # (cuda_ipc.py), /dev/shm out of their grants
+    assert res["staging"] == {"candidate": "ipc", "baseline": "ipc"}, res["staging"]
 
 
 @pytest.mark.gpu

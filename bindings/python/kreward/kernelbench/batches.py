@@ -37,6 +37,7 @@ class Batches:
         # inputs made and masked, the reference run for the checks), beside
         # the workers' requests (WorkerProcess.op_s): results' ops_s
         self._caller_s = collections.Counter()
+        self._staging_s = 0.0  # of a _write_region's time, its stage requests'
 
     def _golden(self, case, seed, lifted):
         t0 = time.perf_counter()
@@ -87,28 +88,35 @@ class Batches:
     def _write_region(self, w, case, seeds):
         """The batch's inputs made here (on this runner's device, the bits
         the checks regenerate), masked with the batch's fresh key in a
-        private buffer before they are copied into the worker's region
-        (inputs.py): nothing the worker can read carries a value before go
-        brings the key. Returns the key for go (base64)."""
+        buffer of this process before they reach the worker (inputs.py):
+        nothing the worker can read carries a value before go brings the
+        key. A GPU worker gets them staged (_put): through the device buffer
+        shared with it (cuda_ipc.py) where it can, else through the region.
+        Returns the key for go (base64)."""
         t0 = time.perf_counter()
         where, spans, total = region_offsets(self.layouts[case], len(seeds))
         key = new_key(self.device)
         if not total:  # every input empty: nothing to write (frombuffer refuses a count of 0)
             return base64.b64encode(key.raw).decode()
-        region = torch.frombuffer(w.region, dtype=torch.uint8, count=total)
         # consecutive calls' spans (contiguous in the region) are made in
-        # one buffer of up to STAGE_CHUNK bytes here, then masked and copied
-        # at once: one mask launch and one copy a chunk, not a call (16b7c39:
-        # ~5 ms a call of 1.5 MB on the H200, most of a batch's overhead).
-        # The keystream is by position in the region, so a chunk masked
-        # whole is each span masked at its start, as the worker unmasks it
-        stage = torch.zeros(min(total, max(STAGE_CHUNK, max(e - s for s, e in spans))),
-                            dtype=torch.uint8, device=self.device)
+        # one buffer of up to STAGE_CHUNK bytes here, then masked and handed
+        # over at once: one mask launch and one copy a chunk, not a call
+        # (16b7c39: ~5 ms a call of 1.5 MB on the H200, most of a batch's
+        # overhead). The keystream is by position in the region, so a chunk
+        # masked whole is each span masked at its start, as the worker
+        # unmasks it
+        size = min(total, max(STAGE_CHUNK, max(e - s for s, e in spans)))
+        shared = self._shared_buffer(w)
+        if shared is not None:  # made and masked in the buffer the worker copies from
+            stage = shared.tensor[:size]
+            stage.zero_()
+        else:
+            stage = torch.zeros(size, dtype=torch.uint8, device=self.device)
         lo = hi = None  # the region's bytes the stage holds
 
         def flush(last):
             mask(stage[:hi - lo], key, lo)
-            region[lo:hi].copy_(stage[:hi - lo])
+            self._put(w, stage[:hi - lo], lo)
             if not last:  # padding between tensors: zeros, never this process's old memory
                 stage[:hi - lo].zero_()
 
@@ -124,8 +132,53 @@ class Batches:
             hi = end
         if lo is not None:
             flush(last=True)
-        self._caller_s["write_region"] += time.perf_counter() - t0
+        # the stage requests are the worker's (ops_s "stage"), not counted twice
+        self._caller_s["write_region"] += time.perf_counter() - t0 - self._staging_s
+        self._staging_s = 0.0
         return base64.b64encode(key.raw).decode()
+
+    def _shared_buffer(self, w):
+        """The device buffer shared with w through CUDA IPC (the runner's
+        ipc_buffer), while w has not failed to open it: else None."""
+        if not self.staged or w.staging not in (None, "ipc"):
+            return None
+        shared = self.ipc_buffer()
+        if shared is None:
+            w.staging = f"host ({self.ipc_why})"
+        return shared
+
+    def _put(self, w, chunk, at):
+        """A masked chunk, the region's bytes from `at` on, handed to w:
+        staged from the shared device buffer it was made in (w.staging
+        "ipc"), or copied into the region and, for a GPU worker, staged
+        from there. The first stage through the buffer that w cannot do
+        (its driver refused the handle: said in w.staging) turns w to the
+        region for good."""
+        n = chunk.numel()
+        if w.staging in (None, "ipc") and self.staged:
+            if chunk.is_cuda:  # the chunk made before the worker reads it
+                torch.cuda.synchronize(chunk.device)
+            shared = self.ipc_buffer()
+            r = self._stage(w, {"op": "stage", "at": at, "n": n, "ipc": {"bytes": shared.nbytes}})
+            if r["ok"]:
+                w.staging = "ipc"
+                return
+            if w.staging == "ipc":  # it worked before: this is the worker failing
+                raise _failure(r)
+            w.staging = f"host (the worker could not open the shared buffer: {r['error'][:300]})"
+        region = torch.frombuffer(w.region, dtype=torch.uint8, count=at + n)
+        region[at:].copy_(chunk)
+        if self.staged:  # to the worker's device, still masked
+            r = self._stage(w, {"op": "stage", "at": at, "n": n})
+            if not r["ok"]:
+                raise _failure(r)
+
+    def _stage(self, w, req):
+        t0 = time.perf_counter()
+        try:
+            return w.request(req, self.call_timeout_s)[0]
+        finally:
+            self._staging_s += time.perf_counter() - t0
 
     def _fetch(self, w, seed):
         """A call's outputs (fetch), by its number where the worker has call
@@ -156,10 +209,6 @@ class Batches:
         go = {"op": "go", "case": case}
         if region:
             go["key"] = self._write_region(w, case, seeds)
-            if self.staged:  # to the worker's device, still masked
-                r, _ = w.request({"op": "stage"}, self.call_timeout_s * len(seeds))
-                if not r["ok"]:
-                    raise _failure(r)
         if preps is not None:
             preps.append((time.perf_counter() - tp) * 1e6 / len(seeds))
         t0 = time.perf_counter()

@@ -56,9 +56,10 @@ import weakref
 from .. import _lib
 from . import triton_cache
 # one timed batch (staging, the calls on the clock, the checks): batches.py
-from .batches import Batches
+from .batches import STAGE_CHUNK, Batches
 from .confine import missing
-from .inputs import REGION_ALIGN, gpu_paths, nbytes, use_library
+from .cuda_ipc import CallerBuffer, IpcError
+from .inputs import REGION_ALIGN, gpu_paths, nbytes, region_offsets, use_library
 from .inputs import warm as warm_kernels
 from .reference import Reference
 # what a result says (scoring.py); reward_of and the attribution helpers
@@ -145,7 +146,7 @@ class Runner(Batches):
 
     def __init__(self, imported, device="cuda", cache_dir=None, timeout_s=600.0, call_timeout_s=60.0,
                  sandbox="auto", batch_ms=10.0, batch_bytes=None, spare=True, baseline="eager",
-                 inputs=None):
+                 inputs=None, staging="auto"):
         """sandbox: "auto" (the default): "start" where a worker starts in
         it, else "init" from then on, said in every result's notes (CUDA
         failed to start inside the sandbox on driver 570+ until the grants
@@ -170,9 +171,17 @@ class Runner(Batches):
         as written, KernelBench's default) or "compile" (torch.compile of
         it, compiled in the baseline worker before its seal; the result's
         baseline_kind says which, baseline_compile_seconds what compiling
-        took)."""
+        took).
+        staging: how a GPU worker gets a batch's masked inputs: "auto" (the
+        default) through a device buffer of this process's shared with it
+        by CUDA IPC (cuda_ipc.py: no trip through host memory), where the
+        driver allows, else through the host region; "host": always the
+        region (for comparison). The result's "staging" says which each
+        side got, and why not IPC."""
         if sandbox not in ("auto", "start", "init", None):
             raise ValueError(f"sandbox must be 'auto', 'start', 'init' or None, not {sandbox!r}")
+        if staging not in ("auto", "host"):
+            raise ValueError(f"staging must be 'auto' or 'host', not {staging!r}")
         if baseline not in ("eager", "compile"):
             raise ValueError(f"baseline must be 'eager' or 'compile', not {baseline!r}")
         # inputs: who makes a timed batch's inputs. "caller" (the default):
@@ -190,6 +199,10 @@ class Runner(Batches):
         # stage); the CPU's tensors are views of the region itself, unless a
         # test asks for the GPU's way on the CPU
         self.staged = device != "cpu"
+        # the device buffer a GPU worker stages from (ipc_buffer), made at
+        # the first batch; ipc_why: why there is none ("host" asked for, or
+        # the driver refused it here)
+        self._ipc, self.ipc_why = None, ("asked for" if staging == "host" else None)
         # what unmasks the inputs and commits to the outputs on this GPU,
         # chosen in this process before any candidate runs; the baseline's
         # worker must come to the same (_check_baseline_paths): its choice
@@ -242,6 +255,9 @@ class Runner(Batches):
             if w is not None:
                 w.end()
         self._discard(getattr(self, "_spare_ext", None))
+        if getattr(self, "_ipc", None) is not None:  # no worker maps it any more
+            self._ipc.close()
+            self._ipc = None
         self._base, self._spare_w, self._base_state = None, None, {}
         self._spare_source = self._spare_ext = None
         with _warm_lock:
@@ -273,6 +289,25 @@ class Runner(Batches):
         tensors = max(len(lay) for lay in self.layouts)
         return (max(self.batch_bytes, 2 * self.max_call_bytes) +
                 MAX_CALLS * tensors * REGION_ALIGN)
+
+    def ipc_buffer(self):
+        """The device buffer a batch's inputs are made and masked in and a
+        GPU worker copies them from (cuda_ipc.CallerBuffer): one per Runner,
+        made at the first batch, as large as a batch's staging chunk can
+        be (batches.py _write_region) and no larger than the region. None
+        where it cannot be had (ipc_why says why)."""
+        if self._ipc is None and self.ipc_why is None:
+            import torch  # loaded already (batches.py); runner.py reads no tensor else
+            if torch.device(self.device).type != "cuda":
+                self.ipc_why = f"{self.device} is not a CUDA device"
+                return None
+            spans = [region_offsets(lay, 1)[2] for lay in self.layouts]
+            size = min(self._region_bytes(), max(STAGE_CHUNK, *spans))
+            try:
+                self._ipc = CallerBuffer(torch, self.device, size)
+            except (IpcError, OSError, RuntimeError) as e:
+                self.ipc_why = f"no shared device buffer: {e}"
+        return self._ipc
 
     def _call_bytes(self, case=0):
         """Bytes one call holds until its batch is dropped: its fresh inputs
@@ -370,8 +405,11 @@ class Runner(Batches):
                                    os.path.realpath(ext))  # (a source's name may link a spare's folder)
             except Exception:  # noqa: BLE001 - then its worker compiles them, as before
                 pass
+        region = self.inputs_from == "caller"
+        shared = self.ipc_buffer() if region and self.staged else None
         w = WorkerProcess(env, self._sandbox_config(ext) if self.sandbox == "start" else None,
-                          region_bytes=self._region_bytes() if self.inputs_from == "caller" else 0)
+                          region_bytes=self._region_bytes() if region else 0,
+                          shared_fd=shared.fd() if shared is not None else None)
         # a reply carries at most one call's outputs (a fetch): the caller
         # never reads more than twice the largest case's inputs and outputs
         # (a scaled case may grow a size: "odd" rounds up)
@@ -642,6 +680,8 @@ class Runner(Batches):
             # every batch's per-call time, for the noise behind the medians
             res["batches_us"] = {"candidate": [round(x, 3) for x in wall]}
             res["ops_s"] = {"candidate": self._clocks_read(w)}
+            if self.staged:
+                res["staging"] = {"candidate": w.staging or "host"}
             # the worker's own times cannot exceed the caller's clock (plus a
             # little slack for the clock's own start and stop)
             res["timing_mismatch"] = sum(events) * n > 1.05 * sum(wall) * n + 1000.0
@@ -736,6 +776,8 @@ class Runner(Batches):
             res["baseline_compile_seconds"] = round(self._base_state["compile_seconds"], 3)
         res.setdefault("batches_us", {})["baseline"] = [round(x, 3) for x in wall]
         res.setdefault("ops_s", {})["baseline"] = self._clocks_read(b)
+        if self.staged:
+            res.setdefault("staging", {})["baseline"] = b.staging or "host"
         # prepare (fresh inputs, untimed) is recorded for both sides, not
         # charged: a fresh candidate process's prepare is slower than the
         # kept baseline worker's (cold memory), so the excess does not tell

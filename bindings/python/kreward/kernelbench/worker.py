@@ -227,12 +227,15 @@ class Sandbox:
 
 # ------------------------------------------------------------------- worker
 class Worker:
-    def __init__(self, out, sandbox, region=None):
+    def __init__(self, out, sandbox, region=None, shared_fd=None):
         """region: the input region the caller writes timed batches' inputs
-        into (inputs.py), an mmap, or None (inputs made here)."""
-        self.sandbox, self.region = sandbox, region
+        into (inputs.py), an mmap, or None (inputs made here). shared_fd:
+        a descriptor of the caller's device buffer (cuda_ipc.py) that stage
+        may copy them from instead, or None."""
+        self.sandbox, self.region, self.shared_fd = sandbox, region, shared_fd
         import torch
         self.torch, self.out, self.inputs = torch, out, _load_sibling("inputs")
+        self.cuda_ipc, self.ipc = _load_sibling("cuda_ipc"), None  # stage's shared buffer, mapped
         # the harness's own references, taken before the candidate can patch
         # torch (it runs in this process): inputs, digests, the clock, the
         # call path, the plain tensor types
@@ -484,16 +487,39 @@ class Worker:
         return {"prepared": len(self.batch)}
 
     def stage(self, req):
-        """The caller wrote the batch's masked values into the region: they
-        are copied into the device buffer prepare laid out (untimed; still
-        masked, go brings the key)."""
+        """The caller put n bytes of the batch's masked values at offset
+        "at": copied into the device buffer prepare laid out (untimed; still
+        masked, go brings the key). From the region, or with "ipc" (the
+        caller's device buffer's handle and size: cuda_ipc.py) from that
+        buffer's first n bytes, device to device."""
         if self.staged is None:
             raise RuntimeError("stage without a staged prepare")
-        if self.staged.numel():  # (frombuffer refuses a count of 0)
-            self.staged.copy_(self.torch.frombuffer(self.region, dtype=self.torch.uint8,
-                                                    count=self.staged.numel()))
+        at, n = req.get("at"), req.get("n")
+        if not (type(at) is int and type(n) is int and 0 <= at and 0 <= n <= self.staged.numel() - at):
+            raise ValueError(f"stage of {n!r} bytes at {at!r}: the batch's inputs take "
+                             f"{self.staged.numel()}")
+        if not n:
+            return {}
+        if req.get("ipc") is not None:
+            src = self._ipc_source(req["ipc"])
+            if n > src.numel():
+                raise ValueError(f"stage of {n} bytes from a shared buffer of {src.numel()}")
+            self.staged[at:at + n].copy_(src[:n])
+        else:
+            self.staged[at:at + n].copy_(self.torch.frombuffer(self.region, dtype=self.torch.uint8,
+                                                               count=n, offset=at))
         self.sync()
         return {}
+
+    def _ipc_source(self, ipc):
+        """The caller's shared device buffer (of ipc's "bytes"), mapped from
+        the descriptor this worker started with, at the first stage from it."""
+        if self.ipc is None:
+            if self.shared_fd is None:
+                raise RuntimeError("this worker was given no shared buffer")
+            fd, self.shared_fd = self.shared_fd, None
+            self.ipc = self.cuda_ipc.WorkerMapping(self.torch, self.device, fd, ipc.get("bytes"))
+        return self.ipc.tensor
 
     def go(self, req):
         """The batch, back to back; the caller's clock runs around this
@@ -673,7 +699,7 @@ OPS = ("ready", "load", "seal", "build", "prepare", "stage", "go", "times", "fet
        "drop", "launch")
 
 
-def run_worker(rfd, wfd, config, region_fd=None):
+def run_worker(rfd, wfd, config, region_fd=None, shared_fd=None):
     out = os.fdopen(wfd, "wb")
     inp = os.fdopen(rfd, "rb")
     region = None
@@ -686,7 +712,7 @@ def run_worker(rfd, wfd, config, region_fd=None):
     sandbox = Sandbox(config if config and config.get("when") == "start" else None)
     if sandbox.config:
         sandbox.enter(exec_allowed=True)  # before torch: one thread, the only one
-    Worker(out, sandbox, region).serve(inp)
+    Worker(out, sandbox, region, shared_fd).serve(inp)
 
 
 # --------------------------------------------------------------- supervisor
@@ -819,7 +845,7 @@ class Supervisor:
 NO_SUBREAPER = None
 
 
-def supervise(rfd, wfd, config, region_fd=None):
+def supervise(rfd, wfd, config, region_fd=None, shared_fd=None):
     global NO_SUBREAPER
     try:
         _prctl(PR_SET_CHILD_SUBREAPER, 1)
@@ -828,16 +854,17 @@ def supervise(rfd, wfd, config, region_fd=None):
     me = os.getpid()
     pid = os.fork()
     if pid == 0:
-        _worker_child(me, rfd, wfd, config, region_fd)
+        _worker_child(me, rfd, wfd, config, region_fd, shared_fd)
     os.close(rfd)  # only the worker holds the protocol's pipes: its death is their EOF
     os.close(wfd)
-    if region_fd is not None:
-        os.close(region_fd)
+    for fd in (region_fd, shared_fd):  # the worker's, not the supervisor's
+        if fd is not None:
+            os.close(fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     Supervisor(pid).serve(0, 1)
 
 
-def _worker_child(supervisor, rfd, wfd, config, region_fd=None):
+def _worker_child(supervisor, rfd, wfd, config, region_fd=None, shared_fd=None):
     code = 1
     try:
         os.setsid()  # its own session: nothing it does reaches the supervisor's group
@@ -848,7 +875,7 @@ def _worker_child(supervisor, rfd, wfd, config, region_fd=None):
         os.dup2(null, 0)  # the supervisor's control pipes stay out of the worker
         os.close(null)
         os.dup2(2, 1)  # the candidate's prints go to stderr, never into a protocol
-        run_worker(rfd, wfd, config, region_fd)
+        run_worker(rfd, wfd, config, region_fd, shared_fd)
         code = 0
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
@@ -865,7 +892,8 @@ def main():
     rfd, wfd = int(sys.argv[1]), int(sys.argv[2])
     config = json.loads(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] else None
     region_fd = int(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[4] else None
-    supervise(rfd, wfd, config, region_fd)
+    shared_fd = int(sys.argv[5]) if len(sys.argv) > 5 and sys.argv[5] else None
+    supervise(rfd, wfd, config, region_fd, shared_fd)
 
 
 if __name__ == "__main__":

@@ -158,9 +158,11 @@ class WorkerProcess:
     request has a deadline. Requests can be sent ahead of their replies
     (send, then receive in order)."""
 
-    def __init__(self, env=None, sandbox=None, region_bytes=0):
+    def __init__(self, env=None, sandbox=None, region_bytes=0, shared_fd=None):
         """region_bytes: an input region of that size shared with the
-        worker (inputs.py; self.region, the caller's mapping), or none."""
+        worker (inputs.py; self.region, the caller's mapping), or none.
+        shared_fd: a descriptor of the caller's device buffer for the
+        worker's stage (cuda_ipc.py), given to it and closed here."""
         to_w, self._w = os.pipe()
         self._r, from_w = os.pipe()
         try:
@@ -188,8 +190,11 @@ class WorkerProcess:
             self.region = mmap.mmap(region_fd, region_bytes)
             if hasattr(mmap, "MADV_DONTFORK"):
                 self.region.madvise(mmap.MADV_DONTFORK)  # a fork of the trainer holds none of it
-            argv.append(str(region_fd))
             fds.append(region_fd)
+        argv.append(str(region_fd) if region_fd is not None else "")
+        if shared_fd is not None:
+            argv.append(str(shared_fd))
+            fds.append(shared_fd)
         # the supervisor: its stdin and stdout are the control pipes (reap, status)
         try:
             self.proc = subprocess.Popen(argv, pass_fds=tuple(fds), stdin=subprocess.PIPE,
@@ -212,6 +217,9 @@ class WorkerProcess:
         # worker's work, the pipes, the payloads), for where a batch's
         # time goes (Runner's ops_s); whoever reads it resets it
         self.op_s = collections.Counter()
+        # how a batch's inputs reach its device (batches.py _put): None until
+        # the first, then "ipc" or "host (why not ipc)"
+        self.staging = None
 
     def _wait(self, deadline):
         """Until the worker's pipe has data; WorkerDied as soon as the

@@ -1,0 +1,230 @@
+"""A device buffer shared between the caller and its workers, for a timed
+batch's masked inputs (batches.py _write_region): the caller masks a chunk
+on its GPU in the buffer, the worker copies it into its own staged buffer,
+device to device. The host region (inputs.py) costs two trips over PCIe
+per byte, 0.2 s/GiB each with pageable memory; this costs none
+(bench/bench_staging.py on the H200 at 16b7c39: 0.001 s/GiB).
+
+Shared by a file descriptor, not a CUDA IPC handle: a legacy handle
+(cuIpcGetMemHandle) is 64 bytes any process of the user on the machine may
+open, and what is in it is the driver's, not a secret; a candidate running
+in another Runner's worker could map this buffer and spoil the inputs of
+an honest candidate (or of the baseline) while they are staged. The buffer
+is a cuMemCreate allocation exported as a POSIX descriptor
+(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), which a worker gets at its start
+(pass_fds, as the host region's memfd) and nothing else holds: the sandbox
+refuses pidfd_getfd and ptrace, and sockets to pass it on. The allocation
+is this buffer alone (not torch's caching allocator, whose segments hold
+the caller's other tensors), and it only ever holds masked values (the key
+comes with go), as the host region does.
+
+Loaded by path inside the worker (worker.py _load_sibling), so it imports
+nothing of the package; the driver through ctypes, torch for the views."""
+import ctypes
+import os
+
+_PINNED = 1              # CU_MEM_ALLOCATION_TYPE_PINNED
+_POSIX_FD = 1            # CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+_ON_DEVICE = 1           # CU_MEM_LOCATION_TYPE_DEVICE
+_READ_WRITE = 3          # CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+_MINIMUM = 0             # CU_MEM_ALLOC_GRANULARITY_MINIMUM
+
+
+class _Location(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
+
+
+class _AllocFlags(ctypes.Structure):
+    _fields_ = [("compressionType", ctypes.c_ubyte), ("gpuDirectRDMACapable", ctypes.c_ubyte),
+                ("usage", ctypes.c_ushort), ("reserved", ctypes.c_ubyte * 4)]
+
+
+class _Prop(ctypes.Structure):  # CUmemAllocationProp (cuda.h, CUDA 12 and 13)
+    _fields_ = [("type", ctypes.c_int), ("requestedHandleTypes", ctypes.c_int),
+                ("location", _Location), ("win32HandleMetaData", ctypes.c_void_p),
+                ("allocFlags", _AllocFlags)]
+
+
+class _Access(ctypes.Structure):  # CUmemAccessDesc
+    _fields_ = [("location", _Location), ("flags", ctypes.c_int)]
+
+
+class IpcError(RuntimeError):
+    """The driver refused a step (its message says which and why)."""
+
+
+_cu = []
+_u64, _size = ctypes.c_uint64, ctypes.c_size_t
+
+
+def _driver():
+    if not _cu:
+        cu = ctypes.CDLL("libcuda.so.1")
+        P = ctypes.POINTER
+        for name, args in (
+                ("cuCtxGetDevice", [P(ctypes.c_int)]),
+                ("cuMemGetAllocationGranularity", [P(_size), P(_Prop), ctypes.c_int]),
+                ("cuMemCreate", [P(_u64), _size, P(_Prop), _u64]),
+                ("cuMemRelease", [_u64]),
+                ("cuMemAddressReserve", [P(_u64), _size, _size, _u64, _u64]),
+                ("cuMemAddressFree", [_u64, _size]),
+                ("cuMemMap", [_u64, _size, _size, _u64, _u64]),
+                ("cuMemUnmap", [_u64, _size]),
+                ("cuMemSetAccess", [_u64, _size, P(_Access), _size]),
+                ("cuMemExportToShareableHandle", [ctypes.c_void_p, _u64, ctypes.c_int, _u64]),
+                ("cuMemImportFromShareableHandle", [P(_u64), ctypes.c_void_p, ctypes.c_int]),
+                ("cuGetErrorString", [ctypes.c_int, P(ctypes.c_char_p)])):
+            f = getattr(cu, name)
+            f.argtypes, f.restype = args, ctypes.c_int
+        _cu.append(cu)
+    return _cu[0]
+
+
+def _check(rc, what):
+    if rc:
+        msg = ctypes.c_char_p()
+        _driver().cuGetErrorString(rc, ctypes.byref(msg))
+        raise IpcError(f"{what}: CUDA error {rc} ({(msg.value or b'?').decode()})")
+
+
+class _View:
+    """A flat uint8 device array at a raw address, for torch.as_tensor."""
+
+    def __init__(self, ptr, nbytes):
+        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1",
+                                         "data": (ptr, False), "version": 3, "strides": None}
+
+
+def _tensor(torch, ptr, nbytes):
+    """The bytes at ptr as a uint8 tensor on their own device (torch finds
+    it from the pointer), the memory itself: never a copy, which would
+    leave the other side reading or writing bytes nobody sees."""
+    t = torch.as_tensor(_View(ptr, nbytes))
+    if t.data_ptr() != ptr or not t.is_cuda:
+        raise IpcError("torch made a copy of the shared buffer instead of a view")
+    return t
+
+
+class _Mapped:
+    """An allocation (its generic handle) mapped read-write for this
+    process's device at an address of its own; `tensor` views it. Inside
+    `with torch.cuda.device(device)` every driver call acts in torch's
+    context of that device (the current one), and the caller's own current
+    device is back as it was when the with ends (a trainer's thread)."""
+
+    def __init__(self, torch, device, make):
+        """make(ordinal): (generic handle, bytes) of the allocation."""
+        self.torch, self.device = torch, torch.device(device)
+        self.handle = self.ptr = None
+        self.nbytes = 0
+        with torch.cuda.device(self.device):
+            torch.cuda.synchronize(self.device)
+            try:
+                ordinal = ctypes.c_int()
+                _check(_driver().cuCtxGetDevice(ctypes.byref(ordinal)), "cuCtxGetDevice")
+                self.handle, self.nbytes = make(ordinal.value)
+                ptr = _u64()
+                _check(_driver().cuMemAddressReserve(ctypes.byref(ptr), self.nbytes, 0, 0, 0),
+                       "cuMemAddressReserve")
+                self.ptr = ptr.value
+                _check(_driver().cuMemMap(self.ptr, self.nbytes, 0, self.handle, 0), "cuMemMap")
+                self.mapped = True
+                access = _Access(_Location(_ON_DEVICE, ordinal.value), _READ_WRITE)
+                _check(_driver().cuMemSetAccess(self.ptr, self.nbytes, ctypes.byref(access), 1),
+                       "cuMemSetAccess")
+                self.tensor = _tensor(torch, self.ptr, self.nbytes)
+            except BaseException:
+                self._free()
+                raise
+
+    def _free(self):
+        cu = _driver()
+        self.tensor = None
+        if getattr(self, "mapped", False):
+            cu.cuMemUnmap(self.ptr, self.nbytes)
+            self.mapped = False
+        if self.ptr is not None:
+            cu.cuMemAddressFree(self.ptr, self.nbytes)
+            self.ptr = None
+        if self.handle is not None:
+            cu.cuMemRelease(self.handle)
+            self.handle = None
+
+    def close(self):
+        if self.handle is None and self.ptr is None:
+            return
+        with self.torch.cuda.device(self.device):
+            self.torch.cuda.synchronize(self.device)  # no copy still reads it
+            self._free()
+
+
+class CallerBuffer(_Mapped):
+    """The caller's side: at least nbytes of device memory on `device` (a
+    torch device), `tensor` (uint8, made and masked in), and `fd()`: a new
+    descriptor of it for one worker's start (the caller closes its copy
+    once the worker has it). close() frees it, after every worker that
+    mapped it has ended."""
+
+    def __init__(self, torch, device, nbytes):
+        self.fd_ = None
+
+        def make(ordinal):
+            prop = _Prop(_PINNED, _POSIX_FD, _Location(_ON_DEVICE, ordinal))
+            gran = _size()
+            _check(_driver().cuMemGetAllocationGranularity(ctypes.byref(gran), ctypes.byref(prop),
+                                                           _MINIMUM), "cuMemGetAllocationGranularity")
+            size = -(-nbytes // gran.value) * gran.value
+            handle = _u64()
+            _check(_driver().cuMemCreate(ctypes.byref(handle), size, ctypes.byref(prop), 0),
+                   "cuMemCreate")
+            fd = ctypes.c_int(-1)
+            try:
+                _check(_driver().cuMemExportToShareableHandle(ctypes.byref(fd), handle.value,
+                                                              _POSIX_FD, 0),
+                       "cuMemExportToShareableHandle")
+            except IpcError:
+                _driver().cuMemRelease(handle.value)
+                raise
+            self.fd_ = fd.value
+            os.set_inheritable(self.fd_, False)  # nothing this process starts holds it
+            return handle.value, size
+
+        try:
+            super().__init__(torch, device, make)
+        except BaseException:
+            self._close_fd()
+            raise
+
+    def fd(self):
+        return os.dup(self.fd_)  # (not inheritable: the worker's start passes it)
+
+    def _close_fd(self):
+        if self.fd_ is not None:
+            os.close(self.fd_)
+            self.fd_ = None
+
+    def close(self):
+        super().close()
+        self._close_fd()
+
+
+class WorkerMapping(_Mapped):
+    """The worker's side: the caller's buffer imported from the descriptor
+    fd (closed here once imported), nbytes as the caller made it, mapped on
+    `device`; `tensor` views it. Raises IpcError (the driver's refusal)."""
+
+    def __init__(self, torch, device, fd, nbytes):
+        if type(nbytes) is not int or nbytes <= 0:
+            raise ValueError("the shared buffer's size must be a positive number of bytes")
+
+        def make(ordinal):
+            handle = _u64()
+            try:
+                _check(_driver().cuMemImportFromShareableHandle(ctypes.byref(handle),
+                                                                ctypes.c_void_p(fd), _POSIX_FD),
+                       "cuMemImportFromShareableHandle")
+            finally:
+                os.close(fd)
+            return handle.value, nbytes
+
+        super().__init__(torch, device, make)
