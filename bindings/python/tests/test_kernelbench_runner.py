@@ -292,3 +292,36 @@ def test_a_spare_folder_is_adopted_by_a_link_that_resolves(tmp_path, monkeypatch
     assert os.path.islink(name) and not os.path.exists(name)
     assert Runner._ext(fake, "class ModelNew: pass") == name and os.path.isdir(os.path.join(name, "tmp"))
     assert not os.path.islink(name)
+
+
+def test_orphaned_spare_folders_are_swept_and_no_other(tmp_path):
+    """A trainer killed before close() leaves its warm Runner's unused spare
+    folder behind. A Runner's first fresh folder sweeps those whose process
+    is gone and that no source took; a live process's (this one's, another
+    trainer's), one a source's name links to (its builds), folders of other
+    names and a link named like a spare stay."""
+    import secrets
+    import subprocess
+    import sys
+    import types
+    from kreward.kernelbench import runner
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    dead = p.pid  # (a pid is not reused this soon)
+    hexes = [secrets.token_hex(12) for _ in range(4)]
+    orphan = tmp_path / f"spare-{dead}-{hexes[0]}"
+    taken = tmp_path / f"spare-{dead}-{hexes[1]}"
+    live = tmp_path / f"spare-{os.getpid()}-{hexes[2]}"
+    other = tmp_path / "0123456789abcdef01234567"   # a source's own folder
+    old = tmp_path / f"spare-{hexes[3]}"              # an older version's name
+    for d in (orphan, taken, live, other, old):
+        (d / "tmp").mkdir(parents=True)
+    (tmp_path / "fedcba9876543210fedcba98").symlink_to(taken.name)
+    (tmp_path / f"spare-{dead}-{'0' * 24}").symlink_to(other.name)
+    fake = types.SimpleNamespace(cache_dir=str(tmp_path), _swept=False)
+    made = Runner._fresh_folder(fake)
+    assert os.path.basename(made).startswith(f"spare-{os.getpid()}-") and fake._swept
+    assert not orphan.exists()
+    assert all(d.is_dir() for d in (taken, live, other, old)), os.listdir(tmp_path)
+    assert (tmp_path / f"spare-{dead}-{'0' * 24}").is_symlink() and other.is_dir()
+    assert runner.sweep_orphan_spares(str(tmp_path)) == 0  # nothing more to sweep

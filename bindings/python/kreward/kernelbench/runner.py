@@ -246,6 +246,7 @@ class Runner(Batches):
         self._spare_w = None
         self._spare_source = None  # "start": the source the spare was started for
         self._spare_ext = None     # "start", no source named: the fresh folder it writes
+        self._swept = False        # the cache's orphaned spare folders (_fresh_folder)
 
     # ---- lifetime
     def close(self):
@@ -344,8 +345,12 @@ class Runner(Batches):
     def _fresh_folder(self):
         """A build folder for a "start" spare started before its source is
         known: new, empty, named by no source (_adopt links the source's
-        name to it when one takes it)."""
-        ext = os.path.join(self.cache_dir, "spare-" + secrets.token_hex(12))
+        name to it when one takes it), and by this process (the first one
+        a Runner makes sweeps those of processes gone: sweep_orphan_spares)."""
+        if not self._swept:
+            self._swept = True
+            sweep_orphan_spares(self.cache_dir)
+        ext = os.path.join(self.cache_dir, f"spare-{os.getpid()}-{secrets.token_hex(12)}")
         os.makedirs(os.path.join(ext, "tmp"))
         return ext
 
@@ -893,6 +898,48 @@ class Runner(Batches):
             wall, _, _ = self._timed(self._base, batches, n, 2, rng, lifted)
         _keep_warm(self)
         return _median(wall)
+
+_SPARE = re.compile(r"spare-(\d+)-[0-9a-f]{24}")
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # someone else's: it exists
+        pass
+    return True
+
+
+def sweep_orphan_spares(cache_dir):
+    """Removes the fresh folders of "start" spares (spare-<pid>-<hex>) that
+    no source took (no link in cache_dir names them) and whose Runner's
+    process is gone: a trainer killed before close() leaves one per warm
+    Runner, and nothing would ever remove it. A folder of a live process
+    (this one's other Runners, another trainer's) stays, and so does one a
+    source took (its builds are that source's cache). Returns how many
+    went."""
+    try:
+        names = os.listdir(cache_dir)
+    except OSError:
+        return 0
+    taken = set()
+    for n in names:
+        try:
+            taken.add(os.path.basename(os.readlink(os.path.join(cache_dir, n))))
+        except OSError:  # not a link
+            pass
+    gone = 0
+    for n in names:
+        m = _SPARE.fullmatch(n)
+        path = os.path.join(cache_dir, n)
+        if not m or n in taken or _alive(int(m.group(1))) or os.path.islink(path):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        gone += not os.path.exists(path)
+    return gone
+
 
 def evaluate_modelnew(imported, source, device="cuda", **kw):
     """One ModelNew source on one imported problem: a result dict (verdict,
