@@ -56,7 +56,8 @@ def main():
     print("| level | imported, scaled | imported, own sizes only | with a device-only form | refused | crashed |")
     print("|---|---|---|---|---|---|")
     for level in sorted({lv for lv, _ in table}):
-        dev = sum(1 for r in results  # no device_only_reason: a library problem too if os.path.basename(os.path.dirname(r["file"])) == level
+        # with a device-only form: imported with no device_only_reason
+        dev = sum(1 for r in results if os.path.basename(os.path.dirname(r["file"])) == level
                   and r["kind"].startswith("imported") and not r["why"])
         print(f"| {level} | {table[(level, 'imported, scaled')]} | "
               f"{table[(level, 'imported, own sizes only')]} | {dev} | {table[(level, 'refused')]} | "

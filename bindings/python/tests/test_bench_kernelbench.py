@@ -6,7 +6,6 @@ its timeout) and the bench's selection, verdicts and table. The timed run
 itself needs a GPU (the lead's command in docs/kernelbench.md)."""
 import importlib
 import json
-import os
 import pathlib
 import subprocess
 import sys

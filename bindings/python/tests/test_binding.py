@@ -1,6 +1,5 @@
 """The binding on the CPU: loading, errors, compile, problems, reports,
 rewards with Python terms, evaluate without a GPU, threads."""
-import json
 import subprocess
 import sys
 import threading

@@ -2,7 +2,6 @@
 docs/serve.md."""
 import argparse
 import logging
-import os
 import sys
 
 from .server import Options, Server, default_problem_dirs
