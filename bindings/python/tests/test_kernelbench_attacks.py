@@ -571,25 +571,67 @@ def test_a_worker_that_skips_the_stage_computes_on_the_wrong_inputs(staged_matmu
 
 
 def _shared_buffer_on_the_cpu(runner, monkeypatch):
-    """A stand-in for the GPU's shared device buffer (cuda_ipc.CallerBuffer):
-    host memory, and no descriptor for the workers (none to give on the
-    CPU). The caller makes and masks the chunks in it and asks the worker
-    to stage from it, as on a GPU."""
+    """A stand-in for a GPU worker's own device buffer (cuda_ipc.CallerBuffer):
+    host memory, and a descriptor (of /dev/null) that no driver maps. The
+    caller copies the masked chunks into it and asks the worker to stage
+    from it, as on a GPU. Returns the buffers made (one per worker)."""
     import types
-    n = 64 << 20
-    fake = types.SimpleNamespace(tensor=torch.zeros(n, dtype=torch.uint8), nbytes=n, fd=lambda: None)
-    monkeypatch.setattr(runner, "ipc_buffer", lambda: fake)
+    made = []
+
+    def shared_buffer():
+        n = 1 << 20  # (a chunk larger than this goes in pieces)
+        made.append(types.SimpleNamespace(tensor=torch.zeros(n, dtype=torch.uint8), nbytes=n,
+                                          export=lambda: os.open(os.devnull, os.O_RDONLY),
+                                          close=lambda: None))
+        return made[-1]
+
+    monkeypatch.setattr(runner, "_shared_buffer", shared_buffer)
+    return made
 
 
-def test_a_worker_that_cannot_open_the_shared_buffer_is_staged_through_the_region(
+def test_a_worker_that_cannot_map_its_shared_buffer_is_staged_through_the_region(
         staged_matmul_runner, monkeypatch):
-    """The first stage from the shared buffer that the worker's driver
-    refuses turns that worker to the host region for good (said in
-    staging), and the batch goes on: the honest matmul passes."""
+    """The first stage from its own buffer that the worker's driver refused
+    (in ready, where it maps it) turns that worker to the host region for
+    good (said in staging), and the batch goes on: the honest matmul
+    passes."""
     _shared_buffer_on_the_cpu(staged_matmul_runner, monkeypatch)
     res = run(staged_matmul_runner, TALL_MATMUL.replace("class Model(", "class ModelNew("), baseline=False)
     assert res["verdict"] == "pass", res
-    assert res["staging"]["candidate"].startswith("host (the worker could not open the shared buffer"), res
+    assert res["staging"]["candidate"].startswith("host (the worker could not map its shared buffer"), res
+
+
+def test_only_masked_bytes_reach_a_workers_shared_buffer(staged_matmul_runner, monkeypatch):
+    """A worker reads its shared buffer whenever it likes (a thread, a
+    kernel polling it), so the inputs are made and masked in memory of the
+    caller's own and only the masked chunk is copied there (helper-35: made
+    in the shared buffer itself, a batch's plain values sat there until the
+    chunk was masked). Every write of plain values (stage_call) and every
+    unmasking or masking (mask) is checked to land elsewhere."""
+    from kreward.kernelbench import batches
+    made = _shared_buffer_on_the_cpu(staged_matmul_runner, monkeypatch)
+    touched = []
+
+    def outside(t):
+        return all(not (b.tensor.data_ptr() <= t.data_ptr() < b.tensor.data_ptr() + b.nbytes)
+                   for b in made)
+
+    def stage_call(stage, *a, **kw):
+        touched.append(("stage_call", outside(stage)))
+        return real_stage_call(stage, *a, **kw)
+
+    def mask(buf, *a, **kw):
+        touched.append(("mask", outside(buf)))
+        return real_mask(buf, *a, **kw)
+
+    real_stage_call, real_mask = batches.stage_call, batches.mask
+    monkeypatch.setattr(batches, "stage_call", stage_call)
+    monkeypatch.setattr(batches, "mask", mask)
+    res = run(staged_matmul_runner, TALL_MATMUL.replace("class Model(", "class ModelNew("), baseline=False)
+    assert res["verdict"] == "pass", res
+    assert made and {w for w, _ in touched} == {"stage_call", "mask"}, touched
+    assert all(ok for _, ok in touched), [w for w, ok in touched if not ok]
+    assert any(b.tensor.any() for b in made)  # the masked chunks did go there
 
 
 def test_a_worker_that_says_it_staged_from_the_shared_buffer_is_not_believed(

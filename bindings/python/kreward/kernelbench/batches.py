@@ -22,6 +22,10 @@ from .inputs import digest, fingerprint, make_inputs, mask, new_key, region_offs
 from .worker_process import _failure
 
 STAGE_CHUNK = 256 << 20   # bytes of a batch's inputs made, masked and copied at once (_write_region)
+# a GPU worker's own device buffer (cuda_ipc.py), through which a masked
+# chunk reaches it in pieces of this size at most: one per worker, on the
+# caller's GPU, so small (a piece costs a request, ~0.1-0.3 ms)
+SHARED_BYTES = 32 << 20
 
 # which calls of a timed batch are checked: the OS's randomness, never
 # derivable from anything the worker sees
@@ -90,8 +94,8 @@ class Batches:
         the checks regenerate), masked with the batch's fresh key in a
         buffer of this process before they reach the worker (inputs.py):
         nothing the worker can read carries a value before go brings the
-        key. A GPU worker gets them staged (_put): through the device buffer
-        shared with it (cuda_ipc.py) where it can, else through the region.
+        key. A GPU worker gets them staged (_put): through a device buffer
+        of its own (cuda_ipc.py) where it can, else through the region.
         Returns the key for go (base64)."""
         t0 = time.perf_counter()
         where, spans, total = region_offsets(self.layouts[case], len(seeds))
@@ -104,14 +108,11 @@ class Batches:
         # (16b7c39: ~5 ms a call of 1.5 MB on the H200, most of a batch's
         # overhead). The keystream is by position in the region, so a chunk
         # masked whole is each span masked at its start, as the worker
-        # unmasks it
-        size = min(total, max(STAGE_CHUNK, max(e - s for s, e in spans)))
-        shared = self._shared_buffer(w)
-        if shared is not None:  # made and masked in the buffer the worker copies from
-            stage = shared.tensor[:size]
-            stage.zero_()
-        else:
-            stage = torch.zeros(size, dtype=torch.uint8, device=self.device)
+        # unmasks it. Made and masked in memory no worker maps (a worker
+        # reads its shared buffer whenever it likes: only masked bytes go
+        # there, helper-35)
+        stage = torch.zeros(min(total, max(STAGE_CHUNK, max(e - s for s, e in spans))),
+                            dtype=torch.uint8, device=self.device)
         lo = hi = None  # the region's bytes the stage holds
 
         def flush(last):
@@ -137,35 +138,35 @@ class Batches:
         self._staging_s = 0.0
         return base64.b64encode(key.raw).decode()
 
-    def _shared_buffer(self, w):
-        """The device buffer shared with w through CUDA IPC (the runner's
-        ipc_buffer), while w has not failed to open it: else None."""
-        if not self.staged or w.staging not in (None, "ipc"):
-            return None
-        shared = self.ipc_buffer()
-        if shared is None:
-            w.staging = f"host ({self.ipc_why})"
-        return shared
-
     def _put(self, w, chunk, at):
         """A masked chunk, the region's bytes from `at` on, handed to w:
-        staged from the shared device buffer it was made in (w.staging
-        "ipc"), or copied into the region and, for a GPU worker, staged
-        from there. The first stage through the buffer that w cannot do
-        (its driver refused the handle: said in w.staging) turns w to the
-        region for good."""
+        through its own device buffer (w.shared, cuda_ipc.py) a piece at a
+        time, copied there and staged from it, device to device; or copied
+        into the region and, for a GPU worker, staged from there. The first
+        stage from the buffer that w cannot do (its driver refused the
+        descriptor: said in w.staging) turns w to the region for good."""
         n = chunk.numel()
-        if w.staging in (None, "ipc") and self.staged:
-            if chunk.is_cuda:  # the chunk made before the worker reads it
-                torch.cuda.synchronize(chunk.device)
-            shared = self.ipc_buffer()
-            r = self._stage(w, {"op": "stage", "at": at, "n": n, "ipc": {"bytes": shared.nbytes}})
-            if r["ok"]:
+        if self.staged and w.shared is not None and w.staging in (None, "ipc"):
+            step = w.shared.nbytes
+            # the bytes there before the worker reads them: this stream's
+            # work only (a trainer's other streams on the GPU go on)
+            done = torch.cuda.current_stream(chunk.device).synchronize if chunk.is_cuda else None
+            for off in range(0, n, step):
+                m = min(step, n - off)
+                w.shared.tensor[:m].copy_(chunk[off:off + m])
+                if done:
+                    done()
+                r = self._stage(w, {"op": "stage", "at": at + off, "n": m,
+                                    "ipc": {"bytes": w.shared.nbytes}})
+                if not r["ok"]:
+                    if w.staging == "ipc":  # it worked before: this is the worker failing
+                        raise _failure(r)
+                    w.staging = ("host (the worker could not map its shared buffer: "
+                                 f"{r['error'][:300]})")
+                    break
                 w.staging = "ipc"
+            else:
                 return
-            if w.staging == "ipc":  # it worked before: this is the worker failing
-                raise _failure(r)
-            w.staging = f"host (the worker could not open the shared buffer: {r['error'][:300]})"
         region = torch.frombuffer(w.region, dtype=torch.uint8, count=at + n)
         region[at:].copy_(chunk)
         if self.staged:  # to the worker's device, still masked

@@ -160,58 +160,47 @@ class _Mapped:
 
 class CallerBuffer(_Mapped):
     """The caller's side: at least nbytes of device memory on `device` (a
-    torch device), `tensor` (uint8, made and masked in), and `fd()`: a new
-    descriptor of it for one worker's start (the caller closes its copy
-    once the worker has it). close() frees it, after every worker that
-    mapped it has ended."""
+    torch device), `tensor` (uint8: masked bytes are copied in), and
+    export(): a descriptor of it for one worker's start, which the caller
+    closes once the worker has it (this side keeps none: a process the
+    trainer forks would inherit it and hold the memory). close() frees
+    this side's mapping; the worker's import holds the memory until it
+    ends."""
 
     def __init__(self, torch, device, nbytes):
-        self.fd_ = None
-
         def make(ordinal):
-            prop = _Prop(_PINNED, _POSIX_FD, _Location(_ON_DEVICE, ordinal))
+            self._prop = _Prop(_PINNED, _POSIX_FD, _Location(_ON_DEVICE, ordinal))
             gran = _size()
-            _check(_driver().cuMemGetAllocationGranularity(ctypes.byref(gran), ctypes.byref(prop),
-                                                           _MINIMUM), "cuMemGetAllocationGranularity")
+            _check(_driver().cuMemGetAllocationGranularity(
+                ctypes.byref(gran), ctypes.byref(self._prop), _MINIMUM), "cuMemGetAllocationGranularity")
             size = -(-nbytes // gran.value) * gran.value
             handle = _u64()
-            _check(_driver().cuMemCreate(ctypes.byref(handle), size, ctypes.byref(prop), 0),
+            _check(_driver().cuMemCreate(ctypes.byref(handle), size, ctypes.byref(self._prop), 0),
                    "cuMemCreate")
-            fd = ctypes.c_int(-1)
-            try:
-                _check(_driver().cuMemExportToShareableHandle(ctypes.byref(fd), handle.value,
-                                                              _POSIX_FD, 0),
-                       "cuMemExportToShareableHandle")
-            except IpcError:
-                _driver().cuMemRelease(handle.value)
-                raise
-            self.fd_ = fd.value
-            os.set_inheritable(self.fd_, False)  # nothing this process starts holds it
             return handle.value, size
 
+        super().__init__(torch, device, make)
+
+    def export(self):
+        """A new descriptor of the allocation, not inheritable (a worker's
+        start passes it on purpose: pass_fds)."""
+        fd = ctypes.c_int(-1)
+        with self.torch.cuda.device(self.device):
+            _check(_driver().cuMemExportToShareableHandle(ctypes.byref(fd), self.handle, _POSIX_FD, 0),
+                   "cuMemExportToShareableHandle")
         try:
-            super().__init__(torch, device, make)
-        except BaseException:
-            self._close_fd()
+            os.set_inheritable(fd.value, False)
+        except OSError:
+            os.close(fd.value)
             raise
-
-    def fd(self):
-        return os.dup(self.fd_)  # (not inheritable: the worker's start passes it)
-
-    def _close_fd(self):
-        if self.fd_ is not None:
-            os.close(self.fd_)
-            self.fd_ = None
-
-    def close(self):
-        super().close()
-        self._close_fd()
+        return fd.value
 
 
 class WorkerMapping(_Mapped):
     """The worker's side: the caller's buffer imported from the descriptor
-    fd (closed here once imported), nbytes as the caller made it, mapped on
-    `device`; `tensor` views it. Raises IpcError (the driver's refusal)."""
+    fd (the caller of this closes it: the import holds the memory), nbytes
+    as the caller made it, mapped on `device`; `tensor` views it. Raises
+    IpcError (the driver's refusal)."""
 
     def __init__(self, torch, device, fd, nbytes):
         if type(nbytes) is not int or nbytes <= 0:
@@ -219,12 +208,9 @@ class WorkerMapping(_Mapped):
 
         def make(ordinal):
             handle = _u64()
-            try:
-                _check(_driver().cuMemImportFromShareableHandle(ctypes.byref(handle),
-                                                                ctypes.c_void_p(fd), _POSIX_FD),
-                       "cuMemImportFromShareableHandle")
-            finally:
-                os.close(fd)
+            _check(_driver().cuMemImportFromShareableHandle(ctypes.byref(handle),
+                                                            ctypes.c_void_p(fd), _POSIX_FD),
+                   "cuMemImportFromShareableHandle")
             return handle.value, nbytes
 
         super().__init__(torch, device, make)

@@ -56,10 +56,10 @@ import weakref
 from .. import _lib
 from . import triton_cache
 # one timed batch (staging, the calls on the clock, the checks): batches.py
-from .batches import STAGE_CHUNK, Batches
+from .batches import SHARED_BYTES, Batches
 from .confine import missing
 from .cuda_ipc import CallerBuffer, IpcError
-from .inputs import REGION_ALIGN, gpu_paths, nbytes, region_offsets, use_library
+from .inputs import REGION_ALIGN, gpu_paths, nbytes, use_library
 from .inputs import warm as warm_kernels
 from .reference import Reference
 # what a result says (scoring.py); reward_of and the attribution helpers
@@ -173,11 +173,11 @@ class Runner(Batches):
         baseline_kind says which, baseline_compile_seconds what compiling
         took).
         staging: how a GPU worker gets a batch's masked inputs: "auto" (the
-        default) through a device buffer of this process's shared with it
-        by CUDA IPC (cuda_ipc.py: no trip through host memory), where the
-        driver allows, else through the host region; "host": always the
-        region (for comparison). The result's "staging" says which each
-        side got, and why not IPC."""
+        default) through a device buffer of this process's that only that
+        worker maps (cuda_ipc.py: a descriptor given at its start; no trip
+        through host memory), where the driver allows, else through the
+        host region; "host": always the region (for comparison). The
+        result's "staging" says which each side got ("ipc", or "host (why)")."""
         if sandbox not in ("auto", "start", "init", None):
             raise ValueError(f"sandbox must be 'auto', 'start', 'init' or None, not {sandbox!r}")
         if staging not in ("auto", "host"):
@@ -199,10 +199,9 @@ class Runner(Batches):
         # stage); the CPU's tensors are views of the region itself, unless a
         # test asks for the GPU's way on the CPU
         self.staged = device != "cpu"
-        # the device buffer a GPU worker stages from (ipc_buffer), made at
-        # the first batch; ipc_why: why there is none ("host" asked for, or
-        # the driver refused it here)
-        self._ipc, self.ipc_why = None, ("asked for" if staging == "host" else None)
+        # why a GPU worker gets no device buffer of its own to stage from
+        # (_shared_buffer): "host" asked for, or the driver refused one here
+        self.ipc_why = "asked for" if staging == "host" else None
         # what unmasks the inputs and commits to the outputs on this GPU,
         # chosen in this process before any candidate runs; the baseline's
         # worker must come to the same (_check_baseline_paths): its choice
@@ -240,7 +239,10 @@ class Runner(Batches):
         self.call_bytes = self._call_bytes()
         self.max_call_bytes = max(self._call_bytes(c) for c in range(n))
         self.spare = spare
-        self._lock = threading.Lock()
+        # re-entrant: close() takes it too (_keep_warm calls it holding it),
+        # so no close from another thread frees a worker's device buffer
+        # while an evaluation copies into it
+        self._lock = threading.RLock()
         self._base = None        # the baseline worker, once started
         self._base_state = {}    # ready, lifted, per_call_us
         self._spare_w = None
@@ -251,14 +253,18 @@ class Runner(Batches):
     # ---- lifetime
     def close(self):
         """Ends the baseline worker and the spare (a later evaluation starts
-        them again)."""
+        them again); waits for an evaluation in progress."""
+        lock = getattr(self, "_lock", None)  # (__del__ of a half-made Runner)
+        if lock is None:
+            return
+        with lock:
+            self._close()
+
+    def _close(self):
         for w in (getattr(self, "_base", None), getattr(self, "_spare_w", None)):
             if w is not None:
                 w.end()
         self._discard(getattr(self, "_spare_ext", None))
-        if getattr(self, "_ipc", None) is not None:  # no worker maps it any more
-            self._ipc.close()
-            self._ipc = None
         self._base, self._spare_w, self._base_state = None, None, {}
         self._spare_source = self._spare_ext = None
         with _warm_lock:
@@ -291,24 +297,25 @@ class Runner(Batches):
         return (max(self.batch_bytes, 2 * self.max_call_bytes) +
                 MAX_CALLS * tensors * REGION_ALIGN)
 
-    def ipc_buffer(self):
-        """The device buffer a batch's inputs are made and masked in and a
-        GPU worker copies them from (cuda_ipc.CallerBuffer): one per Runner,
-        made at the first batch, as large as a batch's staging chunk can
-        be (batches.py _write_region) and no larger than the region. None
-        where it cannot be had (ipc_why says why)."""
-        if self._ipc is None and self.ipc_why is None:
-            import torch  # loaded already (batches.py); runner.py reads no tensor else
-            if torch.device(self.device).type != "cuda":
-                self.ipc_why = f"{self.device} is not a CUDA device"
-                return None
-            spans = [region_offsets(lay, 1)[2] for lay in self.layouts]
-            size = min(self._region_bytes(), max(STAGE_CHUNK, *spans))
-            try:
-                self._ipc = CallerBuffer(torch, self.device, size)
-            except (IpcError, OSError, RuntimeError) as e:
-                self.ipc_why = f"no shared device buffer: {e}"
-        return self._ipc
+    def _shared_buffer(self):
+        """A device buffer for one GPU worker to stage its batches' masked
+        inputs from (cuda_ipc.CallerBuffer; batches.py _put): one per
+        worker, so no other worker (the baseline's, a spare, a candidate's
+        stray after an unclean end) ever maps what a worker is given, and
+        SHARED_BYTES at most (a larger chunk goes through in pieces). None
+        where there can be none (ipc_why says why, for every worker)."""
+        if self.ipc_why is not None:
+            return None
+        import torch  # loaded already (batches.py); runner.py reads no tensor else
+        if torch.device(self.device).type != "cuda":
+            self.ipc_why = f"{self.device} is not a CUDA device"
+            return None
+        try:
+            return CallerBuffer(torch, self.device, min(self._region_bytes(), SHARED_BYTES))
+        except (IpcError, OSError, RuntimeError, AttributeError, ValueError) as e:
+            # (AttributeError: a driver without the calls)
+            self.ipc_why = f"no shared device buffer: {type(e).__name__}: {e}"[:400]
+            return None
 
     def _call_bytes(self, case=0):
         """Bytes one call holds until its batch is dropped: its fresh inputs
@@ -411,16 +418,23 @@ class Runner(Batches):
             except Exception:  # noqa: BLE001 - then its worker compiles them, as before
                 pass
         region = self.inputs_from == "caller"
-        shared = self.ipc_buffer() if region and self.staged else None
-        w = WorkerProcess(env, self._sandbox_config(ext) if self.sandbox == "start" else None,
-                          region_bytes=self._region_bytes() if region else 0,
-                          shared_fd=shared.fd() if shared is not None else None)
+        shared = self._shared_buffer() if region and self.staged else None
+        try:
+            w = WorkerProcess(env, self._sandbox_config(ext) if self.sandbox == "start" else None,
+                              region_bytes=self._region_bytes() if region else 0, shared=shared)
+        except BaseException:
+            if shared is not None:
+                shared.close()
+            raise
+        if region and self.staged and shared is None:
+            w.staging = f"host ({self.ipc_why})"
         # a reply carries at most one call's outputs (a fetch): the caller
         # never reads more than twice the largest case's inputs and outputs
         # (a scaled case may grow a size: "odd" rounds up)
         w.max_payload = 2 * self.max_call_bytes + (1 << 20)
         try:
-            w.send({"op": "ready", "device": self.device, "library": _library_path()})
+            w.send({"op": "ready", "device": self.device, "library": _library_path(),
+                    "shared_bytes": shared.nbytes if shared is not None else None})
         except BaseException:
             w.end()
             raise

@@ -235,7 +235,8 @@ class Worker:
         self.sandbox, self.region, self.shared_fd = sandbox, region, shared_fd
         import torch
         self.torch, self.out, self.inputs = torch, out, _load_sibling("inputs")
-        self.cuda_ipc, self.ipc = _load_sibling("cuda_ipc"), None  # stage's shared buffer, mapped
+        # stage's shared buffer, mapped in ready (or why not)
+        self.cuda_ipc, self.ipc, self.ipc_error = _load_sibling("cuda_ipc"), None, None
         # the harness's own references, taken before the candidate can patch
         # torch (it runs in this process): inputs, digests, the clock, the
         # call path, the plain tensor types
@@ -304,6 +305,7 @@ class Worker:
                     self.inputs.warm(self.device)
                 except Exception:  # noqa: BLE001 - the commitment then takes torch's steps
                     pass
+        self._map_shared(req.get("shared_bytes"))
         launch_us = self._launch_probe()  # (a failure here is a failed ready too)
         self.ready_failed = False
         return {"no_subreaper": NO_SUBREAPER, "launch_us": launch_us}
@@ -490,8 +492,8 @@ class Worker:
         """The caller put n bytes of the batch's masked values at offset
         "at": copied into the device buffer prepare laid out (untimed; still
         masked, go brings the key). From the region, or with "ipc" (the
-        caller's device buffer's handle and size: cuda_ipc.py) from that
-        buffer's first n bytes, device to device."""
+        size of the caller's device buffer this worker mapped in ready:
+        cuda_ipc.py) from that buffer's first n bytes, device to device."""
         if self.staged is None:
             raise RuntimeError("stage without a staged prepare")
         at, n = req.get("at"), req.get("n")
@@ -511,14 +513,28 @@ class Worker:
         self.sync()
         return {}
 
+    def _map_shared(self, nbytes):
+        """The caller's device buffer for stage (cuda_ipc.py), mapped from
+        the descriptor this worker started with, in ready: before any
+        candidate code, which then finds the mapping (as it finds the
+        region) but never the descriptor. A failure is kept for stage to
+        say (the caller then stages through the region)."""
+        fd, self.shared_fd = self.shared_fd, None
+        if fd is None:
+            return
+        try:
+            self.ipc = self.cuda_ipc.WorkerMapping(self.torch, self.device, fd, nbytes)
+        except Exception as e:  # noqa: BLE001 - said at the first stage from it
+            self.ipc_error = f"{type(e).__name__}: {e}"
+        finally:
+            os.close(fd)  # the import holds the memory
+
     def _ipc_source(self, ipc):
-        """The caller's shared device buffer (of ipc's "bytes"), mapped from
-        the descriptor this worker started with, at the first stage from it."""
+        """The caller's shared device buffer, mapped in ready."""
         if self.ipc is None:
-            if self.shared_fd is None:
-                raise RuntimeError("this worker was given no shared buffer")
-            fd, self.shared_fd = self.shared_fd, None
-            self.ipc = self.cuda_ipc.WorkerMapping(self.torch, self.device, fd, ipc.get("bytes"))
+            raise RuntimeError(self.ipc_error or "this worker was given no shared buffer")
+        if ipc.get("bytes") != self.ipc.nbytes:
+            raise ValueError(f"the shared buffer has {self.ipc.nbytes} bytes, not {ipc.get('bytes')!r}")
         return self.ipc.tensor
 
     def go(self, req):
@@ -709,6 +725,8 @@ def run_worker(rfd, wfd, config, region_fd=None, shared_fd=None):
     if region_fd is not None:
         region = mmap.mmap(region_fd, 0)
         os.close(region_fd)
+    if shared_fd is not None:  # held until ready maps it: nothing started inherits it
+        os.set_inheritable(shared_fd, False)
     sandbox = Sandbox(config if config and config.get("when") == "start" else None)
     if sandbox.config:
         sandbox.enter(exec_allowed=True)  # before torch: one thread, the only one

@@ -158,11 +158,15 @@ class WorkerProcess:
     request has a deadline. Requests can be sent ahead of their replies
     (send, then receive in order)."""
 
-    def __init__(self, env=None, sandbox=None, region_bytes=0, shared_fd=None):
+    def __init__(self, env=None, sandbox=None, region_bytes=0, shared=None):
         """region_bytes: an input region of that size shared with the
         worker (inputs.py; self.region, the caller's mapping), or none.
-        shared_fd: a descriptor of the caller's device buffer for the
-        worker's stage (cuda_ipc.py), given to it and closed here."""
+        shared: the caller's device buffer for this worker's stage
+        (cuda_ipc.CallerBuffer), this worker's alone: a descriptor of it
+        goes to the worker at its start (none stays here), and end()
+        frees it once the worker is gone. If this raises, the caller
+        still owns it."""
+        self.shared = None
         to_w, self._w = os.pipe()
         self._r, from_w = os.pipe()
         try:
@@ -192,17 +196,18 @@ class WorkerProcess:
                 self.region.madvise(mmap.MADV_DONTFORK)  # a fork of the trainer holds none of it
             fds.append(region_fd)
         argv.append(str(region_fd) if region_fd is not None else "")
-        if shared_fd is not None:
-            argv.append(str(shared_fd))
-            fds.append(shared_fd)
         # the supervisor: its stdin and stdout are the control pipes (reap, status)
         try:
+            if shared is not None:
+                fds.append(shared.export())
+                argv.append(str(fds[-1]))
             self.proc = subprocess.Popen(argv, pass_fds=tuple(fds), stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=self.log,
                                          env={**keep, **(env or {})}, start_new_session=True)
         finally:
             for fd in fds:
                 os.close(fd)
+        self.shared = shared
         # replies arrive in pipe-sized chunks: a bytearray (appending to bytes
         # copied the whole buffer each time); payloads are read into a buffer
         # of their own size (_read)
@@ -395,6 +400,14 @@ class WorkerProcess:
             except BufferError:  # a view still held: the mapping goes with it
                 pass
             self.region = None
+        if self.shared is not None:
+            # this side's mapping: the worker's (a stray's, if the end was
+            # not clean) holds the memory, never this process's other data
+            try:
+                self.shared.close()
+            except Exception:  # noqa: BLE001 - (CUDA gone at interpreter exit)
+                pass
+            self.shared = None
         self.ended = res
         return res
 
