@@ -571,18 +571,22 @@ def test_a_worker_that_skips_the_stage_computes_on_the_wrong_inputs(staged_matmu
 
 
 def _shared_buffer_on_the_cpu(runner, monkeypatch):
-    """A stand-in for a GPU worker's own device buffer (cuda_ipc.CallerBuffer):
-    host memory, and a descriptor (of /dev/null) that no driver maps. The
+    """A shared buffer whose descriptor no worker can map (a pipe's): the
     caller copies the masked chunks into it and asks the worker to stage
-    from it, as on a GPU. Returns the buffers made (one per worker)."""
+    from it, and the worker's ready could not map it. Returns the buffers
+    made (one per worker)."""
     import types
     made = []
+
+    def unmappable():
+        r, w = os.pipe()
+        os.close(w)
+        return r
 
     def shared_buffer():
         n = 1 << 20  # (a chunk larger than this goes in pieces)
         made.append(types.SimpleNamespace(tensor=torch.zeros(n, dtype=torch.uint8), nbytes=n,
-                                          export=lambda: os.open(os.devnull, os.O_RDONLY),
-                                          close=lambda: None))
+                                          export=unmappable, close=lambda: None))
         return made[-1]
 
     monkeypatch.setattr(runner, "_shared_buffer", shared_buffer)
@@ -599,6 +603,30 @@ def test_a_worker_that_cannot_map_its_shared_buffer_is_staged_through_the_region
     res = run(staged_matmul_runner, TALL_MATMUL.replace("class Model(", "class ModelNew("), baseline=False)
     assert res["verdict"] == "pass", res
     assert res["staging"]["candidate"].startswith("host (the worker could not map its shared buffer"), res
+
+
+def test_a_staged_batch_goes_through_the_workers_shared_buffer_in_pieces(tmp_path_factory, monkeypatch):
+    """The staging protocol end to end (on the CPU a Runner that stages as a
+    GPU's does gets a host buffer with the same requests: cuda_ipc.py
+    HostBuffer): each worker maps its own buffer in ready, a chunk larger
+    than the buffer goes in pieces, each piece staged at its place; the
+    honest matmul passes on both sides with staging "ipc", and a worker
+    that skips the stage computes on the wrong inputs."""
+    from kreward.kernelbench import runner as runner_mod
+    monkeypatch.setattr(runner_mod, "SHARED_BYTES", 64 << 10)
+    with cpu_runner(tmp_path_factory, written(tmp_path_factory, "tall_matmul.py", TALL_MATMUL)) as r:
+        r.staged = True
+        pieces = []
+        real = r._stage
+        monkeypatch.setattr(r, "_stage", lambda w, req: pieces.append(req) or real(w, req))
+        res = run(r, TALL_MATMUL.replace("class Model(", "class ModelNew("), baseline=True)
+        assert res["verdict"] == "pass", res
+        assert res["staging"] == {"candidate": "ipc", "baseline": "ipc"}, res["staging"]
+        ipc = [q for q in pieces if "ipc" in q]
+        assert ipc and all(q["n"] <= 64 << 10 for q in ipc), pieces[:3]
+        # a chunk in pieces: one piece starting where the one before ended
+        assert any(b["at"] == a["at"] + a["n"] for a, b in zip(ipc, ipc[1:])), ipc[:4]
+        assert run(r, SKIP_THE_STAGE, baseline=False)["verdict"] == "wrong"
 
 
 def test_only_masked_bytes_reach_a_workers_shared_buffer(staged_matmul_runner, monkeypatch):

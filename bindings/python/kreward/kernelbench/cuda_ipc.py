@@ -1,26 +1,32 @@
-"""A device buffer shared between the caller and its workers, for a timed
-batch's masked inputs (batches.py _write_region): the caller masks a chunk
-on its GPU in the buffer, the worker copies it into its own staged buffer,
-device to device. The host region (inputs.py) costs two trips over PCIe
-per byte, 0.2 s/GiB each with pageable memory; this costs none
-(bench/bench_staging.py on the H200 at 16b7c39: 0.001 s/GiB).
+"""A device buffer shared between the caller and one worker, for a timed
+batch's masked inputs (batches.py _put): the caller copies a masked chunk
+into it a piece at a time, the worker copies each piece into its own staged
+buffer, device to device. The host region (inputs.py) costs two trips over
+PCIe per byte, 0.2 s/GiB each with pageable memory; this costs none
+(bench/bench_staging.py on the H200 at 16b7c39: 0.001 s/GiB; a timed phase
+6.0 -> 1.7 s on a 64 MB-a-call problem at 00f00f2).
 
 Shared by a file descriptor, not a CUDA IPC handle: a legacy handle
 (cuIpcGetMemHandle) is 64 bytes any process of the user on the machine may
 open, and what is in it is the driver's, not a secret; a candidate running
-in another Runner's worker could map this buffer and spoil the inputs of
-an honest candidate (or of the baseline) while they are staged. The buffer
-is a cuMemCreate allocation exported as a POSIX descriptor
-(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), which a worker gets at its start
-(pass_fds, as the host region's memfd) and nothing else holds: the sandbox
-refuses pidfd_getfd and ptrace, and sockets to pass it on. The allocation
-is this buffer alone (not torch's caching allocator, whose segments hold
-the caller's other tensors), and it only ever holds masked values (the key
-comes with go), as the host region does.
+in another Runner's worker could map the buffer and spoil the inputs of an
+honest candidate (or of the baseline) while they are staged. The buffer is
+a cuMemCreate allocation exported as a POSIX descriptor
+(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) for one worker, given at its
+start (pass_fds, as the host region's memfd) and mapped in its ready; the
+caller keeps no descriptor, and the sandbox refuses pidfd_getfd, ptrace
+and the sockets to pass one on. The allocation is this buffer alone (not
+torch's caching allocator, whose segments hold the caller's other
+tensors), and only masked bytes are ever copied into it (the key comes
+with go): the worker may read it at any time.
+
+HostBuffer/HostMapping: the same in host memory, for a Runner on the CPU
+told to stage as a GPU's does (tests of the protocol without a GPU).
 
 Loaded by path inside the worker (worker.py _load_sibling), so it imports
 nothing of the package; the driver through ctypes, torch for the views."""
 import ctypes
+import mmap
 import os
 
 _PINNED = 1              # CU_MEM_ALLOCATION_TYPE_PINNED
@@ -214,3 +220,54 @@ class WorkerMapping(_Mapped):
             return handle.value, nbytes
 
         super().__init__(torch, device, make)
+
+
+class HostBuffer:
+    """The same protocol in host memory (a memfd) for a Runner on the CPU
+    that stages as a GPU's does (tests: `runner.staged = True`), so the
+    staging's requests, pieces and fall-back run where there is no GPU."""
+
+    def __init__(self, torch, nbytes):
+        self.nbytes, self._fd = nbytes, os.memfd_create("kreward-shared", os.MFD_CLOEXEC)
+        try:
+            os.ftruncate(self._fd, nbytes)
+            self._map = mmap.mmap(self._fd, nbytes)
+        except BaseException:
+            os.close(self._fd)
+            raise
+        self.tensor = torch.frombuffer(self._map, dtype=torch.uint8)
+
+    def export(self):
+        return os.dup(self._fd)  # (not inheritable)
+
+    def close(self):
+        if self._fd is not None:
+            self.tensor = None
+            self._map.close()
+            os.close(self._fd)
+            self._fd = None
+
+
+class HostMapping:
+    """The worker's side of a HostBuffer (fd: the caller of this closes it)."""
+
+    def __init__(self, torch, fd, nbytes):
+        if type(nbytes) is not int or nbytes <= 0:
+            raise ValueError("the shared buffer's size must be a positive number of bytes")
+        self.nbytes, self._map = nbytes, mmap.mmap(fd, nbytes)
+        self.tensor = torch.frombuffer(self._map, dtype=torch.uint8)
+
+
+def new_buffer(torch, device, nbytes):
+    """The caller's buffer for one worker on `device`: a device buffer on a
+    GPU, host memory on the CPU."""
+    if torch.device(device).type == "cpu":
+        return HostBuffer(torch, nbytes)
+    return CallerBuffer(torch, device, nbytes)
+
+
+def map_buffer(torch, device, fd, nbytes):
+    """The worker's mapping of the caller's buffer for `device`."""
+    if torch.device(device).type == "cpu":
+        return HostMapping(torch, fd, nbytes)
+    return WorkerMapping(torch, device, fd, nbytes)

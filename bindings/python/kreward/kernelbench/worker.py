@@ -523,7 +523,7 @@ class Worker:
         if fd is None:
             return
         try:
-            self.ipc = self.cuda_ipc.WorkerMapping(self.torch, self.device, fd, nbytes)
+            self.ipc = self.cuda_ipc.map_buffer(self.torch, self.device, fd, nbytes)
         except Exception as e:  # noqa: BLE001 - said at the first stage from it
             self.ipc_error = f"{type(e).__name__}: {e}"
         finally:
