@@ -194,6 +194,14 @@ class Runner(Batches):
         if inputs not in ("caller", "worker"):
             raise ValueError(f"inputs must be 'caller' or 'worker', not {inputs!r}")
         self.inputs_from = inputs
+        if device == "cuda":
+            # the GPU this thread uses now, by number: the caller's inputs,
+            # the workers (same CUDA_VISIBLE_DEVICES) and their staging
+            # buffers all on it, whatever device is current later (a bare
+            # "cuda" was the caller's current device here and device 0 in
+            # every worker)
+            import torch
+            device = f"cuda:{torch.cuda.current_device()}"
         use_library(_library_path())  # the region's mask of host memory
         # a GPU worker stages the region into device memory (worker.py
         # stage); the CPU's tensors are views of the region itself, unless a
