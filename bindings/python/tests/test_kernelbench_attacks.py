@@ -629,6 +629,25 @@ def test_a_staged_batch_goes_through_the_workers_shared_buffer_in_pieces(tmp_pat
         assert run(r, SKIP_THE_STAGE, baseline=False)["verdict"] == "wrong"
 
 
+def test_a_shared_buffer_that_cannot_be_exported_leaves_the_region(staged_matmul_runner, monkeypatch):
+    """A buffer made but refused a descriptor (the driver's export failed):
+    the worker starts without one, staged through the region (said why),
+    and the buffer is freed at once."""
+    import types
+    closed = []
+
+    def refused():
+        raise OSError("export refused")
+
+    monkeypatch.setattr(staged_matmul_runner, "_shared_buffer", lambda: types.SimpleNamespace(
+        tensor=torch.zeros(1 << 20, dtype=torch.uint8), nbytes=1 << 20, export=refused,
+        close=lambda: closed.append(1)))
+    res = run(staged_matmul_runner, TALL_MATMUL.replace("class Model(", "class ModelNew("), baseline=False)
+    assert res["verdict"] == "pass", res
+    assert res["staging"]["candidate"] == "host (the shared buffer could not be exported: export refused)"
+    assert closed, "the buffer was not freed"
+
+
 def test_only_masked_bytes_reach_a_workers_shared_buffer(staged_matmul_runner, monkeypatch):
     """A worker reads its shared buffer whenever it likes (a thread, a
     kernel polling it), so the inputs are made and masked in memory of the

@@ -166,7 +166,9 @@ class WorkerProcess:
         goes to the worker at its start (none stays here), and end()
         frees it once the worker is gone. If this raises, the caller
         still owns it."""
-        self.shared = None
+        # staging: how a batch's inputs reach its device (batches.py _put):
+        # None until the first, then "ipc" or "host (why not ipc)"
+        self.shared, self.staging = None, None
         to_w, self._w = os.pipe()
         self._r, from_w = os.pipe()
         try:
@@ -199,8 +201,13 @@ class WorkerProcess:
         # the supervisor: its stdin and stdout are the control pipes (reap, status)
         try:
             if shared is not None:
-                fds.append(shared.export())
-                argv.append(str(fds[-1]))
+                try:
+                    fds.append(shared.export())
+                    argv.append(str(fds[-1]))
+                except Exception as e:  # noqa: BLE001 - staged through the region instead
+                    shared.close()
+                    shared = None
+                    self.staging = f"host (the shared buffer could not be exported: {e})"[:400]
             self.proc = subprocess.Popen(argv, pass_fds=tuple(fds), stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=self.log,
                                          env={**keep, **(env or {})}, start_new_session=True)
@@ -222,9 +229,6 @@ class WorkerProcess:
         # worker's work, the pipes, the payloads), for where a batch's
         # time goes (Runner's ops_s); whoever reads it resets it
         self.op_s = collections.Counter()
-        # how a batch's inputs reach its device (batches.py _put): None until
-        # the first, then "ipc" or "host (why not ipc)"
-        self.staging = None
 
     def _wait(self, deadline):
         """Until the worker's pipe has data; WorkerDied as soon as the
