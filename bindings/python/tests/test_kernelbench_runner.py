@@ -271,40 +271,40 @@ def test_a_worker_whose_ready_failed_runs_no_source():
 
 
 def test_a_spare_folder_is_adopted_by_a_link_that_resolves(tmp_path, monkeypatch):
-    """_adopt links a source's name to a "start" spare's fresh folder with a
-    relative link: with a relative cache_dir an absolute-looking target
-    dangled from the start (helper-34), and every repeat of the source then
-    built again in a new folder. A source that has a folder is not adopted."""
+    """folders.adopt links a source's name to a "start" spare's fresh folder
+    with a relative link: with a relative cache_dir an absolute-looking
+    target dangled from the start (helper-34), and every repeat of the
+    source then built again in a new folder. A source that has a folder is
+    not adopted."""
     import hashlib
-    import types
+    import shutil
+    from kreward.kernelbench import folders
     monkeypatch.chdir(tmp_path)
-    fake = types.SimpleNamespace(cache_dir=os.path.join("rel", "cache"))
-    spare = os.path.join(fake.cache_dir, "spare-0123")
+    cache = os.path.join("rel", "cache")
+    spare = os.path.join(cache, "spare-0123")
     os.makedirs(os.path.join(spare, "tmp"))
-    name = Runner._adopt(fake, spare, "class ModelNew: pass")
-    assert name == os.path.join(fake.cache_dir, hashlib.sha256(b"class ModelNew: pass").hexdigest()[:24])
+    name = folders.adopt(cache, spare, "class ModelNew: pass")
+    assert name == os.path.join(cache, hashlib.sha256(b"class ModelNew: pass").hexdigest()[:24])
     assert os.path.islink(name) and os.path.isdir(os.path.join(name, "tmp"))
     assert os.path.realpath(name) == os.path.realpath(spare)
-    assert Runner._adopt(fake, spare, "class ModelNew: pass") is None  # it has a folder now
-    # a link whose folder was removed is made anew as a folder by _ext
-    import shutil
+    assert folders.adopt(cache, spare, "class ModelNew: pass") is None  # it has a folder now
+    # a link whose folder was removed is made anew as a folder by source_folder
     shutil.rmtree(spare)
     assert os.path.islink(name) and not os.path.exists(name)
-    assert Runner._ext(fake, "class ModelNew: pass") == name and os.path.isdir(os.path.join(name, "tmp"))
-    assert not os.path.islink(name)
+    assert folders.source_folder(cache, "class ModelNew: pass") == name
+    assert os.path.isdir(os.path.join(name, "tmp")) and not os.path.islink(name)
 
 
 def test_orphaned_spare_folders_are_swept_and_no_other(tmp_path):
     """A trainer killed before close() leaves its warm Runner's unused spare
-    folder behind. A Runner's first fresh folder sweeps those whose process
-    is gone and that no source took; a live process's (this one's, another
-    trainer's), one a source's name links to (its builds), folders of other
-    names and a link named like a spare stay."""
+    folder behind. A Runner sweeps at its start the fresh folders whose
+    process is gone and that no source took; a live process's (this
+    one's, another trainer's), one a source's name links to (its builds),
+    folders of other names and a link named like a spare stay."""
     import secrets
     import subprocess
     import sys
-    import types
-    from kreward.kernelbench import runner
+    from kreward.kernelbench import folders
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()
     dead = p.pid  # (a pid is not reused this soon)
@@ -318,10 +318,25 @@ def test_orphaned_spare_folders_are_swept_and_no_other(tmp_path):
         (d / "tmp").mkdir(parents=True)
     (tmp_path / "fedcba9876543210fedcba98").symlink_to(taken.name)
     (tmp_path / f"spare-{dead}-{'0' * 24}").symlink_to(other.name)
-    fake = types.SimpleNamespace(cache_dir=str(tmp_path), _swept=False)
-    made = Runner._fresh_folder(fake)
-    assert os.path.basename(made).startswith(f"spare-{os.getpid()}-") and fake._swept
+    made = folders.fresh_folder(str(tmp_path))
+    assert os.path.basename(made).startswith(f"spare-{os.getpid()}-")
+    assert folders.sweep_orphan_spares(str(tmp_path)) == 1
     assert not orphan.exists()
-    assert all(d.is_dir() for d in (taken, live, other, old)), os.listdir(tmp_path)
+    assert all(d.is_dir() for d in (taken, live, other, old, pathlib.Path(made))), os.listdir(tmp_path)
     assert (tmp_path / f"spare-{dead}-{'0' * 24}").is_symlink() and other.is_dir()
-    assert runner.sweep_orphan_spares(str(tmp_path)) == 0  # nothing more to sweep
+    assert folders.sweep_orphan_spares(str(tmp_path)) == 0  # nothing more to sweep
+
+
+def test_a_runner_sweeps_its_cache_at_its_start(tmp_path):
+    """The sweep runs when a Runner is made on its cache_dir: a dead
+    process's unused spare folder there is gone."""
+    import secrets
+    import subprocess
+    import sys
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    orphan = tmp_path / f"spare-{p.pid}-{secrets.token_hex(12)}"
+    (orphan / "tmp").mkdir(parents=True)
+    imp = import_problem(str(KB / "level1" / "01_relu.py"))
+    with Runner(imp, "cpu", cache_dir=str(tmp_path), spare=False):
+        assert not orphan.exists()

@@ -41,20 +41,17 @@ the driver's files, writes to the candidate's own build folder, no network,
 no exec once every case ran (`seal`); what the sandbox refused is the
 verdict `denied`, and a layer the kernel lacks is said in the notes."""
 import collections
-import hashlib
 import json
 import math
 import os
 import random
 import re
-import secrets
-import shutil
 import threading
 import time
 import weakref
 
 from .. import _lib
-from . import triton_cache
+from . import folders, triton_cache
 # one timed batch (staging, the calls on the clock, the checks): batches.py
 from .batches import SHARED_BYTES, Batches
 from .confine import missing
@@ -232,6 +229,8 @@ class Runner(Batches):
         self._may_fall_back, self.sandbox_fallback = sandbox == "auto", None
         self.ref = Reference(imported, device)
         self.cache_dir = cache_dir or DEFAULT_CACHE
+        # spare folders a killed trainer's Runners left (folders.py)
+        folders.sweep_orphan_spares(self.cache_dir)
         self.timeout_s, self.call_timeout_s = timeout_s, call_timeout_s
         n = len(imported.cases)
         self.layouts = [self._layout(c) for c in range(n)]
@@ -256,7 +255,6 @@ class Runner(Batches):
         self._spare_w = None
         self._spare_source = None  # "start": the source the spare was started for
         self._spare_ext = None     # "start", no source named: the fresh folder it writes
-        self._swept = False        # the cache's orphaned spare folders (_fresh_folder)
 
     # ---- lifetime
     def close(self):
@@ -272,7 +270,7 @@ class Runner(Batches):
         for w in (getattr(self, "_base", None), getattr(self, "_spare_w", None)):
             if w is not None:
                 w.end()
-        self._discard(getattr(self, "_spare_ext", None))
+        folders.discard(getattr(self, "_spare_ext", None))
         self._base, self._spare_w, self._base_state = None, None, {}
         self._spare_source = self._spare_ext = None
         with _warm_lock:
@@ -337,64 +335,8 @@ class Runner(Batches):
         want = MIN_CALLS if not per_call_us else math.ceil(self.batch_us / max(per_call_us, 0.1))
         return max(1, min(max(want, MIN_CALLS), MAX_CALLS, self.batch_bytes // self.call_bytes))
 
-    def _ext(self, source):
-        """The build folder of a source (the one folder its sandbox lets it
-        write; per source, so no candidate can plant files in another's
-        build), made here."""
-        ext = os.path.join(self.cache_dir, hashlib.sha256(source.encode()).hexdigest()[:24])
-        try:
-            os.makedirs(os.path.join(ext, "tmp"), exist_ok=True)
-        except OSError:
-            # a link to a spare's folder someone removed: made anew (another
-            # Runner on this cache_dir may have done so first)
-            if os.path.islink(ext) and not os.path.exists(ext):
-                try:
-                    os.unlink(ext)
-                except (FileNotFoundError, IsADirectoryError):
-                    pass
-            os.makedirs(os.path.join(ext, "tmp"), exist_ok=True)
-        return ext
-
-    def _fresh_folder(self):
-        """A build folder for a "start" spare started before its source is
-        known: new, empty, named by no source (_adopt links the source's
-        name to it when one takes it), and by this process (the first one
-        a Runner makes sweeps those of processes gone: sweep_orphan_spares)."""
-        if not self._swept:
-            self._swept = True
-            sweep_orphan_spares(self.cache_dir)
-        ext = os.path.join(self.cache_dir, f"spare-{os.getpid()}-{secrets.token_hex(12)}")
-        os.makedirs(os.path.join(ext, "tmp"))
-        return ext
-
-    def _adopt(self, spare_ext, source):
-        """Gives a "start" spare's fresh folder to source: its name (the
-        source's hash, _ext) becomes a link to it, and the worker loads the
-        source under that name (torch writes the paths it builds with into
-        build.ninja: a later worker of the same source, under the same name,
-        finds its builds current). Returns the name; None when the source
-        has a folder already (its earlier builds are in it) or the link
-        cannot be made."""
-        name = os.path.join(self.cache_dir, hashlib.sha256(source.encode()).hexdigest()[:24])
-        try:
-            # relative: both stand in cache_dir (a relative cache_dir would
-            # make an absolute-looking target dangle), and moving it keeps them
-            os.symlink(os.path.basename(spare_ext), name)
-        except OSError:
-            return None
-        return name
-
-    @staticmethod
-    def _discard(spare_ext):
-        """Removes an unused spare's fresh folder (it ran no candidate code)."""
-        if spare_ext:
-            shutil.rmtree(spare_ext, ignore_errors=True)
-
-    @staticmethod
-    def _env(ext):
-        return {"TMPDIR": os.path.join(ext, "tmp"), "TRITON_HOME": ext,
-                "TRITON_CACHE_DIR": os.path.join(ext, "triton"),
-                "TORCHINDUCTOR_CACHE_DIR": os.path.join(ext, "inductor")}
+    def _folder(self, source):
+        return folders.source_folder(self.cache_dir, source)
 
     def _sandbox_config(self, ext):
         if not self.sandbox:
@@ -407,19 +349,19 @@ class Runner(Batches):
         "start" sandbox needs its write folder now (the source's, or ext: a
         fresh one for a source not yet known); "init" gets it at load."""
         if ext is None and source is not None:
-            ext = self._ext(source)
+            ext = self._folder(source)
         # the source's folders as its environment from the start only in the
         # "start" sandbox, which is in place from the first instruction on;
         # an "init" worker gets them with load, when its sandbox comes: its
         # ready runs unsandboxed and compiles (Triton loads the .so files it
         # built from TRITON_CACHE_DIR), and a candidate's folder holds what
         # its earlier worker left there (helper-33)
-        env = self._env(ext) if ext is not None and self.sandbox == "start" else None
+        env = folders.worker_env(ext) if ext is not None and self.sandbox == "start" else None
         if env is not None and source != self._ref_source and self.device != "cpu":
             # the mask's and the commitment's kernels as the reference's
             # worker compiled them: not again in every candidate's folder
             try:
-                triton_cache.plant(os.path.join(self._ext(self._ref_source), "triton"),
+                triton_cache.plant(os.path.join(self._folder(self._ref_source), "triton"),
                                    os.path.realpath(ext))  # (a source's name may link a spare's folder)
             except Exception:  # noqa: BLE001 - then its worker compiles them, as before
                 pass
@@ -447,12 +389,12 @@ class Runner(Batches):
         return w
 
     def _send_load(self, w, source, class_name, ext=None):
-        ext = ext or self._ext(source)
+        ext = ext or self._folder(source)
         w.send({"op": "load", "source": source, "class_name": class_name, "device": self.device,
                 "ext": ext,
                 "library": _library_path(),
                 "layouts": self.layouts, "init_inputs": self.init_inputs, "values": self.values,
-                "state_names": self.state_names, "cache_dir": self.cache_dir, "env": self._env(ext),
+                "state_names": self.state_names, "cache_dir": self.cache_dir, "env": folders.worker_env(ext),
                 "sandbox": self._sandbox_config(ext)})
 
     def _start_candidate(self, source, class_name):
@@ -467,10 +409,10 @@ class Runner(Batches):
         # none yet
         ext = None
         if w is not None and self.sandbox == "start" and spare_source != source:
-            ext = self._adopt(spare_ext, source) if spare_source is None and spare_ext else None
+            ext = folders.adopt(self.cache_dir, spare_ext, source) if spare_source is None and spare_ext else None
             if ext is None:
                 w.end()
-                self._discard(spare_ext)
+                folders.discard(spare_ext)
                 w = None
         if w is not None and not w.alive():
             w.end()
@@ -515,7 +457,7 @@ class Runner(Batches):
         self.sandbox_fallback = str(why)[:400]
         if self._spare_w is not None:
             self._spare_w.end()
-        self._discard(self._spare_ext)
+        folders.discard(self._spare_ext)
         self._spare_w, self._spare_source, self._spare_ext = None, None, None
         if self._base is not None:
             self._end_baseline()
@@ -534,11 +476,11 @@ class Runner(Batches):
         elif next_source is not None:
             self._spare_w, self._spare_source = self._spawn(next_source), next_source
         else:
-            ext = self._fresh_folder()
+            ext = folders.fresh_folder(self.cache_dir)
             try:
                 self._spare_w = self._spawn(ext=ext)
             except BaseException:
-                self._discard(ext)
+                folders.discard(ext)
                 raise
             self._spare_ext = ext
 
@@ -918,48 +860,6 @@ class Runner(Batches):
             wall, _, _ = self._timed(self._base, batches, n, 2, rng, lifted)
         _keep_warm(self)
         return _median(wall)
-
-_SPARE = re.compile(r"spare-(\d+)-[0-9a-f]{24}")
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # someone else's: it exists
-        pass
-    return True
-
-
-def sweep_orphan_spares(cache_dir):
-    """Removes the fresh folders of "start" spares (spare-<pid>-<hex>) that
-    no source took (no link in cache_dir names them) and whose Runner's
-    process is gone: a trainer killed before close() leaves one per warm
-    Runner, and nothing would ever remove it. A folder of a live process
-    (this one's other Runners, another trainer's) stays, and so does one a
-    source took (its builds are that source's cache). Returns how many
-    went."""
-    try:
-        names = os.listdir(cache_dir)
-    except OSError:
-        return 0
-    taken = set()
-    for n in names:
-        try:
-            taken.add(os.path.basename(os.readlink(os.path.join(cache_dir, n))))
-        except OSError:  # not a link
-            pass
-    gone = 0
-    for n in names:
-        m = _SPARE.fullmatch(n)
-        path = os.path.join(cache_dir, n)
-        if not m or n in taken or _alive(int(m.group(1))) or os.path.islink(path):
-            continue
-        shutil.rmtree(path, ignore_errors=True)
-        gone += not os.path.exists(path)
-    return gone
-
 
 def evaluate_modelnew(imported, source, device="cuda", **kw):
     """One ModelNew source on one imported problem: a result dict (verdict,

@@ -1,0 +1,114 @@
+"""The build folders of a Runner's cache_dir, where each candidate's worker
+may write (its sandbox's one write grant): one per source, named by the
+source's hash, so no candidate can plant files in another's build; a
+"start" spare's fresh folder, made before its source is known, which the
+next source without a folder adopts through a link; the sweep of the fresh
+folders a killed trainer left; and the environment that points a worker's
+temporary files and compiler caches into its folder."""
+import hashlib
+import os
+import re
+import secrets
+import shutil
+
+# a spare's fresh folder: the process that made it, and a random part
+_SPARE = re.compile(r"spare-(\d+)-[0-9a-f]{24}")
+
+
+def _name(cache_dir, source):
+    return os.path.join(cache_dir, hashlib.sha256(source.encode()).hexdigest()[:24])
+
+
+def source_folder(cache_dir, source):
+    """The build folder of a source, made here (with its tmp/)."""
+    ext = _name(cache_dir, source)
+    try:
+        os.makedirs(os.path.join(ext, "tmp"), exist_ok=True)
+    except OSError:
+        # a link to a spare's folder someone removed: made anew (another
+        # Runner on this cache_dir may have done so first)
+        if os.path.islink(ext) and not os.path.exists(ext):
+            try:
+                os.unlink(ext)
+            except (FileNotFoundError, IsADirectoryError):
+                pass
+        os.makedirs(os.path.join(ext, "tmp"), exist_ok=True)
+    return ext
+
+
+def fresh_folder(cache_dir):
+    """A build folder for a "start" spare started before its source is
+    known: new, empty, named by no source (adopt links the source's name to
+    it when one takes it), and by this process (sweep_orphan_spares)."""
+    ext = os.path.join(cache_dir, f"spare-{os.getpid()}-{secrets.token_hex(12)}")
+    os.makedirs(os.path.join(ext, "tmp"))
+    return ext
+
+
+def adopt(cache_dir, spare_ext, source):
+    """Gives a "start" spare's fresh folder to source: its name (the
+    source's hash, as source_folder names it) becomes a link to it, and the
+    worker loads the source under that name (torch writes the paths it
+    builds with into build.ninja: a later worker of the same source, under
+    the same name, finds its builds current). Returns the name; None when
+    the source has a folder already (its earlier builds are in it) or the
+    link cannot be made."""
+    name = _name(cache_dir, source)
+    try:
+        # relative: both stand in cache_dir (a relative cache_dir would
+        # make an absolute-looking target dangle), and moving it keeps them
+        os.symlink(os.path.basename(spare_ext), name)
+    except OSError:
+        return None
+    return name
+
+
+def discard(spare_ext):
+    """Removes an unused spare's fresh folder (it ran no candidate code)."""
+    if spare_ext:
+        shutil.rmtree(spare_ext, ignore_errors=True)
+
+
+def worker_env(ext):
+    """A worker's temporary files and compiler caches, inside its folder."""
+    return {"TMPDIR": os.path.join(ext, "tmp"), "TRITON_HOME": ext,
+            "TRITON_CACHE_DIR": os.path.join(ext, "triton"),
+            "TORCHINDUCTOR_CACHE_DIR": os.path.join(ext, "inductor")}
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # someone else's: it exists
+        pass
+    return True
+
+
+def sweep_orphan_spares(cache_dir):
+    """Removes the fresh folders of "start" spares that no source took (no
+    link in cache_dir names them) and whose Runner's process is gone: a
+    trainer killed before close() leaves one per warm Runner, and nothing
+    would ever remove it. A folder of a live process (this one's other
+    Runners, another trainer's) stays, and so does one a source took (its
+    builds are that source's cache). Returns how many went."""
+    try:
+        names = os.listdir(cache_dir)
+    except OSError:
+        return 0
+    taken = set()
+    for n in names:
+        try:
+            taken.add(os.path.basename(os.readlink(os.path.join(cache_dir, n))))
+        except OSError:  # not a link
+            pass
+    gone = 0
+    for n in names:
+        m = _SPARE.fullmatch(n)
+        path = os.path.join(cache_dir, n)
+        if not m or n in taken or _alive(int(m.group(1))) or os.path.islink(path):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        gone += not os.path.exists(path)
+    return gone
