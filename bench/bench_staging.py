@@ -15,7 +15,11 @@ This times one batch of --gb GiB three ways, caller side and worker side
               both processes, so the copies are DMA (registering is timed
               too: a worker registers its region once);
   ipc         no host memory: the caller's masked device buffer exported
-              with a CUDA IPC handle, the worker copies device to device.
+              with a CUDA IPC handle, the worker copies device to device;
+  shared      what the Runner does since 00f00f2 (cuda_ipc.py): a 32 MiB
+              buffer of the worker's own, its descriptor passed at the
+              worker's start, each masked piece copied into it and staged
+              by the worker on request (a round trip a piece).
 --sandbox: the worker side enters the ModelNew worker's "start" sandbox
 (kernelbench/confine.py) before CUDA, to show whether registration and
 IPC work in it. Needs a GPU and torch (else it says so and exits 0).
@@ -35,6 +39,7 @@ from cuda_or_skip import cuda_torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHUNK = 64 << 20  # a 4096^2 fp32 call's input
+SHARED = 32 << 20  # batches.py SHARED_BYTES
 
 WORKER = r"""
 import json, mmap, os, sys, time
@@ -46,10 +51,19 @@ if sandbox:
     confine = importlib.util.module_from_spec(spec); spec.loader.exec_module(confine)
     confine.enter(os.environ["KREWARD_LIBRARY"], confine.spec(sandbox, True, True))
 import torch
-region = mmap.mmap(fd, size)
 dev = torch.empty(size, dtype=torch.uint8, device="cuda")
 out = {}
-host = torch.frombuffer(region, dtype=torch.uint8, count=size)
+if way == "shared":  # fd: the caller's buffer's descriptor (cuda_ipc.py, loaded by path)
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "cuda_ipc", os.path.join(root, "bindings", "python", "kreward", "kernelbench", "cuda_ipc.py"))
+    cuda_ipc = importlib.util.module_from_spec(spec); spec.loader.exec_module(cuda_ipc)
+    torch.empty(1, device="cuda")
+    shared = cuda_ipc.WorkerMapping(torch, "cuda", fd, int(sys.argv[6]))
+    os.close(fd)
+else:
+    region = mmap.mmap(fd, size)
+    host = torch.frombuffer(region, dtype=torch.uint8, count=size)
 if way == "registered":
     t = time.perf_counter()
     rc = torch.cuda.cudart().cudaHostRegister(host.data_ptr(), size, 0)
@@ -68,6 +82,8 @@ for line in sys.stdin:  # one line a batch: "go" (or an IPC handle)
                                                   b(h[6]), h[7])
         src = torch.empty(0, dtype=torch.uint8, device="cuda").set_(st)
         dev.copy_(src[:size])
+    elif way == "shared":  # one piece: "at", "n"
+        dev[msg["at"]:msg["at"] + msg["n"]].copy_(shared.tensor[:msg["n"]])
     else:
         dev.copy_(host)
     torch.cuda.synchronize()
@@ -75,6 +91,100 @@ for line in sys.stdin:  # one line a batch: "go" (or an IPC handle)
     print(json.dumps({"ok": True}), flush=True)
 print(json.dumps(out), flush=True)
 """
+
+
+def _cuda_ipc():
+    """kernelbench/cuda_ipc.py, loaded by path as the worker loads it."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "cuda_ipc", os.path.join(ROOT, "bindings", "python", "kreward", "kernelbench", "cuda_ipc.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def one_way(torch, args, way, size, masked):
+    """One way's row: (way, caller s/GiB, worker s/GiB, register s, rcs),
+    or (way, why it failed). For "shared" the caller's seconds hold the
+    worker's copies too (a round trip a piece): its "both" is the caller's."""
+    caller, extra, buf, region, host = {}, [], None, None, None
+    if way == "shared":
+        try:
+            buf = _cuda_ipc().CallerBuffer(torch, "cuda", SHARED)
+            fd = buf.export()
+        except Exception as e:  # noqa: BLE001 - the row says why
+            if buf is not None:
+                buf.close()
+            return (way, f"failed: {type(e).__name__}: {e}")
+        extra = [str(buf.nbytes)]
+    else:
+        fd = os.memfd_create("kreward-bench-staging", os.MFD_CLOEXEC)
+        os.ftruncate(fd, size)
+        region = mmap.mmap(fd, size)
+        host = torch.frombuffer(region, dtype=torch.uint8, count=size)
+    if way == "registered":
+        t = time.perf_counter()
+        caller["register_rc"] = int(torch.cuda.cudart().cudaHostRegister(host.data_ptr(), size, 0))
+        caller["register_s"] = time.perf_counter() - t
+    try:
+        with tempfile.TemporaryDirectory() as write_dir:
+            w = subprocess.Popen([sys.executable, "-c", WORKER, str(fd), str(size), way,
+                                  write_dir if args.sandbox else "", ROOT, *extra],
+                                 pass_fds=(fd,), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+
+            def ask(msg):
+                w.stdin.write(json.dumps(msg) + "\n")
+                w.stdin.flush()
+                if not json.loads(w.stdout.readline()).get("ok"):
+                    raise RuntimeError("the worker side failed")
+
+            caller_s = []
+            try:
+                for _ in range(args.batches):
+                    torch.cuda.synchronize()
+                    t = time.perf_counter()
+                    if way == "shared":  # a piece at a time, as batches.py _put does
+                        for a in range(0, size, buf.nbytes):
+                            n = min(buf.nbytes, size - a)
+                            buf.tensor[:n].copy_(masked[a:a + n])
+                            torch.cuda.current_stream().synchronize()
+                            ask({"at": a, "n": n})
+                        caller_s.append(time.perf_counter() - t)
+                        continue
+                    if way == "ipc":
+                        st = masked.untyped_storage()._share_cuda_()
+                        msg = {"handle": [x.hex() if isinstance(x, bytes) else x for x in st]}
+                    else:  # the call's spans, one copy each, as _write_region does
+                        for a in range(0, size, CHUNK):
+                            host[a:a + CHUNK].copy_(masked[a:a + CHUNK])
+                        msg = {}
+                    torch.cuda.synchronize()
+                    caller_s.append(time.perf_counter() - t)  # the worker's side is its own
+                    ask(msg)
+                w.stdin.close()
+                worker = json.loads(w.stdout.readline())
+                w.wait(timeout=60)
+            except (RuntimeError, ValueError, OSError, subprocess.TimeoutExpired) as e:
+                w.kill()
+                return (way, f"failed: {e}: {w.stderr.read()[-300:]}")
+    finally:
+        if way == "registered":
+            torch.cuda.cudart().cudaHostUnregister(host.data_ptr())
+        del host
+        if region is not None:
+            region.close()
+        if buf is not None:
+            buf.close()
+        os.close(fd)
+    gb = size / (1 << 30)
+    if way == "shared":  # the worker's copies, a batch's pieces together
+        k = sum(worker["copy_s"]) / args.batches / gb
+        c = min(caller_s) / gb - k
+    else:
+        c, k = min(caller_s) / gb, min(worker["copy_s"]) / gb
+    reg = (caller.get("register_s", 0.0), worker.get("register_s", 0.0))
+    return (way, c, k, reg, (caller.get("register_rc"), worker.get("register_rc")))
 
 
 def main():
@@ -92,56 +202,9 @@ def main():
     size = int(args.gb * (1 << 30)) // CHUNK * CHUNK
     masked = torch.randint(0, 255, (size,), dtype=torch.uint8, device="cuda")  # the caller's
     rows = []
-    for way in ("pageable", "registered", "ipc"):
-        fd = os.memfd_create("kreward-bench-staging", os.MFD_CLOEXEC)
-        os.ftruncate(fd, size)
-        region = mmap.mmap(fd, size)
-        host = torch.frombuffer(region, dtype=torch.uint8, count=size)
-        caller = {}
-        if way == "registered":
-            t = time.perf_counter()
-            caller["register_rc"] = int(torch.cuda.cudart().cudaHostRegister(host.data_ptr(), size, 0))
-            caller["register_s"] = time.perf_counter() - t
-        with tempfile.TemporaryDirectory() as write_dir:
-            w = subprocess.Popen([sys.executable, "-c", WORKER, str(fd), str(size), way,
-                                  write_dir if args.sandbox else "", ROOT],
-                                 pass_fds=(fd,), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
-            caller_s = []
-            try:
-                for _ in range(args.batches):
-                    torch.cuda.synchronize()
-                    t = time.perf_counter()
-                    if way == "ipc":
-                        st = masked.untyped_storage()._share_cuda_()
-                        msg = {"handle": [x.hex() if isinstance(x, bytes) else x for x in st]}
-                    else:  # the call's spans, one copy each, as _write_region does
-                        for a in range(0, size, CHUNK):
-                            host[a:a + CHUNK].copy_(masked[a:a + CHUNK])
-                        msg = {}
-                    torch.cuda.synchronize()
-                    caller_s.append(time.perf_counter() - t)
-                    w.stdin.write(json.dumps(msg) + "\n")
-                    w.stdin.flush()
-                    if not json.loads(w.stdout.readline()).get("ok"):
-                        raise RuntimeError("the worker side failed")
-                w.stdin.close()
-                worker = json.loads(w.stdout.readline())
-                w.wait(timeout=60)
-            except (RuntimeError, ValueError, OSError, subprocess.TimeoutExpired) as e:
-                w.kill()
-                rows.append((way, f"failed: {e}: {w.stderr.read()[-300:]}"))
-                os.close(fd)
-                continue
-        if way == "registered":
-            torch.cuda.cudart().cudaHostUnregister(host.data_ptr())
-        del host
-        region.close()
-        os.close(fd)
-        gb = size / (1 << 30)
-        c, k = min(caller_s) / gb, min(worker["copy_s"]) / gb
-        reg = (caller.get("register_s", 0.0), worker.get("register_s", 0.0))
-        rows.append((way, c, k, reg, (caller.get("register_rc"), worker.get("register_rc"))))
+    for way in ("pageable", "registered", "ipc", "shared"):
+        row = one_way(torch, args, way, size, masked)
+        rows.append(row)
     print(f"one batch of {size / (1 << 30):.2f} GiB, best of {args.batches}; worker side "
           f"{'in the start sandbox' if args.sandbox else 'not sandboxed'}")
     print("| way | caller s/GiB | worker s/GiB | both s/GiB | vs pageable | register s (caller, worker) |")
