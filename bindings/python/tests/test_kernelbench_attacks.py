@@ -14,6 +14,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -586,8 +587,9 @@ def _shared_buffer_on_the_cpu(runner, monkeypatch):
     def shared_buffer():
         n = 1 << 20  # (a chunk larger than this goes in pieces)
         made.append(types.SimpleNamespace(tensor=torch.zeros(n, dtype=torch.uint8), nbytes=n,
-                                          export=unmappable, close=lambda: None))
-        return made[-1]
+                                          export=unmappable, close=lambda: None,
+                                          lock=threading.Lock()))
+        return made[-1], None
 
     monkeypatch.setattr(runner, "_shared_buffer", shared_buffer)
     return made
@@ -639,13 +641,40 @@ def test_a_shared_buffer_that_cannot_be_exported_leaves_the_region(staged_matmul
     def refused():
         raise OSError("export refused")
 
-    monkeypatch.setattr(staged_matmul_runner, "_shared_buffer", lambda: types.SimpleNamespace(
+    monkeypatch.setattr(staged_matmul_runner, "_shared_buffer", lambda: (types.SimpleNamespace(
         tensor=torch.zeros(1 << 20, dtype=torch.uint8), nbytes=1 << 20, export=refused,
-        close=lambda: closed.append(1)))
+        close=lambda: closed.append(1), lock=threading.Lock()), None))
     res = run(staged_matmul_runner, TALL_MATMUL.replace("class Model(", "class ModelNew("), baseline=False)
     assert res["verdict"] == "pass", res
     assert res["staging"]["candidate"] == "host (the shared buffer could not be exported: export refused)"
     assert closed, "the buffer was not freed"
+
+
+def test_a_buffer_refused_for_lack_of_memory_is_refused_for_that_worker_only(tmp_path_factory, monkeypatch):
+    """Out of device memory (another process filled the GPU) is passing:
+    that worker is staged through the region, and the next one gets a
+    buffer again; a refusal that lasts (a driver without the calls) is
+    kept for every later worker of the Runner."""
+    from kreward.kernelbench import cuda_ipc, runner as runner_mod
+    with cpu_runner(tmp_path_factory, written(tmp_path_factory, "tall_matmul.py", TALL_MATMUL)) as r:
+        r.staged = True
+        real, refusals = runner_mod.new_buffer, []
+
+        def new_buffer(torch_, device, nbytes):
+            if refusals:
+                raise refusals.pop()
+            return real(torch_, device, nbytes)
+
+        monkeypatch.setattr(runner_mod, "new_buffer", new_buffer)
+        honest = TALL_MATMUL.replace("class Model(", "class ModelNew(")
+        refusals.append(cuda_ipc.IpcError("cuMemCreate: CUDA error 2 (out of memory)", 2))
+        res = run(r, honest, baseline=False)
+        assert res["verdict"] == "pass" and "out of memory" in res["staging"]["candidate"], res
+        assert r.ipc_why is None
+        assert run(r, honest, baseline=False)["staging"]["candidate"] == "ipc"
+        refusals.append(AttributeError("function 'cuMemCreate' not found"))
+        assert run(r, honest, baseline=False)["staging"]["candidate"].startswith("host (no shared")
+        assert run(r, honest, baseline=False)["staging"]["candidate"] == f"host ({r.ipc_why})"
 
 
 def test_only_masked_bytes_reach_a_workers_shared_buffer(staged_matmul_runner, monkeypatch):

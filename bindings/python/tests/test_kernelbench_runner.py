@@ -320,11 +320,30 @@ def test_orphaned_spare_folders_are_swept_and_no_other(tmp_path):
     (tmp_path / f"spare-{dead}-{'0' * 24}").symlink_to(other.name)
     made = folders.fresh_folder(str(tmp_path))
     assert os.path.basename(made).startswith(f"spare-{os.getpid()}-")
-    assert folders.sweep_orphan_spares(str(tmp_path)) == 1
-    assert not orphan.exists()
+    # the lock decides where there is one: held by a live process whose pid
+    # means nothing here (another container), kept; held by none though the
+    # pid in the name is alive here (a reused pid), swept
+    elsewhere = tmp_path / f"spare-{dead}-{secrets.token_hex(12)}"
+    unheld = tmp_path / f"spare-{os.getpid()}-{secrets.token_hex(12)}"
+    for d in (elsewhere, unheld):
+        (d / "tmp").mkdir(parents=True)
+        (d / "owner.lock").write_text("")
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR); "
+        "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)"),
+        str(elsewhere / "owner.lock")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert folders.sweep_orphan_spares(str(tmp_path)) == 2
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not orphan.exists() and not unheld.exists() and elsewhere.is_dir()
     assert all(d.is_dir() for d in (taken, live, other, old, pathlib.Path(made))), os.listdir(tmp_path)
     assert (tmp_path / f"spare-{dead}-{'0' * 24}").is_symlink() and other.is_dir()
-    assert folders.sweep_orphan_spares(str(tmp_path)) == 0  # nothing more to sweep
+    # its holder gone, the next sweep takes it; then nothing is left to sweep
+    assert folders.sweep_orphan_spares(str(tmp_path)) == 1 and not elsewhere.exists()
+    assert folders.sweep_orphan_spares(str(tmp_path)) == 0
 
 
 def test_a_runner_sweeps_its_cache_at_its_start(tmp_path):

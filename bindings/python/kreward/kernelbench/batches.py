@@ -27,6 +27,12 @@ STAGE_CHUNK = 256 << 20   # bytes of a batch's inputs made, masked and copied at
 # caller's GPU, so small (a piece costs a request, ~0.1-0.3 ms)
 SHARED_BYTES = 32 << 20
 
+def _printable(text):
+    """A worker's words (the candidate's to choose) as one line of plain
+    characters, for a result's text."""
+    return "".join(c if c.isprintable() else "?" for c in str(text))
+
+
 # which calls of a timed batch are checked: the OS's randomness, never
 # derivable from anything the worker sees
 _PICKS = random.SystemRandom()
@@ -98,6 +104,7 @@ class Batches:
         of its own (cuda_ipc.py) where it can, else through the region.
         Returns the key for go (base64)."""
         t0 = time.perf_counter()
+        self._staging_s = 0.0  # (a batch that raised left its count)
         where, spans, total = region_offsets(self.layouts[case], len(seeds))
         key = new_key(self.device)
         if not total:  # every input empty: nothing to write (frombuffer refuses a count of 0)
@@ -146,23 +153,26 @@ class Batches:
         stage from the buffer that w cannot do (its driver refused the
         descriptor: said in w.staging) turns w to the region for good."""
         n = chunk.numel()
-        if self.staged and w.shared is not None and w.staging in (None, "ipc"):
-            step = w.shared.nbytes
+        shared = w.shared  # (end() in another thread, a Runner closed, drops it)
+        if self.staged and shared is not None and w.staging in (None, "ipc"):
+            step = shared.nbytes
             # the bytes there before the worker reads them: this stream's
             # work only (a trainer's other streams on the GPU go on)
             done = torch.cuda.current_stream(chunk.device).synchronize if chunk.is_cuda else None
             for off in range(0, n, step):
                 m = min(step, n - off)
-                w.shared.tensor[:m].copy_(chunk[off:off + m])
-                if done:
-                    done()
-                r = self._stage(w, {"op": "stage", "at": at + off, "n": m,
-                                    "ipc": {"bytes": w.shared.nbytes}})
+                with shared.lock:  # (close from another thread waits for the copy)
+                    if shared.tensor is None:
+                        raise RuntimeError("the worker's shared buffer was freed: the Runner was closed")
+                    shared.tensor[:m].copy_(chunk[off:off + m])
+                    if done:
+                        done()
+                r = self._stage(w, {"op": "stage", "at": at + off, "n": m, "ipc": {"bytes": shared.nbytes}})
                 if not r["ok"]:
                     if w.staging == "ipc":  # it worked before: this is the worker failing
                         raise _failure(r)
                     w.staging = ("host (the worker could not map its shared buffer: "
-                                 f"{r['error'][:300]})")
+                                 f"{_printable(r['error'])[:300]})")
                     break
                 w.staging = "ipc"
             else:

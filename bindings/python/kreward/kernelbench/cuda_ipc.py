@@ -28,6 +28,7 @@ nothing of the package; the driver through ctypes, torch for the views."""
 import ctypes
 import mmap
 import os
+import threading
 
 _PINNED = 1              # CU_MEM_ALLOCATION_TYPE_PINNED
 _POSIX_FD = 1            # CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
@@ -56,7 +57,15 @@ class _Access(ctypes.Structure):  # CUmemAccessDesc
 
 
 class IpcError(RuntimeError):
-    """The driver refused a step (its message says which and why)."""
+    """The driver refused a step (its message says which and why; code:
+    the CUresult)."""
+
+    def __init__(self, message, code=None):
+        super().__init__(message)
+        self.code = code
+
+
+OUT_OF_MEMORY = 2  # CUDA_ERROR_OUT_OF_MEMORY: passing, unlike a driver without the calls
 
 
 _cu = []
@@ -90,7 +99,7 @@ def _check(rc, what):
     if rc:
         msg = ctypes.c_char_p()
         _driver().cuGetErrorString(rc, ctypes.byref(msg))
-        raise IpcError(f"{what}: CUDA error {rc} ({(msg.value or b'?').decode()})")
+        raise IpcError(f"{what}: CUDA error {rc} ({(msg.value or b'?').decode()})", rc)
 
 
 class _View:
@@ -123,6 +132,10 @@ class _Mapped:
         self.torch, self.device = torch, torch.device(device)
         self.handle = self.ptr = None
         self.nbytes = 0
+        # held by whoever writes `tensor` (batches.py _put: a copy and its
+        # stream's wait) and by close: a Runner closed from another thread
+        # never unmaps memory a copy of the trainer's is writing
+        self.lock = threading.Lock()
         with torch.cuda.device(self.device):
             torch.cuda.synchronize(self.device)
             try:
@@ -157,11 +170,12 @@ class _Mapped:
             self.handle = None
 
     def close(self):
-        if self.handle is None and self.ptr is None:
-            return
-        with self.torch.cuda.device(self.device):
-            self.torch.cuda.synchronize(self.device)  # no copy still reads it
-            self._free()
+        with self.lock:
+            if self.handle is None and self.ptr is None:
+                return
+            with self.torch.cuda.device(self.device):
+                self.torch.cuda.synchronize(self.device)  # no copy still reads it
+                self._free()
 
 
 class CallerBuffer(_Mapped):
@@ -229,6 +243,7 @@ class HostBuffer:
 
     def __init__(self, torch, nbytes):
         self.nbytes, self._fd = nbytes, os.memfd_create("kreward-shared", os.MFD_CLOEXEC)
+        self.lock = threading.Lock()
         try:
             os.ftruncate(self._fd, nbytes)
             self._map = mmap.mmap(self._fd, nbytes)
@@ -241,11 +256,17 @@ class HostBuffer:
         return os.dup(self._fd)  # (not inheritable)
 
     def close(self):
-        if self._fd is not None:
+        with self.lock:
+            if self._fd is None:
+                return
             self.tensor = None
-            self._map.close()
-            os.close(self._fd)
-            self._fd = None
+            try:
+                self._map.close()
+            except BufferError:  # a view still held: the mapping goes with it
+                pass
+            finally:
+                os.close(self._fd)
+                self._fd = None
 
 
 class HostMapping:

@@ -5,14 +5,21 @@ source's hash, so no candidate can plant files in another's build; a
 next source without a folder adopts through a link; the sweep of the fresh
 folders a killed trainer left; and the environment that points a worker's
 temporary files and compiler caches into its folder."""
+import fcntl
 import hashlib
 import os
 import re
 import secrets
 import shutil
+import threading
 
 # a spare's fresh folder: the process that made it, and a random part
 _SPARE = re.compile(r"spare-(\d+)-[0-9a-f]{24}")
+# in it, a file this process holds a lock on while the folder is its
+# spare's (a pid alone does not tell: another container or host sharing
+# cache_dir has its own pids); a candidate never writes in an unadopted one
+_OWNER = "owner.lock"
+_held, _held_lock = {}, threading.Lock()  # folder -> the locked descriptor
 
 
 def _name(cache_dir, source):
@@ -42,7 +49,18 @@ def fresh_folder(cache_dir):
     it when one takes it), and by this process (sweep_orphan_spares)."""
     ext = os.path.join(cache_dir, f"spare-{os.getpid()}-{secrets.token_hex(12)}")
     os.makedirs(os.path.join(ext, "tmp"))
+    fd = os.open(os.path.join(ext, _OWNER), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    with _held_lock:
+        _held[ext] = fd
     return ext
+
+
+def _release(ext):
+    with _held_lock:
+        fd = _held.pop(ext, None)
+    if fd is not None:
+        os.close(fd)
 
 
 def adopt(cache_dir, spare_ext, source):
@@ -60,6 +78,7 @@ def adopt(cache_dir, spare_ext, source):
         os.symlink(os.path.basename(spare_ext), name)
     except OSError:
         return None
+    _release(spare_ext)  # linked: never swept again
     return name
 
 
@@ -67,6 +86,7 @@ def discard(spare_ext):
     """Removes an unused spare's fresh folder (it ran no candidate code)."""
     if spare_ext:
         shutil.rmtree(spare_ext, ignore_errors=True)
+        _release(spare_ext)
 
 
 def worker_env(ext):
@@ -74,6 +94,25 @@ def worker_env(ext):
     return {"TMPDIR": os.path.join(ext, "tmp"), "TRITON_HOME": ext,
             "TRITON_CACHE_DIR": os.path.join(ext, "triton"),
             "TORCHINDUCTOR_CACHE_DIR": os.path.join(ext, "inductor")}
+
+
+def _owned(path, pid):
+    """Whether a spare folder's owner is alive: its lock held (by any
+    process anywhere on this kernel), or, for a folder without one (an
+    older version's), its pid alive here."""
+    try:
+        fd = os.open(os.path.join(path, _OWNER), os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return _alive(pid)
+    except OSError:
+        return True  # (unreadable: leave it)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def _alive(pid):
@@ -88,11 +127,12 @@ def _alive(pid):
 
 def sweep_orphan_spares(cache_dir):
     """Removes the fresh folders of "start" spares that no source took (no
-    link in cache_dir names them) and whose Runner's process is gone: a
-    trainer killed before close() leaves one per warm Runner, and nothing
-    would ever remove it. A folder of a live process (this one's other
-    Runners, another trainer's) stays, and so does one a source took (its
-    builds are that source's cache). Returns how many went."""
+    link in cache_dir names them) and whose Runner's process is gone (no
+    one holds their lock): a trainer killed before close() leaves one per
+    warm Runner, and nothing would ever remove it. A folder of a live
+    process (this one's other Runners, another trainer's, in another
+    container on the same cache) stays, and so does one a source took
+    (its builds are that source's cache). Returns how many went."""
     try:
         names = os.listdir(cache_dir)
     except OSError:
@@ -107,7 +147,7 @@ def sweep_orphan_spares(cache_dir):
     for n in names:
         m = _SPARE.fullmatch(n)
         path = os.path.join(cache_dir, n)
-        if not m or n in taken or _alive(int(m.group(1))) or os.path.islink(path):
+        if not m or n in taken or os.path.islink(path) or _owned(path, int(m.group(1))):
             continue
         shutil.rmtree(path, ignore_errors=True)
         gone += not os.path.exists(path)

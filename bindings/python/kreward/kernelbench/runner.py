@@ -41,6 +41,7 @@ the driver's files, writes to the candidate's own build folder, no network,
 no exec once every case ran (`seal`); what the sandbox refused is the
 verdict `denied`, and a layer the kernel lacks is said in the notes."""
 import collections
+import contextlib
 import json
 import math
 import os
@@ -55,7 +56,7 @@ from . import folders, triton_cache
 # one timed batch (staging, the calls on the clock, the checks): batches.py
 from .batches import SHARED_BYTES, Batches
 from .confine import missing
-from .cuda_ipc import new_buffer
+from .cuda_ipc import OUT_OF_MEMORY, new_buffer
 from .inputs import REGION_ALIGN, gpu_paths, nbytes, use_library
 from .inputs import warm as warm_kernels
 from .reference import Reference
@@ -246,10 +247,7 @@ class Runner(Batches):
         self.call_bytes = self._call_bytes()
         self.max_call_bytes = max(self._call_bytes(c) for c in range(n))
         self.spare = spare
-        # re-entrant: close() takes it too (_keep_warm calls it holding it),
-        # so no close from another thread frees a worker's device buffer
-        # while an evaluation copies into it
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()
         self._base = None        # the baseline worker, once started
         self._base_state = {}    # ready, lifted, per_call_us
         self._spare_w = None
@@ -259,14 +257,9 @@ class Runner(Batches):
     # ---- lifetime
     def close(self):
         """Ends the baseline worker and the spare (a later evaluation starts
-        them again); waits for an evaluation in progress."""
-        lock = getattr(self, "_lock", None)  # (__del__ of a half-made Runner)
-        if lock is None:
-            return
-        with lock:
-            self._close()
-
-    def _close(self):
+        them again). From another thread it ends an evaluation in progress
+        too (its workers die: the result says so); a worker's shared buffer
+        is freed only between the evaluation's copies into it (its lock)."""
         for w in (getattr(self, "_base", None), getattr(self, "_spare_w", None)):
             if w is not None:
                 w.end()
@@ -303,23 +296,39 @@ class Runner(Batches):
         return (max(self.batch_bytes, 2 * self.max_call_bytes) +
                 MAX_CALLS * tensors * REGION_ALIGN)
 
+    def _on_device(self):
+        """This Runner's GPU as the thread's current device while it works:
+        Triton launches (the mask, the commitment) on the current device's
+        stream whatever device their tensors are on, so with a trainer's
+        thread on another GPU the mask would run unordered with the copies
+        after it (or fault) (helper-36)."""
+        if self.device == "cpu":
+            return contextlib.nullcontext()
+        import torch
+        return torch.cuda.device(self.device)
+
     def _shared_buffer(self):
         """A device buffer for one GPU worker to stage its batches' masked
         inputs from (cuda_ipc.CallerBuffer; batches.py _put): one per
         worker, so no other worker (the baseline's, a spare, a candidate's
         stray after an unclean end) ever maps what a worker is given, and
-        SHARED_BYTES at most (a larger chunk goes through in pieces). None
-        where there can be none (ipc_why says why, for every worker)."""
+        SHARED_BYTES at most (a larger chunk goes through in pieces).
+        (buffer, None), or (None, why not): a refusal that will last (a
+        driver without the calls) is kept in ipc_why for every later
+        worker; a passing one (out of memory: another process filled the
+        GPU) is this worker's only."""
         if self.ipc_why is not None:
-            return None
+            return None, self.ipc_why
         import torch  # loaded already (batches.py); runner.py reads no tensor else
         try:
             # (on the CPU, host memory: only a Runner told to stage as a
             # GPU's does gets here, to test the protocol without one)
-            return new_buffer(torch, self.device, min(self._region_bytes(), SHARED_BYTES))
+            return new_buffer(torch, self.device, min(self._region_bytes(), SHARED_BYTES)), None
         except Exception as e:  # noqa: BLE001 - any refusal (a driver without the calls: AttributeError)
-            self.ipc_why = f"no shared device buffer: {type(e).__name__}: {e}"[:400]
-            return None
+            why = f"no shared device buffer: {type(e).__name__}: {e}"[:400]
+            if getattr(e, "code", None) != OUT_OF_MEMORY:
+                self.ipc_why = why
+            return None, why
 
     def _call_bytes(self, case=0):
         """Bytes one call holds until its batch is dropped: its fresh inputs
@@ -366,7 +375,7 @@ class Runner(Batches):
             except Exception:  # noqa: BLE001 - then its worker compiles them, as before
                 pass
         region = self.inputs_from == "caller"
-        shared = self._shared_buffer() if region and self.staged else None
+        shared, why = self._shared_buffer() if region and self.staged else (None, None)
         try:
             w = WorkerProcess(env, self._sandbox_config(ext) if self.sandbox == "start" else None,
                               region_bytes=self._region_bytes() if region else 0, shared=shared)
@@ -375,7 +384,7 @@ class Runner(Batches):
                 shared.close()
             raise
         if region and self.staged and w.shared is None and w.staging is None:
-            w.staging = f"host ({self.ipc_why})"
+            w.staging = f"host ({why})"
         # a reply carries at most one call's outputs (a fetch): the caller
         # never reads more than twice the largest case's inputs and outputs
         # (a scaled case may grow a size: "odd" rounds up)
@@ -550,7 +559,7 @@ class Runner(Batches):
         the generator from the seeds it sees: not for training.
         next_source: the source evaluated next, if known, so its worker can
         start ahead in the "start" sandbox (evaluate_many passes it)."""
-        with self._lock:
+        with self._lock, self._on_device():
             res = self._evaluate(source, seed, verify_seeds, batches, calls, checks, baseline,
                                  class_name, next_source)
         _keep_warm(self)
@@ -848,7 +857,7 @@ class Runner(Batches):
     def baseline_us(self, batches=5, calls=None):
         """The reference Model alone in the baseline worker, on evaluate's
         schedule: per-call us (median of the batches)."""
-        with self._lock:
+        with self._lock, self._on_device():
             self._start_baseline()
             why = self._baseline_ready()
             if why:
