@@ -216,8 +216,10 @@ class Runner(Batches):
         # slower path inside its clock
         self._expected_paths = None
         if device != "cpu":
+            import torch
             try:
-                warm_kernels(device)
+                with torch.cuda.device(device):  # (Triton's launches: _on_device)
+                    warm_kernels(device)
             except Exception:  # noqa: BLE001 - what it settled on is in gpu_paths
                 pass
             self._expected_paths = gpu_paths()
