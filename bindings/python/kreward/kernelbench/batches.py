@@ -153,8 +153,9 @@ class Batches:
         stage from the buffer that w cannot do (its driver refused the
         descriptor: said in w.staging) turns w to the region for good."""
         n = chunk.numel()
-        shared = w.shared  # (end() in another thread, a Runner closed, drops it)
-        if self.staged and shared is not None and w.staging in (None, "ipc"):
+        # (end() in another thread, a Runner closed, drops w.shared: read once)
+        shared = w.shared if self.staged else None
+        if shared is not None and w.staging in (None, "ipc"):
             step = shared.nbytes
             # the bytes there before the worker reads them: this stream's
             # work only (a trainer's other streams on the GPU go on)
