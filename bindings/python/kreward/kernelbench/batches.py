@@ -142,7 +142,6 @@ class Batches:
             flush(last=True)
         # the stage requests are the worker's (ops_s "stage"), not counted twice
         self._caller_s["write_region"] += time.perf_counter() - t0 - self._staging_s
-        self._staging_s = 0.0
         return base64.b64encode(key.raw).decode()
 
     def _put(self, w, chunk, at):

@@ -189,13 +189,13 @@ class CallerBuffer(_Mapped):
 
     def __init__(self, torch, device, nbytes):
         def make(ordinal):
-            self._prop = _Prop(_PINNED, _POSIX_FD, _Location(_ON_DEVICE, ordinal))
+            prop = _Prop(_PINNED, _POSIX_FD, _Location(_ON_DEVICE, ordinal))
             gran = _size()
             _check(_driver().cuMemGetAllocationGranularity(
-                ctypes.byref(gran), ctypes.byref(self._prop), _MINIMUM), "cuMemGetAllocationGranularity")
+                ctypes.byref(gran), ctypes.byref(prop), _MINIMUM), "cuMemGetAllocationGranularity")
             size = -(-nbytes // gran.value) * gran.value
             handle = _u64()
-            _check(_driver().cuMemCreate(ctypes.byref(handle), size, ctypes.byref(self._prop), 0),
+            _check(_driver().cuMemCreate(ctypes.byref(handle), size, ctypes.byref(prop), 0),
                    "cuMemCreate")
             return handle.value, size
 

@@ -51,6 +51,8 @@ import threading
 import time
 import weakref
 
+import torch
+
 from .. import _lib
 from . import folders, triton_cache
 # one timed batch (staging, the calls on the clock, the checks): batches.py
@@ -198,7 +200,6 @@ class Runner(Batches):
             # buffers all on it, whatever device is current later (a bare
             # "cuda" was the caller's current device here and device 0 in
             # every worker)
-            import torch
             device = f"cuda:{torch.cuda.current_device()}"
         use_library(_library_path())  # the region's mask of host memory
         # a GPU worker stages the region into device memory (worker.py
@@ -216,7 +217,6 @@ class Runner(Batches):
         # slower path inside its clock
         self._expected_paths = None
         if device != "cpu":
-            import torch
             try:
                 with torch.cuda.device(device):  # (Triton's launches: _on_device)
                     warm_kernels(device)
@@ -306,7 +306,6 @@ class Runner(Batches):
         after it (or fault) (helper-36)."""
         if self.device == "cpu":
             return contextlib.nullcontext()
-        import torch
         return torch.cuda.device(self.device)
 
     def _shared_buffer(self):
@@ -321,7 +320,6 @@ class Runner(Batches):
         GPU) is this worker's only."""
         if self.ipc_why is not None:
             return None, self.ipc_why
-        import torch  # loaded already (batches.py); runner.py reads no tensor else
         try:
             # (on the CPU, host memory: only a Runner told to stage as a
             # GPU's does gets here, to test the protocol without one)
