@@ -69,8 +69,17 @@ def parse_args(argv=None):
     p.add_argument("--staging", choices=("auto", "host"), default="auto",
                    help="how kreward's workers get a batch's inputs: auto (CUDA IPC where the "
                         "driver allows), host (through host memory: the way before it)")
-    p.add_argument("--json", help="write every row, with feedback, to this file")
-    return p.parse_args(argv)
+    p.add_argument("--problems-dir", type=pathlib.Path, default=None,
+                   help="problems from this folder's level*/*.py instead of the corpus (e.g. a "
+                        "KernelBench checkout's KernelBench/): their Models only")
+    p.add_argument("--no-kernelbench", action="store_true",
+                   help="kreward's side only (KernelBench's eval is not run)")
+    p.add_argument("--json", help="write every row, with feedback, to this file (rewritten after "
+                                  "each candidate, so a run cut short keeps what it did)")
+    args = p.parse_args(argv)
+    if args.problems_dir:
+        args.models_only = True
+    return args
 
 
 def gpu_missing():
@@ -87,9 +96,10 @@ def gpu_missing():
 def select(args):
     """[(problem path relative to KB, candidate path relative to KB/candidates
     or None for the Model itself, expected outcome)]."""
-    manifest = json.loads((KB / "candidates" / "manifest.json").read_text())
-    problems = ([str(p.relative_to(KB)) for p in sorted(KB.glob("level*/*.py"))] if args.all
-                else list(manifest))
+    root = problems_root(args)
+    manifest = {} if args.problems_dir else json.loads((KB / "candidates" / "manifest.json").read_text())
+    problems = ([str(p.relative_to(root)) for p in sorted(root.glob("level*/*.py"))]
+                if args.all or args.problems_dir else list(manifest))
     if args.problems:
         problems = [p for p in problems if any(s in p for s in args.problems)]
     out = []
@@ -99,6 +109,10 @@ def select(args):
         if args.reference or args.all or args.models_only:
             out.append((p, None, "torch_fallback"))
     return out
+
+
+def problems_root(args):
+    return args.problems_dir.resolve() if args.problems_dir else KB
 
 
 def model_as_candidate(problem_src):
@@ -194,9 +208,10 @@ def table(rows):
     """The rows as a fixed-width text table."""
     cells = [COLUMNS]
     for r in rows:
-        ratio = r["kb_s"] / r["kreward_s"] if r["kreward_s"] > 0 else float("nan")
+        ran_kb = r["kb_verdict"] != "not run"
+        ratio = f"{r['kb_s'] / r['kreward_s']:.2f}" if ran_kb and r["kreward_s"] > 0 else "-"
         cells.append((r["problem"], r["candidate"], r["expected"], r["kreward_verdict"], r["kb_verdict"],
-                      f"{r['kreward_s']:.2f}", f"{r['kb_s']:.2f}", f"{ratio:.2f}"))
+                      f"{r['kreward_s']:.2f}", f"{r['kb_s']:.2f}" if ran_kb else "-", ratio))
     widths = [max(len(c[i]) for c in cells) for i in range(len(COLUMNS))]
     return "\n".join("  ".join(c[i].ljust(widths[i]) for i in range(len(COLUMNS))).rstrip() for c in cells)
 
@@ -206,6 +221,9 @@ def totals(rows, setup_s):
         return "no candidate ran"
     kr, kb = sum(r["kreward_s"] for r in rows), sum(r["kb_s"] for r in rows)
     n = len(rows)
+    if all(r["kb_verdict"] == "not run" for r in rows):
+        return (f"totals over {n} candidates: kreward {kr:.1f} s ({kr / n:.2f} s/candidate); "
+                f"problem setup (import + reference) {setup_s:.1f} s in all")
     return (f"totals over {n} candidates: kreward {kr:.1f} s ({kr / n:.2f} s/candidate), KernelBench "
             f"{kb:.1f} s ({kb / n:.2f} s/candidate), KernelBench/kreward {kb / kr:.2f}x\n"
             f"kreward problem setup (import + reference), once per problem: {setup_s:.1f} s in all; "
@@ -261,44 +279,72 @@ def main(argv=None):
           f"{kbe.NUM_CORRECT_TRIALS} trials, {args.kb_trials or kbe.NUM_PERF_TRIALS} timed); caches in {tmp}",
           flush=True)
     t_start = time.perf_counter()
-    runners, setup_s, rows, skipped = {}, 0.0, [], []
+    root = problems_root(args)
+    runners, setup_s, rows, skipped, refused = {}, 0.0, [], [], []
+
+    def save():
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"rows": rows, "setup_s": setup_s, "not_run": skipped, "not_set_up": refused,
+                           "kernelbench_commit": kbe.KERNELBENCH_COMMIT}, f, indent=1, default=str)
+
     for problem, cand, expect in work:
         label = cand.split("/", 1)[1] if cand else "Model (itself)"
         if time.perf_counter() - t_start > args.budget_s:
             skipped.append(f"{problem} {label}")
             continue
-        problem_src = (KB / problem).read_text()
+        problem_src = (root / problem).read_text()
         if problem not in runners:
+            # the candidates come problem by problem: the ones before are
+            # done, and their baseline workers' GPU memory is freed
+            for earlier in runners.values():
+                if not isinstance(earlier, str):
+                    earlier.close()
             t0 = time.perf_counter()
             try:
-                imp = import_problem(str(KB / problem))
+                imp = import_problem(str(root / problem))
                 # no spare worker: its start would overlap KernelBench's timing
                 runners[problem] = Runner(imp, "cuda", cache_dir=kr_ext, spare=False,
                                           staging=args.staging)
             except ImportRefused as e:
-                runners[problem] = e
+                runners[problem] = f"not imported ({e.reason})"
+            except Exception as e:  # noqa: BLE001 - a problem the Runner cannot take is a row, not the end
+                runners[problem] = f"no Runner ({type(e).__name__}: {e})"
             setup_s += time.perf_counter() - t0
         runner = runners[problem]
-        if isinstance(runner, ImportRefused):
-            print(f"  {problem}: not imported ({runner.reason}): skipped", flush=True)
+        if isinstance(runner, str):
+            print(f"  {problem}: {runner[:400]}: skipped", flush=True)
+            refused.append({"problem": problem, "why": runner})
+            save()
             continue
         src = (KB / "candidates" / cand).read_text() if cand else model_as_candidate(problem_src)
         kr_res, kr_s = run_kreward(runner, src, args.seed, kr_triton)
-        build = os.path.join(tmp, "kb-build", problem.replace("/", "_"), label.replace("/", "_"))
-        kb_res, kb_err, kb_s = run_kernelbench(problem_src, src, build, kb_triton, args.kb_trials)
+        if args.no_kernelbench:
+            kb_res, kb_err, kb_s = None, None, 0.0
+        else:
+            build = os.path.join(tmp, "kb-build", problem.replace("/", "_"), label.replace("/", "_"))
+            kb_res, kb_err, kb_s = run_kernelbench(problem_src, src, build, kb_triton, args.kb_trials)
+        ran_kb = not args.no_kernelbench
         row = {"problem": problem, "candidate": label, "cand_path": cand, "expected": expect,
                "kreward_verdict": kreward_verdict(kr_res), "kreward_caught": kreward_caught(kr_res),
                "kreward_s": kr_s, "kreward_feedback": kr_res.get("feedback"),
                "kreward_compile_s": kr_res.get("compile_seconds"), "kreward_speedup": kr_res.get("speedup"),
                "kreward_phases_s": kr_res.get("phases_s"), "kreward_ops_s": kr_res.get("ops_s"),
-               "kreward_staging": kr_res.get("staging"),
-               "kb_verdict": kb_verdict(kb_res, kb_err), "kb_caught": kb_caught(kb_res, kb_err),
-               "kb_s": kb_s, "kb_feedback": kb_feedback(kb_res, kb_err),
+               "kreward_staging": kr_res.get("staging"), "kreward_notes": kr_res.get("notes"),
+               "kb_verdict": kb_verdict(kb_res, kb_err) if ran_kb else "not run",
+               "kb_caught": ran_kb and kb_caught(kb_res, kb_err),
+               "kb_s": kb_s, "kb_feedback": kb_feedback(kb_res, kb_err) if ran_kb else None,
                "kb_runtime_ms": kb_res and kb_res.get("runtime"),
                "kb_ref_runtime_ms": kb_res and kb_res.get("ref_runtime")}
         rows.append(row)
-        print(f"  {problem} {label}: kreward {row['kreward_verdict']} in {kr_s:.2f} s (staging "
-              f"{row['kreward_staging']}), KernelBench {row['kb_verdict']} in {kb_s:.2f} s", flush=True)
+        save()
+        fb = f" ({str(row['kreward_feedback'])[:300]})" if row["kreward_feedback"] else ""
+        print(f"  {problem} {label}: kreward {row['kreward_verdict']} in {kr_s:.2f} s{fb} (staging "
+              f"{row['kreward_staging']})"
+              + (f", KernelBench {row['kb_verdict']} in {kb_s:.2f} s" if ran_kb else ""), flush=True)
+    for runner in runners.values():
+        if not isinstance(runner, str):
+            runner.close()  # a second close is a no-op
     print()
     print(table(rows))
     print()
@@ -307,10 +353,7 @@ def main(argv=None):
     print(cheats_report(rows))
     if skipped:
         print(f"not run (past --budget-s {args.budget_s:.0f}): " + ", ".join(skipped))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"rows": rows, "setup_s": setup_s, "not_run": skipped,
-                       "kernelbench_commit": kbe.KERNELBENCH_COMMIT}, f, indent=1, default=str)
+    save()
     return 0
 
 

@@ -205,6 +205,22 @@ def test_selection_follows_the_manifest(bench):
     assert {p for p, _, _ in models} == {"level1/01_relu.py"} | {
         f"level2/{p.name}" for p in (ROOT / "examples" / "kernelbench" / "level2").glob("*.py")}
 
+    # a folder of problems not ours (a KernelBench checkout): every
+    # level*/*.py, each problem's Model only, the corpus manifest unread
+    upstream = ROOT / "examples" / "kernelbench"
+    other = bench.select(bench.parse_args(["--problems-dir", str(upstream), "--problems", "level3"]))
+    assert other and all(c is None and e == "torch_fallback" for _, c, e in other)
+    assert {p for p, _, _ in other} == {f"level3/{p.name}" for p in (upstream / "level3").glob("*.py")}
+
+
+def test_a_table_without_kernelbench_runs(bench):
+    rows = [{"problem": "level1/23_Softmax.py", "candidate": "Model (itself)", "cand_path": None,
+             "expected": "torch_fallback", "kreward_verdict": "pass (torch_fallback)",
+             "kreward_caught": True, "kreward_s": 4.0, "kb_verdict": "not run", "kb_caught": False,
+             "kb_s": 0.0}]
+    assert bench.table(rows).splitlines()[1].split()[-3:] == ["4.00", "-", "-"]
+    assert bench.totals(rows, 2.0) == ("totals over 1 candidates: kreward 4.0 s (4.00 s/candidate); "
+                                       "problem setup (import + reference) 2.0 s in all")
 
 def test_verdicts_and_the_table(bench, kbe):
     wrong = run(kbe, (RELU / "cheat_constant.py").read_text())
