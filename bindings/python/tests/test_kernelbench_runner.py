@@ -5,6 +5,7 @@ and Triton candidates, timing and kernel attribution need the GPU
 import json
 import os
 import pathlib
+import time
 
 import pytest
 
@@ -109,6 +110,26 @@ def test_crash_hang_and_load_errors_are_verdicts(relu_runner):
     res = run(relu_runner, "import torch\nclass Other(torch.nn.Module):\n    pass\n")
     assert res["verdict"] == "compile_error" and "no class ModelNew" in res["feedback"]
 
+
+def test_an_evaluation_ends_at_its_limit_however_each_request_fits_its_own(tmp_path):
+    """Each call answers well inside call_timeout_s; together they take
+    longer than eval_timeout_s: the evaluation ends there, a timeout that
+    says so (without the limit this candidate passes, slowly: checked by
+    the same source with a longer limit)."""
+    imp = import_problem(str(KB / "level1" / "01_relu.py"))
+    slow = ("import time, torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+            "        time.sleep(0.7)\n        return torch.relu(x)\n")
+    with Runner(imp, "cpu", cache_dir=str(tmp_path), timeout_s=120, call_timeout_s=5,
+                eval_timeout_s=6, spare=False) as runner:
+        t0 = time.monotonic()
+        res = run(runner, slow, batches=2, calls=2, checks=1)
+        took = time.monotonic() - t0
+        assert res["verdict"] == "timeout", res
+        assert "ran past its limit of 6 s (eval_timeout_s)" in res["feedback"]
+        assert took < 6 + 5, took  # the limit, not a request's timeout after it
+        runner.eval_timeout_s = 120
+        res = run(runner, slow, batches=2, calls=2, checks=1)
+        assert res["verdict"] == "pass", res
 
 def test_weights_are_lifted_or_seeded(tmp_path):
     imp = import_problem(str(KB / "level2" / "01_gemm_bias_relu.py"))

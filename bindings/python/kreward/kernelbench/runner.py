@@ -146,7 +146,7 @@ class Runner(Batches):
 
     def __init__(self, imported, device="cuda", cache_dir=None, timeout_s=600.0, call_timeout_s=60.0,
                  sandbox="auto", batch_ms=10.0, batch_bytes=None, spare=True, baseline="eager",
-                 inputs=None, staging="auto"):
+                 inputs=None, staging="auto", eval_timeout_s=None):
         """sandbox: "auto" (the default): "start" where a worker starts in
         it, else "init" from then on, said in every result's notes (CUDA
         failed to start inside the sandbox on driver 570+ until the grants
@@ -177,7 +177,15 @@ class Runner(Batches):
         worker maps (cuda_ipc.py: a descriptor given at its start; no trip
         through host memory), where the driver allows, else through the
         host region; "host": always the region (for comparison). The
-        result's "staging" says which each side got ("ipc", or "host (why)")."""
+        result's "staging" says which each side got ("ipc", or "host (why)").
+        timeout_s: the most a worker's start, a load (a compile) or a build
+        may take; call_timeout_s: any other request of a worker (a batch, a
+        check's fetch, a staging piece); eval_timeout_s (default twice
+        timeout_s): the most the candidate's worker may take over a whole
+        evaluation, from the evaluation's start, whatever each request
+        took (a candidate answering each of a batch's requests just inside
+        call_timeout_s would otherwise hold the caller for hours); past it
+        the verdict is "timeout"."""
         if sandbox not in ("auto", "start", "init", None):
             raise ValueError(f"sandbox must be 'auto', 'start', 'init' or None, not {sandbox!r}")
         if staging not in ("auto", "host"):
@@ -235,6 +243,8 @@ class Runner(Batches):
         # spare folders a killed trainer's Runners left (folders.py)
         folders.sweep_orphan_spares(self.cache_dir)
         self.timeout_s, self.call_timeout_s = timeout_s, call_timeout_s
+        self.eval_timeout_s = 2 * timeout_s if eval_timeout_s is None else eval_timeout_s
+        self._eval_deadline = None  # time.monotonic() the current evaluation's candidate must end by
         n = len(imported.cases)
         self.layouts = [self._layout(c) for c in range(n)]
         self.init_inputs = [list(self.ref.module(c).get_init_inputs()) for c in range(n)]
@@ -431,6 +441,8 @@ class Runner(Batches):
         # launch time against that start's load (launch_luck: none then)
         overlapped = not ahead and self._base is not None and not self._base_state.get("ready")
         w = w or self._spawn(source)
+        w.limit_until(self._eval_deadline, f"the evaluation ran past its limit of {self.eval_timeout_s:g} s "
+                      "(eval_timeout_s): the candidate's requests together took too long")
         try:
             self._send_load(w, source, class_name, ext)
             ready, _ = w.receive(self.timeout_s)
@@ -581,6 +593,7 @@ class Runner(Batches):
         # next batches' outputs ahead, outside the clock)
         rng = random.Random(seed) if seed is not None else random.SystemRandom()
         res = {"verdict": None, "cases": [], "notes": [], "phases_s": {}}
+        self._eval_deadline = time.monotonic() + self.eval_timeout_s
         # where an evaluation's wall time goes (seconds per phase, in order):
         # what to look at when a candidate takes long
         last = [time.perf_counter()]

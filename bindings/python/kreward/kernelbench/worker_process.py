@@ -222,6 +222,11 @@ class WorkerProcess:
         self._ctl, self._ctl_buf = self.proc.stdout.fileno(), b""
         self.pending = 0
         self._asked = collections.deque()  # (op, payload bound) of the requests not yet answered
+        # the latest moment (time.monotonic) any reply may come, whatever a
+        # request's own timeout, and what a WorkerTimeout then says: a
+        # candidate that answers every request just inside its timeout
+        # still ends (limit_until)
+        self.deadline, self.deadline_why = None, None
         self.max_payload = MAX_PAYLOAD    # the runner may set a tighter bound (the outputs' size)
         self.ended = self.exited = None
         self.ctl_closed = False
@@ -290,19 +295,32 @@ class WorkerProcess:
         self._asked.append((obj["op"], max_payload))
         self.pending += 1
 
+    def limit_until(self, deadline, why):
+        """No reply after `deadline` (time.monotonic()): a request that would
+        wait past it raises WorkerTimeout(why) there."""
+        self.deadline, self.deadline_why = deadline, why
+
     def receive(self, timeout_s):
         """The reply to the oldest request not yet answered, and its payload;
         WorkerProtocolError for a reply that is not one (check_reply)."""
         deadline = time.monotonic() + timeout_s
-        line = self._line(deadline)
-        op, bound = self._asked.popleft()
-        self.pending -= 1
+        capped = self.deadline is not None and self.deadline < deadline
+        if capped:
+            deadline = self.deadline
         try:
-            reply = json.loads(line)  # the worker's JSON: data, never code
-        except (ValueError, RecursionError) as e:
-            raise WorkerProtocolError(f"the worker's reply to {op} is not JSON: {e}") from None
-        check_reply(op, reply, self.max_payload if bound is None else bound)
-        payload = self._read(reply["bytes"], deadline) if reply.get("bytes") else b""
+            line = self._line(deadline)
+            op, bound = self._asked.popleft()
+            self.pending -= 1
+            try:
+                reply = json.loads(line)  # the worker's JSON: data, never code
+            except (ValueError, RecursionError) as e:
+                raise WorkerProtocolError(f"the worker's reply to {op} is not JSON: {e}") from None
+            check_reply(op, reply, self.max_payload if bound is None else bound)
+            payload = self._read(reply["bytes"], deadline) if reply.get("bytes") else b""
+        except WorkerTimeout:
+            if capped:
+                raise WorkerTimeout(self.deadline_why) from None
+            raise
         return reply, payload
 
     def request(self, obj, timeout_s, max_payload=None):
