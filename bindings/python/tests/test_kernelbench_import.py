@@ -280,3 +280,73 @@ def test_input_digest_sees_every_change(fn):
         assert fn([t]) == fn([t.clone()])
     assert digest([a.reshape(-1)]) != digest([a])  # the shape counts
     assert digest([torch.empty(0)]) == digest([torch.empty(0)])
+
+
+SMALL = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.lin = nn.Linear(n, n)
+
+    def forward(self, x):
+        return torch.relu(self.lin(x))
+
+
+batch, n = {batch}, 64
+
+
+def get_inputs():
+    return [torch.randn(batch, n)]
+
+
+def get_init_inputs():
+    return [n]
+"""
+
+
+def _same_import(a, b):
+    import json
+    return (json.dumps(a.tensors, sort_keys=True) == json.dumps(b.tensors, sort_keys=True)
+            and [c[:2] for c in a.cases] == [c[:2] for c in b.cases] and a.notes == b.notes)
+
+
+def test_an_import_is_kept_by_content_and_not_run_again(tmp_path, monkeypatch):
+    """The probes' results of a successful import are kept under a key of
+    the file's bytes (import_cache.py): the same file imports again
+    without any probe (they fail here), another file or another scale
+    probes, a kept file that is garbage is ignored and written again, and
+    cache_dir=None keeps nothing."""
+    from kreward.kernelbench import importer
+    path, cache = tmp_path / "small.py", tmp_path / "cache"
+    path.write_text(SMALL.format(batch=32))
+    first = import_problem(str(path), cache_dir=str(cache))
+    assert not first.from_cache and len(list(cache.glob("*.json"))) == 1
+
+    def no_probe(*a, **kw):
+        raise AssertionError("a probe ran for a kept import")
+
+    with monkeypatch.context() as m:
+        m.setattr(importer, "run_probes", no_probe)
+        again = import_problem(str(path), cache_dir=str(cache))
+        assert again.from_cache and _same_import(first, again)
+        path.write_text(SMALL.format(batch=48))  # another file: probed
+        with pytest.raises(AssertionError, match="a probe ran"):
+            import_problem(str(path), cache_dir=str(cache))
+        path.write_text(SMALL.format(batch=32))
+        with pytest.raises(AssertionError, match="a probe ran"):  # another scale
+            import_problem(str(path), scale=False, cache_dir=str(cache))
+    kept = next(cache.glob("*.json"))
+    kept.write_text('{"format": 1, "key": "')
+    redone = import_problem(str(path), cache_dir=str(cache))
+    assert not redone.from_cache and _same_import(first, redone)
+    assert import_problem(str(path), cache_dir=str(cache)).from_cache
+    none = tmp_path / "none"
+    assert not import_problem(str(path), cache_dir=None).from_cache and not none.exists()
+    monkeypatch.setenv("KREWARD_IMPORT_CACHE", str(cache))
+    assert import_problem(str(path)).from_cache
+    monkeypatch.setenv("KREWARD_IMPORT_CACHE", "")
+    assert not import_problem(str(path)).from_cache

@@ -22,6 +22,8 @@ import re
 import subprocess
 import sys
 
+from . import import_cache
+
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe.py")
 MAX_TENSORS = 1024        # lib/problem/tensor_parse.c
 DEFAULT_TOL = 1e-2        # KernelBench's eval: torch.allclose(atol=1e-02, rtol=1e-02)
@@ -336,11 +338,34 @@ def _pick_cases(results, reqs, scalable, consts, notes):
     return cases, checked
 
 
-def import_problem(path, atol=DEFAULT_TOL, rtol=DEFAULT_TOL, scale=True, timeout_s=300):
+def import_problem(path, atol=DEFAULT_TOL, rtol=DEFAULT_TOL, scale=True, timeout_s=300,
+                   cache_dir="default"):
     """Imports a KernelBench-format file: an ImportedProblem, or
-    ImportRefused with the reason."""
+    ImportRefused with the reason. cache_dir: where the probes' results of
+    a successful import are kept by content (import_cache.py), so the same
+    file imports again without running it; "default": $KREWARD_IMPORT_CACHE
+    if set (empty: none), else ~/.cache/kreward/imports; None: no cache.
+    The result's .from_cache says whether it came from there."""
     if not os.path.isfile(path):
         raise ImportRefused(path, "no such file")
+    if cache_dir == "default":
+        cache_dir = os.environ.get("KREWARD_IMPORT_CACHE", import_cache.DEFAULT_DIR)
+    k = import_cache.key(path, scale) if cache_dir else None
+    kept = import_cache.read(cache_dir, k) if k else None
+    if kept:
+        meta, real, cases, notes = kept
+    else:
+        meta, real, cases, notes = _probe_all(path, scale, timeout_s)
+        if k:
+            import_cache.write(cache_dir, k, meta, real, cases, notes)
+    imported = ImportedProblem(path, real, [("base", {}, meta)] + cases, atol, rtol)
+    imported.notes[:0] = notes
+    imported.from_cache = bool(kept)
+    return imported
+
+
+def _probe_all(path, scale, timeout_s):
+    """The probes of an import: (meta, real, cases, notes), or ImportRefused."""
     meta = run_probe(path, timeout_s=timeout_s)
     if not meta["ok"]:
         raise ImportRefused(path, meta["error"])
@@ -364,9 +389,7 @@ def import_problem(path, atol=DEFAULT_TOL, rtol=DEFAULT_TOL, scale=True, timeout
                                   f"inputs differ; modules: {', '.join(meta['modules'])}): "
                                   "outputs cannot be checked")
     _case_values(path, real, cases, notes, timeout_s)
-    imported = ImportedProblem(path, real, [("base", {}, meta)] + cases, atol, rtol)
-    imported.notes[:0] = notes
-    return imported
+    return meta, real, cases, notes
 
 
 def _case_values(path, real, cases, notes, timeout_s):
