@@ -720,6 +720,125 @@ def test_a_worker_that_says_it_staged_from_the_shared_buffer_is_not_believed(
     assert res["verdict"] == "wrong", res
 
 
+# ------------------------------------- outputs back through the shared buffer
+@pytest.fixture(scope="module")
+def staged_relu_runner(tmp_path_factory):
+    """The relu (64 MB outputs) staged as on a GPU, with shared buffers of
+    1 MiB: a checked call's outputs come back through the worker's shared
+    buffer in 64 pieces."""
+    from kreward.kernelbench import runner as runner_mod
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(runner_mod, "SHARED_BYTES", 1 << 20)
+        with cpu_runner(tmp_path_factory, KB / "level1" / "01_relu.py") as r:
+            r.staged = True
+            yield r
+
+
+def _requests(monkeypatch):
+    """Every request any worker is sent from now on, in order."""
+    from kreward.kernelbench import worker_process
+    sent, real = [], worker_process.WorkerProcess.request
+
+    def request(self, obj, *a, **kw):
+        sent.append(dict(obj))
+        return real(self, obj, *a, **kw)
+
+    monkeypatch.setattr(worker_process.WorkerProcess, "request", request)
+    return sent
+
+
+def test_checked_outputs_come_back_through_the_shared_buffer_in_pieces(staged_relu_runner, monkeypatch):
+    """A GPU worker's checked outputs (64 MB a call here) are not written on
+    the pipe (21 s a side for level2/1_Conv2D_ReLU_BiasAdd upstream on the
+    H200): fetch says what they are, fetch_piece copies each piece into the
+    shared buffer, the caller copies it out into memory of its own and
+    checks that. Both sides fetch alike; the honest relu passes."""
+    sent = _requests(monkeypatch)
+    res = run(staged_relu_runner, "import torch\nclass ModelNew(torch.nn.Module):\n"
+              "    def forward(self, x):\n        return torch.relu(x)\n", baseline=True)
+    assert res["verdict"] == "pass", res
+    assert res["staging"] == {"candidate": "ipc", "baseline": "ipc"}, res["staging"]
+    fetches = [q for q in sent if q["op"] == "fetch"]
+    pieces = [q for q in sent if q["op"] == "fetch_piece"]
+    assert fetches and all(q.get("ipc") == {"bytes": 1 << 20} for q in fetches), fetches[:2]
+    # every fetch's output copied from its start, in pieces of the buffer's
+    # size at most; the file's own size (64 MB) in 64 of them
+    assert sum(q["at"] == 0 for q in pieces) == len(fetches), (len(pieces), len(fetches))
+    assert all(q["n"] <= 1 << 20 for q in pieces)
+    assert [q["at"] for q in pieces[:3]] == [0, 1 << 20, 2 << 20]
+    assert max(q["at"] for q in pieces) == 63 << 20
+
+
+FORGED_PIECE = """
+import gc, torch, torch.nn as nn
+_obj = [o for o in gc.get_objects() if type(o).__name__ == "Worker" and hasattr(o, "fetch_piece")][0]
+_obj.fetch_piece = lambda req: {{}}   # "copied": the buffer keeps what it held
+{extra}
+class ModelNew(nn.Module):
+    def forward(self, x): return torch.relu(x)
+"""
+# the right bytes of the first piece, put there ahead by the candidate: the
+# caller still reads the same buffer for every piece
+AHEAD = """
+_real_fetch = _obj.fetch
+def _fetch(req):
+    reply, blobs = _real_fetch(req)
+    if _obj.fetched and _obj.fetched[0] is not None:
+        _obj.ipc.tensor[:1 << 20].copy_(_obj.fetched[0][:1 << 20])
+    return reply, blobs
+_obj.fetch = _fetch
+"""
+
+
+@pytest.mark.parametrize("extra", ["", AHEAD], ids=["stale", "first_piece_ahead"])
+def test_a_worker_that_says_it_copied_a_piece_is_not_believed(staged_relu_runner, extra):
+    """fetch_piece's "ok" is the candidate's to forge: the caller then reads
+    whatever the buffer held (the last masked inputs, or one right piece
+    put there ahead for every piece), and the outputs are wrong."""
+    res = run(staged_relu_runner, FORGED_PIECE.format(extra=extra), baseline=False)
+    assert res["verdict"] == "wrong", res
+
+
+IPC_CLAIM = """
+import gc, torch, torch.nn as nn
+for _obj in gc.get_objects():
+    if type(_obj).__name__ == "Worker" and hasattr(_obj, "fetch"):
+        def _fetch(req, _real=_obj.fetch):
+            reply, blobs = _real(req)
+            {change}
+            return reply, blobs
+        _obj.fetch = _fetch
+
+class ModelNew(nn.Module):
+    def forward(self, x): return torch.relu(x)
+"""
+
+
+@pytest.mark.parametrize("change,why", [
+    ('reply["ipc_bytes"] = 10 ** 13', "no valid ipc_bytes"),
+    ('reply["outputs"][0]["nbytes"] *= 2; reply["ipc_bytes"] *= 2', "no valid outputs"),
+    ('reply["outputs"][0]["shape"] = [4096 * 2, 4096]; reply["outputs"][0]["nbytes"] *= 2; '
+     'reply["ipc_bytes"] *= 2', "has shape (8192, 4096)"),
+], ids=["10TB", "inconsistent", "other_shape"])
+def test_an_ipc_fetch_reply_is_checked_before_anything_is_allocated(staged_relu_runner, change, why):
+    """What an ipc fetch says of its outputs is checked as a payload's
+    description is (worker_process.check_reply), and each output's shape
+    against the reference's before the caller allocates its copy: a
+    candidate cannot make the trainer allocate what it claims."""
+    res = run(staged_relu_runner, IPC_CLAIM.format(change=change), baseline=False)
+    assert res["verdict"] in ("error", "wrong") and res["reward"] == 0.0, res
+    assert why in res["feedback"], res
+
+
+@pytest.mark.parametrize("name", LAZY)
+def test_outputs_computed_when_fetched_through_the_shared_buffer_fail_the_commitment(
+        staged_relu_runner, name):
+    """The lazy cheats (outputs computed when fetched) against the ipc
+    fetch: what comes through the shared buffer is checked against the
+    commitment the batch made inside the clock."""
+    res = run(staged_relu_runner, (RELU / name).read_text(), baseline=False)
+    assert res["verdict"] == "wrong" and "after the batch" in (res["feedback"] or ""), res
+
 def test_a_candidate_cannot_shrink_the_region_under_the_caller(tall_matmul_runner):
     """The worker holds a descriptor of the region (Python's mmap keeps
     one): shrinking the memfd made the caller's next write into its own

@@ -254,6 +254,7 @@ class Worker:
         self.ready_failed = False  # a failed ready: load then runs no source
         self._sync, self.events, self.last_us = None, None, None
         self.held = []
+        self.fetched = []  # the last ipc fetch's outputs, bytes on the device (fetch_piece)
 
     def reply(self, obj, payload=()):
         """payload: buffers written after the JSON line, in order."""
@@ -646,21 +647,53 @@ class Worker:
         return {"event_us": self.last_us}
 
     def fetch(self, req):
+        """A call's outputs: their descriptions, and their bytes as the
+        payload; with "ipc" (the shared buffer's size, as for stage) no
+        payload: the outputs stay on the device, fetch_piece copies them
+        to the caller piece by piece through the shared buffer."""
         inputs, out = self.batch[req["seed"]]
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        meta, blobs, self.held = [], [], []
+        ipc = req.get("ipc")
+        if ipc is not None:
+            self._ipc_source(ipc)  # mapped, of the caller's size: else the caller uses the pipe
+        meta, blobs, self.held, self.fetched = [], [], [], []
         for o in outs:
             if not isinstance(o, self.Tensor):
                 meta.append({"type": type(o).__name__})
+                self.fetched.append(None)  # (fetch_piece's output k is the k-th of outputs)
                 continue
-            host = o.detach().to("cpu").contiguous()
-            n = host.numel() * host.element_size()
-            self.held.append(host)  # the buffer below is its memory: kept until written
-            if n:
-                blobs.append(memoryview((ctypes.c_char * n).from_address(host.data_ptr())).cast("B"))
-            meta.append({"shape": list(host.shape), "dtype": str(host.dtype).replace("torch.", ""),
+            t = o.detach()
+            t = (t.to(self.device) if ipc is not None else t.to("cpu")).contiguous()
+            n = t.numel() * t.element_size()
+            meta.append({"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
                          "nbytes": n})
-        return {"outputs": meta, "input_digest": self.digest(list(inputs.values()))}, blobs
+            if ipc is not None:
+                self.fetched.append(t.reshape(-1).view(self.torch.uint8) if n else t)
+                continue
+            self.held.append(t)  # the buffer below is its memory: kept until written
+            if n:
+                blobs.append(memoryview((ctypes.c_char * n).from_address(t.data_ptr())).cast("B"))
+        res = {"outputs": meta, "input_digest": self.digest(list(inputs.values()))}
+        if ipc is not None:
+            res["ipc_bytes"] = sum(m.get("nbytes", 0) for m in meta)
+        return res, blobs
+
+    def fetch_piece(self, req):
+        """n bytes of the last ipc fetch's output k from byte "at" on,
+        copied into the shared buffer's first n bytes (the caller copies
+        them out before it asks for the next piece)."""
+        k, at, n = req.get("output"), req.get("at"), req.get("n")
+        if not (type(k) is int and 0 <= k < len(self.fetched) and self.fetched[k] is not None):
+            raise ValueError(f"fetch_piece of output {k!r}: not a tensor of the last fetch's "
+                             f"{len(self.fetched)} outputs")
+        src = self.fetched[k]
+        dst = self._ipc_source(req.get("ipc") or {})
+        if not (type(at) is int and type(n) is int and 0 <= at and 0 < n <= min(src.numel() - at, dst.numel())):
+            raise ValueError(f"fetch_piece of {n!r} bytes at {at!r} of an output of {src.numel()} "
+                             f"through a buffer of {dst.numel()}")
+        dst[:n].copy_(src[at:at + n])
+        self.sync()
+        return {}
 
     def attribute(self, req):
         """One call under the profiler (CUPTI through kineto): the kernels it
@@ -683,7 +716,7 @@ class Worker:
         return {"kernels": [{"name": n, "calls": c, "us": us} for n, (c, us) in kernels.items()]}
 
     def drop(self, req):
-        self.batch, self.order, self.events, self.staged = {}, [], None, None
+        self.batch, self.order, self.events, self.staged, self.fetched = {}, [], None, None, []
         return {}
 
     def launch(self, req):
@@ -711,8 +744,8 @@ class Worker:
                             "trace": traceback.format_exc()[-2000:]})
 
 
-OPS = ("ready", "load", "seal", "build", "prepare", "stage", "go", "times", "fetch", "attribute",
-       "drop", "launch")
+OPS = ("ready", "load", "seal", "build", "prepare", "stage", "go", "times", "fetch", "fetch_piece",
+       "attribute", "drop", "launch")
 
 
 def run_worker(rfd, wfd, config, region_fd=None, shared_fd=None):

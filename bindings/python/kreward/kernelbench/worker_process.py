@@ -98,6 +98,7 @@ REPLIES = {
     "go": {"committed": _commitments},
     "times": {"event_us": _num},
     "fetch": {"outputs": lambda x: isinstance(x, list), "input_digest": lambda x: isinstance(x, str)},
+    "fetch_piece": {},
     "attribute": {"kernels": _kernels},
     "drop": {},
     "launch": {"launch_us": _num},
@@ -140,8 +141,13 @@ def check_reply(op, reply, max_payload):
                                   f"(at most {max_payload})")
     fields = REPLIES[op] if reply["ok"] else FAILED
     bad = [k for k, ok in fields.items() if not ok(reply.get(k))]
-    if not bad and reply["ok"] and op == "fetch" and not _outputs_fit(reply["outputs"], size):
-        bad = ["outputs"]
+    if not bad and reply["ok"] and op == "fetch":
+        # through the shared buffer (ipc_bytes: fetch_piece) or as the payload
+        ipc = reply.get("ipc_bytes")
+        if ipc is not None and (not _count(ipc) or ipc > max_payload or size):
+            bad = ["ipc_bytes"]
+        elif not _outputs_fit(reply["outputs"], size if ipc is None else ipc):
+            bad = ["outputs"]
     if bad:
         raise WorkerProtocolError(f"the worker's reply to {op} has no valid {', '.join(bad)}")
 
