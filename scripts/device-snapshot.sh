@@ -12,6 +12,13 @@ cp -r .device .snap/.device 2>/dev/null || mkdir -p .snap/.device
 git rev-parse --short HEAD > .snap/.device/commit
 # pure-Python wheels the GPU image lacks (gpu-check.sh installs them)
 [ -d .wheels ] && cp -r .wheels .snap/.wheels
+# upstream KernelBench problems for gpu-kernelbench.sh's "upstream" step:
+# KR_SNAP_UPSTREAM=<a KernelBench checkout's KernelBench/ folder> copies its
+# level1-3 into .snap/upstream (files not ours: never committed)
+if [ -n "${KR_SNAP_UPSTREAM:-}" ]; then
+  mkdir -p .snap/upstream
+  for l in level1 level2 level3; do cp -r "$KR_SNAP_UPSTREAM/$l" .snap/upstream/; done
+fi
 # the tree before the reward-integrity defences, for bench/bench_defence_cost.py
 # (KR_SNAP_OLD=0 leaves it out)
 if [ "${KR_SNAP_OLD:-1}" != 0 ] && git cat-file -e 324416e 2>/dev/null; then

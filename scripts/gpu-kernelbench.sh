@@ -22,6 +22,10 @@
 #      the processes to the GPU's cores remove it?
 #      bench/kernelbench_timing_noise.py: identical code timed as identical?
 #      (KB_NOISE_ARGS: its arguments, e.g. --repeats 5)
+#   "upstream" (not in the default steps): bench/bench_kernelbench.py on the
+#      upstream KernelBench problems device-snapshot.sh copied (KR_SNAP_UPSTREAM)
+#      into upstream/, their Models, kreward's side only (KB_UPSTREAM_ARGS: e.g.
+#      "--problems level1/19_ level2/1_"; KB_UPSTREAM_S: its seconds, default 240);
 #   4. bench/bench_kernelbench.py with the time left: KB_ARGS (default: the
 #      corpus problems not yet evaluated on a GPU, their Models only).
 # Every step's time limit is cut to what is left of KB_TOTAL_S (default 540 s,
@@ -96,6 +100,16 @@ if want noise; then
   # shellcheck disable=SC2086
   timeout -k 10 "$lim" python3 bench/kernelbench_timing_noise.py --budget-s $(( lim > 90 ? lim - 60 : 30 )) \
     --json $out/noise.json ${KB_NOISE_ARGS:-} 2>&1 | tee $out/noise.log
+fi
+if want upstream && [ -d upstream ]; then
+  echo "== upstream KernelBench problems ($(elapsed) s)"
+  lim=$(limit "${KB_UPSTREAM_S:-240}")
+  # shellcheck disable=SC2086
+  timeout $(( lim + 20 )) python3 bench/bench_kernelbench.py --problems-dir upstream --no-kernelbench \
+    --budget-s $(( lim > 60 ? lim - 50 : 10 )) --json $out/upstream.json ${KB_UPSTREAM_ARGS:-} 2>&1 |
+    tee $out/upstream.log | grep -E "^  level|phases|totals|not run" | cut -c1-330
+elif want upstream; then
+  echo "== upstream: no upstream/ here (device-snapshot.sh with KR_SNAP_UPSTREAM=<KernelBench/>)"
 fi
 left=$(( total - $(elapsed) - 30 ))
 if want bench && [ $left -gt 30 ]; then
