@@ -15,6 +15,7 @@ import pathlib
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -838,6 +839,112 @@ def test_outputs_computed_when_fetched_through_the_shared_buffer_fail_the_commit
     commitment the batch made inside the clock."""
     res = run(staged_relu_runner, (RELU / name).read_text(), baseline=False)
     assert res["verdict"] == "wrong" and "after the batch" in (res["feedback"] or ""), res
+
+FILLS_ITS_REQUEST_PIPE = """
+import gc, os, sys, time, torch, torch.nn as nn
+_obj = [o for o in gc.get_objects() if type(o).__name__ == "Worker" and hasattr(o, "drop")][0]
+def _drop(req, _o=_obj):
+    fd = os.open("/proc/self/fd/%d" % int(sys.argv[1]), os.O_WRONLY | os.O_NONBLOCK)
+    try:
+        while True:
+            os.write(fd, b" " * 4096)   # the caller's next request finds no room
+    except BlockingIOError:
+        pass
+    _o.reply({{"ok": True}})
+    time.sleep(10 ** 6)                 # and nothing reads it again
+_obj.drop = _drop
+class ModelNew(nn.Module):
+    def forward(self, x): return torch.relu(x)
+"""
+
+
+def test_a_worker_that_stops_reading_its_requests_meets_the_deadline(tmp_path_factory):
+    """helper-37: a worker can open its own request pipe for writing (by
+    /proc/self/fd), fill it, answer and stop reading: the caller's next
+    request's write blocked for good, past every deadline. The pipe does
+    not block now: the write waits within the request's timeout and the
+    evaluation's limit."""
+    with Runner(import_problem(str(KB / "level1" / "01_relu.py")), "cpu", spare=False,
+                cache_dir=str(tmp_path_factory.mktemp("ext")), timeout_s=120, call_timeout_s=30,
+                eval_timeout_s=15) as r:
+        t0 = time.monotonic()
+        res = run(r, FILLS_ITS_REQUEST_PIPE.format(), baseline=False)
+        took = time.monotonic() - t0
+    assert res["verdict"] == "timeout" and "eval_timeout_s" in res["feedback"], res
+    assert took < 15 + 10, took
+
+
+PIPE_REPLY_SAYS_IPC = """
+import gc, torch, torch.nn as nn
+_obj = [o for o in gc.get_objects() if type(o).__name__ == "Worker" and hasattr(o, "fetch")][0]
+def _fetch(req, _real=_obj.fetch):
+    reply, blobs = _real(req)
+    if "ipc" not in req:   # asked for a payload: none, and "the bytes went through the buffer"
+        reply["ipc_bytes"] = sum(m.get("nbytes", 0) for m in reply["outputs"])
+        return reply, []
+    return reply, blobs
+_obj.fetch = _fetch
+class ModelNew(nn.Module):
+    def forward(self, x): return torch.relu(x) * 0 + 7
+"""
+
+
+def test_a_reply_through_the_buffer_unasked_is_refused(relu_runner):
+    """helper-37: a fetch over the pipe answered with ipc_bytes and no
+    payload left the caller building the outputs from its own memory (its
+    feedback printed a number of the trainer's heap). ipc_bytes is taken
+    only when the request asked for it."""
+    res = run(relu_runner, PIPE_REPLY_SAYS_IPC, calls=4)
+    assert res["verdict"] == "error" and "no valid ipc_bytes" in res["feedback"], res
+
+
+def test_an_output_of_many_dimensions_is_refused_at_once():
+    """helper-37: _outputs_fit multiplied out any number of dimensions (a 16
+    MB line holds ~800,000: minutes of the caller's CPU); more than MAX_DIMS
+    is refused before any product."""
+    from kreward.kernelbench import worker_process as wp
+    shape = [2 ** 62] * 200_000
+    reply = {"ok": True, "outputs": [{"shape": shape, "dtype": "float32", "nbytes": 4}],
+             "input_digest": "x", "bytes": 4}
+    t0 = time.monotonic()
+    with pytest.raises(wp.WorkerProtocolError, match="no valid outputs"):
+        wp.check_reply("fetch", reply, 1 << 20)
+    assert time.monotonic() - t0 < 1.0
+    ok = {"ok": True, "outputs": [{"shape": [1] * wp.MAX_DIMS, "dtype": "float32", "nbytes": 4}],
+          "input_digest": "x", "bytes": 4}
+    wp.check_reply("fetch", ok, 1 << 20)
+
+SHRINK_THE_SHARED_BUFFER = """
+import os, stat, torch, torch.nn as nn
+_seen = 0
+for _fd in range(3, 1024):   # (the sandbox refuses listing /proc/self/fd)
+    try:
+        _st = os.fstat(_fd)
+    except OSError:
+        continue
+    if not stat.S_ISREG(_st.st_mode) or _st.st_size != 1 << 20:   # the shared buffer's size
+        continue
+    _seen += 1
+    try:
+        os.ftruncate(_fd, 0)
+    except OSError:
+        continue   # sealed: refused
+    os.ftruncate(_fd, _st.st_size)   # (put back at once: the test's process must live)
+    raise RuntimeError("shrank the shared buffer")
+if not _seen:
+    raise RuntimeError("found no shared buffer to shrink")
+class ModelNew(nn.Module):
+    def forward(self, x): return torch.relu(x)
+"""
+
+
+def test_a_candidate_cannot_shrink_the_shared_buffer_under_the_caller(staged_relu_runner):
+    """On the CPU the shared buffer is a memfd the worker's mapping keeps a
+    descriptor of: shrunk, the caller's next copy into or out of it would
+    SIGBUS the trainer (helper-37). It is sealed at its size, as the input
+    region is: the candidate's ftruncate fails and the relu passes."""
+    res = run(staged_relu_runner, SHRINK_THE_SHARED_BUFFER, baseline=False)
+    assert res["verdict"] == "pass", (res["verdict"], res["feedback"])
 
 def test_a_candidate_cannot_shrink_the_region_under_the_caller(tall_matmul_runner):
     """The worker holds a descriptor of the region (Python's mmap keeps

@@ -80,6 +80,8 @@ class Batches:
             if tuple(m["shape"]) != tuple(ref.shape):
                 return f"{where}: output {k} has shape {tuple(m['shape'])}, the reference {tuple(ref.shape)}"
             dt = getattr(torch, m["dtype"], None)
+            if shared is None and len(raw) != m["nbytes"]:  # (check_reply makes them add up)
+                return f"{where}: output {k} came with {len(raw)} of its {m['nbytes']} bytes"
             if shared is not None:  # its size checked against the reference's shape first
                 got = self._pull(w, shared, k, m["nbytes"], ref.device).view(dt).reshape(m["shape"])
             else:

@@ -26,6 +26,7 @@ told to stage as a GPU's does (tests of the protocol without a GPU).
 Loaded by path inside the worker (worker.py _load_sibling), so it imports
 nothing of the package; the driver through ctypes, torch for the views."""
 import ctypes
+import fcntl
 import mmap
 import os
 import threading
@@ -242,10 +243,16 @@ class HostBuffer:
     staging's requests, pieces and fall-back run where there is no GPU."""
 
     def __init__(self, torch, nbytes):
-        self.nbytes, self._fd = nbytes, os.memfd_create("kreward-shared", os.MFD_CLOEXEC)
+        self.nbytes = nbytes
+        self._fd = os.memfd_create("kreward-shared", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         self.lock = threading.Lock()
         try:
             os.ftruncate(self._fd, nbytes)
+            # sealed at its size, as the input region is: the worker's mapping
+            # keeps a descriptor, and a shrink would make this process's next
+            # copy SIGBUS (helper-37)
+            fcntl.fcntl(self._fd, fcntl.F_ADD_SEALS,
+                        fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
             self._map = mmap.mmap(self._fd, nbytes)
         except BaseException:
             os.close(self._fd)

@@ -414,7 +414,9 @@ class Runner(Batches):
                 "library": _library_path(),
                 "layouts": self.layouts, "init_inputs": self.init_inputs, "values": self.values,
                 "state_names": self.state_names, "cache_dir": self.cache_dir, "env": folders.worker_env(ext),
-                "sandbox": self._sandbox_config(ext)})
+                "sandbox": self._sandbox_config(ext)},
+               # (a source larger than the pipe waits for the worker's ready)
+               timeout_s=self.timeout_s)
 
     def _start_candidate(self, source, class_name):
         """The candidate's worker (the spare if there is one that can take

@@ -20,6 +20,8 @@ WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 F_SETPIPE_SZ = 1031       # fcntl: outputs of 64 MB in 1 MB reads, not 64 kB ones
 MAX_LINE = 16 << 20       # a reply's JSON line (a load error's trace, a profile's kernel list)
 MAX_PAYLOAD = 4 << 30     # a reply's binary payload unless the request names its own bound
+MAX_DIMS = 64             # of an output's shape in a fetch's reply
+SEND_TIMEOUT_S = 60.0     # a request's write, when its sender names no timeout
 
 
 class WorkerDied(Exception):
@@ -123,16 +125,22 @@ def _outputs_fit(outputs, size):
                 return False
             continue
         shape, dtype, n = m["shape"], m.get("dtype"), m.get("nbytes")
-        if not (isinstance(shape, list) and all(_count(d) for d in shape) and dtype in ITEMSIZE
+        # (a bound on the dimensions first: the product over 800,000 of them,
+        # a 16 MB line's worth, held the caller for minutes: helper-37)
+        if not (isinstance(shape, list) and len(shape) <= MAX_DIMS and all(_count(d) for d in shape)
+                and dtype in ITEMSIZE
                 and _count(n) and n == math.prod(shape) * ITEMSIZE[dtype]):
             return False
         total += n
     return total == size
 
 
-def check_reply(op, reply, max_payload):
+def check_reply(op, reply, max_payload, ipc_asked=False):
     """Raises WorkerProtocolError unless reply is what op's request gets
-    back (REPLIES), with a payload of at most max_payload bytes."""
+    back (REPLIES), with a payload of at most max_payload bytes; a fetch's
+    outputs through the shared buffer (ipc_bytes) exactly when its request
+    asked for that (else a reply without bytes would leave the caller
+    reading memory of its own as outputs: helper-37)."""
     if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
         raise WorkerProtocolError(f"the worker's reply to {op} is not a reply: {str(reply)[:200]}")
     size = reply.get("bytes", 0)
@@ -144,7 +152,8 @@ def check_reply(op, reply, max_payload):
     if not bad and reply["ok"] and op == "fetch":
         # through the shared buffer (ipc_bytes: fetch_piece) or as the payload
         ipc = reply.get("ipc_bytes")
-        if ipc is not None and (not _count(ipc) or ipc > max_payload or size):
+        if (ipc is not None) != bool(ipc_asked) or ipc is not None and (
+                not _count(ipc) or ipc > max_payload or size):
             bad = ["ipc_bytes"]
         elif not _outputs_fit(reply["outputs"], size if ipc is None else ipc):
             bad = ["outputs"]
@@ -176,6 +185,7 @@ class WorkerProcess:
         # None until the first, then "ipc" or "host (why not ipc)"
         self.shared, self.staging = None, None
         to_w, self._w = os.pipe()
+        os.set_blocking(self._w, False)  # (send: a write never waits past its deadline)
         self._r, from_w = os.pipe()
         try:
             fcntl.fcntl(self._r, F_SETPIPE_SZ, 1 << 20)
@@ -291,14 +301,29 @@ class WorkerProcess:
         del self._buf[:end + 1]
         return line
 
-    def send(self, obj, max_payload=None):
+    def send(self, obj, max_payload=None, timeout_s=SEND_TIMEOUT_S):
         """max_payload: the most bytes the reply may carry (default
-        self.max_payload)."""
-        try:
-            os.write(self._w, (json.dumps(obj) + "\n").encode())
-        except BrokenPipeError:
-            raise WorkerDied(self.exit_reason()) from None
-        self._asked.append((obj["op"], max_payload))
+        self.max_payload). The request pipe does not block: a worker that
+        stops reading it (after filling it itself: it can open its own pipe
+        by /proc/self/fd) meets the same deadlines as one that stops
+        answering (helper-37: a blocking write held the caller for good)."""
+        data = memoryview((json.dumps(obj) + "\n").encode())
+        deadline = time.monotonic() + timeout_s
+        capped = self.deadline is not None and self.deadline < deadline
+        if capped:
+            deadline = self.deadline
+        while data:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([], [self._w], [], left)[1]:
+                raise WorkerTimeout(self.deadline_why if capped else
+                                    "the worker did not read its requests in time")
+            try:
+                data = data[os.write(self._w, data):]
+            except BlockingIOError:
+                continue
+            except BrokenPipeError:
+                raise WorkerDied(self.exit_reason()) from None
+        self._asked.append((obj["op"], max_payload, "ipc" in obj))
         self.pending += 1
 
     def limit_until(self, deadline, why):
@@ -315,13 +340,13 @@ class WorkerProcess:
             deadline = self.deadline
         try:
             line = self._line(deadline)
-            op, bound = self._asked.popleft()
+            op, bound, ipc_asked = self._asked.popleft()
             self.pending -= 1
             try:
                 reply = json.loads(line)  # the worker's JSON: data, never code
             except (ValueError, RecursionError) as e:
                 raise WorkerProtocolError(f"the worker's reply to {op} is not JSON: {e}") from None
-            check_reply(op, reply, self.max_payload if bound is None else bound)
+            check_reply(op, reply, self.max_payload if bound is None else bound, ipc_asked)
             payload = self._read(reply["bytes"], deadline) if reply.get("bytes") else b""
         except WorkerTimeout:
             if capped:
@@ -332,7 +357,7 @@ class WorkerProcess:
     def request(self, obj, timeout_s, max_payload=None):
         t0 = time.perf_counter()
         try:
-            self.send(obj, max_payload)
+            self.send(obj, max_payload, timeout_s)
             return self.receive(timeout_s)
         finally:
             self.op_s[obj.get("op")] += time.perf_counter() - t0
