@@ -33,6 +33,19 @@ def _printable(text):
     return "".join(c if c.isprintable() else "?" for c in str(text))
 
 
+def _with_buffer(shared, copy, done):
+    """copy(shared.tensor) under the buffer's lock, waited for (done: the
+    stream's synchronize, None on the CPU) before the lock is let go: a
+    close() from another thread frees the buffer only between copies, and
+    the worker touches it only after this returns."""
+    with shared.lock:
+        if shared.tensor is None:
+            raise RuntimeError("the worker's shared buffer was freed: the Runner was closed")
+        copy(shared.tensor)
+        if done:
+            done()
+
+
 # which calls of a timed batch are checked: the OS's randomness, never
 # derivable from anything the worker sees
 _PICKS = random.SystemRandom()
@@ -58,8 +71,7 @@ class Batches:
         return got
 
     def _check(self, w, case, seed, lifted, where, committed=None):
-        # (end() in another thread, a Runner closed, drops w.shared: read once)
-        shared = w.shared if self.staged and w.staging == "ipc" else None
+        shared = self._fetch_buffer(w)
         reply, payload = self._fetch(w, seed, shared)
         if not reply["ok"]:
             return f"{where}: {reply['error']}"
@@ -80,11 +92,11 @@ class Batches:
             if tuple(m["shape"]) != tuple(ref.shape):
                 return f"{where}: output {k} has shape {tuple(m['shape'])}, the reference {tuple(ref.shape)}"
             dt = getattr(torch, m["dtype"], None)
-            if shared is None and len(raw) != m["nbytes"]:  # (check_reply makes them add up)
-                return f"{where}: output {k} came with {len(raw)} of its {m['nbytes']} bytes"
             if shared is not None:  # its size checked against the reference's shape first
                 got = self._pull(w, shared, k, m["nbytes"], ref.device).view(dt).reshape(m["shape"])
             else:
+                if len(raw) != m["nbytes"]:  # (check_reply makes them add up)
+                    return f"{where}: output {k} came with {len(raw)} of its {m['nbytes']} bytes"
                 got = (torch.frombuffer(raw, dtype=torch.uint8).view(dt).reshape(m["shape"])
                        if len(raw) else torch.empty(m["shape"], dtype=dt))
                 got = got.to(ref.device)  # compared where the reference is (a GPU's is fast)
@@ -168,12 +180,7 @@ class Batches:
             done = torch.cuda.current_stream(chunk.device).synchronize if chunk.is_cuda else None
             for off in range(0, n, step):
                 m = min(step, n - off)
-                with shared.lock:  # (close from another thread waits for the copy)
-                    if shared.tensor is None:
-                        raise RuntimeError("the worker's shared buffer was freed: the Runner was closed")
-                    shared.tensor[:m].copy_(chunk[off:off + m])
-                    if done:
-                        done()
+                _with_buffer(shared, lambda buf: buf[:m].copy_(chunk[off:off + m]), done)
                 r = self._stage(w, {"op": "stage", "at": at + off, "n": m, "ipc": {"bytes": shared.nbytes}})
                 if not r["ok"]:
                     if w.staging == "ipc":  # it worked before: this is the worker failing
@@ -198,6 +205,13 @@ class Batches:
         finally:
             self._staging_s += time.perf_counter() - t0
 
+    def _fetch_buffer(self, w):
+        """w's shared buffer where its outputs come back through it (once
+        its inputs went through it: staging "ipc"), else None (the pipe).
+        Read once per fetch: end() in another thread, a Runner closed,
+        drops w.shared."""
+        return w.shared if self.staged and w.staging == "ipc" else None
+
     def _fetch(self, w, seed, shared=None):
         """A call's outputs (fetch), by its number where the worker has call
         numbers instead of seeds; with w's shared buffer, their
@@ -210,7 +224,7 @@ class Batches:
     def _fetch_unchecked(self, w, seed):
         """A call's outputs fetched as _check fetches them, not compared (the
         reference's side: both sides run the same requests)."""
-        shared = w.shared if self.staged and w.staging == "ipc" else None
+        shared = self._fetch_buffer(w)
         r, _ = self._fetch(w, seed, shared)
         if not r["ok"]:
             raise _failure(r)
@@ -238,12 +252,8 @@ class Batches:
                               "ipc": {"bytes": shared.nbytes}}, self.call_timeout_s)
             if not r["ok"]:
                 raise _failure(r)
-            with shared.lock:  # (close from another thread waits for the copy)
-                if shared.tensor is None:
-                    raise RuntimeError("the worker's shared buffer was freed: the Runner was closed")
-                out[off:off + m].copy_(shared.tensor[:m])
-                if done:
-                    done()  # copied out before the worker writes the next piece
+            # copied out before the worker writes the next piece
+            _with_buffer(shared, lambda buf: out[off:off + m].copy_(buf[:m]), done)
         return out
 
     def _batch(self, w, case, seeds, lifted=None, committed=None, preps=None):
