@@ -51,6 +51,14 @@ enum kr_verdict {
 #define KR_FLAG_SLOW               (1ull << 13) /* stopped early: far slower than the baseline */
 #define KR_FLAG_WEAK_PROBLEM       (1ull << 14) /* the problem's outputs barely depend on its inputs */
 #define KR_FLAG_REFERENCE_COPY     (1ull << 15) /* the candidate is the reference (normalised) */
+/* Evidence about whose kernels did the work (ModelNew candidates: torch code
+ * that may call kernels of its own; docs/kernelbench.md, "Attribution") */
+#define KR_FLAG_TORCH_FALLBACK     (1ull << 16) /* no kernel of its own ran: torch or a library did the work */
+#define KR_FLAG_MOSTLY_TORCH       (1ull << 17) /* its own kernels took under half of its GPU time */
+#define KR_FLAG_UNATTRIBUTED       (1ull << 18) /* whose kernels ran is unknown (no profiler here) */
+#define KR_FLAG_LAUNCH_BOUND       (1ull << 19) /* a call's time is mostly the host's: the speedup is noisy */
+#define KR_FLAG_TIMING_MISMATCH    (1ull << 20) /* the candidate's own clock disagreed with the caller's */
+#define KR_FLAG_SANDBOX_DENIED     (1ull << 21) /* the sandbox refused something the candidate did */
 
 KR_API int kr_report_new(kr_report **out);
 KR_API void kr_report_free(kr_report *report);

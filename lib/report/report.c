@@ -17,7 +17,9 @@ static const char *const flag_names[] = {"nondeterministic", "unwritten",   "out
                                          "shape_specific",   "implausible_speed", "side_stream",
                                          "timed_output_wrong", "throttled", "noisy",
                                          "precision", "slow", "weak_problem",
-                                         "reference_copy"};
+                                         "reference_copy", "torch_fallback", "mostly_torch",
+                                         "unattributed", "launch_bound", "timing_mismatch",
+                                         "sandbox_denied"};
 #define NUM_FLAGS (sizeof flag_names / sizeof flag_names[0])
 
 const char *kr_verdict_name(int v)

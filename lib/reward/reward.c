@@ -20,16 +20,29 @@ int kr_reward_new(kr_reward **out, kr_context *ctx)
         return kr__fail(ctx, KR_ENOMEM, "out of memory");
     (*out)->ctx = ctx;
     (*out)->floor_flags = kr__default_floor_flags();
+    (*out)->credit = (kr__credit){1, "custom_share", 0.5};
     return KR_OK;
+}
+
+double kr__speed_credit(const kr__credit *c, const kr_report *report)
+{
+    double m;
+    if (!c->on || kr_report_get(&m, report, c->metric) != KR_OK || isnan(m))
+        return 1;
+    double credit = m / c->full_at;
+    return credit < 0 ? 0 : credit > 1 ? 1 : credit;
 }
 
 uint64_t kr__default_floor_flags(void)
 {
-    /* the measurement cannot be trusted (implausible_speed, side_stream),
-     * the problem cannot tell fast from lazy (weak_problem), the candidate
-     * is the reference (reference_copy), or timing stopped early (slow) */
+    /* the measurement cannot be trusted (implausible_speed, side_stream,
+     * timing_mismatch), the problem cannot tell fast from lazy
+     * (weak_problem), the candidate is the reference (reference_copy),
+     * timing stopped early (slow), or no kernel of the candidate's own did
+     * the work, or none could be told apart (torch_fallback, unattributed) */
     static const char *const names[] = {"implausible_speed", "side_stream", "weak_problem",
-                                        "reference_copy", "slow"};
+                                        "reference_copy", "slow", "timing_mismatch",
+                                        "torch_fallback", "unattributed"};
     uint64_t f = 0;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         f |= kr_flag_from_name(names[i]);
@@ -316,6 +329,7 @@ int kr_reward_score(double *value, kr_reward *r, kr_report *report)
     kr__report_clear_terms(report);
     uint64_t flags = kr_report_flags(report);
     int floored = (flags & r->floor_flags) != 0;
+    double credit = kr__speed_credit(&r->credit, report);
     double total = 0;
     int rc = KR_OK;
     for (size_t i = 0; i < r->num_terms && rc == KR_OK; i++) {
@@ -336,6 +350,11 @@ int kr_reward_score(double *value, kr_reward *r, kr_report *report)
                               isnan(v) ? "NaN" : "an infinity");
             else if (!isnan(v))
                 v = v < t->lo ? t->lo : v > t->hi ? t->hi : v;
+            /* paid in proportion to the credit, from the floor up */
+            if (rc == KR_OK && t->speed && credit < 1 && isfinite(v)) {
+                double floor = speed_floor(t, report);
+                v = floor + credit * (v - floor);
+            }
         }
         if (rc == KR_OK) {
             kr__report_add_term(report, t->def.name, v, t->weight, counted);
@@ -412,6 +431,11 @@ int kr_reward_json(char **json_out, const kr_reward *r)
         if ((r->floor_flags & (1ull << b)) && kr_flag_name(1ull << b))
             json_array_append_new(ff, json_string(kr_flag_name(1ull << b)));
     json_object_set_new(o, "speed_floor_flags", ff);
+    if (r->credit.on)
+        json_object_set_new(o, "speed_credit", json_pack("{sssf}", "metric", r->credit.metric,
+                                                         "full_at", r->credit.full_at));
+    else
+        json_object_set_new(o, "speed_credit", json_string("none"));
     if (r->ladder.on) {
         json_t *l = json_object();
         for (int c = 0; c < KR__NUM_CLASSES; c++)

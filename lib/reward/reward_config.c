@@ -4,6 +4,7 @@
 #include "common/strbuf.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <string.h>
 
 /* Every preset has a ladder (the total's range per class of verdict,
@@ -63,6 +64,17 @@ static const struct {
      "{\"term\": \"correct\", \"weight\": 0.3},"
      "{\"term\": \"speedup\", \"weight\": 1, \"config\": {\"mode\": \"linear\", \"range\": [0.01, 100]}}],"
      " \"ladder\": {\"compile_error\": [0, 0], \"failed\": [0, 0], \"passed\": [0.3, 100.3]}}"},
+    /* KernelBench-format training (this library's ModelNew reward before
+     * the reward table took it over): 0.5 for a correct candidate, rising
+     * with log2 of the speedup to 1.0 at 4x; no speed pay where no kernel
+     * of its own did the work (torch_fallback, unattributed) or its clock
+     * disagreed (timing_mismatch), in proportion to custom_share below one
+     * half (the default speed credit) */
+    {"kernelbench",
+     "{\"terms\": ["
+     "{\"term\": \"correct\", \"weight\": 0.5},"
+     "{\"term\": \"speedup\", \"weight\": 0.25, \"config\": {\"mode\": \"log\", \"base\": 2, \"range\": [1, 4]}}],"
+     " \"ladder\": {\"compile_error\": [0, 0], \"failed\": [0, 0], \"passed\": [0.5, 1]}}"},
     /* KernelBench fast_p at p = 1: correct and faster than the baseline, on
      * the conservative end of the speedup interval */
     {"fast_p",
@@ -148,7 +160,8 @@ static int add_term(kr_reward *r, json_t *t, size_t i)
 }
 
 /* "ladder": {"compile_error": [lo, hi], "failed": [...], "passed": [...]}
- * or "none"; "speed_floor_flags": [flag names]. Both replace a preset's. */
+ * or "none"; "speed_credit": {"metric", "full_at"} or "none";
+ * "speed_floor_flags": [flag names]. Each replaces a preset's. */
 static int configure_order(kr_reward *r, json_t *root)
 {
     kr_context *ctx = r->ctx;
@@ -176,6 +189,25 @@ static int configure_order(kr_reward *r, json_t *root)
             return kr__fail(ctx, KR_EPARSE, "%s", msg);
         }
     }
+    json_t *credit = json_object_get(root, "speed_credit");
+    if (credit && json_is_string(credit) && strcmp(json_string_value(credit), "none") == 0) {
+        r->credit.on = 0;
+    } else if (credit) {
+        json_t *m = json_object_get(credit, "metric"), *full = json_object_get(credit, "full_at");
+        size_t known = (m != NULL) + (full != NULL);
+        if (!json_is_object(credit) || json_object_size(credit) != known ||
+            (m && (!json_is_string(m) || !*json_string_value(m) ||
+                   strlen(json_string_value(m)) >= sizeof r->credit.metric)) ||
+            (full && (!json_is_number(full) || !(json_number_value(full) > 0) ||
+                      !isfinite(json_number_value(full)))))
+            return kr__fail(ctx, KR_EPARSE, "\"speed_credit\" is \"none\" or {\"metric\": "
+                            "name, \"full_at\": a number > 0}");
+        r->credit.on = 1;
+        if (m)
+            snprintf(r->credit.metric, sizeof r->credit.metric, "%s", json_string_value(m));
+        if (full)
+            r->credit.full_at = json_number_value(full);
+    }
     json_t *floor = json_object_get(root, "speed_floor_flags");
     if (floor && !json_is_array(floor))
         return kr__fail(ctx, KR_EPARSE, "\"speed_floor_flags\" is an array of flag names");
@@ -200,7 +232,8 @@ static int configure(kr_reward *r, json_t *root)
     if (!json_is_object(root))
         return kr__fail(ctx, KR_EPARSE, "a reward configuration is a JSON object");
     static const char *const keys[] = {"preset", "terms", "plugins", "fallback", "flag_overrides",
-                                       "version", "ladder", "speed_floor_flags"};
+                                       "version", "ladder", "speed_floor_flags",
+                                       "speed_credit"};
     const char *key;
     json_t *v;
     json_object_foreach(root, key, v) {
@@ -209,7 +242,7 @@ static int configure(kr_reward *r, json_t *root)
             known |= strcmp(key, keys[k]) == 0;
         if (!known)
             return kr__fail(ctx, KR_EPARSE, "unknown field '%s' (preset, terms, plugins, fallback, "
-                            "flag_overrides, ladder, speed_floor_flags)", key);
+                            "flag_overrides, ladder, speed_floor_flags, speed_credit)", key);
     }
     json_t *version = json_object_get(root, "version");
     if (version && (!json_is_integer(version) || json_integer_value(version) != 1))

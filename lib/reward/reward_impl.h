@@ -55,6 +55,19 @@ typedef struct kr__ladder {
     double lo[KR__NUM_CLASSES], hi[KR__NUM_CLASSES];
 } kr__ladder;
 
+/* The speed credit: speed terms pay between their floor and their value in
+ * proportion to a report metric (its value over full_at, in [0, 1]); a
+ * report without the metric keeps full credit. By default custom_share,
+ * full at 0.5: a ModelNew candidate whose own kernels did a tenth of its GPU
+ * time keeps a fifth of its speed pay (docs/rewards.md, "Order and speed"). */
+typedef struct kr__credit {
+    int on;
+    char metric[64];
+    double full_at;
+} kr__credit;
+/* The credit a report earns under c: 1 without the metric. */
+double kr__speed_credit(const kr__credit *c, const kr_report *report);
+
 typedef struct kr__flag_override {
     uint64_t flag;
     double value;
@@ -74,6 +87,7 @@ struct kr_reward {
     size_t num_plugins;
     uint64_t floor_flags;     /* any of these: every speed term scores its floor */
     kr__ladder ladder;
+    kr__credit credit;        /* how much of its speed pay a candidate keeps */
 };
 
 /* The built-in term tables, NULL-terminated. */

@@ -17,6 +17,7 @@ typedef struct {
     int mode;
     char metric[64];
     double max, below;
+    double log_base;           /* log mode: ln(x) / ln(base) */
     double range_lo, range_hi; /* speedups are read clamped to this */
     size_t num_tiers;
     double tier_at[16], tier_value[16];
@@ -45,7 +46,7 @@ static void cfg_range(kr__cfg *c, double *lo, double *hi)
 
 static int init_speedup(const char *config, void **state, char *err, size_t n)
 {
-    const char *const keys[] = {"mode", "metric", "max", "tiers", "below", "range", NULL};
+    const char *const keys[] = {"mode", "metric", "max", "tiers", "below", "range", "base", NULL};
     kr__cfg c;
     if (kr__cfg_open(&c, config, err, n, keys) != 0)
         return -1;
@@ -64,6 +65,11 @@ static int init_speedup(const char *config, void **state, char *err, size_t n)
     snprintf(s->metric, sizeof s->metric, "%s", kr__cfg_str(&c, "metric", "speedup"));
     s->max = kr__cfg_num(&c, "max", 3);
     s->below = kr__cfg_num(&c, "below", 0);
+    s->log_base = kr__cfg_num(&c, "base", M_E);
+    if (!c.failed && (!(s->log_base > 0) || s->log_base == 1)) {
+        snprintf(err, n, "\"base\" of the log is a number > 0 other than 1");
+        c.failed = 1;
+    }
     cfg_range(&c, &s->range_lo, &s->range_hi);
     json_t *tiers = json_object_get(c.root, "tiers");
     if (s->mode == TIERS && !c.failed) {
@@ -103,7 +109,7 @@ static double speedup_value(const speedup_cfg *s, double x)
     case CLIPPED:
         return x < s->max ? x : s->max;
     case LOG:
-        return log(x);
+        return log(x) / log(s->log_base);
     default: {
         double v = s->below;
         for (size_t i = 0; i < s->num_tiers; i++)

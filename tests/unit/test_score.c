@@ -121,7 +121,95 @@ static void cuda_agent_kevin_fast_p(void **state)
     size_t n = 0;
     while (names[n])
         n++;
-    assert_int_equal(n, 7);
+    assert_int_equal(n, 8);
+}
+
+/* The kernelbench preset: 0.5 for a correct candidate, + 0.25 log2 of the
+ * speedup up to 1.0 at 4x; no speed pay without a kernel of its own
+ * (torch_fallback), without attribution (unattributed) or with a clock that
+ * disagreed (timing_mismatch); below a custom_share of 0.5 the speed pay in
+ * proportion (the default speed credit). The values are those of the
+ * ModelNew reward it replaces (kernelbench/scoring.py reward_of until then). */
+static void kernelbench_ladder(void **state)
+{
+    (void)state;
+    NEAR(score("kernelbench", report(KR_VERDICT_PASSED, 1.0, 0)), 0.5);
+    NEAR(score("kernelbench", report(KR_VERDICT_PASSED, 0.3, 0)), 0.5);
+    NEAR(score("kernelbench", report(KR_VERDICT_PASSED, 2.0, 0)), 0.75);
+    NEAR(score("kernelbench", report(KR_VERDICT_PASSED, 4.0, 0)), 1.0);
+    NEAR(score("kernelbench", report(KR_VERDICT_PASSED, 40.0, 0)), 1.0);
+    NEAR(score("kernelbench", report(KR_VERDICT_PASSED, 0, 0)), 0.5); /* no speedup measured */
+    NEAR(score("kernelbench", report(KR_VERDICT_INCORRECT, 3, 0)), 0);
+    NEAR(score("kernelbench", report(KR_VERDICT_COMPILE_ERROR, 0, 0)), 0);
+    NEAR(score("kernelbench", report(KR_VERDICT_TIMEOUT, 0, 0)), 0);
+    NEAR(score("kernelbench", report(KR_VERDICT_PASSED, 4.0, KR_FLAG_TORCH_FALLBACK)), 0.5);
+    NEAR(score("kernelbench", report(KR_VERDICT_PASSED, 4.0, KR_FLAG_UNATTRIBUTED)), 0.5);
+    NEAR(score("kernelbench", report(KR_VERDICT_PASSED, 4.0, KR_FLAG_TIMING_MISMATCH)), 0.5);
+    /* informational flags change nothing */
+    NEAR(score("kernelbench", report(KR_VERDICT_PASSED, 4.0, KR_FLAG_LAUNCH_BOUND)), 1.0);
+    /* a decoy kernel of 1 % of the GPU time keeps 2 % of the speed pay;
+     * own kernels doing half of the work or more keep all of it */
+    kr_report *r = report(KR_VERDICT_PASSED, 4.0, KR_FLAG_MOSTLY_TORCH);
+    kr_report_set(r, "custom_share", 0.01);
+    NEAR(score("kernelbench", r), 0.5 + 0.5 * 0.02);
+    r = report(KR_VERDICT_PASSED, 2.0, KR_FLAG_MOSTLY_TORCH);
+    kr_report_set(r, "custom_share", 0.25);
+    NEAR(score("kernelbench", r), 0.5 + 0.25 * 0.5);
+    r = report(KR_VERDICT_PASSED, 4.0, 0);
+    kr_report_set(r, "custom_share", 0.8);
+    NEAR(score("kernelbench", r), 1.0);
+}
+
+/* The speed credit is the scorer's, so every preset pays a mostly-torch
+ * candidate its speed in proportion, from each speed term's floor (makora's
+ * log speedup can be negative: its floor is 5 ln 0.01), and a reward
+ * configured with "speed_credit": "none" pays in full. */
+static void speed_credit_in_every_preset(void **state)
+{
+    (void)state;
+    double full = score("makora", report(KR_VERDICT_PASSED, 2, 0));
+    kr_report *r = report(KR_VERDICT_PASSED, 2, 0);
+    kr_report_set(r, "custom_share", 0.45);
+    double floor_pay = 5 * log(0.01), pay = 5 * log(2.0);
+    NEAR(score("makora", r), full - pay + floor_pay + 0.9 * (pay - floor_pay));
+    /* at a tenth of the credit it is paid as the slowest candidate would be,
+     * which the ladder keeps at the least a passing one scores */
+    r = report(KR_VERDICT_PASSED, 2, 0);
+    kr_report_set(r, "custom_share", 0.05);
+    NEAR(score("makora", r), 0);
+    r = report(KR_VERDICT_PASSED, 3, 0);
+    kr_report_set(r, "custom_share", 0.0);
+    NEAR(score("fast_p", r), 0);
+    r = report(KR_VERDICT_PASSED, 3, 0);
+    kr_report_set(r, "custom_share", 0.5);
+    NEAR(score("fast_p", r), 1);
+    /* a NaN share is no evidence: full credit, as without the metric */
+    r = report(KR_VERDICT_PASSED, 3, 0);
+    kr_report_set(r, "custom_share", NAN);
+    NEAR(score("fast_p", r), 1);
+    kr_reward *w;
+    assert_int_equal(kr_reward_from_json(&w, ctx, "{\"preset\": \"kernelbench\", "
+                                         "\"speed_credit\": \"none\"}", 0), KR_OK);
+    r = report(KR_VERDICT_PASSED, 4.0, 0);
+    kr_report_set(r, "custom_share", 0.01);
+    double v;
+    assert_int_equal(kr_reward_score(&v, w, r), KR_OK);
+    NEAR(v, 1.0);
+    kr_report_free(r);
+    kr_reward_free(w);
+    assert_int_equal(kr_reward_from_json(&w, ctx, "{\"preset\": \"kernelbench\", "
+                                         "\"speed_credit\": {\"metric\": \"own\", \"full_at\": 1}}", 0), KR_OK);
+    r = report(KR_VERDICT_PASSED, 4.0, 0);
+    kr_report_set(r, "custom_share", 0.01);
+    kr_report_set(r, "own", 0.5);
+    assert_int_equal(kr_reward_score(&v, w, r), KR_OK);
+    NEAR(v, 0.5 + 0.5 * 0.5);
+    char *json;
+    assert_int_equal(kr_reward_json(&json, w), KR_OK);
+    assert_non_null(strstr(json, "\"full_at\": 1"));
+    kr_free(json);
+    kr_report_free(r);
+    kr_reward_free(w);
 }
 
 static void gates_weights_and_breakdown(void **state)
@@ -260,12 +348,16 @@ static void bad_configurations(void **state)
         {"{\"terms\": [{\"term\": \"metric\"}]}", "\"metric\" names the report metric"},
         {"{\"terms\": [{\"term\": \"flags\", \"config\": {\"penalties\": {\"sparkly\": 1}}}]}", "'sparkly' is not a flag"},
         {"{\"preset\": \"nope\"}", "unknown preset 'nope' (the presets: makora, kernelgym, "
-                                "kernelgym_default, kernelgym_tiers, cuda_agent, kevin, fast_p)"},
+                                "kernelgym_default, kernelgym_tiers, cuda_agent, kevin, kernelbench, fast_p)"},
         {"{\"preset\": \"kevin\", \"colour\": 1}", "unknown field 'colour'"},
         {"{\"version\": 2, \"preset\": \"kevin\"}", "version 2 is not supported"},
         {"{\"terms\": [{\"term\": \"correct\"}], \"fallback\": \"x\"}", "\"fallback\" must be"},
         {"{\"terms\": [{\"term\": \"correct\"}], \"flag_overrides\": {\"x\": 1}}", "'x' is not a flag"},
         {"{\"terms\": [{\"term\": \"correct\", \"term\": \"speedup\"}]}", "duplicate"},
+        {"{\"preset\": \"kevin\", \"speed_credit\": {\"metric\": \"custom_share\", \"full_at\": 0}}", "\"speed_credit\" is \"none\" or"},
+        {"{\"preset\": \"kevin\", \"speed_credit\": {\"metric\": 3}}", "\"speed_credit\" is \"none\" or"},
+        {"{\"preset\": \"kevin\", \"speed_credit\": {\"metric\": \"x\", \"at\": 1}}", "\"speed_credit\" is \"none\" or"},
+        {"{\"terms\": [{\"term\": \"speedup\", \"config\": {\"mode\": \"log\", \"base\": 1}}]}", "\"base\" of the log"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         kr_reward *w = (kr_reward *)0x1;
@@ -422,6 +514,8 @@ int main(void)
         cmocka_unit_test(kernelgym),
         cmocka_unit_test(kernelgym_tiers),
         cmocka_unit_test(cuda_agent_kevin_fast_p),
+        cmocka_unit_test(kernelbench_ladder),
+        cmocka_unit_test(speed_credit_in_every_preset),
         cmocka_unit_test(gates_weights_and_breakdown),
         cmocka_unit_test(term_versions),
         cmocka_unit_test(plugins),
