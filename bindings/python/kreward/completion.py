@@ -18,7 +18,9 @@ closed: what cannot be read as a final answer with a code block is "no code"
   containers (list items indented four spaces or more, block quotes) are
   not recognised.
 - A block is a candidate when its language (the info string's first word)
-  is one of CODE_LANGUAGES, or empty. Blocks equal to code shown in the
+  is one of CODE_LANGUAGES, or empty; for a KernelBench problem (kind
+  "kernelbench") when it is Python (PYTHON_LANGUAGES, or empty) and defines
+  `class ModelNew` at the top level, and the last such block is the answer. Blocks equal to code shown in the
   prompt (compared without whitespace and without comments other than the
   `// kreward:` plan lines) are never candidates: a completion that quotes
   the original kernel is not graded on it. Of the candidates, the last one
@@ -33,6 +35,11 @@ import re
 
 CODE_LANGUAGES = frozenset({"", "cuda", "cu", "cuh", "cpp", "c++", "cxx", "cc", "c", "h", "hpp",
                             "hxx"})
+# A KernelBench problem's answer is a Python module defining ModelNew (its
+# CUDA inside load_inline strings, or Triton kernels)
+PYTHON_LANGUAGES = frozenset({"", "python", "py", "python3"})
+_MODELNEW = re.compile(r"^class\s+ModelNew\b", re.M)
+KERNELBENCH = "kernelbench"
 
 _THINK_TAGS = ("think", "thinking", "reasoning")
 _CLOSE_THINK = re.compile(r"</(?:%s)\s*>" % "|".join(_THINK_TAGS), re.I)
@@ -253,12 +260,25 @@ NO_BLOCK = ("no code found: put the CUDA kernel in a ```cuda fenced block, with 
 ONLY_SHOWN = ("no code of your own: the only code blocks repeat code shown in the prompt; "
               "put your kernel in a ```cuda fenced block")
 NO_ANSWER = "no final answer: the completion has no assistant message with text"
+NO_MODELNEW = ("no ModelNew found: put the whole Python module defining class ModelNew (its "
+               "imports, kernels and load_inline or Triton code) in one ```python fenced block")
+ONLY_SHOWN_PY = ("no code of your own: the only code blocks repeat code shown in the prompt; "
+                 "put your ModelNew module in a ```python fenced block")
 
 
-def extract(completion, shown=frozenset()):
-    """The kernel in a completion's final answer (Extraction: code or None,
-    and why not). shown: shown_code() of the prompt; blocks equal to one of
-    them are skipped."""
+def no_code_feedback(kind=None):
+    """What a completion without code is told, by problem kind."""
+    return NO_MODELNEW if kind == KERNELBENCH else NO_BLOCK
+
+
+def extract(completion, shown=frozenset(), kind=None):
+    """The candidate in a completion's final answer (Extraction: code or
+    None, and why not). shown: shown_code() of the prompt; blocks equal to
+    one of them are skipped. kind: the problem's kind ("kernelbench": the
+    last Python block defining class ModelNew; else the kernel: the last
+    CUDA block defining a __global__ function, else the last CUDA block)."""
+    if kind == KERNELBENCH:
+        return _extract_modelnew(completion, shown)
     try:
         text = completion_text(completion)
         if not text.strip():
@@ -276,8 +296,25 @@ def extract(completion, shown=frozenset()):
         return Extraction(None, f"the completion could not be read ({type(e).__name__})")
 
 
-def extract_code(completion, prompt=None, sources=()):
-    """The CUDA source in a completion's final answer, or None (see the
-    module's docstring). prompt and sources: code shown to the model,
-    never taken as its answer."""
-    return extract(completion, shown_code(prompt, sources)).code
+def _extract_modelnew(completion, shown):
+    try:
+        text = completion_text(completion)
+        if not text.strip():
+            return Extraction(None, NO_ANSWER)
+        blocks = [b for b in fenced_blocks(text) if b.language in PYTHON_LANGUAGES
+                  and _MODELNEW.search(b.body)]
+        if not blocks:
+            return Extraction(None, NO_MODELNEW)
+        own = [b for b in blocks if normalize_code(b.body) not in shown]
+        if not own:
+            return Extraction(None, ONLY_SHOWN_PY)
+        return Extraction(own[-1].body)
+    except Exception as e:  # noqa: BLE001 -- one sample's oddity must not cost the batch
+        return Extraction(None, f"the completion could not be read ({type(e).__name__})")
+
+
+def extract_code(completion, prompt=None, sources=(), kind=None):
+    """The candidate's source in a completion's final answer, or None (see
+    the module's docstring). prompt and sources: code shown to the model,
+    never taken as its answer. kind: "kernelbench" for a ModelNew answer."""
+    return extract(completion, shown_code(prompt, sources), kind).code

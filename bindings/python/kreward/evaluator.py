@@ -1,17 +1,26 @@
-"""Evaluating many completions for a trainer.
+"""Evaluating many completions for a trainer, of either kind of problem.
 
-Isolated (the default): candidates are untrusted code, so they run in a
-kreward.Pool, in sandboxed worker processes (one per GPU, compile workers on
-the CPUs): a candidate that faults or hangs costs a worker, never the
-trainer's own CUDA context. Golden callbacks (e.g. PyTorch references) and
-reward terms still run here, in the trainer's process. Without a GPU (and
-no gpus asked for) the pool only compiles and checks, as the CLI does: the
-candidates end not_run and score the fallback.
+A problem is a kreward problem (problem.json's path, its JSON or a dict:
+CUDA or Triton kernels with a launch plan) or a KernelBench problem (a .py
+path, the file's text or a registered name: ModelNew modules); a batch may
+mix them (kreward.problems tells them apart). Every evaluation returns a
+kreward.Report, scored by the same reward table.
 
-In-process (isolated=False, for trusted code and debugging): compiles a
-batch in a thread pool (a compile-only context per thread, sharing a disk
-cache), then evaluates the candidates one after the other on this process's
-GPU context, where the compiles are cache hits."""
+Isolated (the default): candidates are untrusted code, so they run in
+worker processes, on one rail (kreward.rail): kreward problems in a
+kreward.Pool (sandboxed kreward-worker processes, one per GPU, compile
+workers on the CPUs), ModelNew candidates in the ModelNew scheduler (one
+lane per GPU this process sees, each candidate in a sandboxed worker of its
+own; the golden outputs are made here with the problem's Model). A
+candidate that faults or hangs costs a worker, never the trainer. Golden
+callbacks and reward terms run here, in the trainer's process. Without a
+GPU (and no gpus asked for) the pool only compiles and checks: kreward
+candidates end not_run, and ModelNew candidates cannot be evaluated
+(KrewardError ENODEVICE when one is submitted).
+
+In-process (isolated=False, for trusted code and debugging): kreward
+problems compile in a thread pool, then run one after the other on this
+process's GPU context; ModelNew candidates still run in their workers."""
 import asyncio
 import concurrent.futures
 import os
@@ -19,23 +28,26 @@ import tempfile
 import threading
 import warnings
 
-from .completion import extract_code
+from . import problems as _problems
+from .completion import KERNELBENCH, extract_code, no_code_feedback
 from .constants import Status
 from .context import Context
 from .core import Report
 from .errors import KrewardError
 from .pool import Pool
+from .rail import Rail
 
 
-def no_code_report(reward, why=None):
+def no_code_report(reward, why=None, kind=None):
     """A completion without code, as a report (scored with reward when
     given: the policy's doing): compile_error, why as its feedback."""
     r = Report()
     r.verdict = "compile_error"
     r["compiled"] = 0
     r.set_text("message", "no code found in the completion")
-    r.set_text("feedback", why or "no code found: put the CUDA kernel in a ```cuda fenced "
-               "block, with its // kreward: launch line")
+    r.set_text("feedback", why or no_code_feedback(kind))
+    if kind:
+        r.set_text("kind", kind)
     if reward is not None:
         reward.score(r)
     return r
@@ -45,32 +57,48 @@ class Evaluator:
     """reward: a preset name, a JSON config or None; preset: "fast" or
     "precise"; fallback: the score of a report that could not be judged.
 
-    isolated: evaluate through a Pool (default) or in this process.
-    gpus: the pool's GPUs (None: every visible one; "none": compile only);
-    require_gpu: fail rather than fall back to compile-only when no GPU
-    worker can start; pool_options: more Pool options (compile_workers,
+    isolated: evaluate kreward problems through a Pool (default) or in this
+    process. gpus: the pool's GPUs (None: every visible one; "none": compile
+    only); require_gpu: fail rather than fall back to compile-only when no
+    GPU worker can start; pool_options: more Pool options (compile_workers,
     job_timeout_s, ...). device and compile_threads: the in-process path's.
-    no_device: never use a GPU (compile and check only), either way."""
+    no_device: never use a GPU (compile and check only), either way.
+
+    kernelbench: options of the ModelNew scheduler, a dict: "devices" (the
+    lanes' devices, default every GPU this process sees; ["cpu"] runs
+    candidates on the CPU, for tests: no kernel attribution, so no speed
+    pay), "runner" (kreward.kernelbench.runner.Runner's options: cache_dir,
+    timeout_s, sandbox, ...), "keep_warm" (Runners per lane, 8),
+    "max_attempts" (3), "job_timeout_s" (the backstop, default the Runner's
+    evaluation limit plus its timeout), "problems" (folders of KernelBench
+    files to register by name)."""
 
     def __init__(self, reward="makora", preset="fast", cache_dir=None, compile_threads=None,
                  device=0, fallback=0.0, isolated=True, gpus=None, require_gpu=False,
-                 pool_options=None, no_device=False):
+                 pool_options=None, no_device=False, kernelbench=None):
         self.cache_dir = cache_dir or os.environ.get("KREWARD_CACHE_DIR") or os.path.join(
             tempfile.gettempdir(), f"kreward-cache-{os.getuid()}")
         self.isolated = isolated
         self.pool = None
-        if isolated:  # no CUDA context here: candidates never run in this process
+        self.rail = None
+        self.kernelbench_options = dict(kernelbench or {})
+        self.no_device = no_device
+        if isolated:  # no CUDA context here: kreward candidates never run in this process
             self.ctx = Context(no_device=True, cache_dir=self.cache_dir)
         else:
             self.ctx = Context(device=device, cache_dir=self.cache_dir, no_device=no_device)
         self._problems = {}
         self._lock = threading.Lock()  # the problem cache
+        self._names = {}
+        for folder in self.kernelbench_options.get("problems") or ():
+            self._names.update(_problems.scan_kernelbench(folder))
         self.reward = None
         try:
             self.reward = self.ctx.reward(reward) if reward is not None else None
             if isolated:
                 self.pool = self._start_pool("none" if no_device else gpus, require_gpu,
                                              dict(pool_options or {}))
+            self.rail = Rail(self.pool, self._make_scheduler)
         except BaseException:
             self.close()
             raise
@@ -92,8 +120,33 @@ class Evaluator:
                           stacklevel=3)
             return Pool(gpus="none", **options)
 
+    def _make_scheduler(self):
+        """The ModelNew scheduler, on the first ModelNew candidate: a lane per
+        device. KrewardError ENODEVICE when there is none to run on."""
+        from .kernelbench.lanes import RunnerLane, visible_devices
+        from .kernelbench.scheduler import Scheduler
+        o = self.kernelbench_options
+        devices = o.get("devices")
+        if devices is None:
+            devices = [] if self.no_device else visible_devices()
+        if not devices:
+            why = ("no_device was asked for" if self.no_device else
+                   "no GPU is visible to this process (torch.cuda sees none; "
+                   f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')!r})")
+            raise KrewardError(Status.ENODEVICE, f"ModelNew candidates cannot be evaluated here: "
+                               f"{why}: they run on a GPU this process can use (or send them to "
+                               "a `kreward serve` or Ray pool on a GPU machine)")
+        runner = {"cache_dir": os.path.join(self.cache_dir, "kernelbench"), **(o.get("runner") or {})}
+        lanes = {str(d): RunnerLane(d, runner, o.get("keep_warm", 8)) for d in devices}
+        timeout = float(runner.get("timeout_s", 600.0))
+        limit = runner.get("eval_timeout_s")
+        backstop = o.get("job_timeout_s", (2 * timeout if limit is None else float(limit)) + timeout)
+        return Scheduler(lanes, max_attempts=o.get("max_attempts", 3), job_timeout_s=backstop)
+
     def close(self):
-        if self.pool is not None:  # first: its jobs point to the problems
+        if self.rail is not None:    # first: its jobs point to the problems
+            self.rail.close()
+        elif self.pool is not None:
             self.pool.close()
         if self.reward is not None:
             self.reward.close()
@@ -107,13 +160,38 @@ class Evaluator:
     def __exit__(self, *exc):
         self.close()
 
-    def problem(self, spec):
-        key = spec if isinstance(spec, str) else repr(sorted(spec.items()))
-        with self._lock:
-            if key not in self._problems:
-                self._problems[key] = self.ctx.problem(spec)
-            return self._problems[key]
+    # ---- problems ----
+    def kind_of(self, spec):
+        """"kreward" or "kernelbench" for a problem spec."""
+        return _problems.kind_of(spec, self._kernelbench_names())
 
+    def _kernelbench_names(self):
+        names = _problems.registered()
+        names.update(self._names)
+        return names
+
+    def problem(self, spec):
+        """The problem of a spec (kept per spec): a kreward.Problem, or a
+        KernelBenchProblem, imported here (its probes run once per file and
+        are kept on disk) so that a file the importer refuses is refused
+        now, with the reason (ProblemError)."""
+        if isinstance(spec, _problems.KernelBenchProblem):
+            spec.imported()
+            return spec
+        key = _problems.key_of(spec)
+        with self._lock:
+            if key in self._problems:
+                return self._problems[key]
+        names = self._kernelbench_names()
+        if _problems.kind_of(spec, names) == _problems.KERNELBENCH:
+            p = _problems.kernelbench(spec, names)
+            p.imported()
+        else:
+            p = self.ctx.problem(spec)
+        with self._lock:
+            return self._problems.setdefault(key, p)
+
+    # ---- one candidate ----
     def _compile_only(self, source):
         ctx = getattr(self._local, "ctx", None)
         if ctx is None:
@@ -124,8 +202,11 @@ class Evaluator:
         except KrewardError:
             pass  # the evaluation reports it
 
+    def _on_rail(self, problem):
+        return self.isolated or isinstance(problem, _problems.KernelBenchProblem)
+
     def _submit(self, problem, source, name):
-        return self.pool.submit(problem, source, name=name, reward=self.reward,
+        return self.rail.submit(problem, source, name=name, reward=self.reward,
                                 preset=self.preset)
 
     def evaluate(self, problem, source, name="candidate.cu"):
@@ -135,9 +216,9 @@ class Evaluator:
         callbacks' exceptions (golden, reward terms) are raised."""
         p = self.problem(problem)
         if source is None:
-            return self.no_code()
-        if self.pool is not None:
-            return self.pool.wait(self._submit(p, source, name))
+            return self.no_code(kind=getattr(p, "kind", None))
+        if self._on_rail(p):
+            return self.rail.wait(self._submit(p, source, name))
         with self._gpu:
             try:
                 return self.ctx.evaluate(p, source, reward=self.reward, preset=self.preset,
@@ -151,47 +232,57 @@ class Evaluator:
                 return e.report
 
     def evaluate_completion(self, problem, completion):
-        return self.evaluate(problem, extract_code(completion))
+        p = self.problem(problem)
+        return self.evaluate(p, extract_code(completion, kind=getattr(p, "kind", None)))
 
     def evaluate_batch(self, problem_specs, sources):
-        """Reports for a batch (a GRPO group), in order. Isolated: one
-        kr_evaluate_batch through the pool (identical candidates evaluated
-        once); in-process: compiles in parallel, then evaluates one by one.
-        A source of None (no code in the completion) gets a compile_error
+        """Reports for a batch (a GRPO group; the problems may be of either
+        kind), in order. On the rail: every candidate submitted at once
+        (identical kreward candidates are evaluated once); in-process:
+        kreward candidates compile in parallel, then run one by one. A
+        source of None (no code in the completion) gets a compile_error
         report without being evaluated."""
         problem_specs, sources = list(problem_specs), list(sources)
         if len(problem_specs) != len(sources):
             raise ValueError(f"{len(problem_specs)} problems for {len(sources)} sources")
-        if self.pool is None:
-            with concurrent.futures.ThreadPoolExecutor(self.threads) as pool:
-                list(pool.map(self._compile_only, [s for s in sources if s]))
-            return [self.evaluate(p, s) for p, s in zip(problem_specs, sources)]
         problems = [self.problem(p) for p in problem_specs]
-        todo = [i for i, s in enumerate(sources) if s is not None]
-        jobs = [dict(problem=problems[i], source=sources[i], reward=self.reward,
-                     preset=self.preset) for i in todo]
-        done = dict(zip(todo, self.pool.evaluate_batch(jobs)))
-        return [done[i] if i in done else self.no_code() for i in range(len(sources))]
+        on_rail = [i for i, s in enumerate(sources) if s is not None and self._on_rail(problems[i])]
+        local = [i for i, s in enumerate(sources) if s is not None and i not in set(on_rail)]
+        done = {}
+        if on_rail:
+            jobs = [dict(problem=problems[i], source=sources[i], reward=self.reward,
+                         preset=self.preset) for i in on_rail]
+            done.update(zip(on_rail, self.rail.evaluate_batch(jobs)))
+        if local:
+            with concurrent.futures.ThreadPoolExecutor(self.threads) as pool:
+                list(pool.map(self._compile_only, [sources[i] for i in local]))
+            for i in local:
+                done[i] = self.evaluate(problems[i], sources[i])
+        return [done[i] if i in done else self.no_code(kind=getattr(problems[i], "kind", None))
+                for i in range(len(sources))]
 
     async def evaluate_async(self, problem, source, name="candidate.cu"):
-        """evaluate() for an event loop: never blocks it (isolated: the job
-        is submitted and its report awaited; in-process: run in the loop's
-        executor)."""
-        if self.pool is None:
-            return await asyncio.get_running_loop().run_in_executor(None, self.evaluate, problem,
-                                                                    source)
-        p = self.problem(problem)
+        """evaluate() for an event loop: never blocks it (on the rail: the
+        job is submitted and its report awaited; in-process: run in the
+        loop's executor)."""
+        loop = asyncio.get_running_loop()
+        p = await loop.run_in_executor(None, self.problem, problem)
         if source is None:
-            return self.no_code()
-        return await self.pool.wait_async(self._submit(p, source, name))
+            return self.no_code(kind=getattr(p, "kind", None))
+        if not self._on_rail(p):
+            return await loop.run_in_executor(None, self.evaluate, p, source)
+        return await self.rail.wait_async(self._submit(p, source, name))
 
-    def no_code(self, why=None):
+    def no_code(self, why=None, kind=None):
         """The report of a completion without code (scored: the policy's
         doing): compile_error, why as its feedback."""
-        return no_code_report(self.reward, why)
+        return no_code_report(self.reward, why, kind)
 
     def score_of(self, report):
         """The reward, or the fallback when the candidate could not be judged
         (no GPU, an environment error)."""
         r = report.reward
         return self.fallback if r is None else r
+
+
+__all__ = ["Evaluator", "KERNELBENCH", "no_code_report"]

@@ -366,8 +366,12 @@ class Pool:
         verify_only: no benchmark; compile_options (Context.compile's
         options), verify_options (seeds_per_case, timeout_s, single_run),
         bench_options (kr_bench_options fields): dicts."""
-        job = _Job(problem, source, binary, plan, name, reward, preset, seed, verify_only,
-                   compile_options, verify_options, bench_options)
+        return self._submit_job(_Job(problem, source, binary, plan, name, reward, preset, seed,
+                                     verify_only, compile_options, verify_options, bench_options))
+
+    def _submit_job(self, job):
+        """submit() of a job already built (kreward.rail builds it when the
+        job is queued, so that a bad argument is refused at once)."""
         ticket = ctypes.c_uint64()
         with self._cond:  # held across the call: no collector sees the ticket before _jobs does
             if self._state != _OPEN:

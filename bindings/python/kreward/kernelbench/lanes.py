@@ -1,0 +1,92 @@
+"""One GPU's lane for the scheduler (scheduler.py): the Runners of the
+problems it ran lately, on its device, and the lane's health.
+
+A Runner per problem (runner.py) owns that problem's baseline worker and a
+spare candidate worker; a lane keeps the `keep_warm` most recently used and
+closes the rest. abort() closes the Runner at work from another thread,
+which ends its workers and so the evaluation (the scheduler's backstop).
+healthy() asks the device for a small computation in this process: the
+lane's own CUDA context (the caller's, which makes the golden outputs) must
+still work."""
+import collections
+import threading
+
+# The evaluation options a scheduler job may carry (Runner.evaluate's).
+EVALUATE_OPTIONS = ("seed", "verify_seeds", "batches", "calls", "checks", "baseline",
+                    "class_name")
+# What each timing preset asks of an evaluation (the C path's "fast" and
+# "precise", docs/api.md): more verified seeds and timed batches.
+PRESETS = {"fast": {}, "precise": {"verify_seeds": 3, "batches": 9}}
+
+
+def visible_devices():
+    """The GPUs this process sees ("cuda:0", ...), by torch: the ones
+    CUDA_VISIBLE_DEVICES lets it see."""
+    import torch
+    if not torch.cuda.is_available():
+        return []
+    return [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+
+
+class RunnerLane:
+    def __init__(self, device, runner_options=None, keep_warm=8):
+        self.device = device
+        self.runner_options = dict(runner_options or {})
+        self.keep_warm = max(1, int(keep_warm))
+        self._runners = collections.OrderedDict()   # problem key -> Runner, most recent last
+        self._lock = threading.Lock()
+        self._busy = None                           # the Runner evaluating now
+        self._closed = False
+
+    def _runner(self, problem):
+        from .runner import Runner
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the lane is closed")
+            r = self._runners.pop(problem.key, None)
+            if r is None:
+                r = Runner(problem.imported(), self.device, **self.runner_options)
+            self._runners[problem.key] = r
+            old = list(self._runners.items())[:max(0, len(self._runners) - self.keep_warm)]
+            for key, _ in old:
+                del self._runners[key]
+            self._busy = r
+        for _, runner in old:
+            runner.close()
+        return r
+
+    def evaluate(self, problem, source, next_source=None, options=None):
+        options = {k: v for k, v in (options or {}).items() if k in EVALUATE_OPTIONS}
+        runner = self._runner(problem)
+        try:
+            return runner.evaluate(source, next_source=next_source, **options)
+        finally:
+            with self._lock:
+                self._busy = None
+
+    def abort(self):
+        with self._lock:
+            busy = self._busy
+        if busy is not None:
+            busy.close()
+
+    def healthy(self):
+        """True, or why this process cannot compute on the lane's device."""
+        if self.device == "cpu":
+            return True
+        import torch
+        try:
+            with torch.cuda.device(self.device):
+                x = torch.ones(1024, device=self.device)
+                ok = float(x.sum().item()) == 1024.0
+                torch.cuda.synchronize()
+            return True if ok else "a sum of ones came out wrong"
+        except Exception as e:  # noqa: BLE001 - a poisoned or lost device says so here
+            return f"{type(e).__name__}: {e}"
+
+    def close(self):
+        with self._lock:
+            self._closed = True
+            runners, self._runners = list(self._runners.values()), collections.OrderedDict()
+        for r in runners:
+            r.close()

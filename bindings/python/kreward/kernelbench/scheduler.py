@@ -1,0 +1,351 @@
+"""ModelNew candidates over the host's GPUs: one lane per GPU, every
+candidate exactly one result, collected by ticket in submission order.
+
+The rules are the C pool's (docs/pool.md), for the other kind of worker:
+- one lane per GPU the scheduler is given (default: every GPU this process
+  sees, so CUDA_VISIBLE_DEVICES decides), evaluating one candidate at a
+  time: timings never share a GPU. A lane keeps a Runner per problem it
+  ran lately (`keep_warm`): the problem's baseline worker and a spare
+  candidate worker stay up between candidates (runner.py);
+- a lane takes the oldest queued candidate, or one of the problem it ran
+  last if that one has not waited `affinity_s` (its workers are warm), and
+  names the next queued candidate of the same problem to its Runner, so
+  that candidate's worker starts ahead (the "start" sandbox needs its
+  source early); that candidate is then held for the lane;
+- what the candidate did is its verdict (a crash is `crash`, a hang
+  `timeout`: the Runner's deadlines); what the environment did (verdict
+  `error`, or an exception out of the lane) is tried again on a lane that
+  did not fail it, up to `max_attempts`; then the result is that error;
+- a lane whose GPU fails its health check after an error is retired, and
+  its candidates go to the other lanes; with no lane left, every candidate
+  still waiting, and any submitted later, gets `error` saying why;
+- a backstop past each candidate's own deadlines (`job_timeout_s`): a lane
+  still busy then is aborted (its Runner closed from the watchdog's
+  thread, which ends the workers) and the candidate's result is
+  `timeout`; the lane thread's late result is dropped;
+- close() aborts what runs and gives every candidate still pending its
+  `error` result ("the scheduler was closed"), so every ticket is answered.
+
+Lanes are objects with evaluate(problem, source, next_source, options),
+abort(), healthy() and close(); RunnerLane is the real one, tests give
+fakes (`lane_factory`) to test the rules on the CPU."""
+import collections
+import itertools
+import threading
+import time
+
+CLOSED_MESSAGE = "the scheduler was closed"
+NO_LANE_MESSAGE = "no GPU lane can evaluate ModelNew candidates"
+
+
+class Job:
+    __slots__ = ("ticket", "problem", "source", "options", "submitted", "attempts", "failed_on",
+                 "held_by", "started", "lane", "result", "done", "on_done")
+
+    def __init__(self, ticket, problem, source, options, on_done):
+        self.ticket, self.problem, self.source, self.options = ticket, problem, source, options
+        self.submitted = time.monotonic()
+        self.attempts = 0
+        self.failed_on = set()   # lanes that failed it for the environment's reasons
+        self.held_by = None      # the lane whose spare was started for it
+        self.started = None
+        self.lane = None
+        self.result = None
+        self.done = threading.Event()
+        self.on_done = on_done
+
+
+def _error(message):
+    return {"verdict": "error", "feedback": message, "notes": [], "cases": []}
+
+
+def _retryable(result):
+    """Whether a result is the environment's failure (verdict error): tried
+    again elsewhere."""
+    return isinstance(result, dict) and result.get("verdict") == "error"
+
+
+class Scheduler:
+    def __init__(self, lanes, max_attempts=3, job_timeout_s=None, affinity_s=30.0,
+                 watchdog_s=0.5):
+        """lanes: {name: lane object}. job_timeout_s: the backstop per
+        candidate (None: none; RunnerLane's own deadlines decide)."""
+        if not lanes:
+            raise ValueError(NO_LANE_MESSAGE + ": none given")
+        self.max_attempts = max(1, int(max_attempts))
+        self.job_timeout_s = job_timeout_s
+        self.affinity_s = affinity_s
+        self._cond = threading.Condition()
+        self._queue = collections.deque()   # jobs not yet taken, oldest first
+        self._jobs = {}                     # ticket -> Job, until collected
+        self._tickets = itertools.count(1)
+        self._closed = False
+        self._retired = {}                  # lane name -> why
+        self.counters = collections.Counter()
+        self._lanes = dict(lanes)
+        self._last_problem = {}             # lane name -> problem key it ran last
+        self._threads = []
+        for name in self._lanes:
+            t = threading.Thread(target=self._lane_loop, args=(name,), daemon=True,
+                                 name=f"kreward-lane-{name}")
+            t.start()
+            self._threads.append(t)
+        self._watchdog = threading.Thread(target=self._watch, args=(watchdog_s,), daemon=True,
+                                          name="kreward-lane-watchdog")
+        self._watchdog.start()
+
+    # ---- submitting and collecting ----
+    def submit(self, problem, source, options=None, on_done=None):
+        """Queues a candidate; its ticket. on_done(job) is called once, from
+        the thread that finished it, when its result is in."""
+        with self._cond:
+            if self._closed:
+                raise ValueError("the scheduler is closed")
+            job = Job(next(self._tickets), problem, source, dict(options or {}), on_done)
+            self._jobs[job.ticket] = job
+            if self._live_lanes():
+                self._queue.append(job)
+                self._cond.notify_all()
+                return job.ticket
+        self._finish(job, _error(self._no_lane_message()))
+        return job.ticket
+
+    def wait(self, ticket, timeout=None):
+        """The result of a ticket (the job is then forgotten); TimeoutError
+        when not done in time, KeyError for an unknown ticket."""
+        with self._cond:
+            job = self._jobs.get(ticket)
+        if job is None:
+            raise KeyError(f"ticket {ticket}: not submitted here, or already collected")
+        if not job.done.wait(timeout):
+            raise TimeoutError(f"ticket {ticket} is not done after {timeout} s")
+        with self._cond:
+            self._jobs.pop(ticket, None)
+        return job.result
+
+    def next(self, timeout=None):
+        """(ticket, result) of the oldest ticket not yet collected;
+        LookupError when none is pending."""
+        with self._cond:
+            if not self._jobs:
+                raise LookupError("nothing is pending")
+            ticket = min(self._jobs)
+        return ticket, self.wait(ticket, timeout)
+
+    def done(self, ticket):
+        with self._cond:
+            job = self._jobs.get(ticket)
+        return job is not None and job.done.is_set()
+
+    @property
+    def pending(self):
+        with self._cond:
+            return sorted(self._jobs)
+
+    def status(self):
+        with self._cond:
+            return {"lanes": {name: {"retired": self._retired.get(name),
+                                     "busy": any(j.lane == name and not j.done.is_set()
+                                                 for j in self._jobs.values())}
+                              for name in self._lanes},
+                    "queued": len(self._queue), "pending": len(self._jobs),
+                    **dict(self.counters)}
+
+    # ---- the lanes ----
+    def _live_lanes(self):
+        return [n for n in self._lanes if n not in self._retired]
+
+    def _no_lane_message(self):
+        whys = "; ".join(f"{n}: {w}" for n, w in self._retired.items())
+        return f"{NO_LANE_MESSAGE} ({whys or 'none left'})"
+
+    def _take(self, name):
+        """The job lane `name` runs next (lock held), or None."""
+        if not self._queue:
+            return None
+        now = time.monotonic()
+        last = self._last_problem.get(name)
+        oldest = None
+        for job in self._queue:
+            if job.held_by not in (None, name) or name in job.failed_on:
+                continue
+            if job.held_by == name:
+                return job
+            if oldest is None:
+                oldest = job
+                if now - job.submitted >= self.affinity_s:
+                    return job  # waited long enough: no more skipping it
+            if last is not None and job.problem.key == last:
+                return job
+        return oldest
+
+    def _next_same_problem(self, name, job):
+        """The next queued job of job's problem, held for this lane (lock held)."""
+        for other in self._queue:
+            if other.problem.key == job.problem.key and other.held_by is None and \
+                    name not in other.failed_on:
+                other.held_by = name
+                return other
+        return None
+
+    def _lane_loop(self, name):
+        lane = self._lanes[name]
+        while True:
+            with self._cond:
+                while True:
+                    if self._closed or name in self._retired:
+                        return
+                    job = self._take(name)
+                    if job is not None:
+                        break
+                    self._cond.wait(0.5)
+                self._queue.remove(job)
+                nxt = self._next_same_problem(name, job)
+                job.held_by, job.lane, job.started = name, name, time.monotonic()
+                job.attempts += 1
+                self._last_problem[name] = job.problem.key
+            try:
+                result = lane.evaluate(job.problem, job.source,
+                                       nxt.source if nxt is not None else None, job.options)
+            except Exception as e:  # noqa: BLE001 - the lane's failure: never the trainer's
+                result = _error(f"the lane on {name} failed: {type(e).__name__}: {e}")
+            self._lane_done(name, lane, job, result)
+
+    def _lane_done(self, name, lane, job, result):
+        with self._cond:
+            if job.done.is_set():  # the watchdog or close() answered it already
+                return
+            job.lane = None
+            if not _retryable(result):
+                self.counters["evaluated"] += 1
+                finish = True
+            else:
+                self.counters["environment_errors"] += 1
+                job.failed_on.add(name)
+                healthy = self._healthy(lane)
+                if healthy is not True:
+                    self._retire(name, f"its GPU failed a health check after an error "
+                                       f"({healthy})")
+                finish = job.attempts >= self.max_attempts or not self._can_run(job)
+                if not finish:
+                    job.held_by = None
+                    self._queue.appendleft(job)
+                    self.counters["retries"] += 1
+                    self._cond.notify_all()
+        if finish:
+            if _retryable(result) and job.attempts > 1:
+                result = dict(result)
+                result["feedback"] = (f"{result.get('feedback')} (after {job.attempts} attempts "
+                                      f"on {', '.join(sorted(job.failed_on))})")
+            self._finish(job, result)
+
+    def _can_run(self, job):
+        """Whether a live lane that did not fail the job is left (lock held)."""
+        return any(n not in job.failed_on for n in self._live_lanes())
+
+    @staticmethod
+    def _healthy(lane):
+        try:
+            return lane.healthy()
+        except Exception as e:  # noqa: BLE001
+            return f"{type(e).__name__}: {e}"
+
+    def _retire(self, name, why):
+        """Takes a lane out (lock held); its held jobs go to the others, and
+        with no lane left every queued job is answered with an error."""
+        if name in self._retired:
+            return
+        self._retired[name] = why
+        self.counters["lanes_retired"] += 1
+        for job in self._queue:
+            if job.held_by == name:
+                job.held_by = None
+        threading.Thread(target=self._close_lane, args=(name,), daemon=True).start()
+        if not self._live_lanes():
+            orphans = list(self._queue)
+            self._queue.clear()
+            message = self._no_lane_message()
+            threading.Thread(target=lambda: [self._finish(j, _error(message)) for j in orphans],
+                             daemon=True).start()
+        else:
+            stuck = [j for j in self._queue if not self._can_run(j)]
+            for j in stuck:
+                self._queue.remove(j)
+            if stuck:
+                threading.Thread(target=lambda: [self._finish(j, _error(
+                    f"every lane that could run it failed it ({', '.join(sorted(j.failed_on))})"))
+                    for j in stuck], daemon=True).start()
+        self._cond.notify_all()
+
+    def _close_lane(self, name):
+        try:
+            self._lanes[name].close()
+        except Exception:  # noqa: BLE001 - a lane that cannot close is already out
+            pass
+
+    # ---- the backstop ----
+    def _watch(self, every_s):
+        while True:
+            with self._cond:
+                if self._closed:
+                    return
+                late = []
+                if self.job_timeout_s is not None:
+                    now = time.monotonic()
+                    late = [j for j in self._jobs.values() if j.lane is not None and
+                            not j.done.is_set() and now - j.started > self.job_timeout_s]
+                for j in late:
+                    self.counters["backstop_timeouts"] += 1
+                self._cond.wait(every_s)
+            for j in late:
+                lane = self._lanes[j.lane] if j.lane else None
+                self._finish(j, {"verdict": "timeout", "notes": [], "cases": [],
+                                 "feedback": f"the evaluation ran past the scheduler's backstop of "
+                                             f"{self.job_timeout_s:g} s (job_timeout_s)"})
+                if lane is not None:
+                    try:
+                        lane.abort()
+                    except Exception:  # noqa: BLE001
+                        pass
+
+    # ---- one result per job ----
+    def _finish(self, job, result):
+        with self._cond:
+            if job.done.is_set():
+                return
+            job.result = result
+            job.lane = None
+            job.done.set()
+            self._cond.notify_all()
+        if job.on_done is not None:
+            try:
+                job.on_done(job)
+            except Exception:  # noqa: BLE001 - a callback's failure is its owner's
+                pass
+
+    def close(self):
+        """Stops the lanes; every pending job gets its result ("the
+        scheduler was closed" for those not done). Idempotent."""
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            pending = [j for j in self._jobs.values() if not j.done.is_set()]
+            self._queue.clear()
+            self._cond.notify_all()
+        for job in pending:
+            self._finish(job, _error(CLOSED_MESSAGE))
+        for name, lane in self._lanes.items():
+            try:
+                lane.abort()
+            except Exception:  # noqa: BLE001
+                pass
+            self._close_lane(name)
+        for t in self._threads:
+            t.join(timeout=5)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,200 @@
+"""The ModelNew scheduler's rules (kernelbench/scheduler.py), on the CPU with
+fake lanes over fake GPUs: every candidate exactly one result, collected in
+submission order; the environment's errors tried again elsewhere; a lane
+whose GPU fails retired and its candidates moved; a hung lane aborted at the
+backstop; no lane left: an error for every candidate, never a silent
+wait."""
+import random
+import threading
+import time
+
+import pytest
+
+from kreward.kernelbench.scheduler import CLOSED_MESSAGE, NO_LANE_MESSAGE, Scheduler
+
+
+class Problem:
+    def __init__(self, key):
+        self.key = self.name = key
+
+
+class FakeLane:
+    """Evaluates a source by its words: "pass", "wrong", "crash" (the
+    candidate's worker died: its verdict), "error" (the environment
+    failed), "hang" (until aborted), "sleep:<s>"."""
+
+    def __init__(self, name, broken=False, unhealthy=False):
+        self.name, self.broken, self.unhealthy = name, broken, unhealthy
+        self.calls, self.next_sources = [], []
+        self.aborted = threading.Event()
+        self.closed = False
+        self.lock = threading.Lock()
+
+    def evaluate(self, problem, source, next_source=None, options=None):
+        with self.lock:
+            self.calls.append((problem.key, source))
+            self.next_sources.append(next_source)
+        if self.broken:
+            return {"verdict": "error", "feedback": f"the worker did not start on {self.name}"}
+        if source.startswith("sleep:"):
+            time.sleep(float(source.split(":")[1]))
+            return {"verdict": "pass", "lane": self.name}
+        if source == "hang":
+            self.aborted.wait(60)
+            self.aborted.clear()
+            return {"verdict": "crash", "feedback": "killed"}
+        if source == "raise":
+            raise RuntimeError("the lane broke")
+        verdict = {"pass": "pass", "wrong": "wrong", "crash": "crash", "error": "error"}[source]
+        return {"verdict": verdict, "lane": self.name}
+
+    def abort(self):
+        self.aborted.set()
+
+    def healthy(self):
+        return "the device is gone" if self.unhealthy or self.broken else True
+
+    def close(self):
+        self.closed = True
+
+
+def test_every_candidate_one_result_in_submission_order_over_three_gpus():
+    lanes = {f"cuda:{i}": FakeLane(f"cuda:{i}") for i in range(3)}
+    rng = random.Random(7)
+    problems = [Problem(f"p{i}") for i in range(4)]
+    with Scheduler(lanes) as s:
+        want = {}
+        for i in range(60):
+            src = rng.choice(["pass", "wrong", "crash", f"sleep:{rng.random() * 0.02:.3f}"])
+            t = s.submit(problems[i % 4], src)
+            want[t] = {"sleep": "pass", "pass": "pass", "wrong": "wrong", "crash": "crash"}[src.split(":")[0]]
+        got = list(iter(lambda: _next_or_none(s), None))
+    assert [t for t, _ in got] == sorted(want)            # in order, each once
+    assert {t: r["verdict"] for t, r in got} == want
+    used = {r["lane"] for _, r in got if "lane" in r}
+    assert used == set(lanes)                             # every GPU took work
+    assert sum(len(l.calls) for l in lanes.values()) == 60  # nothing ran twice
+
+
+def _next_or_none(s):
+    try:
+        return s.next(timeout=30)
+    except LookupError:
+        return None
+
+
+def test_a_lane_runs_one_problem_on_and_names_the_next_candidate_ahead():
+    lane = FakeLane("cuda:0")
+    a, b = Problem("a"), Problem("b")
+    with Scheduler({"cuda:0": lane}) as s:
+        first = s.submit(a, "sleep:0.2")      # the lane is busy with this one
+        time.sleep(0.05)
+        tickets = [s.submit(p, src) for p, src in [(b, "pass"), (a, "wrong"), (a, "pass")]]
+        for t in [first] + tickets:
+            s.wait(t, 10)
+    # after a, it stays on a (warm workers) and names the next a ahead (the
+    # first ran before the others came)
+    assert [k for k, _ in lane.calls] == ["a", "a", "a", "b"]
+    assert lane.next_sources[:3] == [None, "pass", None]
+
+
+def test_a_waiting_candidate_is_not_skipped_forever():
+    lane = FakeLane("cuda:0")
+    a, b = Problem("a"), Problem("b")
+    with Scheduler({"cuda:0": lane}, affinity_s=0.1) as s:
+        s.submit(a, "sleep:0.15")
+        time.sleep(0.02)
+        tb = s.submit(b, "pass")
+        ta = [s.submit(a, "sleep:0.15") for _ in range(4)]
+        s.wait(tb, 10)
+        for t in ta:
+            s.wait(t, 10)
+    # b waited past affinity_s while a's kept coming: it ran before the last a's
+    assert [k for k, _ in lane.calls].index("b") < 4
+
+
+def test_the_environments_errors_move_to_a_healthy_lane_and_the_broken_one_retires():
+    broken, good = FakeLane("cuda:0", broken=True), FakeLane("cuda:1")
+    with Scheduler({"cuda:0": broken, "cuda:1": good}) as s:
+        tickets = [s.submit(Problem("p"), "sleep:0.05") for _ in range(6)]
+        results = [s.wait(t, 10) for t in tickets]
+        status = s.status()
+    assert [r["verdict"] for r in results] == ["pass"] * 6
+    assert all(r["lane"] == "cuda:1" for r in results)
+    assert broken.calls  # it took one, failed it, and was taken out
+    assert status["lanes"]["cuda:0"]["retired"].startswith("its GPU failed a health check")
+    assert status["lanes_retired"] == 1 and status["retries"] >= 1
+    time.sleep(0.1)
+    assert broken.closed
+
+
+def test_a_candidate_the_environment_fails_everywhere_ends_in_error_after_its_attempts():
+    lanes = {f"cuda:{i}": FakeLane(f"cuda:{i}") for i in range(3)}
+    with Scheduler(lanes, max_attempts=2) as s:
+        r = s.wait(s.submit(Problem("p"), "error"), 10)
+        ok = s.wait(s.submit(Problem("p"), "pass"), 10)
+    assert r["verdict"] == "error" and "after 2 attempts" in r["feedback"]
+    assert ok["verdict"] == "pass"  # healthy lanes stay: the error was not theirs
+
+
+def test_an_exception_out_of_a_lane_is_an_error_result_not_the_callers():
+    lane = FakeLane("cuda:0")
+    with Scheduler({"cuda:0": lane}, max_attempts=1) as s:
+        r = s.wait(s.submit(Problem("p"), "raise"), 10)
+    assert r["verdict"] == "error" and "the lane on cuda:0 failed: RuntimeError" in r["feedback"]
+
+
+def test_no_lane_left_answers_every_candidate_with_an_error():
+    lanes = {f"cuda:{i}": FakeLane(f"cuda:{i}", broken=True) for i in range(2)}
+    with Scheduler(lanes) as s:
+        tickets = [s.submit(Problem("p"), "pass") for _ in range(5)]
+        results = [s.wait(t, 10) for t in tickets]
+        late = s.wait(s.submit(Problem("p"), "pass"), 10)
+    assert all(r["verdict"] == "error" for r in results + [late])
+    assert NO_LANE_MESSAGE in late["feedback"] and "the device is gone" in late["feedback"]
+
+
+def test_a_hung_lane_is_aborted_at_the_backstop_and_goes_on():
+    lane = FakeLane("cuda:0")
+    with Scheduler({"cuda:0": lane}, job_timeout_s=0.3, watchdog_s=0.05) as s:
+        t0 = time.monotonic()
+        hung = s.wait(s.submit(Problem("p"), "hang"), 10)
+        after = s.wait(s.submit(Problem("p"), "pass"), 10)
+    assert hung["verdict"] == "timeout" and "backstop" in hung["feedback"]
+    assert time.monotonic() - t0 < 5
+    assert after["verdict"] == "pass"   # the lane's late "crash" was dropped, the lane went on
+
+
+def test_close_answers_every_pending_ticket():
+    lane = FakeLane("cuda:0")
+    s = Scheduler({"cuda:0": lane})
+    tickets = [s.submit(Problem("p"), "hang")] + [s.submit(Problem("p"), "pass") for _ in range(3)]
+    time.sleep(0.1)
+    s.close()
+    results = [s.wait(t, 5) for t in tickets]
+    assert [r["verdict"] for r in results] == ["error"] * 4
+    assert all(r["feedback"] == CLOSED_MESSAGE for r in results)
+    with pytest.raises(ValueError):
+        s.submit(Problem("p"), "pass")
+
+
+def test_uneven_problems_and_a_dead_worker_each_get_one_result():
+    lanes = {f"cuda:{i}": FakeLane(f"cuda:{i}") for i in range(2)}
+    with Scheduler(lanes) as s:
+        big = [s.submit(Problem("big"), "sleep:0.01") for _ in range(20)]
+        small = s.submit(Problem("small"), "crash")
+        results = {t: s.wait(t, 20) for t in big + [small]}
+    assert results[small]["verdict"] == "crash"
+    assert all(results[t]["verdict"] == "pass" for t in big)
+
+
+def test_callbacks_fire_once_per_candidate():
+    lane = FakeLane("cuda:0")
+    seen = []
+    with Scheduler({"cuda:0": lane}, job_timeout_s=0.2, watchdog_s=0.05) as s:
+        for src in ["pass", "hang", "wrong"]:
+            s.submit(Problem("p"), src, on_done=lambda job: seen.append(job.ticket))
+        for t in (1, 2, 3):
+            s.wait(t, 10)
+        time.sleep(0.2)
+    assert sorted(seen) == [1, 2, 3]
