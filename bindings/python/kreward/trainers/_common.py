@@ -21,7 +21,9 @@ import math
 import os
 import threading
 
+from kreward import problems
 from kreward.completion import Extraction, extract, safe_text, shown_code
+from kreward.problems import KERNELBENCH
 from kreward.constants import Status
 from kreward.errors import KrewardError
 from kreward.evaluator import Evaluator
@@ -112,14 +114,20 @@ def _problem_json(spec):
 
 
 def reference_sources(spec):
-    """The reference kernel of a problem (the code a prompt usually shows):
-    a tuple of 0 or 1 sources, cached per problem."""
+    """The reference of a problem (the code a prompt usually shows): a
+    tuple of 0 or 1 sources, cached per problem (a kreward problem's
+    reference kernel, a KernelBench problem's file)."""
     key = spec if isinstance(spec, str) else repr(spec)
     with _refs_lock:
         if key in _refs:
             return _refs[key]
     out = ()
     try:
+        if kind_of(spec) == KERNELBENCH:
+            out = (problems.kernelbench(spec).source,)
+            with _refs_lock:
+                _refs[key] = out
+            return out
         problem, folder = _problem_json(spec)
         ref = (problem or {}).get("reference") or {}
         if isinstance(ref.get("cuda"), str):
@@ -130,19 +138,30 @@ def reference_sources(spec):
                 path = os.path.join(folder, path)
             with open(path, encoding="utf-8", errors="replace") as f:
                 out = (f.read(),)
-    except (OSError, ValueError, TypeError, AttributeError):
+    except (OSError, ValueError, TypeError, AttributeError, problems.ProblemError):
         out = ()  # a problem that cannot be read fails loudly when it is evaluated
     with _refs_lock:
         _refs[key] = out
     return out
 
 
+def kind_of(spec):
+    """The kind of a problem spec ("kreward" or "kernelbench"); "kreward"
+    for what cannot be told (it fails loudly when evaluated)."""
+    try:
+        return problems.kind_of(spec)
+    except problems.ProblemError:
+        return problems.KREWARD
+
+
 def read(completion, prompt=None, problem=None):
     """The candidate in a completion (an Extraction), never one of the
-    blocks the prompt showed nor the problem's reference."""
+    blocks the prompt showed nor the problem's reference: for a KernelBench
+    problem its ModelNew module, else its kernel."""
     try:
         sources = reference_sources(problem) if problem is not None else ()
-        return extract(completion, shown_code(prompt, sources))
+        kind = kind_of(problem) if problem is not None else None
+        return extract(completion, shown_code(prompt, sources), kind)
     except Exception as e:  # noqa: BLE001 -- one sample never costs the batch
         return Extraction(None, f"the completion could not be read ({type(e).__name__})")
 
