@@ -32,7 +32,7 @@ from . import problems as _problems
 from .completion import KERNELBENCH, extract_code, no_code_feedback
 from .constants import Status
 from .context import Context
-from .core import Report
+from .core import Problem, Report
 from .errors import KrewardError
 from .pool import Pool
 from .rail import Rail
@@ -121,27 +121,10 @@ class Evaluator:
             return Pool(gpus="none", **options)
 
     def _make_scheduler(self):
-        """The ModelNew scheduler, on the first ModelNew candidate: a lane per
-        device. KrewardError ENODEVICE when there is none to run on."""
-        from .kernelbench.lanes import RunnerLane, visible_devices
-        from .kernelbench.scheduler import Scheduler
-        o = self.kernelbench_options
-        devices = o.get("devices")
-        if devices is None:
-            devices = [] if self.no_device else visible_devices()
-        if not devices:
-            why = ("no_device was asked for" if self.no_device else
-                   "no GPU is visible to this process (torch.cuda sees none; "
-                   f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')!r})")
-            raise KrewardError(Status.ENODEVICE, f"ModelNew candidates cannot be evaluated here: "
-                               f"{why}: they run on a GPU this process can use (or send them to "
-                               "a `kreward serve` or Ray pool on a GPU machine)")
-        runner = {"cache_dir": os.path.join(self.cache_dir, "kernelbench"), **(o.get("runner") or {})}
-        lanes = {str(d): RunnerLane(d, runner, o.get("keep_warm", 8)) for d in devices}
-        timeout = float(runner.get("timeout_s", 600.0))
-        limit = runner.get("eval_timeout_s")
-        backstop = o.get("job_timeout_s", (2 * timeout if limit is None else float(limit)) + timeout)
-        return Scheduler(lanes, max_attempts=o.get("max_attempts", 3), job_timeout_s=backstop)
+        """The ModelNew scheduler, on the first ModelNew candidate
+        (kernelbench/lanes.py make_scheduler)."""
+        from .kernelbench.lanes import make_scheduler
+        return make_scheduler(self.kernelbench_options, self.cache_dir, self.no_device)
 
     def close(self):
         if self.rail is not None:    # first: its jobs point to the problems
@@ -177,6 +160,8 @@ class Evaluator:
         now, with the reason (ProblemError)."""
         if isinstance(spec, _problems.KernelBenchProblem):
             spec.imported()
+            return spec
+        if isinstance(spec, Problem):
             return spec
         key = _problems.key_of(spec)
         with self._lock:

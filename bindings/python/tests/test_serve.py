@@ -256,7 +256,7 @@ def test_kernelgym_batch_and_errors(client):
     assert call(client, "GET", "/results/never")[0] == 404
     st, e = call(client, "POST", "/evaluate", {"task_id": "x", "kernel_code": FAST,
                                                "reference_code": "import torch"})
-    assert st == 400 and "problem" in e["detail"]
+    assert st == 400 and "reference_code: not a KernelBench problem file" in e["detail"]
     st, e = call(client, "POST", "/evaluate/batch", {"batch_id": "b", "tasks": tasks[:1] * 2})
     assert st == 400 and "differ" in e["error"]
 

@@ -9,6 +9,7 @@ healthy() asks the device for a small computation in this process: the
 lane's own CUDA context (the caller's, which makes the golden outputs) must
 still work."""
 import collections
+import os
 import threading
 
 # The evaluation options a scheduler job may carry (Runner.evaluate's).
@@ -90,3 +91,35 @@ class RunnerLane:
             runners, self._runners = list(self._runners.values()), collections.OrderedDict()
         for r in runners:
             r.close()
+
+
+def make_scheduler(options=None, cache_dir=None, no_device=False):
+    """The ModelNew scheduler of a front door (the Evaluator, `kreward
+    serve`): a RunnerLane per device. options (all optional): "devices"
+    (default every GPU this process sees; ["cpu"] for tests: no kernel
+    attribution there, so no speed pay), "runner" (Runner's options),
+    "keep_warm" (8), "max_attempts" (3), "job_timeout_s" (the backstop:
+    default the Runner's evaluation limit plus its timeout). KrewardError
+    ENODEVICE, saying why, when there is no device to run on."""
+    from ..constants import Status
+    from ..errors import KrewardError
+    from .scheduler import Scheduler
+    o = dict(options or {})
+    devices = o.get("devices")
+    if devices is None:
+        devices = [] if no_device else visible_devices()
+    if not devices:
+        why = ("no_device was asked for" if no_device else
+               "no GPU is visible to this process (torch.cuda sees none; CUDA_VISIBLE_DEVICES="
+               f"{os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')!r})")
+        raise KrewardError(Status.ENODEVICE, f"ModelNew candidates cannot be evaluated here: {why}: "
+                           "they run on a GPU this process can use (or send them to a `kreward "
+                           "serve` or Ray pool on a GPU machine)")
+    runner = dict(o.get("runner") or {})
+    if cache_dir is not None:
+        runner.setdefault("cache_dir", os.path.join(cache_dir, "kernelbench"))
+    lanes = {str(d): RunnerLane(d, runner, o.get("keep_warm", 8)) for d in devices}
+    timeout = float(runner.get("timeout_s", 600.0))
+    limit = runner.get("eval_timeout_s")
+    backstop = o.get("job_timeout_s", (2 * timeout if limit is None else float(limit)) + timeout)
+    return Scheduler(lanes, max_attempts=o.get("max_attempts", 3), job_timeout_s=backstop)

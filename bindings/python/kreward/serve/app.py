@@ -19,6 +19,7 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from ..problems import looks_like_kernelbench
 from . import formats, jobs
 from .engine import Draining, QueueFull
 from .jobs import BadRequest
@@ -81,9 +82,23 @@ def _batch_size(server, n):
 
 # ---- native ----
 
+async def _make(server, d, defaults=None, where=""):
+    """jobs.make in a worker thread: resolving a KernelBench problem the first
+    time imports it (probes in subprocesses), which the event loop must not
+    wait for."""
+    return await asyncio.to_thread(jobs.make, server, d, defaults, where)
+
+
+async def _make_all(server, items):
+    """Jobs for [(spec, defaults, where)], all or none (the first bad one
+    refuses the request), built in one worker thread."""
+    return await asyncio.to_thread(lambda: [jobs.make(server, d, defaults, where)
+                                            for d, defaults, where in items])
+
+
 async def v1_evaluate(request, server):
     d = _obj(await body_of(request))
-    job = jobs.make(server, d)
+    job = await _make(server, d)
     if d.get("wait", True) is False:
         task_id = d.get("id") or uuid.uuid4().hex
         server.tasks.add(task_id, server.engine.submit([job])[0])
@@ -110,7 +125,7 @@ async def v1_evaluate_batch(request, server):
         raise BadRequest("a batch needs \"jobs\" (job objects), or \"completions\"/\"sources\" "
                          "with \"problem\" or \"problems\"")
     _batch_size(server, len(specs))
-    built = [jobs.make(server, s, defaults, f"jobs[{i}]: ") for i, s in enumerate(specs)]
+    built = await _make_all(server, [(s, defaults, f"jobs[{i}]: ") for i, s in enumerate(specs)])
     texts = await server.engine.run(built)
     return Response('{"reports": [' + ",".join(texts) + "]}", media_type=JSON)
 
@@ -128,8 +143,9 @@ async def v1_job(request, server):
 
 async def v1_status(request, server):
     e = server.engine
-    pool = await asyncio.to_thread(server.pool.status)
-    return JSONResponse({"pool": pool, "compile_only": server.compile_only,
+    status = await asyncio.to_thread(server.rail.status)
+    return JSONResponse({"pool": status.get("pool"), "kernelbench": status.get("kernelbench"),
+                         "rail": status["rail"], "compile_only": server.compile_only,
                          "queue": {"inflight": e.inflight, "max": e.max_queue,
                                    "draining": e.draining},
                          "tasks": len(server.tasks), "counters": dict(e.counters),
@@ -169,6 +185,17 @@ async def metrics(request, server):
 
 # ---- KernelGYM ----
 
+# KernelGYM's own client (hkust-nlp/KernelGYM, drkernel/kernel/rewards/
+# reward_client.py) sends the whole KernelBench problem file as
+# reference_code, the ModelNew module as kernel_code, and options of its
+# own evaluation: how many correctness and timed trials (kreward decides
+# its own: every case on fresh inputs, batches sized to the clock), the
+# backend (cuda or triton: both are ModelNew modules here), a timeout (the
+# scheduler's deadlines hold), flags its own server drops. entry_point
+# names the reference's class: Model is the format's, and the only one.
+# What else a task carries is read by nothing here.
+
+
 def _kernelgym_job(server, d, where=""):
     d = _obj(d, f"{where}a task")
     task_id = d.get("task_id")
@@ -177,13 +204,24 @@ def _kernelgym_job(server, d, where=""):
     code = d.get("kernel_code")
     if not isinstance(code, str) or not code.strip():
         raise BadRequest(f"{where}kernel_code: required")
-    if "problem" not in d:
-        raise BadRequest(f"{where}problem: required: kreward evaluates against a problem "
-                         "(a registered name or its JSON), not a PyTorch reference_code")
+    entry = d.get("entry_point", "Model")
+    if entry != "Model":
+        raise BadRequest(f"{where}entry_point: {entry!r}: the reference must be the file's class "
+                         "Model (KernelBench's format)")
+    if "problem" in d:
+        problem = d["problem"]
+    elif isinstance(d.get("reference_code"), str) and d["reference_code"].strip():
+        problem = d["reference_code"]
+        if not looks_like_kernelbench(problem):
+            raise BadRequest(f"{where}reference_code: not a KernelBench problem file (it needs a "
+                             "top-level `class Model(` and `def get_inputs(`)")
+    else:
+        raise BadRequest(f"{where}reference_code: required (the KernelBench problem file), or "
+                         "problem (a registered name or a kreward problem's JSON)")
     # a fenced completion is reduced to its code; plain code is taken as is
     field = "completion" if "```" in code else "source"
-    spec = {"problem": d["problem"], field: code, "reward": d.get("reward"),
-            "preset": d.get("preset"), "name": f"{task_id}.cu"}
+    spec = {"problem": problem, field: code, "reward": d.get("reward"),
+            "preset": d.get("preset"), "name": task_id}
     return task_id, bool(d.get("force_refresh", False)), jobs.make(server, spec, where=where)
 
 
@@ -213,7 +251,8 @@ async def _kernelgym_run(server, items):
 
 
 async def kg_evaluate(request, server):
-    item = _kernelgym_job(server, await body_of(request))
+    d = await body_of(request)
+    item = await asyncio.to_thread(_kernelgym_job, server, d)
     task = (await _kernelgym_run(server, [item]))[0]
     return JSONResponse(_kernelgym_result(server, task))
 
@@ -225,7 +264,8 @@ async def kg_evaluate_batch(request, server):
         raise BadRequest("batch_id: required")
     specs = _list(d, "tasks")
     _batch_size(server, len(specs))
-    items = [_kernelgym_job(server, t, f"tasks[{i}]: ") for i, t in enumerate(specs)]
+    items = await asyncio.to_thread(
+        lambda: [_kernelgym_job(server, t, f"tasks[{i}]: ") for i, t in enumerate(specs)])
     ids = [i[0] for i in items]
     if len(set(ids)) != len(ids):
         raise BadRequest("tasks: task_id values must differ within a batch")
@@ -270,9 +310,9 @@ async def openrlhf(request, server):
     if prompts is not None and (not isinstance(prompts, list) or len(prompts) != len(queries)):
         raise BadRequest("prompts: a list as long as query")
     _batch_size(server, len(queries))
-    built = [jobs.make(server, {"problem": label, "completion": formats.response_of(
-        q, prompts[i] if prompts else None)}, where=f"query[{i}]: ")
-        for i, (q, label) in enumerate(zip(queries, labels))]
+    built = await _make_all(server, [({"problem": label, "completion": formats.response_of(
+        q, prompts[i] if prompts else None)}, None, f"query[{i}]: ")
+        for i, (q, label) in enumerate(zip(queries, labels))])
     reports = [json.loads(t) for t in await server.engine.run(built)]
     return JSONResponse(formats.openrlhf(reports, server.fallback))
 
@@ -285,7 +325,7 @@ async def slime(request, server):
     problem = meta.get("problem", d.get("label"))
     if problem is None:
         raise BadRequest("label: the problem (a registered name or its JSON)")
-    job = jobs.make(server, {"problem": problem, "completion": d["response"]})
+    job = await _make(server, {"problem": problem, "completion": d["response"]})
     report = json.loads((await server.engine.run([job]))[0])
     detail = request.query_params.get("detail", "") not in ("", "0", "false")
     return JSONResponse(formats.slime(report, server.fallback, detail))

@@ -1,5 +1,6 @@
-"""Between the event loop and the pool: a bounded queue, collector threads
-and draining.
+"""Between the event loop and the rail (kreward/rail.py: the C pool and the
+ModelNew scheduler behind the Pool's interface): a bounded queue, collector
+threads and draining.
 
 The event loop never calls into the library: submissions run on a small
 thread pool (resolving a problem parses JSON; kr_pool_submit copies the
@@ -25,6 +26,7 @@ import threading
 import time
 
 from ..core import Report
+from ..evaluator import no_code_report
 
 
 class QueueFull(Exception):
@@ -37,8 +39,6 @@ class Draining(Exception):
     pass
 
 
-NO_CODE_FEEDBACK = ("no code found: put the CUDA kernel in a ```cuda fenced block, with its "
-                    "// kreward: launch line")
 
 
 class Engine:
@@ -112,13 +112,7 @@ class Engine:
 
     @staticmethod
     def _no_code(job):
-        r = Report()
-        r.verdict = "compile_error"
-        r["compiled"] = 0
-        r.set_text("message", "no code found in the completion")
-        r.set_text("feedback", NO_CODE_FEEDBACK)
-        if job.reward is not None:
-            job.reward.score(r)
+        r = no_code_report(job.reward, kind=job.kind)
         text = r.to_json()
         r.close()
         return text

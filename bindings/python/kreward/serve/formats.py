@@ -29,7 +29,9 @@ ERROR_CODES = {
     "error": "SYSTEM_ERROR",
     "none": "UNKNOWN_ERROR",
 }
-DECOY_FLAGS = ("implausible_speed", "side_stream")
+# KernelGYM's decoy: a kernel that does not do the work (defined and never
+# run, or run beside the work); its client pays a decoy nothing
+DECOY_FLAGS = ("implausible_speed", "side_stream", "torch_fallback")
 
 
 def reward_of(report, fallback):

@@ -5,6 +5,7 @@ resolved, source extracted from a completion); a batch with one bad entry
 is refused whole with a 400 naming it, so no job of a refused request
 ever reaches the pool."""
 from ..completion import completion_text, extract_code
+from ..problems import KernelBenchProblem
 from .problems import ProblemError
 from .rewards import RewardError
 
@@ -22,6 +23,10 @@ class BadRequest(ValueError):
 class Job:
     __slots__ = ("problem", "source", "name", "reward", "preset", "seed", "verify_only")
 
+    @property
+    def kind(self):
+        return getattr(self.problem, "kind", "kreward")
+
     def __init__(self, problem, source, name, reward, preset, seed, verify_only):
         self.problem, self.source, self.name = problem, source, name
         self.reward, self.preset, self.seed, self.verify_only = reward, preset, seed, verify_only
@@ -31,19 +36,22 @@ class Job:
                     preset=self.preset, seed=self.seed, verify_only=self.verify_only)
 
 
-def source_of(source=None, completion=None):
-    """The candidate's CUDA source: given as is, or extracted from a model's
-    completion (text or chat messages) by kreward.completion; None when the
-    completion holds no code."""
+def source_of(source=None, completion=None, kind=None, shown=()):
+    """The candidate's source (CUDA C++, or a ModelNew module for a
+    KernelBench problem): given as is, or extracted from a model's
+    completion (text or chat messages) by kreward.completion for the
+    problem's kind; None when the completion holds no code. shown: code the
+    model was shown (the problem's reference), never taken as its answer."""
     if source is not None:
         if not isinstance(source, str):
             raise BadRequest("source: a string")
         return source
     if completion is None:
-        raise BadRequest("a job needs \"source\" (CUDA C++) or \"completion\" (a model's text)")
+        raise BadRequest("a job needs \"source\" (the candidate's code) or \"completion\" (a "
+                         "model's text)")
     if not isinstance(completion, (str, list, dict)):
         raise BadRequest("completion: a string or chat messages")
-    return extract_code(completion_text(completion))
+    return extract_code(completion_text(completion), sources=shown, kind=kind)
 
 
 def _field(d, key, kind, default, what):
@@ -73,10 +81,13 @@ def make(server, d, defaults=None, where=""):
     if preset not in PRESETS:
         raise BadRequest(f"{where}preset: one of {', '.join(PRESETS)}")
     seed = _field(merged, "seed", int, 0, where)
-    name = _field(merged, "name", str, "candidate.cu", where)
+    kernelbench = isinstance(problem, KernelBenchProblem)
+    name = _field(merged, "name", str, "candidate.py" if kernelbench else "candidate.cu", where)
     verify_only = _field(merged, "verify_only", bool, False, where)
     try:
-        source = source_of(merged.get("source"), merged.get("completion"))
+        source = source_of(merged.get("source"), merged.get("completion"),
+                           problem.kind if kernelbench else None,
+                           (problem.source,) if kernelbench else ())
     except BadRequest as e:
         raise BadRequest(f"{where}{e}") from e
     return Job(problem, source, name, reward, preset, seed, verify_only)

@@ -1,5 +1,13 @@
-"""The server's problems: registered by name from directories, or sent
-inline by the client.
+"""The server's problems, of both kinds: registered by name from
+directories, or sent inline by the client.
+
+Kinds (kreward.problems): a kreward problem (a directory's problem.json, or
+its JSON inline) or a KernelBench problem (a .py file under a directory,
+by its relative path without .py or its file name; or the file's text
+inline, as KernelGYM's clients send `reference_code`). A KernelBench
+problem is imported once (probes in subprocesses, kept by content) and
+kept; the import runs in the request's worker thread, never the event
+loop.
 
 A request names its problem (a registered name), sends it inline (a JSON
 object, or JSON text), or gives a path. Paths are read only inside the
@@ -15,15 +23,9 @@ import json
 import os
 import threading
 
+from .. import problems as _problems
 from ..errors import KrewardError
-
-
-class ProblemError(ValueError):
-    """A problem the request cannot have (HTTP 400 or 404)."""
-
-    def __init__(self, message, status=400):
-        super().__init__(message)
-        self.status = status
+from ..problems import ProblemError  # noqa: F401 - (HTTP 400, 404 or 413: its .status)
 
 
 def scan(directories):
@@ -78,28 +80,63 @@ class Registry:
         self.ctx = ctx
         self.directories = [os.path.realpath(d) for d in directories]
         self.paths = scan(self.directories)
+        self.kernelbench = {}
+        for d in self.directories:
+            for name, path in _problems.scan_kernelbench(d).items():
+                self.kernelbench.setdefault(name, path)
         self._loaded = {}
         self._inline = collections.OrderedDict()
         self._inline_max = inline_cache
         self._lock = threading.Lock()
 
     def names(self):
-        return sorted(self.paths)
+        return sorted(set(self.paths) | set(self.kernelbench))
 
     def get(self, spec):
-        """The kreward.Problem for a request's "problem" field."""
+        """The problem for a request's "problem" field: a kreward.Problem, or
+        a KernelBenchProblem (imported)."""
         if isinstance(spec, dict):
             return self._parse(json.dumps(spec, sort_keys=True))
         if not isinstance(spec, str) or not spec.strip():
             raise ProblemError("problem: a registered name, a path under the server's problem "
-                               "directories, or the problem's JSON (object or text)")
+                               "directories, the problem's JSON (object or text), or a "
+                               "KernelBench problem's text")
         if spec.lstrip().startswith("{"):
             return self._parse(spec)
         if spec in self.paths:
             return self._load(self.paths[spec])
+        if spec in self.kernelbench:
+            return self._kernelbench(self.kernelbench[spec], spec)
+        if _problems.looks_like_kernelbench(spec):
+            return self._kernelbench_text(spec)
+        if spec.endswith(".py"):
+            return self._kernelbench(self._inside(spec), None)
         if os.sep in spec or spec.endswith(".json"):
             return self._load(self._inside(spec))
         raise ProblemError(f"unknown problem {spec!r} (GET /v1/problems lists the names)", 404)
+
+    def _kernelbench(self, path, name):
+        with self._lock:
+            p = self._loaded.get(path)
+            if p is None:
+                p = self._loaded[path] = _problems.KernelBenchProblem(path, name=name)
+        p.imported()  # (once; a refusal is kept and said again)
+        return p
+
+    def _kernelbench_text(self, text):
+        key = "kernelbench:" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+        with self._lock:
+            p = self._inline.get(key)
+            if p is not None:
+                self._inline.move_to_end(key)
+        if p is None:
+            p = _problems.kernelbench(text, names={})
+            with self._lock:
+                self._inline[key] = p
+                while len(self._inline) > self._inline_max:
+                    self._inline.popitem(last=False)
+        p.imported()
+        return p
 
     def _inside(self, path):
         real = os.path.realpath(path)

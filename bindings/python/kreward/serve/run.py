@@ -64,7 +64,7 @@ class DrainingServer(uvicorn.Server):
         elif self._closing is None and now - self._drain_started >= o.drain_timeout:
             log.warning("kreward serve: drain timeout: freeing the pool; %d job(s) get an error "
                         "report", self.kreward.engine.inflight)
-            self._closing = asyncio.ensure_future(asyncio.to_thread(self.kreward.pool.close))
+            self._closing = asyncio.ensure_future(asyncio.to_thread(self.kreward.rail.close))
 
 
 def config(server, host="127.0.0.1", port=8000, log_level="info", **kw):

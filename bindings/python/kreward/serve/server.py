@@ -1,13 +1,18 @@
 """What a running `kreward serve` holds: a compile-only context (problems
-and rewards; candidates never run in this process), the pool, the problem
-registry, the rewards, the engine and the task store."""
+and rewards; kreward candidates never run in this process), the rail (the
+C pool and, from the first KernelBench problem on, the ModelNew scheduler:
+ModelNew candidates run in workers, their golden outputs are made here
+with the problem's Model), the problem registry, the rewards, the engine
+and the task store."""
 import os
 import warnings
 
 from ..constants import Status
 from ..context import Context
 from ..errors import KrewardError
+from ..kernelbench.lanes import make_scheduler
 from ..pool import Pool
+from ..rail import Rail
 from .engine import Engine
 from .problems import Registry
 from .rewards import Rewards
@@ -32,7 +37,7 @@ class Options:
     def __init__(self, problems=None, reward="makora", preset="fast", fallback=0.0, token=None,
                  max_body=8 << 20, max_queue=1024, max_batch=1024, collectors=4, gpus=None,
                  require_gpu=False, pool_options=None, drain_timeout=600.0, result_grace=30.0,
-                 max_tasks=100_000):
+                 max_tasks=100_000, kernelbench=None, cache_dir=None):
         self.problems = list(problems) if problems else default_problem_dirs()
         self.reward, self.preset, self.fallback = reward, preset, fallback
         self.token = token if token is not None else (os.environ.get("KREWARD_TOKEN") or None)
@@ -41,6 +46,9 @@ class Options:
         self.pool_options = dict(pool_options or {})
         self.drain_timeout, self.result_grace = drain_timeout, result_grace
         self.max_tasks = max_tasks
+        # the ModelNew scheduler's options (kernelbench/lanes.py make_scheduler)
+        self.kernelbench = dict(kernelbench or {})
+        self.cache_dir = cache_dir
 
 
 class Server:
@@ -48,12 +56,13 @@ class Server:
         self.options = o = options
         self.preset, self.fallback = o.preset, o.fallback
         self.ctx = Context(no_device=True)
-        self.pool = None
+        self.pool = self.rail = None
         try:
             self.registry = Registry(self.ctx, o.problems)
             self.rewards = Rewards(self.ctx, o.reward)
             self.pool = pool or self._start_pool()
-            self.engine = Engine(self.pool, max_queue=o.max_queue, collectors=o.collectors)
+            self.rail = Rail(self.pool, lambda: make_scheduler(o.kernelbench, o.cache_dir))
+            self.engine = Engine(self.rail, max_queue=o.max_queue, collectors=o.collectors)
         except BaseException:
             self._free()
             raise
@@ -79,6 +88,8 @@ class Server:
         self._free()
 
     def _free(self):
-        if self.pool is not None:
+        if self.rail is not None:
+            self.rail.close()
+        elif self.pool is not None:
             self.pool.close()
         self.ctx.close()
