@@ -47,8 +47,23 @@ def parser():
                         "and they get error reports (600 s)")
     p.add_argument("--result-grace", type=float, default=30.0,
                    help="on SIGTERM, how long finished reports wait to be fetched (30 s)")
+    p.add_argument("--kernelbench-devices", metavar="LIST",
+                   help="where ModelNew candidates run: 'cuda:0,cuda:1' (default every GPU this "
+                        "process sees); 'cpu' for tests (no kernel attribution: no speed pay)")
+    p.add_argument("--kernelbench-timeout", type=float, default=600.0,
+                   help="a ModelNew worker's start, load or build (600 s); a whole evaluation "
+                        "gets twice that")
     p.add_argument("--log-level", default="info")
     return p
+
+
+def kernelbench_options(args):
+    """The ModelNew scheduler's options (kernelbench/lanes.py make_scheduler)."""
+    o = {"runner": {"timeout_s": args.kernelbench_timeout,
+                    "call_timeout_s": min(60.0, args.kernelbench_timeout)}}
+    if args.kernelbench_devices:
+        o["devices"] = [d.strip() for d in args.kernelbench_devices.split(",") if d.strip()]
+    return o
 
 
 def main(argv=None):
@@ -75,7 +90,8 @@ def main(argv=None):
                             max_queue=args.max_queue, max_batch=args.max_batch,
                             collectors=args.collectors, gpus=args.gpus,
                             require_gpu=args.require_gpu, pool_options=pool_options,
-                            drain_timeout=args.drain_timeout, result_grace=args.result_grace))
+                            drain_timeout=args.drain_timeout, result_grace=args.result_grace,
+                            kernelbench=kernelbench_options(args)))
 
     def ready(s):
         host, port = s.servers[0].sockets[0].getsockname()[:2]
