@@ -2,8 +2,8 @@
 actor): made self-contained on the way.
 
 A problem given as a path is read here and sent as JSON, its reference
-source inlined ("reference": {"cuda": ...}): the path means nothing on
-the server. A name or JSON text goes as is (a name is looked up in the
+source inlined ("reference": {"cuda": ...}), or, for a KernelBench file,
+as the file's text: the path means nothing on the server. A name or JSON text goes as is (a name is looked up in the
 server's problem directories)."""
 import json
 import os
@@ -15,7 +15,17 @@ _lock = threading.Lock()
 
 def portable(spec):
     """A problem spec another process can resolve: a dict (a local file's
-    JSON, reference inlined), or the given name, JSON text or dict."""
+    JSON, reference inlined), a KernelBench file's text (for a local .py
+    file or a KernelBenchProblem), or the given name, JSON text or dict."""
+    from .problems import KernelBenchProblem, looks_like_kernelbench
+    if isinstance(spec, KernelBenchProblem):
+        return spec.source
+    if isinstance(spec, os.PathLike):
+        spec = os.fspath(spec)
+    if isinstance(spec, str) and spec.endswith(".py") and os.path.isfile(spec):
+        with open(spec, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        return text if looks_like_kernelbench(text) else spec
     if isinstance(spec, str) and not spec.lstrip().startswith("{") and os.path.exists(spec):
         path = os.path.realpath(spec)
         if os.path.isdir(path):

@@ -53,6 +53,21 @@ def _freed_report():
     return r
 
 
+def unavailable_report(why):
+    """The report of a candidate its kind's pool could not take (no GPU for
+    ModelNew candidates, say): verdict error (never scored), the reason as
+    its message and as the text "unavailable", which the trainer adapters
+    turn into EvaluationUnavailable (a run without the means to judge stops,
+    it does not train on nothing)."""
+    from .core import Report
+    r = Report()
+    r.verdict = "error"
+    text = str(why.message if hasattr(why, "message") else why)
+    r.set_text("message", f"not evaluated: {text}")
+    r.set_text("unavailable", text)
+    return r
+
+
 class Rail:
     def __init__(self, pool=None, scheduler_factory=None):
         """pool: a kreward.Pool for kreward problems (None: such jobs are
@@ -155,8 +170,8 @@ class Rail:
             self._held.popleft()
             try:
                 self._dispatch(head)
-            except Exception as e:  # noqa: BLE001 - a job the inner pool refused: its report
-                self._settle(head, None, e)
+            except Exception as e:  # noqa: BLE001 - a job its pool could not take: its report
+                self._settle(head, unavailable_report(e), None)
 
     def _dispatch(self, entry):
         """Hands an entry to its kind's pool (lock held)."""

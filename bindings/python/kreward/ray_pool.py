@@ -33,6 +33,8 @@ import time
 
 from .completion import completion_text, extract_code
 from .problem_spec import portable
+from .problems import KERNELBENCH, ProblemError, looks_like_kernelbench
+from .problems import kind_of as _kind_of
 from .remote import RemoteBackend
 from .report_data import ReportData
 
@@ -43,11 +45,15 @@ except ImportError:  # reported when a RayPool is made
 
 
 class _Resolver:
-    """The server-side half of a job: problems and rewards by spec."""
+    """The server-side half of a job: problems and rewards by spec, and the
+    rail both kinds run on (kreward/rail.py: the actor's pool, and its
+    ModelNew scheduler on the GPU Ray gave it)."""
 
-    def __init__(self, problems, reward, preset, gpus, pool_options):
+    def __init__(self, problems, reward, preset, gpus, pool_options, kernelbench=None):
         from .context import Context
+        from .kernelbench.lanes import make_scheduler
         from .pool import Pool
+        from .rail import Rail
         from .serve.problems import Registry
         from .serve.rewards import Rewards
         from .serve.server import default_problem_dirs
@@ -59,6 +65,8 @@ class _Resolver:
         pool_options.setdefault("cache_dir", os.path.join(tempfile.gettempdir(),
                                                           f"kreward-ray-cache-{os.getuid()}"))
         self.pool = Pool(gpus=gpus, **pool_options)
+        cache = pool_options["cache_dir"]
+        self.rail = Rail(self.pool, lambda: make_scheduler(kernelbench, cache))
 
     def run(self, specs):
         """JSON reports for job specs (dicts of kreward.serve.jobs.make)."""
@@ -66,7 +74,7 @@ class _Resolver:
         from .serve.engine import Engine
         built = [jobs.make(self, s) for s in specs]
         todo = [i for i, j in enumerate(built) if j.source is not None]
-        reports = self.pool.evaluate_batch([built[i].submit_args() for i in todo])
+        reports = self.rail.evaluate_batch([built[i].submit_args() for i in todo])
         out = [None] * len(built)
         for i, r in zip(todo, reports):
             out[i] = r.to_json()
@@ -77,20 +85,29 @@ class _Resolver:
         return out
 
     def status(self):
-        return self.pool.status()
+        return self.rail.status()["pool"]
 
 
 class _Actor:
     """A Ray actor's body (wrapped by ray.remote in RayPool)."""
 
-    def __init__(self, problems, reward, preset, gpus, pool_options):
-        self.r = _Resolver(problems, reward, preset, gpus, pool_options)
+    def __init__(self, problems, reward, preset, gpus, pool_options, kernelbench=None):
+        self.r = _Resolver(problems, reward, preset, gpus, pool_options, kernelbench)
 
     def run(self, specs):
         return self.r.run(specs)
 
     def status(self):
         return dict(self.r.status(), pid=os.getpid())
+
+
+def kind_of(spec):
+    """A spec's kind; "kreward" for what cannot be told (the actor says
+    what is wrong with it)."""
+    try:
+        return _kind_of(spec)
+    except ProblemError:
+        return "kreward"
 
 
 def _error(message):
@@ -106,11 +123,20 @@ class RayPool(RemoteBackend):
     JSON config); problems: problem directories on the nodes (default the
     bundled suite); max_restarts: Ray's, per actor (-1: forever);
     max_attempts: how often a chunk is resubmitted after its actor died;
-    pool_options: kreward.Pool options for every actor's pool."""
+    pool_options: kreward.Pool options for every actor's pool; kernelbench:
+    the ModelNew scheduler's options for every actor (kernelbench/lanes.py
+    make_scheduler; default: the GPU Ray gave the actor).
+
+    KernelBench problems (a .py path, the file's text, a name registered in
+    the nodes' problem directories) go to the GPU actors directly (there is
+    nothing to compile on a CPU first), or, on a cluster without GPU actors,
+    to the compile actors, which evaluate them only where `kernelbench`
+    names devices (["cpu"] in tests) and otherwise answer error (not
+    judged)."""
 
     def __init__(self, gpu_actors=None, compile_actors=None, chunk=8, reward="makora",
                  preset="fast", fallback=0.0, problems=None, max_restarts=-1, max_attempts=3,
-                 pool_options=None, actor_concurrency=4):
+                 pool_options=None, actor_concurrency=4, kernelbench=None):
         if ray is None:
             raise ImportError("kreward.ray_pool needs ray (pip install ray)")
         if not ray.is_initialized():
@@ -132,10 +158,11 @@ class RayPool(RemoteBackend):
         remote = ray.remote(_Actor)
         # a compile actor's pool: compile-only, one compile worker on its one CPU
         self.compile = [remote.options(num_cpus=1, **opts).remote(
-            *args, "none", dict(pool_options, compile_workers=1)) for _ in range(compile_actors)]
+            *args, "none", dict(pool_options, compile_workers=1), kernelbench)
+            for _ in range(compile_actors)]
         # a GPU actor sees one device (Ray sets CUDA_VISIBLE_DEVICES): its pool takes it
         self.gpu = [remote.options(num_gpus=1, num_cpus=1, **opts).remote(
-            *args, None, pool_options) for _ in range(gpu_actors)]
+            *args, None, pool_options, kernelbench) for _ in range(gpu_actors)]
         self._turn = {id(self.compile): itertools.count(), id(self.gpu): itertools.count()}
         self._lock = threading.Lock()
         self.resubmitted = 0
@@ -188,8 +215,13 @@ class RayPool(RemoteBackend):
         return out
 
     def _spec(self, problem, source, completion, name="candidate.cu"):
+        kind = kind_of(problem)
+        shown = ()
+        if kind == KERNELBENCH:
+            problem = portable(problem)
+            shown = (problem,) if looks_like_kernelbench(problem) else ()
         if source is None and completion is not None:
-            source = extract_code(completion_text(completion))
+            source = extract_code(completion_text(completion), sources=shown, kind=kind)
         spec = dict(self._defaults, problem=portable(problem), name=name)
         if source is None:
             spec["completion"] = ""  # no code: the actor's "no code" report
@@ -198,7 +230,22 @@ class RayPool(RemoteBackend):
         return spec
 
     def run_specs(self, specs):
-        """JSON reports (text) for job specs, in order."""
+        """JSON reports (text) for job specs, in order: ModelNew candidates
+        on the GPU actors (the compile actors without any), kreward ones
+        through the compile actors first."""
+        kb = [i for i, s in enumerate(specs) if kind_of(s["problem"]) == KERNELBENCH]
+        rest = [i for i in range(len(specs)) if i not in set(kb)]
+        out = [None] * len(specs)
+        if kb:
+            for i, t in zip(kb, self._stage(self.gpu or self.compile, [specs[i] for i in kb])):
+                out[i] = t
+        for i, t in zip(rest, self._run_kreward([specs[i] for i in rest])):
+            out[i] = t
+        return out
+
+    def _run_kreward(self, specs):
+        if not specs:
+            return []
         if not self.compile:
             return self._stage(self.gpu, specs)
         first = self._stage(self.compile, specs)

@@ -269,6 +269,9 @@ def judge(report):
             raise EvaluationUnavailable(
                 "kreward: the candidate compiled but could not be run: no GPU worker here "
                 f"({message or 'compile checks only'}); {_HINT}")
+        if report.text("unavailable"):
+            raise EvaluationUnavailable(f"kreward: the candidate could not be evaluated here: "
+                                        f"{report.text('unavailable')}; {_HINT}")
         if j.verdict in JUDGED_NOT and (message == FREED_MESSAGE or
                                         "worker can be started" in message):
             raise EvaluationUnavailable(f"kreward: the pool cannot evaluate candidates any "

@@ -94,3 +94,24 @@ def test_a_refused_problem_says_why_when_it_is_given(ev):
     with pytest.raises(kreward.problems.ProblemError, match="RuntimeError: no inputs"):
         ev.problem(TINY.replace("return [torch.randn(batch_size, dim)]",
                                 "raise RuntimeError('no inputs')"))
+
+
+def test_no_gpu_for_modelnew_is_never_a_score(tmp_path):
+    """Without a device for ModelNew lanes the report is an error that says
+    why (never scored), and a trainer adapter raises EvaluationUnavailable
+    instead of training on it."""
+    from kreward.trainers import EvaluationUnavailable, set_evaluator
+    from kreward.trainers.trl import make_trl_reward
+    with kreward.Evaluator(reward="kernelbench", gpus="none", cache_dir=str(tmp_path)) as ev:
+        r = ev.evaluate(TINY, HONEST)
+        assert r.verdict == "error" and r.reward is None
+        assert "no GPU is visible to this process" in r.text("unavailable")
+        r.close()
+        set_evaluator(ev)
+        try:
+            reward = make_trl_reward(evaluator=ev)
+            with pytest.raises(EvaluationUnavailable, match="could not be evaluated here"):
+                reward(prompts=["p"], completions=["```python\n" + HONEST + "```"],
+                       problem=[TINY])
+        finally:
+            set_evaluator(None)
