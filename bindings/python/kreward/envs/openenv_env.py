@@ -30,7 +30,7 @@ from .statement import Problems
 
 
 class KernelAction(Action):
-    code: str  # a completion (the fenced kernel is extracted) or CUDA source
+    code: str  # a completion (the fenced kernel, or ModelNew module, is extracted) or source
 
 
 class KernelObservation(Observation):
@@ -55,15 +55,18 @@ class KernelEnvironment(Environment):
     """problems: names or specs to draw from on reset (default: every
     registered one); backend: for kreward.backend.resolve (one per process,
     shared by sessions); max_turns; target_speedup (None: only the turn
-    limit ends an episode)."""
+    limit ends an episode); problem_dirs: where names are registered
+    (kreward problems' problem.json and KernelBench files; default
+    $KREWARD_PROBLEMS or the bundled suite). A KernelBench episode shows the
+    Model's file and takes a ModelNew module (in a ```python block)."""
     SUPPORTS_CONCURRENT_SESSIONS = True
     _shared = {}
     _lock = threading.Lock()
 
     def __init__(self, problems=None, backend=None, max_turns=4, target_speedup=None,
-                 backend_options=None):
+                 backend_options=None, problem_dirs=None):
         super().__init__()
-        self.catalog = Problems()
+        self.catalog = Problems(problem_dirs)
         self.choices = list(problems) if problems else self.catalog.distinct_names()
         self.max_turns, self.target_speedup = max_turns, target_speedup
         key = (backend, repr(sorted((backend_options or {}).items())))

@@ -38,6 +38,7 @@ from verifiers.v1.dialects.chat import message_to_wire
 
 from ..backend import resolve
 from ..completion import extract_code
+from ..problems import ProblemError, kind_of
 from .statement import Problems
 
 _backends = {}
@@ -86,13 +87,20 @@ class KernelTaskConfig(vf.TaskConfig):
     """The episode's reward: its best turn's score, or its last turn's."""
 
 
+def _kind(problem):
+    try:
+        return kind_of(problem)
+    except ProblemError:
+        return None
+
+
 def _judge_sync(backend, problem, reply):
     report = backend.evaluate_completion(problem, reply)
     try:
         return {"verdict": report.verdict, "reward": float(backend.score_of(report)),
                 "speedup": report.get("speedup"),
                 "feedback": report.feedback or report.message or "",
-                "code": extract_code(reply) is not None}
+                "code": extract_code(reply, kind=_kind(problem)) is not None}
     finally:
         report.close()
 
