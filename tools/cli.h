@@ -77,4 +77,13 @@ int cmd_evaluate(int argc, char **argv);
 int cmd_suite(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 
+/* Hands a command to the Python package (cli_python.c): execs `python3 -m
+ * MODULE [FIRST] argv[1..]`; returns only when that fails (saying so, with
+ * what the interpreter needs). */
+int cli_exec_python(const char *command, const char *module, const char *first, int argc,
+                    char **argv, const char *needs);
+/* Whether a path names a KernelBench problem or ModelNew file (.py): those
+ * commands are the Python package's (kreward.kernelbench). */
+int cli_is_kernelbench_file(const char *path);
+
 #endif

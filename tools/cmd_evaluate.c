@@ -6,7 +6,9 @@
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: kreward evaluate PROBLEM.json CANDIDATE.cu [options]\n\n"
+    fprintf(to, "usage: kreward evaluate PROBLEM.json CANDIDATE.cu [options]\n"
+                "       kreward evaluate PROBLEM.py CANDIDATE.py [options]  (KernelBench: see\n"
+                "       python3 -m kreward.kernelbench evaluate --help)\n\n"
                 "Compiles the candidate, reads its launch plan, verifies it against the\n"
                 "problem's reference on every case with fresh inputs, times it against the\n"
                 "reference, and scores it. Prints a summary (or the JSON report).\n"
@@ -36,6 +38,11 @@ static kr_report *evaluate_in_pool(const eval_args *a, const eval_setup *s, cons
 
 int cmd_evaluate(int argc, char **argv)
 {
+    /* a KernelBench problem (.py): its ModelNew candidate is Python */
+    for (int i = 1; i < argc; i++)
+        if (argv[i][0] != '-' && cli_is_kernelbench_file(argv[i]))
+            return cli_exec_python("evaluate", "kreward.kernelbench", "evaluate", argc, argv,
+                                   "torch (ModelNew candidates)");
     eval_args a;
     memset(&a, 0, sizeof a);
     const char *files[2] = {NULL, NULL};

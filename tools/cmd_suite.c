@@ -14,7 +14,9 @@
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: kreward suite DIR [--jsonl OUT] [--filter TEXT] [options]\n\n"
+    fprintf(to, "usage: kreward suite DIR [--jsonl OUT] [--filter TEXT] [options]\n"
+                "       (a KernelBench folder, DIR/candidates/manifest.json, or --reference:\n"
+                "       python3 -m kreward.kernelbench suite --help)\n\n"
                 "Evaluates every candidate listed in DIR/*/manifest.json against its problem\n"
                 "(DIR/*/problem.json), each in its own worker process, and prints a table:\n"
                 "problem, candidate, verdict, time, speedup with its interval, reward, and\n"
@@ -260,8 +262,31 @@ static void print_entry(const entry *e, json_t *report, FILE *jsonl, tally *t)
     }
 }
 
+/* A KernelBench suite folder (examples/kernelbench's layout:
+ * DIR/candidates/manifest.json naming .py problems and ModelNew candidates),
+ * or --reference (each KernelBench problem's Model as its own candidate):
+ * kreward.kernelbench's. */
+static int kernelbench_suite(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--reference") == 0)
+            return 1;
+        char probe[4400];
+        if (argv[i][0] == '-' ||
+            snprintf(probe, sizeof probe, "%s/candidates/manifest.json", argv[i]) >=
+                (int)sizeof probe)
+            continue;
+        if (access(probe, R_OK) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 int cmd_suite(int argc, char **argv)
 {
+    if (kernelbench_suite(argc, argv))
+        return cli_exec_python("suite", "kreward.kernelbench", "suite", argc, argv,
+                               "torch (ModelNew candidates)");
     eval_args a;
     memset(&a, 0, sizeof a);
     const char *dir = NULL, *jsonl_path = NULL, *filter = NULL;
