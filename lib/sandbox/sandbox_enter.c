@@ -2,8 +2,9 @@
  * own process, from a JSON spec: what a ModelNew worker (Python host code
  * of a candidate) applies to itself. The spec is checked whole before
  * anything is applied, so a typo never leaves a half-sandboxed process. */
-#include "kreward/sandbox.h"
+#include "kreward/sys/sandbox.h"
 #include "sandbox/sandbox.h"
+#include "common/symver.h"
 
 #include <jansson.h>
 #include <stdarg.h>
@@ -180,3 +181,6 @@ int kr_sandbox_enter(const char *spec_json, char **status_json, char **why)
     json_decref(root);
     return rc;
 }
+
+/* Released in node KREWARD_1.0 (libkreward 0.3.0), now KREWARD_SYS_1. */
+KR__SYMVER_COMPAT(kr_sandbox_enter, kr__sandbox_enter_v1_0, "KREWARD_1.0", "KREWARD_SYS_1");

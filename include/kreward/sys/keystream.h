@@ -4,11 +4,16 @@
  * candidate's worker shares, and the key arrives with the request that
  * starts the clock. A key that repeated over the data gave itself away
  * wherever the values were known (zero padding, the zeros of a triangular
- * input, the high bits of small integers); a stream cipher's does not. */
-#ifndef KREWARD_KEYSTREAM_H
-#define KREWARD_KEYSTREAM_H
+ * input, the high bits of small integers); a stream cipher's does not.
+ *
+ * An extension call: made for one consumer, not part of the stable API that
+ * kreward/kreward.h includes; include <kreward/sys/keystream.h> yourself. Its
+ * symbol has the version node KREWARD_SYS_1 of libkreward.sym (a change to
+ * it comes with a new node, never under the old one). */
+#ifndef KREWARD_SYS_KEYSTREAM_H
+#define KREWARD_SYS_KEYSTREAM_H
 
-#include "common.h"
+#include "../common.h"
 
 #ifdef __cplusplus
 extern "C" {

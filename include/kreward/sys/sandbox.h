@@ -4,11 +4,16 @@
  * (docs/sandbox.md): no new privileges, not dumpable, no core file,
  * Landlock (only the paths given, plus what the loader and, with "gpu",
  * CUDA need) and a seccomp filter (no network socket, no ptrace, mount,
- * namespaces, bpf, io_uring; no exec unless allowed). It cannot be undone. */
-#ifndef KREWARD_SANDBOX_H
-#define KREWARD_SANDBOX_H
+ * namespaces, bpf, io_uring; no exec unless allowed). It cannot be undone.
+ *
+ * An extension call: made for one consumer, not part of the stable API that
+ * kreward/kreward.h includes; include <kreward/sys/sandbox.h> yourself. Its
+ * symbol has the version node KREWARD_SYS_1 of libkreward.sym (a change to
+ * it comes with a new node, never under the old one). */
+#ifndef KREWARD_SYS_SANDBOX_H
+#define KREWARD_SYS_SANDBOX_H
 
-#include "common.h"
+#include "../common.h"
 
 #ifdef __cplusplus
 extern "C" {
