@@ -4,7 +4,7 @@
  * generator (the alternative for golden inputs). */
 #include "common/clock.h"
 #include "common/dtype.h"
-#include "engine/engine.h"
+#include "run/engine.h"
 
 #include <stdio.h>
 #include <stdlib.h>

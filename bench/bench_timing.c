@@ -11,7 +11,7 @@
 #include <kreward/kreward.h>
 
 #include "common/clock.h"
-#include "engine/engine.h"
+#include "run/engine.h"
 #include "compile/program_impl.h"
 #include "common/stats.h"
 #include "driver/trace.h"

@@ -23,6 +23,10 @@ if [ "${KR_WANT_FUZZ:-0}" = 1 ]; then
   ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||
     need+=(libclang-rt-14-dev)
 fi
+# scripts/abi-check.sh (CI asks for it): libabigail's abidw and abidiff
+if [ "${KR_WANT_ABI:-0}" = 1 ]; then
+  command -v abidiff >/dev/null && command -v abidw >/dev/null || need+=(abigail-tools)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   echo "deps: installing ${need[*]}"
   sudo=""

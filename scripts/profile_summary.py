@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Sums the KR_PROFILE lines (lib/engine/evaluate.c) of a log into a table:
+"""Sums the KR_PROFILE lines (lib/evaluate/evaluate.c) of a log into a table:
 per verdict and problem, the median milliseconds of each phase and engine
 counter, stream waits and megabytes generated per evaluation (medians: a
 worker's first evaluation of a problem pays for its soundness check).

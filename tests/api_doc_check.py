@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""unit: docs/api.md lists every public function of include/kreward/*.h under
-its header's heading ("### common.h" in "## Functions by header"), and lists
-none that no header declares. Usage: api_doc_check.py SOURCE_ROOT"""
+"""unit: docs/api.md lists every public function of include/kreward/*.h and
+include/kreward/sys/*.h under its header's heading ("### common.h",
+"### sys/sandbox.h" in "## Functions by header"), and lists none that no
+header declares. Usage: api_doc_check.py SOURCE_ROOT"""
 import pathlib
 import re
 import sys
@@ -10,11 +11,12 @@ root = pathlib.Path(sys.argv[1])
 # KR_API <return type> kr_name( ... : every exported function
 DECL = re.compile(r"\bKR_API\b[^;{]*?\b(kr_\w+)\s*\(", re.S)
 declared = {}
-for header in sorted((root / "include" / "kreward").glob("*.h")):
+include = root / "include" / "kreward"
+for header in sorted([*include.glob("*.h"), *include.glob("sys/*.h")]):
     text = re.sub(r"/\*.*?\*/", " ", header.read_text(), flags=re.S)  # comments mention calls
     names = DECL.findall(text)
     if names:
-        declared[header.name] = names
+        declared[header.relative_to(include).as_posix()] = names
 
 doc = (root / "docs" / "api.md").read_text()
 if "\n## Functions by header\n" not in doc:

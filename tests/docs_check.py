@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """unit: the documentation stays inside the repository. Every relative link
-in README.md, docs/*.md and bindings/python/README.md names a file or
-directory of the repository (and an anchor, where given, a heading of the
-linked page), and no page points at notes kept elsewhere ("field notes",
-../shared). Usage: docs_check.py SOURCE_ROOT"""
+in README.md, CHANGELOG.md, lib/README.md, docs/*.md and
+bindings/python/README.md names a file or directory of the repository (and
+an anchor, where given, a heading of the linked page), and no page points at
+notes kept elsewhere ("field notes", ../shared). Usage: docs_check.py SOURCE_ROOT"""
 import pathlib
 import re
 import sys
 
 root = pathlib.Path(sys.argv[1]).resolve()
-pages = [root / "README.md", root / "bindings/python/README.md",
+pages = [root / "README.md", root / "CHANGELOG.md", root / "lib/README.md",
+         root / "bindings/python/README.md",
          *sorted((root / "docs").glob("*.md"))]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 OUTSIDE = re.compile(r"field notes|\.\./shared|shared/(docs|device)/", re.I)

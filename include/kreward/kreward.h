@@ -1,5 +1,7 @@
 /* libkreward: compile, verify, benchmark and score GPU kernels for RL rewards.
- * This header includes the whole public API, one header per object. */
+ * This header includes the whole stable API, one header per object. The
+ * extension headers (kreward/sys/: calls made for one consumer, in their own
+ * version node) are not included: a caller includes the one it uses. */
 #ifndef KREWARD_H
 #define KREWARD_H
 
@@ -14,7 +16,5 @@
 #include "reward.h"
 #include "evaluate.h"
 #include "pool.h"
-#include "sandbox.h"
-#include "keystream.h"
 
 #endif

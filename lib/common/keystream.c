@@ -1,11 +1,12 @@
-/* kr_keystream_xor (keystream.h): ChaCha over a host buffer. Eight blocks
+/* kr_keystream_xor (kreward/sys/keystream.h): ChaCha over a host buffer. Eight blocks
  * are computed side by side (each state word an array of eight lanes, which
  * the compiler turns into vector instructions: about 3x one block at a
  * time); kr_chacha.h's block function, the one the GPU's verification mask
  * uses, does the tail and is what the unit test compares against. */
-#include "kreward/keystream.h"
+#include "kreward/sys/keystream.h"
 #include "common/kr_gen.h"
 #include "common/kr_chacha.h"
+#include "common/symver.h"
 
 #include <string.h>
 
@@ -97,3 +98,6 @@ KR_API int kr_keystream_xor(void *data, size_t bytes, const void *key, uint64_t 
     }
     return KR_OK;
 }
+
+/* Released in node KREWARD_1.1 (libkreward 0.3.0), now KREWARD_SYS_1. */
+KR__SYMVER_COMPAT(kr_keystream_xor, kr__keystream_xor_v1_1, "KREWARD_1.1", "KREWARD_SYS_1");

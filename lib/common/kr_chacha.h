@@ -3,7 +3,7 @@
  * integer types and KR_GEN_FN it uses).
  *
  * Why a real stream cipher: verification keeps the reference's outputs on
- * the device XOR-masked while a candidate runs (engine/verify_want.c). A
+ * the device XOR-masked while a candidate runs (verify/verify_want.c). A
  * candidate that finds the buffer and knows a few plaintext words (it can
  * compute some outputs exactly, or they are zeros) must learn nothing about
  * the rest. A 64-bit mixing hash as keystream gave its key up to a 2^32

@@ -35,7 +35,7 @@ struct kr_context {
     int poisoned;
     char poison_why[512];
 
-    /* the engine's state on the device (engine/engine.h), created by its
+    /* the engine's state on the device (run/engine.h), created by its
      * first use; the engine registers how to free it, so this layer never
      * calls upward */
     void *engine;

@@ -5,7 +5,7 @@
  * kernel a range (auto ranges), every pass replayed by CUPTI around each
  * kernel (kernel replay: it saves and restores device memory between
  * passes). It knows nothing of plans or reports: the engine says what to
- * launch (engine/counters.c). */
+ * launch (bench/counters.c). */
 #ifndef KR_PROFILER_H
 #define KR_PROFILER_H
 

@@ -8,7 +8,8 @@
 #include "common/stats.h"
 #include "common/strbuf.h"
 #include "compile/compile_impl.h"
-#include "engine/engine.h"
+#include "bench/bench.h"
+#include "verify/verify.h"
 #include "pool/job.h"
 #include "reward/reward_impl.h"
 

@@ -15,10 +15,11 @@
 #include "compile/program_impl.h"
 #include "driver/context_impl.h"
 #include "driver/nvrtc_api.h"
-#include "engine/engine.h"
+#include "run/engine.h"
+#include "verify/verify.h"
 #include "pool/job.h"
 #include "pool/protocol.h"
-#include "pool/sandbox.h"
+#include "sandbox/sandbox.h"
 #include "problem/problem_impl.h"
 #include "report/report_impl.h"
 

@@ -123,7 +123,7 @@ static int bind_arg(kr_context *ctx, kr__bound_plan *bp, kr__bound_launch *bl, s
     return KR_OK;
 }
 
-/* The library's own kernels' names (engine/kr_device.cuh): a plan may not
+/* The library's own kernels' names (run/kr_device.cuh): a plan may not
  * launch a kernel of the same name, so nothing a plan launches can be
  * mistaken for the engine's (the engine also recognises its own launches
  * by correlation id, never by name). */

@@ -22,7 +22,7 @@ const char *kr__cfg_str(kr__cfg *c, const char *key, const char *fallback);
 /* A report's metric, or -1 with "the report has no 'key'". */
 int kr__term_metric(const kr_report *r, const char *key, double *v, char *err, size_t err_size);
 /* Speedups within this of each other are one speed: the engine widens the
- * speedup interval by it (engine/bench_results.c, SPEEDUP_RESOLUTION). */
+ * speedup interval by it (bench/bench_results.c, SPEEDUP_RESOLUTION). */
 #define KR__SPEEDUP_RESOLUTION 0.005
 /* The range speedups are read in by default (speedup, and metric terms on
  * speedup metrics): beyond it a speed term pays no more and no less. */

@@ -2,7 +2,7 @@
 #include "gpu_test.h"
 
 #include "compile/program_impl.h"
-#include "engine/baseline_memo.h"
+#include "bench/baseline_memo.h"
 
 #include <math.h>
 
@@ -130,7 +130,7 @@ static void kernel_against_itself(void **state)
 }
 
 /* Candidates of one problem share the reference baseline's samples
- * (engine/baseline_memo.h): the second benchmark takes fewer fresh ones and
+ * (bench/baseline_memo.h): the second benchmark takes fewer fresh ones and
  * the speedup stays honest; a benchmark whose candidate failed its timed
  * checks adds nothing to the memo (the cheat that would poison it: a wrong
  * candidate whose run disturbed the baseline); KR_BENCH_NO_SHARE and the

@@ -9,7 +9,7 @@
 #include "gpu_test.h"
 
 #include "compile/program_impl.h"
-#include "engine/counters.h"
+#include "bench/counters.h"
 
 #include <math.h>
 

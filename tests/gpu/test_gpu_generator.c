@@ -3,7 +3,7 @@
 #include "gpu_test.h"
 
 #include "common/dtype.h"
-#include "engine/engine.h"
+#include "run/engine.h"
 
 static kr_context *g_ctx;
 

@@ -2,7 +2,7 @@
  * right verdict and flag (field-notes section 7). */
 #include "gpu_test.h"
 
-#include "engine/dbuf.h"
+#include "run/dbuf.h"
 
 static kr_context *g_ctx;
 static kr_problem *g_vadd, *g_rowsum;

@@ -1,10 +1,10 @@
-/* The baseline memo's bookkeeping (engine/baseline_memo.h): samples kept per
+/* The baseline memo's bookkeeping (bench/baseline_memo.h): samples kept per
  * key, the most recent ones, nothing older than the age limit, one source of
  * times per key, the least recent key evicted, and the agreement rule that
  * decides whether a benchmark may add the memo's samples to its own. */
 #include "helpers.h"
 
-#include "engine/baseline_memo.h"
+#include "bench/baseline_memo.h"
 
 static kr__memo_table *table(void)
 {

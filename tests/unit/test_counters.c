@@ -6,8 +6,8 @@
 #include "helpers.h"
 
 #include "driver/profiler.h"
-#include "engine/counters.h"
-#include "engine/robust.h"
+#include "bench/counters.h"
+#include "bench/robust.h"
 #include "report/report_impl.h"
 
 #include <math.h>

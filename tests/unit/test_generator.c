@@ -4,7 +4,7 @@
 #include "helpers.h"
 
 #include "common/dtype.h"
-#include "engine/engine.h"
+#include "run/engine.h"
 #include "common/kr_gen.h"
 #include "common/kr_chacha.h"
 

@@ -2,6 +2,7 @@
  * a stream undone piece by piece, the block counter's high word, and the
  * arguments it refuses. */
 #include <kreward/kreward.h>
+#include <kreward/sys/keystream.h>
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* The worker sandbox (lib/pool/sandbox.c), applied in forked children:
+/* The worker sandbox (lib/sandbox/sandbox.c), applied in forked children:
  * what it lets through and what it refuses, each checked by its outcome
  * (the call's result and errno, or how the child died). Where the kernel
  * lacks Landlock or seccomp, the checks of that layer are skipped with the
@@ -7,7 +7,7 @@
 #include "helpers.h"
 
 #include "driver/context_impl.h"
-#include "pool/sandbox.h"
+#include "sandbox/sandbox.h"
 
 #include <jansson.h>
 

@@ -28,7 +28,7 @@ def enter(read=(), write=(), exec=False, gpu=False, address_space_bytes=0, cpu_s
 
 
 def enter_json(spec_json):
-    """kr_sandbox_enter with a JSON spec as is (docs/api.md, sandbox.h)."""
+    """kr_sandbox_enter with a JSON spec as is (docs/api.md, kreward/sys/sandbox.h)."""
     status, why = ctypes.c_void_p(), ctypes.c_void_p()
     try:
         _lib.fn.sandbox_enter(_lib.encode(spec_json), ctypes.byref(status), ctypes.pointer(why))

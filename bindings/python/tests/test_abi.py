@@ -79,7 +79,7 @@ def public_functions():
 def prototypes():
     """{name: (return type, [parameter declarations])} from the headers."""
     found = {}
-    for header in (ROOT / "include" / "kreward").glob("*.h"):
+    for header in (ROOT / "include" / "kreward").rglob("*.h"):  # sys/ too
         text = re.sub(r"/\*.*?\*/", "", header.read_text(), flags=re.S)
         for m in re.finditer(r"KR_API\s+([\w\s\*]+?)\s*\**\s*(kr_\w+)\s*\(", text):
             depth, i = 1, m.end()

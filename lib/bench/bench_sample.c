@@ -1,0 +1,327 @@
+/* One sample of the benchmark (either side; the sides alternate):
+ *   regenerate the inputs of the next buffer set (fresh values), poison its
+ *   outputs, reset scratch; flush L2 (a memset over twice its size); block
+ *   the stream with kr_spin_until on a host-mapped flag; record start;
+ *   enqueue the plan (or graph, or the caller's baseline); record stop;
+ *   enqueue a clock probe; release the flag. The enqueued work then runs
+ *   back to back: host launch latency is outside the interval.
+ * Some candidate samples are followed by a reference run on the set's seed
+ * and a comparison (timed-output checks).
+ * A side that met its stopping rule is sampled every DONE_PERIOD-th round
+ * only while the other goes on (still interleaved, at a lower rate: a 2 ms
+ * baseline sampled as often as a 20 us candidate needed was most of the
+ * benchmark); the reference baseline's rule may be met with the samples of
+ * earlier benchmarks of the same problem (baseline_memo.h). */
+#include "bench/bench_impl.h"
+#include "common/clock.h"
+#include "driver/trace.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROBE_CYCLES 20000
+#define DONE_PERIOD 8
+#define SPIN_TIMEOUT_NS 2000000000ull
+
+/* Fresh values in the inputs of a set, poison in its outputs. */
+static int refresh_set(bstate *b, size_t k)
+{
+    uint64_t seed = kr_problem_case_seed(b->seeds++, b->c);
+    b->set_seed[k] = seed;
+    int rc = kr__tset_fill_inputs(b->ctx, &b->set[k], seed);
+    return rc == KR_OK ? kr__tset_fill_outputs(b->ctx, &b->set[k], seed, 0) : rc;
+}
+
+static int enqueue_side(bstate *b, bside *s, size_t k)
+{
+    size_t failed;
+    if (s->callback) {
+        const kr_problem *p = b->p;
+        uint64_t *ptrs = calloc(p->num_tensors ? p->num_tensors : 1, sizeof *ptrs);
+        if (!ptrs)
+            return kr__fail(b->ctx, KR_ENOMEM, "out of memory");
+        for (size_t t = 0; t < p->num_tensors; t++)
+            ptrs[t] = b->set[k].buf[t].ptr;
+        char err[512] = "";
+        int failed_cb = s->fn(s->user, (void *)b->e->stream, ptrs, p->num_tensors, err, sizeof err);
+        free(ptrs);
+        if (failed_cb != 0)
+            return kr__fail(b->ctx, KR_EPLUGIN, "the baseline callback failed: %s",
+                            err[0] ? err : "no message");
+        return KR_OK;
+    }
+    if (s->graph[k])
+        KR__CU(b->ctx, kr__cuda()->cuGraphLaunch(s->graph[k], b->e->stream), "cuGraphLaunch");
+    else
+        return kr__run_launch(b->ctx, &s->run[k], &failed);
+    return KR_OK;
+}
+
+static int record_order(bstate *b, int which)
+{
+    if (b->num_order == b->cap_order) {
+        size_t cap = b->cap_order ? b->cap_order * 2 : 256;
+        int *grown = realloc(b->order, cap * sizeof *grown);
+        if (!grown)
+            return kr__fail(b->ctx, KR_ENOMEM, "out of memory");
+        b->order = grown;
+        b->cap_order = cap;
+    }
+    b->order[b->num_order++] = which;
+    return KR_OK;
+}
+
+static int push_sample(bstate *b, bside *s, double us, double mhz)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 128;
+        double *e = realloc(s->event_us, cap * sizeof *e);
+        if (e)
+            s->event_us = e;
+        double *m = e ? realloc(s->clock_mhz, cap * sizeof *m) : NULL;
+        if (!m)
+            return kr__fail(b->ctx, KR_ENOMEM, "out of memory");
+        s->clock_mhz = m;
+        s->cap = cap;
+    }
+    s->event_us[s->n] = us;
+    s->clock_mhz[s->n] = mhz;
+    s->n++;
+    s->gpu_seconds += us * 1e-6;
+    return KR_OK;
+}
+
+/* Flush, spin, start event, the side's work, stop event, clock probe,
+ * release: everything between the spin and the probe is timed. */
+static int timed_enqueue(bstate *b, bside *s, size_t k)
+{
+    const kr__cuda_api *cu = kr__cuda();
+    kr__engine *e = b->e;
+    if (!(b->o.flags & KR_BENCH_NO_FLUSH))
+        KR__CU(b->ctx, cu->cuMemsetD32Async(b->flush.ptr, (unsigned)b->seeds, b->flush.bytes / 4, e->stream),
+           "flushing L2");
+    atomic_store((_Atomic int *)e->flag, 0);
+    uint64_t timeout = SPIN_TIMEOUT_NS;
+    void *spin_params[] = {&e->flag_dev, &timeout};
+    KR__CU(b->ctx, cu->cuLaunchKernel(e->f_spin_until, 1, 1, 1, 1, 1, 1, 0, e->stream, spin_params,
+                                      NULL), "launching the spin kernel");
+    KR__CU(b->ctx, cu->cuEventRecord(b->ev_start, e->stream), "cuEventRecord");
+    int rc = enqueue_side(b, s, k);
+    if (rc != KR_OK && s == &b->s[SIDE_CANDIDATE])
+        b->candidate_failed = 1;
+    if (rc == KR_OK)
+        rc = (cu->cuEventRecord(b->ev_stop, e->stream) == CUDA_SUCCESS) ? KR_OK : KR_ECUDA;
+    long long cycles = PROBE_CYCLES;
+    CUdeviceptr ns_out = e->flag_dev + KR__PROBE_NS_OFFSET;
+    CUdeviceptr cyc_out = e->flag_dev + KR__PROBE_CYCLES_OFFSET;
+    void *probe_params[] = {&cycles, &ns_out, &cyc_out};
+    if (rc == KR_OK)
+        KR__CU(b->ctx, cu->cuLaunchKernel(e->f_spin_cycles, 1, 1, 1, 1, 1, 1, 0, e->stream,
+                                          probe_params, NULL), "launching the clock probe");
+    atomic_store((_Atomic int *)e->flag, 1); /* release: the queued work runs back to back */
+    return rc;
+}
+
+/* Reads the sample's time (events) and SM clock (probe) after it ran. */
+static int read_sample(bstate *b, bside *s, double *us, double *mhz)
+{
+    const kr__cuda_api *cu = kr__cuda();
+    /* a callback may have put work on other streams: let it finish inside
+     * this sample, where CUPTI attributes it (trusted, in-process code) */
+    if (s->callback)
+        KR__CU(b->ctx, cu->cuCtxSynchronize(), "cuCtxSynchronize after the baseline callback");
+    float ms = 0;
+    KR__CU(b->ctx, cu->cuEventElapsedTime(&ms, b->ev_start, b->ev_stop), "cuEventElapsedTime");
+    volatile uint64_t *probe = (volatile uint64_t *)((char *)b->e->flag + KR__PROBE_NS_OFFSET);
+    *mhz = probe[0] ? (double)probe[1] / (double)probe[0] * 1e3 : 0;
+    *us = ms * 1e3;
+    return KR_OK;
+}
+
+/* One call of a side on buffer set k. timed: the sample counts; check: the
+ * candidate's call is checked (bench_check.c). */
+static int one_sample(bstate *b, int which, size_t k, int timed, int check)
+{
+    bside *s = &b->s[which];
+    bcheck c;
+    memset(&c, 0, sizeof c);
+    int rc = refresh_set(b, k);
+    if (rc == KR_OK)
+        rc = kr__tset_reguard(b->ctx, &b->set[k]);
+    if (rc == KR_OK && check)
+        rc = kr__bench_check_begin(b, k, &c);
+    if (rc == KR_OK && !s->callback)
+        rc = kr__run_reset(b->ctx, &s->run[k]);
+    if (rc == KR_OK)
+        rc = timed_enqueue(b, s, k);
+    if (rc == KR_OK)
+        rc = kr__engine_wait(b->ctx, 10 + b->o.max_time_s, "a timed sample");
+    double us = 0, mhz = 0;
+    if (rc == KR_OK)
+        rc = read_sample(b, s, &us, &mhz);
+    if (rc == KR_OK && timed && (rc = record_order(b, which)) == KR_OK)
+        rc = push_sample(b, s, us, mhz);
+    if (rc == KR_OK && check)
+        rc = kr__bench_check_end(b, k, &c);
+    kr__bench_check_free(&c);
+    return rc;
+}
+
+/* Whether a timed candidate call is checked: drawn at random per call. */
+static int draw(const bstate *b, int which)
+{
+    return which == SIDE_CANDIDATE && b->has_ref && !(b->o.flags & KR_BENCH_NO_CHECK) &&
+           kr__bench_draw_check(b);
+}
+
+static double noise_of(const bside *s)
+{
+    if (s->n < 2)
+        return INFINITY;
+    double mean = 0, ss = 0;
+    for (size_t i = 0; i < s->n; i++)
+        mean += s->event_us[i];
+    mean /= (double)s->n;
+    for (size_t i = 0; i < s->n; i++)
+        ss += (s->event_us[i] - mean) * (s->event_us[i] - mean);
+    return mean > 0 ? sqrt(ss / (double)(s->n - 1)) / mean : INFINITY;
+}
+
+/* Whether the side's median is known well enough: its spread under the
+ * target, or, for kernels of a few microseconds whose call-to-call jitter
+ * never falls under it (a 11 us copy: 2.2 % on the H200, so every such
+ * benchmark ran to max_samples), the median's relative standard error
+ * (1.2533 x spread / sqrt(n) for near-normal samples) under a quarter of
+ * the target: more samples shrink that, they never shrink the spread. */
+static int precise_enough(const bstate *b, const bside *s)
+{
+    double noise = noise_of(s);
+    return noise <= b->o.target_noise ||
+           1.2533 * noise / sqrt((double)s->n) <= 0.25 * b->o.target_noise;
+}
+
+static int side_done(const bstate *b, int which)
+{
+    const bside *s = &b->s[which];
+    if (!s->active || s->n >= b->o.max_samples)
+        return 1;
+    /* the memo's samples stand in for the rest once enough fresh ones agree */
+    if (which == SIDE_BASELINE && b->memo_state == MEMO_AGREED)
+        return 1;
+    return s->n >= b->o.min_samples && s->gpu_seconds >= b->o.min_time_s && precise_enough(b, s);
+}
+
+/* Once the baseline has its fresh samples: the memo counts from here if
+ * they agree with it. Three samples of a microsecond kernel can miss by
+ * chance, so a disagreement is looked at again with every fresh sample up
+ * to the side's own min_samples; disagreeing still, the conditions the memo
+ * was taken in are gone: it is forgotten and the baseline timed in full. */
+static void check_memo(bstate *b)
+{
+    const bside *s = &b->s[SIDE_BASELINE];
+    if (b->memo_state != MEMO_PENDING || s->n < KR__MEMO_FRESH)
+        return;
+    if (kr__memo_agrees(&b->memo, s->event_us, s->n))
+        b->memo_state = MEMO_AGREED;
+    else if (s->n >= b->o.min_samples)
+        kr__bench_memo_disagree(b);
+}
+
+/* (its samples do not join either: they may be what disturbed) */
+void kr__bench_memo_disagree(bstate *b)
+{
+    b->memo_state = MEMO_DISAGREED;
+    if (b->e->memo)
+        kr__memo_forget(b->e->memo, b->memo_key);
+}
+
+/* The memo's samples for this benchmark, if any (under the trace lock,
+ * which serialises benchmarks in the process). */
+static void take_memo(bstate *b)
+{
+    if (!b->memo_key || !b->s[SIDE_BASELINE].active || !b->e->memo)
+        return;
+    /* times from events cannot stand in for CUPTI's (a few us apart): a
+     * memo of event times counts only where this benchmark uses events
+     * (the memo's event times serve a CUPTI memo's falling back) */
+    int cupti_expected = !(b->o.flags & KR_BENCH_EVENTS_ONLY) && kr__trace_active();
+    if (kr__memo_get(b->e->memo, b->memo_key, kr__now(), &b->memo) &&
+        b->memo.n_event >= b->o.min_samples && (b->memo.cupti || !cupti_expected))
+        b->memo_state = MEMO_PENDING;
+}
+
+static double median_of(const double *v, size_t n)
+{
+    double *c = malloc(n * sizeof *c);
+    if (!c || !n) {
+        free(c);
+        return 0;
+    }
+    memcpy(c, v, n * sizeof *c);
+    for (size_t i = 1; i < n; i++) /* a handful of samples: insertion sort */
+        for (size_t j = i; j > 0 && c[j - 1] > c[j]; j--) {
+            double t = c[j];
+            c[j] = c[j - 1];
+            c[j - 1] = t;
+        }
+    double m = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
+    free(c);
+    return m;
+}
+
+/* The time budget: a candidate far slower than the baseline (or one call
+ * over the ceiling) is not measured to the end. */
+static int too_slow(const bstate *b)
+{
+    const bside *c = &b->s[SIDE_CANDIDATE], *base = &b->s[SIDE_BASELINE];
+    if (c->n && c->event_us[c->n - 1] > b->o.max_call_s * 1e6)
+        return 1;
+    if (!c->n || !base->active || !base->n)
+        return 0;
+    return median_of(c->event_us, c->n) > b->o.max_slowdown * median_of(base->event_us, base->n);
+}
+
+int kr__bench_measure(bstate *b, double *wall)
+{
+    double t0 = kr__now();
+    size_t k = 0;
+    int rc = KR_OK;
+    take_memo(b);
+    /* warm-up: one untimed run of each side (module load, caches) */
+    for (int w = 0; w < 2 && rc == KR_OK; w++)
+        if (b->s[w].active)
+            rc = one_sample(b, w, k++ % b->sets, 0, 0);
+    kr__trace_discard();
+    for (size_t round = 0; rc == KR_OK; round++) {
+        /* both sides walk the same sets in the same order (no side is tied
+         * to buffers that happen to sit better in memory), and take turns
+         * going first in a round (no side always follows the other) */
+        for (size_t i = 0; i < 2 && rc == KR_OK; i++) {
+            int w = (int)((round + i) & 1);
+            /* rounds 0 and 9 of every 16: one even, one odd, so a done
+             * side's samples still go first half of the time */
+            if (b->s[w].active && b->s[w].n < b->o.max_samples &&
+                (!side_done(b, w) || round % (2 * DONE_PERIOD) == 0 ||
+                 round % (2 * DONE_PERIOD) == DONE_PERIOD + 1))
+                rc = one_sample(b, w, b->s[w].n % b->sets, 1, draw(b, w));
+        }
+        check_memo(b);
+        int done = side_done(b, 0) && side_done(b, 1);
+        if (rc == KR_OK && too_slow(b)) {
+            b->slow = 1;
+            break;
+        }
+        if (done || (kr__now() - t0 > b->o.max_time_s && b->s[0].n >= 3))
+            break;
+    }
+    /* the floor of checked calls: more calls of the same kind, untimed (a
+     * slow candidate, verified already, is not held any longer) */
+    for (size_t i = 0; rc == KR_OK && !b->slow && b->has_ref && !(b->o.flags & KR_BENCH_NO_CHECK) &&
+                       b->checks < KR__BENCH_MIN_CHECKS; i++)
+        rc = one_sample(b, SIDE_CANDIDATE, i % b->sets, 0, 1);
+    *wall = kr__now() - t0;
+    return rc;
+}

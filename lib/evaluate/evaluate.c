@@ -1,0 +1,339 @@
+/* kr_evaluate and kr_evaluate_program: the environment step, one report
+ * through compile, plan, verify, benchmark and score. */
+#include "kreward/evaluate.h"
+#include "common/options.h"
+#include "common/source_facts.h"
+#include "problem/problem_impl.h"
+#include "common/strbuf.h"
+#include "common/text.h"
+#include "compile/compile_impl.h"
+#include "bench/counters.h"
+#include "run/engine.h"
+#include "run/profile.h"
+#include "verify/verify.h"
+#include "report/report_impl.h"
+#include "reward/reward_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const kr_evaluate_options evaluate_defaults = KR_EVALUATE_OPTIONS_INIT;
+static const size_t evaluate_sizes[] = {0, KR__UPTO(kr_evaluate_options, name)};
+static const kr__versioned evaluate_version = {"kr_evaluate_options", evaluate_sizes,
+                                               KR_EVALUATE_OPTIONS_VERSION,
+                                               sizeof(kr_evaluate_options)};
+
+int kr_evaluate_options_init(kr_evaluate_options *o, uint32_t version)
+{
+    return kr__options_init(&evaluate_version, o, &evaluate_defaults, version);
+}
+
+static void compile_metrics(kr_report *r, const kr_program *p)
+{
+    kr_report_set(r, "compiled", 1);
+    kr_report_set(r, "compile_seconds", kr_program_compile_seconds(p));
+    kr_report_set(r, "kernels", (double)kr_program_kernel_count(p));
+    int64_t regs = -1, local = 0;
+    for (size_t k = 0; k < kr_program_kernel_count(p); k++) {
+        int64_t v = kr_program_kernel_attr(p, k, KR_KERNEL_REGISTERS);
+        regs = v > regs ? v : regs;
+        v = kr_program_kernel_attr(p, k, KR_KERNEL_LOCAL_BYTES);
+        local = v > local ? v : local;
+    }
+    if (regs >= 0) {
+        kr_report_set(r, "registers", (double)regs);
+        kr_report_set(r, "local_bytes", (double)local);
+    }
+    if (kr_program_log(p)[0])
+        kr_report_set_text(r, "compile_log", kr_program_log(p));
+}
+
+/* The compile log for a model, bounded, every line marked as quoted: the
+ * log echoes the candidate's own source lines, which are its text, not ours. */
+static void compile_feedback(kr_context *ctx, kr_report *r)
+{
+    const char *log = kr_context_errdetail(ctx);
+    kr__buf b = KR__BUF_INIT;
+    kr__buf_printf(&b, "%s", kr_context_errmsg(ctx));
+    char *quoted = log[0] ? kr__quote_lines(log, 3000, "| ") : NULL;
+    if (quoted)
+        kr__buf_printf(&b, "\n%s", quoted);
+    free(quoted);
+    kr_report_set_text(r, "feedback", b.data);
+    kr_report_set_text(r, "compile_log", log);
+    kr__buf_free(&b);
+}
+
+static int judged(kr_context *ctx, kr_report *r, int verdict, const char *what)
+{
+    kr_report_set_verdict(r, verdict);
+    kr_report_set_text(r, "message", kr_context_errmsg(ctx));
+    if (!kr_report_text(r, "feedback"))
+        kr__report_printf(r, "feedback", "%s: %s", what, kr_context_errmsg(ctx));
+    kr_report_set(r, "correct", 0);
+    return KR_OK;
+}
+
+static int environment_error(kr_context *ctx, kr_report *r, int rc)
+{
+    kr_report_set_verdict(r, KR_VERDICT_ERROR);
+    kr_report_set_text(r, "message", kr_context_errmsg(ctx));
+    return rc;
+}
+
+/* Without a GPU: what can still be checked here, the problem's own
+ * reference; the verdict is not_run. */
+static int without_device(kr_context *ctx, const kr_problem *problem, kr_report *r)
+{
+    int rc = kr_problem_check_reference(ctx, problem);
+    if (rc != KR_OK) {
+        char msg[1100];
+        snprintf(msg, sizeof msg, "the problem's reference is broken: %s", kr_context_errmsg(ctx));
+        kr_report_set_verdict(r, KR_VERDICT_ERROR);
+        kr_report_set_text(r, "message", msg);
+        return rc;
+    }
+    rc = kr__fail(ctx, KR_ENODEVICE, "compiled and checked; verification and timing need an "
+                  "NVIDIA GPU (%s)", ctx->device_why);
+    kr_report_set_verdict(r, KR_VERDICT_NOT_RUN);
+    kr_report_set_text(r, "message", kr_context_errmsg(ctx));
+    return rc;
+}
+
+/* A problem that can be passed without computing it pays no speed: the
+ * report says so (once per problem and context; a check that cannot run
+ * leaves the report as it is). */
+static void flag_weak_problem(kr_context *ctx, const kr_problem *problem, kr_report *r)
+{
+    int weak = 0;
+    if (kr__problem_weak(ctx, problem, &weak) == KR_OK && weak)
+        kr_report_set_flags(r, kr_report_flags(r) | KR_FLAG_WEAK_PROBLEM);
+    kr__clear_error(ctx);
+}
+
+/* KR_PROFILE: one line on stderr per evaluation saying where its wall time
+ * went (the phases here and the engine's counters, profile.h). */
+enum { PH_FACTS, PH_COMPILE, PH_PLAN, PH_VERIFY, PH_WEAK, PH_BENCH, PH_SCORE, PH_N };
+static const char *const phase_names[PH_N] = {"facts", "compile", "plan", "verify", "weak",
+                                              "bench", "score"};
+typedef struct {
+    int on;
+    double start, mark, phase[PH_N], engine0[KR__PROF_N];
+    unsigned long waits0;
+    double generated0;
+} profile;
+
+static void profile_begin(profile *pr, kr_context *ctx)
+{
+    memset(pr, 0, sizeof *pr);
+    const char *v = getenv("KR_PROFILE");
+    pr->on = v && *v && strcmp(v, "0") != 0;
+    pr->start = pr->mark = kr__now();
+    if (pr->on && kr__engine_of(ctx)) {
+        memcpy(pr->engine0, kr__engine_of(ctx)->prof, sizeof pr->engine0);
+        pr->waits0 = kr__engine_of(ctx)->waits;
+        pr->generated0 = kr__engine_of(ctx)->generated_bytes;
+    }
+}
+
+static void profile_phase(profile *pr, int phase)
+{
+    double now = kr__now();
+    pr->phase[phase] += now - pr->mark;
+    pr->mark = now;
+}
+
+static void profile_end(const profile *pr, kr_context *ctx, const kr_report *r)
+{
+    if (!pr->on)
+        return;
+    char line[600];
+    int n = snprintf(line, sizeof line, "kreward profile: %s %s: total %.1f ms;",
+                     kr_verdict_name(kr_report_verdict(r)), kr_report_text(r, "problem") ?
+                     kr_report_text(r, "problem") : "?", 1e3 * (kr__now() - pr->start));
+    for (int i = 0; i < PH_N && n > 0 && (size_t)n < sizeof line; i++)
+        n += snprintf(line + n, sizeof line - (size_t)n, " %s %.1f", phase_names[i],
+                      1e3 * pr->phase[i]);
+    const kr__engine *e = kr__engine_of(ctx);
+    for (int i = 0; e && i < KR__PROF_N && n > 0 && (size_t)n < sizeof line; i++)
+        n += snprintf(line + n, sizeof line - (size_t)n, "%s %s %.1f", i ? "," : "; engine:",
+                      kr__prof_names[i], 1e3 * (e->prof[i] - pr->engine0[i]));
+    if (e && n > 0 && (size_t)n < sizeof line)
+        n += snprintf(line + n, sizeof line - (size_t)n, "; %lu waits, %.0f MB generated",
+                      e->waits - pr->waits0, (e->generated_bytes - pr->generated0) / 1e6);
+    fprintf(stderr, "%s (ms)\n", line);
+}
+
+/* A ready program and its plan: check, verify, benchmark. */
+static int run_program(kr_report *r, kr_context *ctx, const kr_problem *problem,
+                       const kr_program *prog, const kr_plan *plan, const kr_evaluate_options *o,
+                       profile *pr)
+{
+    compile_metrics(r, prog);
+    int rc = kr__program_admissible(ctx, prog);
+    if (rc == KR_ECOMPILE) {
+        kr_report_set(r, "compiled", 0);
+        return judged(ctx, r, KR_VERDICT_COMPILE_ERROR, "not accepted");
+    }
+    rc = kr_plan_check(ctx, plan, problem, prog);
+    if (rc == KR_EPLAN || rc == KR_ENOTFOUND)
+        return judged(ctx, r, KR_VERDICT_INVALID_PLAN, "launch plan");
+    if (rc != KR_OK)
+        return environment_error(ctx, r, rc);
+    if (!kr_context_has_device(ctx))
+        return without_device(ctx, problem, r);
+    profile_phase(pr, PH_PLAN);
+    rc = kr_verify(r, ctx, problem, prog, plan, o->verify);
+    profile_phase(pr, PH_VERIFY);
+    if (rc != KR_OK || kr_report_verdict(r) != KR_VERDICT_PASSED)
+        return rc;
+    flag_weak_problem(ctx, problem, r);
+    profile_phase(pr, PH_WEAK);
+    if (o->flags & KR_EVALUATE_NO_BENCH)
+        return rc;
+    rc = kr_benchmark(r, ctx, problem, prog, plan, o->bench, o->baseline);
+    profile_phase(pr, PH_BENCH);
+    double s;
+    if (rc == KR_OK && kr_report_verdict(r) == KR_VERDICT_PASSED &&
+        kr_report_get(&s, r, "speedup") == KR_OK) {
+        char text[1200];
+        snprintf(text, sizeof text, "%s; %.2fx the baseline's speed", kr_report_text(r, "feedback"), s);
+        kr_report_set_text(r, "feedback", text);
+    }
+    if (rc == KR_OK && kr_report_verdict(r) == KR_VERDICT_PASSED)
+        kr__bench_feedback(r); /* robust conditions and counters, when asked for */
+    return rc;
+}
+
+/* A candidate that is the reference (comments, layout and names aside)
+ * does no work of its own: the report says so, and rewards pay it no
+ * speed. */
+static void flag_reference_copy(kr_context *ctx, const kr_problem *p, const char *source,
+                                size_t len, kr_report *r)
+{
+    (void)ctx;
+    kr__hash128 mine, theirs;
+    if (p->reference_kind != KR_REFERENCE_SOURCE || !p->reference_source ||
+        kr__source_fingerprint(&mine, source, len) != KR_OK ||
+        kr__source_fingerprint(&theirs, p->reference_source, strlen(p->reference_source)) != KR_OK)
+        return;
+    if (kr__hash128_equal(mine, theirs))
+        kr_report_set_flags(r, kr_report_flags(r) | KR_FLAG_REFERENCE_COPY);
+}
+
+/* Source: compile (a compile error is a verdict), read the plan, run. */
+static int run_source(kr_report *r, kr_context *ctx, const kr_problem *problem, const char *source,
+                      size_t len, const kr_evaluate_options *o, profile *pr)
+{
+    /* measured on tokens: string literals that look like comments, or code
+     * joined onto a few lines, cannot make it look smaller */
+    kr__source_facts facts;
+    kr__source_facts_of(&facts, source, len);
+    kr_report_set(r, "code_lines", (double)facts.code_lines);
+    kr_report_set(r, "code_tokens", (double)facts.code_tokens);
+    flag_reference_copy(ctx, problem, source, len, r);
+    profile_phase(pr, PH_FACTS);
+    kr_compile_options co;
+    int rc = kr__compile_options_read(ctx, &co, o->compile);
+    if (rc != KR_OK)
+        return environment_error(ctx, r, rc);
+    if (!co.name)
+        co.name = o->name ? o->name : "candidate.cu";
+    kr_program *prog = NULL;
+    kr_plan *plan = NULL;
+    rc = kr_compile(&prog, ctx, source, len, &co);
+    profile_phase(pr, PH_COMPILE);
+    if (rc == KR_ECOMPILE || rc == KR_ETIMEOUT || rc == KR_EPARSE || rc == KR_ETOOBIG) {
+        kr_report_set(r, "compiled", 0);
+        compile_feedback(ctx, r);
+        return judged(ctx, r, KR_VERDICT_COMPILE_ERROR, "compile error");
+    }
+    if (rc != KR_OK)
+        return environment_error(ctx, r, rc);
+    rc = kr_plan_from_source(&plan, ctx, source, len, co.name);
+    if (rc == KR_OK) {
+        rc = run_program(r, ctx, problem, prog, plan, o, pr);
+    } else if (rc == KR_EPLAN || rc == KR_ENOTFOUND) {
+        compile_metrics(r, prog);
+        rc = judged(ctx, r, KR_VERDICT_INVALID_PLAN, "launch plan");
+    } else {
+        rc = environment_error(ctx, r, rc);
+    }
+    kr_plan_free(plan);
+    kr_program_free(prog);
+    return rc;
+}
+
+/* Common start of both entry points: arguments, options, names. */
+static int begin(kr_report *r, kr_context *ctx, const kr_problem *problem,
+                 const kr_evaluate_options *opts, kr_evaluate_options *o)
+{
+    kr__clear_error(ctx);
+    char why[256];
+    if (kr__options_read(&evaluate_version, o, &evaluate_defaults, opts, why, sizeof why) != KR_OK)
+        return environment_error(ctx, r, kr__fail(ctx, KR_EVERSION, "%s", why));
+    if (o->reward && kr__reward_check_owner(ctx, o->reward) != KR_OK)
+        return environment_error(ctx, r, KR_EINVAL);
+    kr_report_set_text(r, "problem", kr_problem_name(problem));
+    if (o->name)
+        kr_report_set_text(r, "candidate", o->name);
+    return KR_OK;
+}
+
+static int score(kr_context *ctx, const kr_evaluate_options *o, kr_report *r, int rc,
+                 profile *pr)
+{
+    if (rc == KR_OK && o->reward) {
+        rc = kr_reward_score(NULL, o->reward, r);
+        if (rc != KR_OK)
+            kr_report_set_text(r, "message", kr_context_errmsg(ctx));
+    }
+    profile_phase(pr, PH_SCORE);
+    profile_end(pr, ctx, r);
+    return rc;
+}
+
+int kr_evaluate(kr_report *r, kr_context *ctx, const kr_problem *problem, const char *source,
+                size_t len, const kr_evaluate_options *opts)
+{
+    if (!r)
+        return KR_EINVAL;
+    if (!ctx || !problem || !source) {
+        kr_report_set_verdict(r, KR_VERDICT_ERROR);
+        kr_report_set_text(r, "message", "kr_evaluate needs a context, a problem and a source");
+        return KR_EINVAL;
+    }
+    kr_evaluate_options o;
+    profile pr;
+    profile_begin(&pr, ctx);
+    int rc = begin(r, ctx, problem, opts, &o);
+    if (rc != KR_OK)
+        return rc;
+    rc = run_source(r, ctx, problem, source, len ? len : strlen(source), &o, &pr);
+    return score(ctx, &o, r, rc, &pr);
+}
+
+int kr_evaluate_program(kr_report *r, kr_context *ctx, const kr_problem *problem,
+                        const kr_program *program, const kr_plan *plan,
+                        const kr_evaluate_options *opts)
+{
+    if (!r)
+        return KR_EINVAL;
+    if (!ctx || !problem || !program || !plan) {
+        kr_report_set_verdict(r, KR_VERDICT_ERROR);
+        kr_report_set_text(r, "message",
+                           "kr_evaluate_program needs a context, a problem, a program and a plan");
+        return KR_EINVAL;
+    }
+    kr_evaluate_options o;
+    profile pr;
+    profile_begin(&pr, ctx);
+    int rc = begin(r, ctx, problem, opts, &o);
+    if (rc != KR_OK)
+        return rc;
+    if (kr__program_check_owner(ctx, program, "the program") != KR_OK)
+        return environment_error(ctx, r, KR_EINVAL);
+    rc = run_program(r, ctx, problem, program, plan, &o, &pr);
+    return score(ctx, &o, r, rc, &pr);
+}

@@ -1,0 +1,63 @@
+/* Launching the builtin kernels (generator, hash, canary check, compare,
+ * bit difference) on the engine's stream. */
+#include "run/engine.h"
+
+/* A grid-stride launch: enough blocks to fill the device, no more. */
+static unsigned blocks_for(const kr__engine *e, uint64_t n)
+{
+    uint64_t b = (n + 255) / 256, cap = (uint64_t)(e->sm_count > 0 ? e->sm_count : 1) * 16;
+    return (unsigned)(b < 1 ? 1 : b > cap ? cap : b);
+}
+
+static int launch(kr_context *ctx, CUfunction fn, uint64_t n, void **params, const char *what)
+{
+    kr__engine *e = kr__engine_of(ctx);
+    CUresult r = kr__cuda()->cuLaunchKernel(fn, blocks_for(e, n), 1, 1, 256, 1, 1, 0, e->stream,
+                                            params, NULL);
+    return r == CUDA_SUCCESS ? KR_OK : kr__cuda_fail(ctx, r, what);
+}
+
+int kr__k_generate(kr_context *ctx, CUdeviceptr out, uint64_t n, const kr_gen_dist *d,
+                   uint64_t seed, uint32_t tensor)
+{
+    kr_gen_dist dist = *d;
+    void *params[] = {&out, &n, &dist, &seed, &tensor};
+    uint64_t groups = n / (uint64_t)kr_gen_per_call(d) + 1;
+    return launch(ctx, kr__engine_of(ctx)->f_generate, groups, params, "generating inputs");
+}
+
+int kr__k_hash(kr_context *ctx, CUdeviceptr p, uint64_t bytes, uint64_t key, CUdeviceptr out)
+{
+    void *params[] = {&p, &bytes, &key, &out};
+    return launch(ctx, kr__engine_of(ctx)->f_hash, bytes / 4 + 4, params, "hashing inputs");
+}
+
+int kr__k_check_bytes(kr_context *ctx, CUdeviceptr p, uint64_t n, unsigned value,
+                      CUdeviceptr count, CUdeviceptr first)
+{
+    void *params[] = {&p, &n, &value, &count, &first};
+    return launch(ctx, kr__engine_of(ctx)->f_check_bytes, n, params, "checking canaries");
+}
+
+int kr__k_compare(kr_context *ctx, CUdeviceptr got, CUdeviceptr want, uint64_t n, int dtype,
+                  double rtol, double atol, uint32_t poison, CUdeviceptr stats)
+{
+    uint32_t dt = (uint32_t)dtype;
+    void *params[] = {&got, &want, &n, &dt, &rtol, &atol, &poison, &stats};
+    return launch(ctx, kr__engine_of(ctx)->f_compare, n, params, "comparing outputs");
+}
+
+int kr__k_mask(kr_context *ctx, CUdeviceptr p, uint64_t bytes, const kr_chacha_key *key,
+               uint32_t nonce0, uint32_t nonce1)
+{
+    kr_chacha_key k = *key; /* passed by value: a struct of 8 words */
+    void *params[] = {&p, &bytes, &k, &nonce0, &nonce1};
+    return launch(ctx, kr__engine_of(ctx)->f_mask, (bytes + 63) / 64, params, "masking outputs");
+}
+
+int kr__k_bitdiff(kr_context *ctx, CUdeviceptr a, CUdeviceptr b, uint64_t n, uint32_t elem,
+                  CUdeviceptr count)
+{
+    void *params[] = {&a, &b, &n, &elem, &count};
+    return launch(ctx, kr__engine_of(ctx)->f_bitdiff, n, params, "comparing runs");
+}

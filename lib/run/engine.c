@@ -1,0 +1,194 @@
+/* The engine's per-context state on the device: created on first use,
+ * freed through the destructor it registers with the context. */
+#include "run/engine.h"
+#include "run/profile.h"
+#include "common/clock.h"
+#include "compile/program_impl.h"
+#include "driver/trace.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int load_builtins(kr_context *ctx, kr__engine *e)
+{
+    int rc = kr__builtins_compile(ctx, &e->builtins);
+    if (rc != KR_OK)
+        return rc;
+    if (!e->builtins->module)
+        return kr__fail(ctx, KR_ECUDA, "builtin kernels do not load: %s", e->builtins->load_why);
+    const struct {
+        CUfunction *fn;
+        const char *name;
+    } fns[] = {{&e->f_generate, "kr_generate"},   {&e->f_compare, "kr_compare"},
+               {&e->f_hash, "kr_hash"},           {&e->f_check_bytes, "kr_check_bytes"},
+               {&e->f_bitdiff, "kr_bitdiff"},     {&e->f_spin_until, "kr_spin_until"},
+               {&e->f_spin_cycles, "kr_spin_cycles"}, {&e->f_fma_peak, "kr_fma_peak"},
+               {&e->f_mma_peak, "kr_mma_peak"},   {&e->f_mask, "kr_mask"}};
+    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
+        KR__CU(ctx, kr__cuda()->cuModuleGetFunction(fns[i].fn, e->builtins->module, fns[i].name),
+           "cuModuleGetFunction (builtins)");
+    /* the kernels that frame a timed sample, known to the tracer by handle */
+    kr__trace_register_marker(e->f_spin_until, KR__MARK_SPIN);
+    kr__trace_register_marker(e->f_spin_cycles, KR__MARK_PROBE);
+    return KR_OK;
+}
+
+static int create(kr_context *ctx, kr__engine *e)
+{
+    const kr__cuda_api *cu = kr__cuda();
+    KR__CU(ctx, cu->cuStreamCreate(&e->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    KR__CU(ctx, cu->cuMemAlloc(&e->slots_dev, KR__SLOTS * 8), "cuMemAlloc (result slots)");
+    void *host = NULL;
+    KR__CU(ctx, cu->cuMemHostAlloc(&host, KR__SLOTS * 8, 0), "cuMemHostAlloc (result slots)");
+    e->slots = host;
+    void *flag = NULL;
+    KR__CU(ctx, cu->cuMemHostAlloc(&flag, KR__FLAG_PAGE_BYTES,
+                          CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
+       "cuMemHostAlloc (flag)");
+    e->flag = flag;
+    memset(flag, 0, KR__FLAG_PAGE_BYTES);
+    KR__CU(ctx, cu->cuMemHostGetDevicePointer(&e->flag_dev, flag, 0), "cuMemHostGetDevicePointer");
+    /* device printf goes through a FIFO the driver drains at every sync:
+     * bound it, so a candidate printing from every thread costs little */
+    cu->cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, KR__PRINTF_FIFO_BYTES);
+    cu->cuDeviceGetAttribute(&e->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ctx->dev);
+    cu->cuDeviceGetAttribute(&e->l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, ctx->dev);
+    return load_builtins(ctx, e);
+}
+
+static void engine_free(kr_context *ctx)
+{
+    kr__engine *e = ctx->engine;
+    if (!e)
+        return;
+    ctx->engine = NULL;
+    ctx->engine_free = NULL;
+    if (e->f_spin_until)
+        kr__trace_unregister_marker(e->f_spin_until);
+    if (e->f_spin_cycles)
+        kr__trace_unregister_marker(e->f_spin_cycles);
+    kr_program_free(e->builtins);
+    free(e->sound);
+    free(e->memo);
+    if (ctx->poisoned || kr__cuda()->cuCtxSetCurrent(ctx->cu) != CUDA_SUCCESS) {
+        free(e); /* the driver objects die with the process */
+        return;
+    }
+    const kr__cuda_api *cu = kr__cuda();
+    for (size_t i = 0; i < e->num_spare; i++)
+        cu->cuMemFree(e->spare[i].base);
+    if (e->stream)
+        cu->cuStreamDestroy(e->stream);
+    if (e->slots_dev)
+        cu->cuMemFree(e->slots_dev);
+    if (e->slots)
+        cu->cuMemFreeHost(e->slots);
+    if (e->flag)
+        cu->cuMemFreeHost(e->flag);
+    if (e->pinned)
+        cu->cuMemFreeHost(e->pinned);
+    free(e);
+}
+
+int kr__engine_get(kr_context *ctx, kr__engine **out)
+{
+    int rc = kr__device_enter(ctx);
+    if (rc != KR_OK)
+        return rc;
+    if (!ctx->engine) {
+        kr__engine *e = calloc(1, sizeof *e);
+        if (!e)
+            return kr__fail(ctx, KR_ENOMEM, "out of memory");
+        ctx->engine = e;
+        ctx->engine_free = engine_free;
+        if ((rc = create(ctx, e)) != KR_OK) {
+            engine_free(ctx);
+            return rc;
+        }
+    }
+    *out = ctx->engine;
+    return KR_OK;
+}
+
+kr__engine *kr__engine_of(kr_context *ctx)
+{
+    return ctx->engine;
+}
+
+int kr__engine_pinned(kr_context *ctx, size_t bytes, void **out)
+{
+    kr__engine *e = ctx->engine;
+    if (bytes > e->pinned_bytes) {
+        const kr__cuda_api *cu = kr__cuda();
+        if (e->pinned)
+            cu->cuMemFreeHost(e->pinned);
+        e->pinned = NULL;
+        e->pinned_bytes = 0;
+        size_t size = bytes + bytes / 4; /* room to grow a little */
+        KR__CU(ctx, cu->cuMemHostAlloc(&e->pinned, size, 0), "cuMemHostAlloc (staging)");
+        e->pinned_bytes = size;
+    }
+    *out = e->pinned;
+    return KR_OK;
+}
+
+const char *const kr__prof_names[KR__PROF_N] = {"alloc", "free", "wait", "reference", "open"};
+
+void kr__prof_add(kr_context *ctx, int which, double t0)
+{
+    kr__engine *e = ctx ? kr__engine_of(ctx) : NULL;
+    if (e && which >= 0 && which < KR__PROF_N)
+        e->prof[which] += kr__now() - t0;
+}
+
+/* How long a wait polls the stream before it starts sleeping. Most waits
+ * (a verification unit's steps, a timed sample) end within a millisecond,
+ * and a sleeping poll overshoots by the kernel's timer slack (50 us by
+ * default) plus its own doubling nap: with ~100 waits per candidate that
+ * was milliseconds of an idle GPU per candidate. KR_WAIT_SPIN_US overrides
+ * the default (0: sleep from the start, as before), read once. */
+#define WAIT_SPIN_US_DEFAULT 2000
+
+static double wait_spin_s(void)
+{
+    static double spin = -1;
+    if (spin < 0) {
+        const char *v = getenv("KR_WAIT_SPIN_US");
+        double us = v && *v ? atof(v) : WAIT_SPIN_US_DEFAULT;
+        spin = (us > 0 ? us : 0) * 1e-6;
+    }
+    return spin;
+}
+
+int kr__engine_wait(kr_context *ctx, double timeout_s, const char *what)
+{
+    const kr__cuda_api *cu = kr__cuda();
+    kr__engine *e = ctx->engine;
+    double t0 = kr__now(), deadline = t0 + timeout_s, spin_until = t0 + wait_spin_s();
+    struct timespec nap = {0, 20000};
+    e->waits++;
+    for (;;) {
+        CUresult r = cu->cuStreamQuery(e->stream);
+        if (r == CUDA_SUCCESS) {
+            kr__prof_add(ctx, KR__PROF_WAIT, t0);
+            return KR_OK;
+        }
+        if (r != CUDA_ERROR_NOT_READY)
+            return kr__cuda_fail(ctx, r, what);
+        double now = kr__now();
+        if (now > deadline) {
+            /* a running kernel cannot be stopped from inside the process */
+            ctx->poisoned = 1;
+            snprintf(ctx->poison_why, sizeof ctx->poison_why,
+                     "%s did not finish within %.1f s (a hang?)", what, timeout_s);
+            return kr__fail(ctx, KR_ETIMEOUT, "%s", ctx->poison_why);
+        }
+        if (now < spin_until)
+            continue; /* cuStreamQuery itself takes a microsecond or so */
+        nanosleep(&nap, NULL);
+        if (nap.tv_nsec < 1000000)
+            nap.tv_nsec *= 2;
+    }
+}

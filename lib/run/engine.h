@@ -1,0 +1,127 @@
+/* The engine's state on a context's device, shared by every engine verb:
+ * the stream, the builtin kernels (generator, compare, hash, canary check,
+ * spin, clock probe), result slots, the host-mapped flag page and measured
+ * peaks. Created on first use; the context frees it through the destructor
+ * it registers (the driver layer never calls the engine). */
+#ifndef KR_ENGINE_H
+#define KR_ENGINE_H
+
+#include "driver/context_impl.h"
+#include "kreward/problem.h"
+#include "kreward/program.h"
+#include "common/kr_gen.h"
+#include "common/kr_chacha.h"
+#include "run/profile.h"
+
+/* bench/baseline_memo.h defines it; the state only holds bench's table. */
+struct kr__memo_table;
+
+/* Returns the mapped status from the enclosing function when a driver call
+ * fails (kr__cuda_fail also poisons the context on sticky errors). */
+#define KR__CU(ctx, call, what)                            \
+    do {                                                   \
+        CUresult r_ = (call);                              \
+        if (r_ != CUDA_SUCCESS)                            \
+            return kr__cuda_fail((ctx), r_, (what));       \
+    } while (0)
+
+/* Mirrors struct kr_cmp_stats in run/kr_device.cuh. */
+typedef struct kr__cmp_stats {
+    unsigned long long mismatches, unwritten, nan_mismatch, first_bad;
+    unsigned long long max_abs_bits, max_rel_bits;
+    double sum_sq_err, sum_sq_ref;
+} kr__cmp_stats;
+
+/* Small results written by helper kernels: one slot (8 bytes) per value,
+ * copied to the host in one transfer (checks.h hands them out). */
+#define KR__SLOTS 4096
+
+/* Device printf output per launch (what does not fit is dropped). */
+#define KR__PRINTF_FIFO_BYTES (64u << 10)
+
+/* The host-mapped flag page: [0] the flag kr_spin_until waits on, the
+ * clock probe's nanoseconds and cycles at these byte offsets. */
+#define KR__FLAG_PAGE_BYTES 64
+#define KR__PROBE_NS_OFFSET 16
+#define KR__PROBE_CYCLES_OFFSET 24
+
+/* A problem's soundness, computed once per context (sanity.c). */
+typedef struct kr__sound_entry {
+    char hash[33];              /* kr_problem_hash */
+    int weak;
+} kr__sound_entry;
+
+/* A freed device buffer kept for the next allocation of the same size
+ * (dbuf.c), zeroed when it was given back. */
+#define KR__SPARE_BUFFERS 64
+typedef struct kr__spare {
+    CUdeviceptr base;
+    uint64_t alloc;
+} kr__spare;
+
+typedef struct kr__engine {
+    CUstream stream;
+    kr_program *builtins;
+    CUfunction f_generate, f_compare, f_hash, f_check_bytes, f_bitdiff, f_spin_until,
+        f_spin_cycles, f_fma_peak, f_mma_peak, f_mask;
+    double peak_bytes_per_s;    /* measured device copy bandwidth (read + write), 0 until measured */
+    double peak_flops;          /* measured fp32 FMA rate */
+    double peak_mma_flops;      /* measured bf16 tensor-core rate (mma.sync); 0 below sm_80 */
+    CUdeviceptr slots_dev;      /* KR__SLOTS x 8 bytes */
+    unsigned long long *slots;  /* pinned host mirror */
+    size_t slots_used;
+    int *flag;                  /* the flag page (host side) */
+    CUdeviceptr flag_dev;
+    void *pinned;               /* host staging for copies, grown as needed; scrubbed after use */
+    size_t pinned_bytes;
+    int sm_count;
+    int l2_bytes;
+    kr__sound_entry *sound;     /* problems checked for soundness so far */
+    size_t num_sound;
+    double prof[KR__PROF_N];    /* where the time goes (profile.h) */
+    unsigned long waits;        /* kr__engine_wait calls, for the profile */
+    double generated_bytes;     /* inputs written by the generator, for the profile */
+    struct kr__memo_table *memo; /* baseline samples shared between benchmarks, made on first use */
+    kr__spare spare[KR__SPARE_BUFFERS]; /* freed buffers kept for reuse (dbuf.c) */
+    size_t num_spare;
+    uint64_t spare_bytes, spare_cap; /* kept, and at most kept (0 until first asked) */
+} kr__engine;
+
+/* Compiles the builtin kernels for the context's arch; works without a
+ * device (the unit tests do). */
+int kr__builtins_compile(kr_context *ctx, kr_program **out);
+
+/* The context's engine state, created on first use (compiles the builtin
+ * kernels: about 0.3 s once per context, then from the compile cache).
+ * Also makes the context's device current. */
+int kr__engine_get(kr_context *ctx, kr__engine **out);
+/* The state if it exists (NULL otherwise); for code running inside a verb
+ * that already called kr__engine_get. */
+kr__engine *kr__engine_of(kr_context *ctx);
+
+/* Waits for the stream with a deadline; a kernel still running then is a
+ * hang the process cannot recover from: the context is poisoned. */
+int kr__engine_wait(kr_context *ctx, double timeout_s, const char *what);
+
+/* Pinned host memory of at least bytes (reused between calls). Whoever
+ * stages reference results in it scrubs it before a candidate runs: pinned
+ * memory is reachable from the device at a fixed address. */
+int kr__engine_pinned(kr_context *ctx, size_t bytes, void **out);
+
+/* Launchers of the builtin kernels on the engine's stream. */
+int kr__k_generate(kr_context *ctx, CUdeviceptr out, uint64_t n, const kr_gen_dist *d,
+                   uint64_t seed, uint32_t tensor);
+int kr__k_hash(kr_context *ctx, CUdeviceptr p, uint64_t bytes, uint64_t key, CUdeviceptr out);
+int kr__k_check_bytes(kr_context *ctx, CUdeviceptr p, uint64_t n, unsigned value,
+                      CUdeviceptr count, CUdeviceptr first);
+int kr__k_compare(kr_context *ctx, CUdeviceptr got, CUdeviceptr want, uint64_t n, int dtype,
+                  double rtol, double atol, uint32_t poison, CUdeviceptr stats);
+/* XORs bytes at p with the ChaCha20 keystream of (key, nonce0, nonce1): its
+ * own inverse. */
+int kr__k_mask(kr_context *ctx, CUdeviceptr p, uint64_t bytes, const kr_chacha_key *key,
+               uint32_t nonce0, uint32_t nonce1);
+/* Counts elements of elem bytes whose bits differ. */
+int kr__k_bitdiff(kr_context *ctx, CUdeviceptr a, CUdeviceptr b, uint64_t n, uint32_t elem,
+                  CUdeviceptr count);
+
+#endif

@@ -1,0 +1,303 @@
+/* Reference and golden runs (reference.h). */
+#include "run/reference.h"
+#include "run/profile.h"
+#include "kreward/plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REFERENCE_TIMEOUT_S 60
+
+int kr__reference_build(kr_context *ctx, const kr_problem *p, kr_program **prog, kr_plan **plan)
+{
+    *prog = NULL;
+    *plan = NULL;
+    if (p->reference_kind != KR_REFERENCE_SOURCE)
+        return kr__fail(ctx, KR_EINVAL, "%s: the reference is golden outputs, not source", p->name);
+    kr_compile_options o = KR_COMPILE_OPTIONS_INIT;
+    o.name = p->reference_name;
+    int rc = kr_compile(prog, ctx, p->reference_source, strlen(p->reference_source), &o);
+    if (rc != KR_OK)
+        return rc;
+    if (p->reference_plan_json)
+        rc = kr_plan_parse_json(plan, ctx, p->reference_plan_json, strlen(p->reference_plan_json),
+                                p->reference_name);
+    else
+        rc = kr_plan_from_source(plan, ctx, p->reference_source, strlen(p->reference_source),
+                                 p->reference_name);
+    if (rc == KR_OK)
+        rc = kr_plan_check(ctx, *plan, p, *prog);
+    if (rc != KR_OK) {
+        kr_plan_free(*plan);
+        kr_program_free(*prog);
+        *plan = NULL;
+        *prog = NULL;
+    }
+    return rc;
+}
+
+int kr_problem_check_reference(kr_context *ctx, const kr_problem *p)
+{
+    if (!ctx || !p)
+        return KR_EINVAL;
+    kr__clear_error(ctx);
+    if (p->reference_kind == KR_REFERENCE_GOLDEN)
+        return KR_OK;
+    kr_program *prog;
+    kr_plan *plan;
+    int rc = kr__reference_build(ctx, p, &prog, &plan);
+    kr_plan_free(plan);
+    kr_program_free(prog);
+    return rc;
+}
+
+static int reference_open(kr_context *ctx, kr__reference *ref, const kr_problem *p);
+
+int kr__reference_open(kr_context *ctx, kr__reference *ref, const kr_problem *p)
+{
+    double t0 = kr__now();
+    int rc = reference_open(ctx, ref, p);
+    kr__prof_add(ctx, KR__PROF_OPEN, t0);
+    return rc;
+}
+
+static int reference_open(kr_context *ctx, kr__reference *ref, const kr_problem *p)
+{
+    memset(ref, 0, sizeof *ref);
+    ref->p = p;
+    ref->golden = p->reference_kind == KR_REFERENCE_GOLDEN;
+    ref->runs = calloc(p->num_cases, sizeof *ref->runs);
+    ref->inputs = calloc(p->num_cases, sizeof *ref->inputs);
+    if (!ref->runs || !ref->inputs)
+        return kr__fail(ctx, KR_ENOMEM, "out of memory");
+    if (ref->golden)
+        return p->golden ? KR_OK
+                         : kr__fail(ctx, KR_ESTATE, "problem '%s' has a golden reference but no "
+                                    "golden callback (kr_problem_set_golden)", p->name);
+    /* compiled through the cache: the first evaluation of a problem pays for it */
+    int rc = kr__reference_build(ctx, p, &ref->program, &ref->plan);
+    if (rc == KR_OK) {
+        rc = kr__plan_bind(ctx, ref->plan, p, ref->program, &ref->bp);
+        ref->bound = 1;
+    }
+    return rc;
+}
+
+void kr__reference_close(kr_context *ctx, kr__reference *ref)
+{
+    for (size_t c = 0; ref->p && c < ref->p->num_cases; c++) {
+        if (ref->runs)
+            kr__run_free(ctx, &ref->runs[c]);
+        if (ref->inputs)
+            kr__tset_free(ctx, &ref->inputs[c]);
+    }
+    free(ref->runs);
+    free(ref->inputs);
+    if (ref->bound)
+        kr__plan_unbind(&ref->bp);
+    kr_plan_free(ref->plan);
+    kr_program_free(ref->program);
+    memset(ref, 0, sizeof *ref);
+}
+
+/* The case's input set (and, for source references, its run), made on
+ * first use and kept for the evaluation. */
+static int case_state(kr_context *ctx, kr__reference *ref, size_t c)
+{
+    int rc = KR_OK;
+    if (!ref->inputs[c].buf)
+        rc = kr__tset_alloc(ctx, &ref->inputs[c], ref->p, c, KR__SET_INPUTS, "reference input");
+    if (rc == KR_OK && !ref->golden && !ref->runs[c].bp)
+        rc = kr__run_prepare(ctx, &ref->runs[c], &ref->bp, c);
+    return rc;
+}
+
+static int reference_failed(kr_context *ctx, const kr_problem *p, size_t c, int rc)
+{
+    char msg[1200];
+    snprintf(msg, sizeof msg, "the reference failed in case '%s': %s", p->cases[c].name,
+             kr_context_errmsg(ctx));
+    rc = rc == KR_EFAULT || rc == KR_ETIMEOUT ? rc : KR_ECUDA;
+    return kr__fail(ctx, rc, "%s", msg);
+}
+
+static int run_source(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
+                      const kr__tset *want)
+{
+    kr__run *run = &ref->runs[c];
+    size_t failed;
+    int rc = kr__tset_fill_inputs(ctx, &ref->inputs[c], seed);
+    if (rc == KR_OK)
+        rc = kr__tset_fill_outputs(ctx, want, seed, 0);
+    if (rc == KR_OK)
+        rc = kr__run_reset(ctx, run);
+    if (rc == KR_OK) {
+        kr__run_bind(run, &ref->inputs[c], want);
+        rc = kr__run_launch(ctx, run, &failed);
+    }
+    if (rc == KR_OK)
+        rc = kr__engine_wait(ctx, REFERENCE_TIMEOUT_S, "the reference");
+    if (rc != KR_OK)
+        return reference_failed(ctx, ref->p, c, rc);
+    /* intermediate values in scratch, the inputs and whatever the
+     * reference left in its module's globals are not left behind */
+    rc = kr__tset_scrub(ctx, &ref->inputs[c]);
+    for (size_t i = 0; i < run->num_scratch && rc == KR_OK; i++)
+        rc = kr__dbuf_scrub(ctx, &run->scratch[i]);
+    if (rc == KR_OK)
+        rc = kr__program_restore_globals(ctx, run->bp->program, kr__engine_of(ctx)->stream);
+    return rc;
+}
+
+/* Golden: the inputs are generated on the device (the same bits as on the
+ * host, faster) and copied out for the callback. host[t] for every tensor. */
+static int run_golden_host(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
+                           void **host)
+{
+    const kr_problem *p = ref->p;
+    const kr__cuda_api *cu = kr__cuda();
+    kr__tset *in = &ref->inputs[c];
+    uint64_t *bytes = calloc(p->num_tensors, sizeof *bytes);
+    int rc = bytes ? kr__tset_fill_inputs(ctx, in, seed) : kr__fail(ctx, KR_ENOMEM, "out of memory");
+    if (rc == KR_OK)
+        rc = kr__engine_wait(ctx, REFERENCE_TIMEOUT_S, "generating golden inputs");
+    for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++) {
+        const kr__tensor *x = &p->tensors[t];
+        bytes[t] = p->cases[c].bytes[t];
+        if (!(host[t] = malloc(bytes[t] ? bytes[t] : 1)))
+            rc = kr__fail(ctx, KR_ENOMEM, "out of host memory for golden outputs");
+        else if (x->role == KR_ROLE_IN && cu->cuMemcpyDtoH(host[t], in->buf[t].ptr, bytes[t]) != CUDA_SUCCESS)
+            rc = kr__fail(ctx, KR_ECUDA, "copying golden inputs");
+        else if (x->role == KR_ROLE_INOUT)
+            rc = kr_problem_generate_host(host[t], bytes[t], ctx, p, t, c, seed);
+        else if (x->role == KR_ROLE_OUT)
+            memset(host[t], 0, bytes[t]);
+    }
+    if (rc == KR_OK)
+        rc = kr__tset_scrub(ctx, in);
+    char err[512] = "";
+    if (rc == KR_OK) {
+        kr_golden_request req = {KR_GOLDEN_REQUEST_VERSION, (uint32_t)c, seed, p->num_tensors,
+                                 host, bytes, p->cases[c].dims, err, sizeof err};
+        if (p->golden(p->golden_user, &req) != 0)
+            rc = kr__fail(ctx, KR_EPLUGIN, "the golden callback failed for case '%s': %s",
+                          p->cases[c].name, err[0] ? err : "no message");
+    }
+    free(bytes);
+    return rc;
+}
+
+static void free_host(const kr_problem *p, void **host)
+{
+    for (size_t t = 0; t < p->num_tensors; t++) {
+        free(host[t]);
+        host[t] = NULL;
+    }
+}
+
+static int reference_run(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
+                         const kr__tset *want);
+
+int kr__reference_run(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
+                      const kr__tset *want)
+{
+    double t0 = kr__now();
+    int rc = reference_run(ctx, ref, c, seed, want);
+    kr__prof_add(ctx, KR__PROF_REFERENCE, t0);
+    return rc;
+}
+
+static int reference_run(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
+                         const kr__tset *want)
+{
+    int rc = case_state(ctx, ref, c);
+    if (rc != KR_OK || !ref->golden)
+        return rc == KR_OK ? run_source(ctx, ref, c, seed, want) : rc;
+    const kr_problem *p = ref->p;
+    void **host = calloc(p->num_tensors, sizeof *host);
+    rc = host ? run_golden_host(ctx, ref, c, seed, host) : kr__fail(ctx, KR_ENOMEM, "out of memory");
+    for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++) {
+        if (!kr__is_output(&p->tensors[t]))
+            continue;
+        /* on the engine's stream: a synchronous copy goes on the legacy
+         * stream, which the engine's non-blocking stream does not wait for,
+         * and may return before it landed (pageable source) */
+        CUresult r = kr__cuda()->cuMemcpyHtoDAsync(want->buf[t].ptr, host[t], want->buf[t].bytes,
+                                                   kr__engine_of(ctx)->stream);
+        if (r != CUDA_SUCCESS)
+            rc = kr__cuda_fail(ctx, r, "uploading golden outputs");
+    }
+    if (host)
+        free_host(p, host);
+    free(host);
+    return rc;
+}
+
+/* Copies want's outputs to malloc'd memory through the pinned staging
+ * buffer, then scrubs both the device buffers and the staging. */
+static int download(kr_context *ctx, const kr__tset *want, void **host)
+{
+    const kr_problem *p = want->p;
+    size_t total = 0;
+    for (size_t t = 0; t < p->num_tensors; t++)
+        total += kr__is_output(&p->tensors[t]) ? want->buf[t].bytes : 0;
+    void *stage = NULL;
+    int rc = kr__engine_pinned(ctx, total ? total : 1, &stage);
+    if (rc != KR_OK)
+        return kr__fail(ctx, KR_ENOMEM, "the reference outputs need %.2f GB of pinned host memory",
+                        (double)total / 1e9);
+    size_t off = 0;
+    for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++) {
+        if (!kr__is_output(&p->tensors[t]))
+            continue;
+        CUresult r = kr__cuda()->cuMemcpyDtoHAsync((char *)stage + off, want->buf[t].ptr,
+                                                   want->buf[t].bytes, kr__engine_of(ctx)->stream);
+        if (r != CUDA_SUCCESS)
+            rc = kr__cuda_fail(ctx, r, "copying reference outputs");
+        off += want->buf[t].bytes;
+    }
+    if (rc == KR_OK)
+        rc = kr__tset_scrub(ctx, want);
+    if (rc == KR_OK)
+        rc = kr__engine_wait(ctx, REFERENCE_TIMEOUT_S, "copying reference outputs");
+    off = 0;
+    for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++) {
+        if (!kr__is_output(&p->tensors[t]))
+            continue;
+        if (!(host[t] = malloc(want->buf[t].bytes ? want->buf[t].bytes : 1)))
+            rc = kr__fail(ctx, KR_ENOMEM, "out of host memory for reference outputs");
+        else
+            memcpy(host[t], (char *)stage + off, want->buf[t].bytes);
+        off += want->buf[t].bytes;
+    }
+    memset(stage, 0, total);
+    return rc;
+}
+
+int kr__reference_outputs_host(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
+                               void **host)
+{
+    const kr_problem *p = ref->p;
+    memset(host, 0, p->num_tensors * sizeof *host);
+    int rc = case_state(ctx, ref, c);
+    if (rc == KR_OK && ref->golden) {
+        rc = run_golden_host(ctx, ref, c, seed, host);
+        for (size_t t = 0; t < p->num_tensors; t++)
+            if (!kr__is_output(&p->tensors[t])) {
+                free(host[t]);
+                host[t] = NULL;
+            }
+    } else if (rc == KR_OK) {
+        kr__tset want;
+        rc = kr__tset_alloc(ctx, &want, p, c, KR__SET_OUTPUTS, "reference output");
+        if (rc == KR_OK)
+            rc = run_source(ctx, ref, c, seed, &want);
+        if (rc == KR_OK)
+            rc = download(ctx, &want, host);
+        kr__tset_free(ctx, &want);
+    }
+    if (rc != KR_OK)
+        free_host(p, host);
+    return rc;
+}
