@@ -2,6 +2,7 @@
  * libseccomp: every system call refused and its errno (docs/sandbox.md
  * groups them). */
 #include "sandbox/sandbox_impl.h"
+#include "sandbox/seccomp_rules.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -16,16 +17,6 @@ typedef struct {
     const char *name;
     int err;
 } denied_call;
-
-/* One argument comparison, every field named: libseccomp's SCMP_An macros
- * leave datum_b to a partial initializer, which older headers turn into a
- * -Wmissing-field-initializers error. */
-static struct scmp_arg_cmp arg_cmp(unsigned arg, enum scmp_compare op, scmp_datum_t a,
-                                   scmp_datum_t b)
-{
-    struct scmp_arg_cmp c = {.arg = arg, .op = op, .datum_a = a, .datum_b = b};
-    return c;
-}
 
 /* Refused outright, whatever the arguments (docs/sandbox.md groups them). */
 /* Running another program: refused unless the spec allows it (a compile
@@ -68,68 +59,43 @@ static const denied_call denied_calls[] = {
     {"connect", EPERM},
 };
 
-typedef struct {
-    char *why;
-    size_t why_size;
-    char unknown[128]; /* names this libseccomp does not know */
-} sc_build;
-
-static int sc_rule(scmp_filter_ctx ctx, sc_build *b, const char *name, int err,
-                   unsigned n, const struct scmp_arg_cmp *cmp)
-{
-    int nr = seccomp_syscall_resolve_name(name);
-    if (nr == __NR_SCMP_ERROR) {
-        size_t used = strlen(b->unknown);
-        snprintf(b->unknown + used, sizeof b->unknown - used, "%s%s", used ? ", " : "", name);
-        return 0;
-    }
-    if (nr < 0)
-        return 0; /* not a system call of this architecture: nothing to refuse */
-    int rc = seccomp_rule_add_array(ctx, (uint32_t)SCMP_ACT_ERRNO((unsigned)err), nr, n, cmp);
-    if (rc != 0) {
-        snprintf(b->why, b->why_size, "seccomp rule for %s: %s", name, strerror(-rc));
-        return -1;
-    }
-    return 0;
-}
-
 #define LOW32 0xffffffffull
 
-static int sc_rules(scmp_filter_ctx ctx, sc_build *b, unsigned flags)
+static int sc_rules(scmp_filter_ctx ctx, kr__sc_build *b, unsigned flags)
 {
     size_t num_exec = (flags & KR__SANDBOX_ALLOW_EXEC) ? 0 : sizeof exec_calls / sizeof exec_calls[0];
     for (size_t i = 0; i < num_exec; i++)
-        if (sc_rule(ctx, b, exec_calls[i].name, exec_calls[i].err, 0, NULL) != 0)
+        if (kr__sc_rule(ctx, b, exec_calls[i].name, exec_calls[i].err, 0, NULL) != 0)
             return -1;
     for (size_t i = 0; i < sizeof denied_calls / sizeof denied_calls[0]; i++)
-        if (sc_rule(ctx, b, denied_calls[i].name, denied_calls[i].err, 0, NULL) != 0)
+        if (kr__sc_rule(ctx, b, denied_calls[i].name, denied_calls[i].err, 0, NULL) != 0)
             return -1;
     /* sockets: AF_UNIX only (the worker's own socket pair is inherited).
      * The family is compared on all 64 bits: any high bit refuses. */
-    struct scmp_arg_cmp not_unix = arg_cmp(0, SCMP_CMP_NE, AF_UNIX, 0);
-    if (sc_rule(ctx, b, "socket", EPERM, 1, &not_unix) != 0 ||
-        sc_rule(ctx, b, "socketpair", EPERM, 1, &not_unix) != 0)
+    struct scmp_arg_cmp not_unix = kr__sc_arg(0, SCMP_CMP_NE, AF_UNIX, 0);
+    if (kr__sc_rule(ctx, b, "socket", EPERM, 1, &not_unix) != 0 ||
+        kr__sc_rule(ctx, b, "socketpair", EPERM, 1, &not_unix) != 0)
         return -1;
     /* clone with a namespace flag (clone3 hides its flags in memory:
      * ENOSYS makes the C library fall back to clone) */
     static const uint64_t ns_flags[] = {CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
                                         CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET};
     for (size_t i = 0; i < sizeof ns_flags / sizeof ns_flags[0]; i++) {
-        struct scmp_arg_cmp ns = arg_cmp(0, SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]);
-        if (sc_rule(ctx, b, "clone", EPERM, 1, &ns) != 0)
+        struct scmp_arg_cmp ns = kr__sc_arg(0, SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]);
+        if (kr__sc_rule(ctx, b, "clone", EPERM, 1, &ns) != 0)
             return -1;
     }
-    if (sc_rule(ctx, b, "clone3", ENOSYS, 0, NULL) != 0)
+    if (kr__sc_rule(ctx, b, "clone3", ENOSYS, 0, NULL) != 0)
         return -1;
     /* the kernel reads these int arguments from the low 32 bits */
-    struct scmp_arg_cmp sti = arg_cmp(1, SCMP_CMP_MASKED_EQ, LOW32, TIOCSTI);
-    struct scmp_arg_cmp linux_tty = arg_cmp(1, SCMP_CMP_MASKED_EQ, LOW32, TIOCLINUX);
-    struct scmp_arg_cmp dumpable = arg_cmp(0, SCMP_CMP_MASKED_EQ, LOW32, PR_SET_DUMPABLE);
-    struct scmp_arg_cmp new_limit = arg_cmp(2, SCMP_CMP_NE, 0, 0);
-    if (sc_rule(ctx, b, "ioctl", EPERM, 1, &sti) != 0 ||
-        sc_rule(ctx, b, "ioctl", EPERM, 1, &linux_tty) != 0 ||
-        sc_rule(ctx, b, "prctl", EPERM, 1, &dumpable) != 0 ||
-        sc_rule(ctx, b, "prlimit64", EPERM, 1, &new_limit) != 0)
+    struct scmp_arg_cmp sti = kr__sc_arg(1, SCMP_CMP_MASKED_EQ, LOW32, TIOCSTI);
+    struct scmp_arg_cmp linux_tty = kr__sc_arg(1, SCMP_CMP_MASKED_EQ, LOW32, TIOCLINUX);
+    struct scmp_arg_cmp dumpable = kr__sc_arg(0, SCMP_CMP_MASKED_EQ, LOW32, PR_SET_DUMPABLE);
+    struct scmp_arg_cmp new_limit = kr__sc_arg(2, SCMP_CMP_NE, 0, 0);
+    if (kr__sc_rule(ctx, b, "ioctl", EPERM, 1, &sti) != 0 ||
+        kr__sc_rule(ctx, b, "ioctl", EPERM, 1, &linux_tty) != 0 ||
+        kr__sc_rule(ctx, b, "prctl", EPERM, 1, &dumpable) != 0 ||
+        kr__sc_rule(ctx, b, "prlimit64", EPERM, 1, &new_limit) != 0)
         return -1;
     return 0;
 }
@@ -156,24 +122,14 @@ int kr__sandbox_apply_seccomp(unsigned flags, kr__sandbox_status *st, char *why,
 {
     if (!kr__sandbox_seccomp_available(st->seccomp_why, sizeof st->seccomp_why))
         return 0;
-    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-    if (!ctx) {
-        snprintf(why, why_size, "seccomp_init failed");
+    scmp_filter_ctx ctx = kr__sc_new(why, why_size);
+    if (!ctx)
         return -1;
-    }
-    sc_build b;
+    kr__sc_build b;
     memset(&b, 0, sizeof b);
     b.why = why;
     b.why_size = why_size;
     int rc = -1;
-    /* only the native system call table: a 32-bit (ia32) call, or an x32
-     * one, would pass a filter written for the 64-bit numbers */
-    if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) != 0 ||
-        seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1) != 0 ||
-        seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1) != 0) {
-        snprintf(why, why_size, "seccomp: cannot set the filter's attributes");
-        goto out;
-    }
     if (sc_rules(ctx, &b, flags) != 0)
         goto out;
     int err = seccomp_load(ctx);

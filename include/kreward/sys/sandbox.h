@@ -55,6 +55,21 @@ extern "C" {
  * untrusted code. */
 KR_API int kr_sandbox_enter(const char *spec_json, char **status_json, char **why);
 
+/* The isolation filter for a process that runs untrusted host code (a
+ * ModelNew worker), entered with or without the sandbox above: a seccomp
+ * filter over every thread, inherited by everything started later, under
+ * which the process may signal, re-prioritise (setpriority, ioprio_set),
+ * re-pin (sched_setaffinity and the scheduler calls), move the pages of,
+ * or set a limit of itself only (pid 0 or its own), and never another
+ * process: no pidfd_send_signal, process_madvise, process_mrelease, ptrace,
+ * process_vm_readv/writev, pidfd_getfd. It cannot be undone.
+ * status_json (may be NULL; caller frees): {"applied": true} (with
+ * "unknown": names this libseccomp does not know, not refused), or
+ * {"applied": false, "why": ...} where the kernel has no seccomp (not an
+ * error). KR_EUNSUPPORTED with why (may be NULL; caller frees) when the
+ * kernel has it and the filter failed to load. */
+KR_API int kr_sandbox_isolate(char **status_json, char **why);
+
 #ifdef __cplusplus
 }
 #endif

@@ -120,19 +120,40 @@ def enter(library, spec_dict):
     lib.kr_free.argtypes = [ctypes.c_void_p]
     status, why = ctypes.c_void_p(), ctypes.c_void_p()
     rc = f(json.dumps(spec_dict).encode(), ctypes.byref(status), ctypes.byref(why))
-
-    def take(p):
-        if not p.value:
-            return ""
-        try:
-            return ctypes.string_at(p.value).decode("utf-8", "replace")
-        finally:
-            lib.kr_free(p)
-
-    status_text, why_text = take(status), take(why)
+    status_text, why_text = _take(lib, status), _take(lib, why)
     if rc != 0:
         raise SandboxFailed(f"kr_sandbox_enter: {why_text or rc}")
     return json.loads(status_text)
+
+
+def isolate(library):
+    """Enters the isolation filter through libkreward at `library`
+    (kr_sandbox_isolate: nothing the process starts may signal,
+    re-prioritise, re-pin, trace or read another process); the status
+    dict ({"applied": True}, or {"applied": False, "why": ...} where the
+    kernel has no seccomp). RuntimeError when the kernel has it and the
+    filter did not load."""
+    lib = ctypes.CDLL(library)
+    f = lib.kr_sandbox_isolate
+    f.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
+    f.restype = ctypes.c_int
+    lib.kr_free.argtypes = [ctypes.c_void_p]
+    status, why = ctypes.c_void_p(), ctypes.c_void_p()
+    rc = f(ctypes.byref(status), ctypes.byref(why))
+    status_text, why_text = _take(lib, status), _take(lib, why)
+    if rc != 0:
+        raise RuntimeError(f"the isolation filter could not be applied: {why_text or rc}")
+    return json.loads(status_text)
+
+
+def _take(lib, p):
+    """A string the library allocated, as text, freed."""
+    if not p.value:
+        return ""
+    try:
+        return ctypes.string_at(p.value).decode("utf-8", "replace")
+    finally:
+        lib.kr_free(p)
 
 
 def missing(status):

@@ -36,12 +36,12 @@ exec allowed (inside the sandbox) until the caller sends `seal`, after
 every case ran once (Triton compiles at first launch). A refusal by the
 sandbox is answered with "denied": the caller's verdict.
 
-Isolation (always, sandbox or not; a seccomp filter of this file's own,
-entered at `load` before the candidate's code, every thread): the worker
-and everything it starts may signal, re-prioritise, re-pin or trace only
-the worker itself (pid 0 or its own pid), never another process: not the
-supervisor (which would end the supervision), not the baseline's worker,
-not the caller.
+Isolation (always, sandbox or not; libkreward's kr_sandbox_isolate, the
+seccomp filter built in C with libseccomp, entered at `load` before the
+candidate's code, every thread): the worker and everything it starts may
+signal, re-prioritise, re-pin or trace only the worker itself (pid 0 or its
+own pid), never another process: not the supervisor (which would end the
+supervision), not the baseline's worker, not the caller.
 
 Imports torch, inputs.py and confine.py (by path): nothing of kreward."""
 import base64
@@ -53,10 +53,8 @@ import importlib.util
 import json
 import mmap
 import os
-import platform
 import select
 import signal
-import struct
 import sys
 import time
 import traceback
@@ -64,7 +62,6 @@ import types
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
-PR_SET_NO_NEW_PRIVS = 38
 
 
 def _load_sibling(name):
@@ -98,94 +95,12 @@ def _prctl(option, arg):
 
 
 # ---------------------------------------------------------------- isolation
-# System call numbers per architecture (x86_64: asm/unistd_64.h; aarch64:
-# asm-generic/unistd.h).
-_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
-_SYSCALLS = {
-    "x86_64": {"kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129,
-               "rt_tgsigqueueinfo": 297, "pidfd_send_signal": 424, "setpriority": 141,
-               "sched_setparam": 142, "sched_setscheduler": 144, "sched_setaffinity": 203,
-               "sched_setattr": 314, "ioprio_set": 251, "migrate_pages": 256, "move_pages": 279,
-               "process_madvise": 440, "process_mrelease": 448, "prlimit64": 302, "ptrace": 101,
-               "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438, "seccomp": 317},
-    "aarch64": {"kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138,
-                "rt_tgsigqueueinfo": 240, "pidfd_send_signal": 424, "setpriority": 140,
-                "sched_setparam": 118, "sched_setscheduler": 119, "sched_setaffinity": 122,
-                "sched_setattr": 274, "ioprio_set": 30, "migrate_pages": 238, "move_pages": 239,
-                "process_madvise": 440, "process_mrelease": 448, "prlimit64": 261, "ptrace": 117,
-                "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438, "seccomp": 277},
-}
-# whose first argument is the target process: allowed for 0 (self, its own
-# group for kill) and the worker's pid only
-_PID_FIRST = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "sched_setparam",
-              "sched_setscheduler", "sched_setaffinity", "sched_setattr", "migrate_pages", "move_pages")
-# (which, who): allowed for which == PRIO_PROCESS / IOPRIO_WHO_PROCESS and who 0 or the worker
-_WHICH_WHO = {"setpriority": 0, "ioprio_set": 1}
-# refused whatever the arguments (a pidfd names any process; tracing)
-_REFUSED = ("pidfd_send_signal", "process_madvise", "process_mrelease", "ptrace", "process_vm_readv",
-            "process_vm_writev", "pidfd_getfd")
-
-_LD_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
-_ALLOW, _KILL, _ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
-
-
-def _arg_low(i):
-    return 16 + 8 * i  # seccomp_data.args[i], little-endian: the low 32 bits first
-
-
-def isolation_filter(own_pid, machine=None):
-    """The isolation filter's BPF program: [(code, jt, jf, k)]."""
-    machine = machine or platform.machine()
-    nr, deny = _SYSCALLS[machine], _ERRNO | errno.EPERM
-
-    def pid_ok(arg):  # arg in {0, own_pid}: allow, else refuse
-        return [(_LD_ABS, 0, 0, _arg_low(arg)), (_JEQ, 2, 0, 0), (_JEQ, 1, 0, own_pid),
-                (_RET, 0, 0, deny), (_RET, 0, 0, _ALLOW)]
-
-    blocks = [(nr[n], pid_ok(0)) for n in _PID_FIRST]
-    for n, which in _WHICH_WHO.items():
-        # which != the process kind: on to pid_ok's refusal (its fourth instruction)
-        blocks.append((nr[n], [(_LD_ABS, 0, 0, _arg_low(0)), (_JEQ, 0, 3, which)] + pid_ok(1)))
-    # prlimit64 reading a limit (new_limit NULL) is harmless; setting one: self only
-    blocks.append((nr["prlimit64"], [(_LD_ABS, 0, 0, _arg_low(2)), (_JEQ, 0, 3, 0),
-                                     (_LD_ABS, 0, 0, _arg_low(2) + 4), (_JEQ, 0, 1, 0),
-                                     (_RET, 0, 0, _ALLOW)] + pid_ok(0)))
-    blocks += [(nr[n], [(_RET, 0, 0, deny)]) for n in _REFUSED]
-    prog = [(_LD_ABS, 0, 0, 4), (_JEQ, 1, 0, _ARCH[machine]), (_RET, 0, 0, _KILL), (_LD_ABS, 0, 0, 0)]
-    if machine == "x86_64":  # the x32 ABI: same arch value, numbers with bit 30 set
-        prog.append((_JGE, 0, 1, 0x40000000))
-        prog.append((_RET, 0, 0, _KILL))
-    for number, block in blocks:
-        prog.append((_JEQ, 0, len(block), number))
-        prog += block
-    prog.append((_RET, 0, 0, _ALLOW))
-    return prog
-
-
-def isolate():
-    """Enters the isolation filter (every thread: TSYNC); the status."""
-    machine = platform.machine()
-    if machine not in _ARCH:
-        return {"applied": False, "why": f"no isolation filter for {machine}"}
-    prog = isolation_filter(os.getpid(), machine)
-    raw = b"".join(struct.pack("<HBBI", *ins) for ins in prog)
-    buf = ctypes.create_string_buffer(raw, len(raw))
-
-    class SockFprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    fprog = SockFprog(len(prog), ctypes.addressof(buf))
-    try:
-        _prctl(PR_SET_NO_NEW_PRIVS, 1)  # unprivileged filters need it (the sandbox set it already)
-    except OSError as e:
-        return {"applied": False, "why": str(e)}
-    rc = _libc.syscall(ctypes.c_long(_SYSCALLS[machine]["seccomp"]), ctypes.c_ulong(1),  # SET_MODE_FILTER
-                       ctypes.c_ulong(1), ctypes.byref(fprog))                          # FLAG_TSYNC
-    if rc != 0:
-        e = ctypes.get_errno()
-        why = os.strerror(e) if rc < 0 else f"thread {rc} could not take the filter"
-        return {"applied": False, "why": f"seccomp: {why}"}
-    return {"applied": True}
+def isolate(library):
+    """Enters the isolation filter (libkreward's kr_sandbox_isolate, by path:
+    a seccomp filter over every thread, inherited by everything started
+    later); the status. A kernel without seccomp: applied False with why; a
+    filter that failed to load: RuntimeError (no candidate runs then)."""
+    return _load_sibling("confine").isolate(library)
 
 
 # ------------------------------------------------------------------ sandbox
@@ -372,7 +287,7 @@ class Worker:
             self.sandbox.enter(exec_allowed=True)
         if self.sandbox.error:
             raise RuntimeError(self.sandbox.error)
-        isolation = isolate()
+        isolation = isolate(req["library"])
         t0 = self.perf()
         mod = types.ModuleType("candidate")
         mod.__file__ = os.path.join(ext, "candidate.py")
