@@ -225,14 +225,24 @@ def status(ctx=None, owner=None, report=None, outcome=None, why=None):
     return errcheck
 
 
+_codes = {}
+
+
 def _code(name):
-    from . import constants  # read from the library after the table is bound
-    return constants.Status[name]
+    """A status's code by its name without KR_ ("ENOTFOUND"), asked of the
+    library (codes are pinned: kr_status_name over 0 and the negatives)."""
+    if name not in _codes:
+        for code in range(0, -1000, -1):
+            found = text(fn.status_name(code))
+            if found == "KR_UNKNOWN":
+                break
+            _codes[found[3:]] = code
+    return _codes[name]
 
 
 def _verdict(name):
-    from . import constants
-    return constants.Verdict[name]
+    """A verdict's number by its name ("NOT_RUN"), asked of the library."""
+    return fn.verdict_from_name(name.lower().encode())
 
 
 def _not_found(rc, args):
@@ -417,6 +427,9 @@ for _name, _args, _res, _check in _FUNCTIONS:
     if _check is not None:
         _f.errcheck = _check
     setattr(fn, _name[3:], _f)
+
+KrewardError.describe = staticmethod(
+    lambda code: (text(fn.status_name(code)), text(fn.strerror(code))))
 
 
 # ---- strings ----

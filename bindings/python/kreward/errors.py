@@ -11,11 +11,15 @@ class KrewardError(Exception):
     offending text); report: for an engine verb (verify, benchmark, evaluate),
     the report it wrote, which says what happened (verdict error, message)."""
 
+    # (name, text) of a status: set by _lib once the library's functions are
+    # bound (kr_status_name, kr_strerror), so that this module needs nothing
+    # of the binding (_lib raises these errors: it imports this module)
+    describe = staticmethod(lambda code: (f"status {code}", ""))
+
     def __init__(self, code, message="", detail="", report=None):
-        from . import _lib  # _lib raises these: imported late, no import circle
         self.code = code
-        self.name = _lib.text(_lib.fn.status_name(code))
-        self.message = message or _lib.text(_lib.fn.strerror(code))
+        self.name, text = KrewardError.describe(code)
+        self.message = message or text
         self.detail = detail
         self.report = report
         super().__init__(f"{self.name}: {self.message}")

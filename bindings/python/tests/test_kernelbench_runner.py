@@ -13,8 +13,9 @@ torch = pytest.importorskip("torch", reason="the ModelNew runner needs torch")
 
 from kreward.kernelbench import import_problem  # noqa: E402
 from kreward.kernelbench.runner import Runner  # noqa: E402
+from kreward.kernelbench.report import reward_of  # noqa: E402
 from kreward.kernelbench.scoring import (MOSTLY_TORCH_SHARE, attribute, custom_kernel_names, custom_share,  # noqa: E402
-                                        kernel_share, launch_luck, luck_note, reward_of)
+                                        kernel_share, launch_luck, luck_note)
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 KB = ROOT / "examples" / "kernelbench"

@@ -12,6 +12,7 @@ The result as the runner wrote it goes along as the text "kernelbench" (JSON)
 for whoever wants the phases, batches and kernels."""
 import json
 import math
+import threading
 
 from ..core import Report
 from .scoring import LAUNCH_BOUND
@@ -164,3 +165,32 @@ def error_report(message, problem_name=None, candidate_name=None, verdict="error
     if candidate_name:
         r.set_text("candidate", candidate_name)
     return r
+
+
+_table = None
+_table_lock = threading.Lock()
+
+
+def reward_of(result):
+    """A Runner result's reward under the reward table's kernelbench preset
+    (lib/reward, docs/rewards.md: 0.5 for a correct candidate, up to 1.0 at
+    4x the baseline; no speed pay without kernels of its own or with a
+    clock that disagreed, in proportion to custom_share below one half),
+    the same number every front door gives its report (kernelbench/
+    report.py to_report). None for a result that was not judged (verdict
+    error): never a number for what could not be judged."""
+    global _table
+    from ..pool import UNSCORED
+    report = to_report(result)
+    try:
+        if report.verdict in UNSCORED:
+            return None
+        with _table_lock:
+            if _table is None:
+                from ..context import Context
+                ctx = Context(no_device=True)
+                _table = (ctx, ctx.reward("kernelbench"))
+            _table[1].score(report)
+        return report.reward
+    finally:
+        report.close()

@@ -64,8 +64,9 @@ from .inputs import warm as warm_kernels
 from .reference import Reference
 # what a result says (scoring.py); reward_of and the attribution helpers
 # are also importable from here, where they lived before
+from .report import reward_of
 from .scoring import (LAUNCH_BOUND, MOSTLY_TORCH_SHARE, attribute, custom_kernel_names,  # noqa: F401
-                      custom_share, kernel_share, launch_luck, luck_note, reward_of)
+                      custom_share, kernel_share, launch_luck, luck_note)
 from .worker_process import CandidateDenied, WorkerDied, WorkerProcess, WorkerTimeout
 
 DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "kreward", "kernelbench")

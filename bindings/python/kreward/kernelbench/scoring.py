@@ -3,8 +3,8 @@ are the candidate's own (a candidate with none is `torch_fallback`), how
 much of its GPU time they take (`custom_share`: a candidate whose own
 kernels do little of the work is `mostly_torch`), how much of a call its
 kernels take (`kernel_share`: launch-bound calls follow the host CPU), and
-the reward (runner.Runner puts them in each result)."""
-import math
+the launch-time luck of a worker (runner.Runner puts them in each
+result; its reward is the reward table's: report.py reward_of)."""
 import re
 
 LAUNCH_BOUND = 0.5  # kernel_share under this: a note says the time is the host's
@@ -71,20 +71,3 @@ def custom_share(mine, other):
     if total <= 0:
         return None
     return round(sum(k["us"] for k in mine) / total, 3)
-
-
-def reward_of(result):
-    """0 unless correct; 0.5 for a correct candidate, up to 1.0 at 4x the
-    baseline; no speed credit unless attribution showed kernels of its own
-    (a torch_fallback candidate, or none attributed: the CPU), and the
-    credit in proportion to custom_share below MOSTLY_TORCH_SHARE: the speed must
-    come from the candidate's own kernels (a decoy kernel of 1 % of the GPU
-    time gets 2 % of the credit; one that does half of the work, all)."""
-    if result["verdict"] != "pass":
-        return 0.0
-    s = result.get("speedup")
-    if not s or result.get("torch_fallback") is not False or result.get("timing_mismatch"):
-        return 0.5
-    share = result.get("custom_share")
-    scale = 1.0 if share is None else min(1.0, max(0.0, share) / MOSTLY_TORCH_SHARE)
-    return 0.5 + 0.25 * min(2.0, max(0.0, math.log2(s))) * scale
