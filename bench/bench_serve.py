@@ -25,7 +25,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bindings" / "python"))
 
 import kreward  # noqa: E402
-from kreward.client import Client  # noqa: E402
+from kreward.backends.http import Client  # noqa: E402
 
 VADD = ROOT / "examples" / "problems" / "l1_vector_add"
 FAST = (VADD / "candidates" / "fast.cu").read_text()

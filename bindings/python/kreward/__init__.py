@@ -5,7 +5,7 @@ from .constants import Status, Verdict
 from .context import Baseline, Context
 from .core import Plan, Problem, Program, Report
 from .errors import KrewardError
-from .evaluator import Evaluator
+from .backends.local import Evaluator
 from .pool import Pool
 from .reward import Reward, presets
 

@@ -407,6 +407,7 @@ _FUNCTIONS = [
     ("kr_pool_sandbox_json", [PP(c_void_p)], c_int, _S),
     # sys/sandbox.h: no context; the reason travels in its own out string
     ("kr_sandbox_enter", [c_char_p, PP(c_void_p), PP(c_void_p)], c_int, status(why=2)),
+    ("kr_sandbox_isolate", [PP(c_void_p), PP(c_void_p)], c_int, status(why=1)),
     ("kr_keystream_xor", [c_void_p, c_size_t, c_void_p, c_uint64, c_int], c_int, _S),
     ("kr_evaluate_batch", [PP(c_void_p), _H, PP(Job), c_size_t], c_int, _S),
 ]

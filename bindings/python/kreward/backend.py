@@ -1,27 +1,25 @@
-"""One reward backend, chosen by argument or environment: a local pool (the
-Evaluator), a `kreward serve` URL (kreward.client.Client) or a Ray cluster
-(kreward.ray_pool.RayPool). All three have the Evaluator's methods:
-evaluate(problem, source), evaluate_completion(problem, completion),
-evaluate_batch(problems, sources), evaluate_async(problem, source),
-score_of(report), no_code(why) and close() (the remote two through
-kreward.remote.RemoteBackend); the reports they return read alike
-(verdict, reward, to_dict, close).
+"""One reward backend, chosen by argument or environment: this machine's
+workers (backends/local.py Evaluator), a `kreward serve` URL (backends/http.py
+Client) or a Ray cluster (backends/ray.py RayPool). All three implement the
+Evaluator protocol (backends/base.py): evaluate(problem, source),
+evaluate_completion(problem, completion), evaluate_batch(problems, sources),
+evaluate_async(problem, source), score_of(report), no_code(why) and close();
+the reports they return read alike (verdict, reward, to_dict, close).
 
     ev = kreward.backend.resolve()            # KREWARD_URL, KREWARD_RAY or local
     ev = kreward.backend.resolve("http://rewards:8000")
     ev = kreward.backend.resolve("ray")       # the running Ray cluster
 
-Problems: a path or the problem's JSON works everywhere (a path is read
-here and sent inline to a server or actor); a registered name works with a
-server or Ray (their problem directories)."""
+Problems of either kind (kreward.problems): a path or the problem's JSON or
+text works everywhere (a path is read here and sent inline to a server or
+actor); a registered name works with a server or Ray (their problem
+directories) and, for KernelBench files, locally once registered."""
 import os
+
+from .backends.base import is_backend as _is_backend
 
 # the environment a trainer's reward process reads
 URL_ENV, RAY_ENV = "KREWARD_URL", "KREWARD_RAY"
-
-
-def _is_backend(obj):
-    return all(callable(getattr(obj, m, None)) for m in ("evaluate", "evaluate_batch", "score_of"))
 
 
 def resolve(backend=None, **options):
@@ -48,14 +46,14 @@ def resolve(backend=None, **options):
         else:
             backend = "local"
     if backend.startswith(("http://", "https://")):
-        from .client import Client
+        from .backends.http import Client
         return Client(backend, **options)
     if backend == "ray" or backend.startswith(("ray:", "ray://")):
-        from .ray_pool import RayPool
+        from .backends.ray import RayPool
         address = "auto" if backend in ("ray", "ray:auto") else (
             backend if backend.startswith("ray://") else backend[len("ray:"):])
         return RayPool.from_cluster(address, **options)
     if backend == "local":
-        from .evaluator import Evaluator
+        from .backends.local import Evaluator
         return Evaluator(**options)
     raise ValueError(f"backend {backend!r}: an http(s):// URL, 'ray[:ADDRESS]' or 'local'")

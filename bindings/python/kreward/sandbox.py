@@ -1,6 +1,7 @@
-"""The workers' sandbox for this process (kr_sandbox_enter, docs/sandbox.md):
-for a process that is about to run untrusted host code itself. It cannot be
-undone; calling again stacks a narrower layer."""
+"""The workers' sandbox for this process (kr_sandbox_enter, docs/sandbox.md)
+and the isolation filter (kr_sandbox_isolate): for a process that is about
+to run untrusted host code itself. Neither can be undone; entering the
+sandbox again stacks a narrower layer."""
 import ctypes
 import json
 
@@ -32,6 +33,20 @@ def enter_json(spec_json):
     status, why = ctypes.c_void_p(), ctypes.c_void_p()
     try:
         _lib.fn.sandbox_enter(_lib.encode(spec_json), ctypes.byref(status), ctypes.pointer(why))
+    finally:
+        text = _lib.take_string(status)
+    return json.loads(text)
+
+
+def isolate():
+    """kr_sandbox_isolate: from now on nothing in this process (every thread,
+    everything it starts) can signal, re-prioritise, re-pin, trace or read
+    another process; its own stays its own. Returns {"applied": True} or,
+    where the kernel has no seccomp, {"applied": False, "why": ...}; raises
+    KrewardError (KR_EUNSUPPORTED) when the filter failed to load."""
+    status, why = ctypes.c_void_p(), ctypes.c_void_p()
+    try:
+        _lib.fn.sandbox_isolate(ctypes.byref(status), ctypes.pointer(why))
     finally:
         text = _lib.take_string(status)
     return json.loads(text)

@@ -5,8 +5,8 @@ import asyncio
 import pytest
 
 from kreward import backend
-from kreward.client import Client
-from kreward.evaluator import Evaluator
+from kreward.backends.http import Client
+from kreward.backends.local import Evaluator
 from serve_util import ROOT, live_server
 
 VADD = ROOT / "examples" / "problems" / "l1_vector_add"

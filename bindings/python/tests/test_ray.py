@@ -1,4 +1,4 @@
-"""kreward.ray_pool on a local Ray cluster (ray.init on this machine, CPU
+"""kreward.backends.ray on a local Ray cluster (ray.init on this machine, CPU
 only): the Evaluator's API end to end with compile actors, and an actor
 killed mid-batch that costs no report."""
 import os
@@ -9,7 +9,7 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from kreward.ray_pool import RayPool, wait_alive  # noqa: E402
+from kreward.backends.ray import RayPool, wait_alive  # noqa: E402
 from serve_util import ROOT, slow  # noqa: E402
 
 VADD = ROOT / "examples" / "problems" / "l1_vector_add"

@@ -212,3 +212,46 @@ def test_gpu_grants_narrowed_by_spec(trees):
     assert no_shm["read_task environ"] == "ok"
     assert no_task["read_task environ"] == "EACCES"
     assert no_task[f"read {other}"] == "ok"
+
+
+ISOLATE_CHILD = textwrap.dedent("""
+    import json, os, sys
+    from kreward import sandbox
+    other = int(sys.argv[1])
+    status = sandbox.isolate()
+    out = {"status": status}
+    def refused(f, *a):
+        try:
+            f(*a)
+            return False
+        except PermissionError:
+            return True
+    out["kill other"] = refused(os.kill, other, 0)
+    out["kill parent"] = refused(os.kill, os.getppid(), 0)
+    out["renice other"] = refused(os.setpriority, os.PRIO_PROCESS, other, 5)
+    out["pin other"] = refused(os.sched_setaffinity, other, os.sched_getaffinity(0))
+    out["kill self"] = not refused(os.kill, os.getpid(), 0)
+    out["pin self"] = not refused(os.sched_setaffinity, 0, os.sched_getaffinity(0))
+    print(json.dumps(out))
+""")
+
+
+@needs_seccomp
+def test_isolate_from_python_refuses_other_processes():
+    """kreward.sandbox.isolate (kr_sandbox_isolate), the filter a ModelNew
+    worker enters before its candidate: another process of the same user
+    cannot be signalled, reniced or pinned from inside; the process's own
+    calls still work."""
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "bindings" / "python"))
+        r = subprocess.run([sys.executable, "-c", ISOLATE_CHILD, str(other.pid)], env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout.splitlines()[-1])
+        assert out.pop("status") == {"applied": True}
+        assert all(out.values()), out
+        assert other.poll() is None  # nothing reached it
+    finally:
+        other.kill()
+        other.wait()

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from kreward.client import Client, ClientError  # noqa: E402
+from kreward.backends.http import Client, ClientError  # noqa: E402
 from serve_util import ROOT, live_server  # noqa: E402
 
 TOKEN = "s3cret-token"

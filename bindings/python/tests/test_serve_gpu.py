@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from kreward.client import Client
+from kreward.backends.http import Client
 from serve_util import ROOT, live_server
 
 pytestmark = pytest.mark.gpu
@@ -51,7 +51,7 @@ def _variants(n):
 
 def test_ray_two_gpus_throughput_and_killed_actor():
     ray = _ray()
-    from kreward.ray_pool import RayPool, wait_alive
+    from kreward.backends.ray import RayPool, wait_alive
     n = 64
     rates = {}
     for gpus in (1, 2):

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from kreward.client import Client  # noqa: E402
+from kreward.backends.http import Client  # noqa: E402
 from serve_util import live_server, slow  # noqa: E402
 
 

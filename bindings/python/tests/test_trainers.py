@@ -184,7 +184,7 @@ def test_get_evaluator_sends_candidates_to_a_server_when_kreward_url_is_set(monk
     """Trainers whose reward code runs where no GPU is (verl's reward
     workers, slime's rollout manager) point KREWARD_URL at `kreward serve`:
     every adapter then evaluates through the HTTP client, not a local pool."""
-    from kreward.client import Client
+    from kreward.backends.http import Client
     monkeypatch.setenv("KREWARD_URL", "http://127.0.0.1:9")
     monkeypatch.setenv("KREWARD_PRESET", "precise")
     monkeypatch.setattr(_common, "Evaluator", lambda **kw: pytest.fail("built a local pool"))

@@ -26,7 +26,7 @@ import threading
 import time
 
 from ..core import Report
-from ..evaluator import no_code_report
+from ..backends.local import no_code_report
 
 
 class QueueFull(Exception):

@@ -26,7 +26,7 @@ from kreward.completion import Extraction, extract, safe_text, shown_code
 from kreward.problems import KERNELBENCH
 from kreward.constants import Status
 from kreward.errors import KrewardError
-from kreward.evaluator import Evaluator
+from kreward.backends.local import Evaluator
 from kreward.pool import FREED_MESSAGE
 
 log = logging.getLogger("kreward.trainers")
@@ -176,7 +176,7 @@ _REMOTE_DOWN_STATUS = (401, 403, 429, 500, 502, 503, 504)
 def _remote_unavailable(e):
     import http.client
     import socket
-    from ..client import ClientError
+    from ..backends.http import ClientError
     if isinstance(e, ClientError) and e.status in _REMOTE_DOWN_STATUS:
         return f"the reward server answered {e.status}: {e.message}"
     # refused, reset, unreachable, timed out, a broken answer (a missing

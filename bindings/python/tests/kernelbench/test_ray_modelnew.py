@@ -1,4 +1,4 @@
-"""KernelBench episodes through kreward.ray_pool on a local Ray cluster (CPU
+"""KernelBench episodes through kreward.backends.ray on a local Ray cluster (CPU
 only: the actors' ModelNew lanes run on the CPU, kernelbench={"devices":
 ["cpu"]}): a KernelBench file sent as its text, completions read for their
 ModelNew block, a batch mixing kinds, one report each. Without devices named,
@@ -12,7 +12,7 @@ import pytest
 ray = pytest.importorskip("ray")
 torch = pytest.importorskip("torch", reason="ModelNew candidates run on torch")
 
-from kreward.ray_pool import RayPool  # noqa: E402
+from kreward.backends.ray import RayPool  # noqa: E402
 from test_evaluator_modelnew import HONEST, TINY, WRONG  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]

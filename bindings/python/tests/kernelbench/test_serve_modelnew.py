@@ -13,7 +13,7 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 torch = pytest.importorskip("torch", reason="ModelNew candidates run on torch")
 
-from kreward.client import Client  # noqa: E402
+from kreward.backends.http import Client  # noqa: E402
 from serve_util import live_server  # noqa: E402
 from test_evaluator_modelnew import CRASH, HONEST, TINY, WRONG  # noqa: E402
 

@@ -1,19 +1,20 @@
-"""What the two remote backends, kreward.client.Client (`kreward serve`) and
-kreward.ray_pool.RayPool, share around their own evaluate(problem, source,
-completion, name) and evaluate_batch: the rest of the Evaluator's methods,
-which the trainer adapters call on any backend."""
+"""What the two remote backends, backends/http.py's Client (`kreward serve`)
+and backends/ray.py's RayPool, share around their own evaluate(problem,
+source, completion, name) and evaluate_batch: the rest of the Evaluator
+protocol (backends/base.py)."""
 import asyncio
 import threading
 
-from .context import Context
-from .evaluator import no_code_report
+from ..context import Context
+from .base import Backend
+from .local import no_code_report
 
 
-class RemoteBackend:
-    """Mixin. The class sets self.fallback (score_of's value for an
-    unscored report) and reward_spec: the reward it sends with every job (a
-    preset name or a JSON configuration; None: the other side's default,
-    makora)."""
+class RemoteBackend(Backend):
+    """A backend on another machine. The class sets self.fallback
+    (score_of's value for an unscored report) and reward_spec: the reward
+    it sends with every job (a preset name or a JSON configuration; None:
+    the other side's default, makora)."""
     reward_spec = None
 
     def evaluate_completion(self, problem, completion):
@@ -23,11 +24,7 @@ class RemoteBackend:
         """evaluate() off the event loop (in a thread: the call blocks)."""
         return await asyncio.to_thread(self.evaluate, problem, source, completion, name)
 
-    def score_of(self, report):
-        r = report.reward
-        return self.fallback if r is None else r
-
-    def no_code(self, why=None):
+    def no_code(self, why=None, kind=None):
         """compile_error for a completion without code (the policy's doing):
         there is nothing to send, so it is scored here, with the reward the
         backend sends."""
@@ -36,7 +33,7 @@ class RemoteBackend:
             if "_no_code_reward" not in self.__dict__:
                 ctx = Context(no_device=True)
                 self._no_code_reward = (ctx, ctx.reward(self.reward_spec or "makora"))
-        return no_code_report(self._no_code_reward[1], why)
+        return no_code_report(self._no_code_reward[1], why, kind)
 
     def _close_no_code(self):
         ctx_reward = self.__dict__.pop("_no_code_reward", None)

@@ -3,7 +3,7 @@ local kreward.Pool on the GPU Ray gave it, and compile actors on CPUs, behind
 the Evaluator's methods (evaluate, evaluate_completion, evaluate_batch,
 evaluate_async, score_of, close).
 
-    pool = kreward.ray_pool.RayPool.from_cluster()   # ray.init(address="auto")
+    pool = kreward.backends.ray.RayPool.from_cluster()   # ray.init(address="auto")
     reports = pool.evaluate_batch(problems, completions=texts)
 
 Ray places the actors and restarts them; kreward schedules nothing across
@@ -31,12 +31,12 @@ import tempfile
 import threading
 import time
 
-from .completion import completion_text, extract_code
-from .problem_spec import portable
-from .problems import KERNELBENCH, ProblemError, looks_like_kernelbench
-from .problems import kind_of as _kind_of
+from ..completion import completion_text, extract_code
+from ..problem_spec import portable
+from ..problems import KERNELBENCH, ProblemError, looks_like_kernelbench
+from ..problems import kind_of as _kind_of
+from ..report_data import ReportData
 from .remote import RemoteBackend
-from .report_data import ReportData
 
 try:
     import ray
@@ -50,13 +50,13 @@ class _Resolver:
     ModelNew scheduler on the GPU Ray gave it)."""
 
     def __init__(self, problems, reward, preset, gpus, pool_options, kernelbench=None):
-        from .context import Context
-        from .kernelbench.lanes import make_scheduler
-        from .pool import Pool
-        from .rail import Rail
-        from .serve.problems import Registry
-        from .serve.rewards import Rewards
-        from .serve.server import default_problem_dirs
+        from ..context import Context
+        from ..kernelbench.lanes import make_scheduler
+        from ..pool import Pool
+        from ..rail import Rail
+        from ..serve.problems import Registry
+        from ..serve.rewards import Rewards
+        from ..serve.server import default_problem_dirs
         self.ctx = Context(no_device=True)
         self.registry = Registry(self.ctx, problems or default_problem_dirs())
         self.rewards = Rewards(self.ctx, reward)
@@ -70,8 +70,8 @@ class _Resolver:
 
     def run(self, specs):
         """JSON reports for job specs (dicts of kreward.serve.jobs.make)."""
-        from .serve import jobs
-        from .serve.engine import Engine
+        from ..serve import jobs
+        from ..serve.engine import Engine
         built = [jobs.make(self, s) for s in specs]
         todo = [i for i, j in enumerate(built) if j.source is not None]
         reports = self.rail.evaluate_batch([built[i].submit_args() for i in todo])
@@ -138,7 +138,7 @@ class RayPool(RemoteBackend):
                  preset="fast", fallback=0.0, problems=None, max_restarts=-1, max_attempts=3,
                  pool_options=None, actor_concurrency=4, kernelbench=None):
         if ray is None:
-            raise ImportError("kreward.ray_pool needs ray (pip install ray)")
+            raise ImportError("kreward.backends.ray needs ray (pip install ray, or pip install 'kreward[ray]')")
         if not ray.is_initialized():
             ray.init(address=os.environ.get("RAY_ADDRESS") or None)
         res = ray.cluster_resources()
@@ -174,7 +174,7 @@ class RayPool(RemoteBackend):
         """A RayPool over a running cluster (ray.init(address)): one actor
         per GPU the cluster has, compile actors on its CPUs."""
         if ray is None:
-            raise ImportError("kreward.ray_pool needs ray (pip install ray)")
+            raise ImportError("kreward.backends.ray needs ray (pip install ray, or pip install 'kreward[ray]')")
         if not ray.is_initialized():
             ray.init(address=address)
         return cls(**kw)

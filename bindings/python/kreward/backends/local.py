@@ -28,14 +28,15 @@ import tempfile
 import threading
 import warnings
 
-from . import problems as _problems
-from .completion import KERNELBENCH, extract_code, no_code_feedback
-from .constants import Status
-from .context import Context
-from .core import Problem, Report
-from .errors import KrewardError
-from .pool import Pool
-from .rail import Rail
+from .. import problems as _problems
+from ..completion import KERNELBENCH, extract_code, no_code_feedback
+from ..constants import Status
+from ..context import Context
+from ..core import Problem, Report
+from ..errors import KrewardError
+from ..pool import Pool
+from ..rail import Rail
+from .base import Backend
 
 
 def no_code_report(reward, why=None, kind=None):
@@ -53,7 +54,7 @@ def no_code_report(reward, why=None, kind=None):
     return r
 
 
-class Evaluator:
+class Evaluator(Backend):
     """reward: a preset name, a JSON config or None; preset: "fast" or
     "precise"; fallback: the score of a report that could not be judged.
 
@@ -123,7 +124,7 @@ class Evaluator:
     def _make_scheduler(self):
         """The ModelNew scheduler, on the first ModelNew candidate
         (kernelbench/lanes.py make_scheduler)."""
-        from .kernelbench.lanes import make_scheduler
+        from ..kernelbench.lanes import make_scheduler
         return make_scheduler(self.kernelbench_options, self.cache_dir, self.no_device)
 
     def close(self):

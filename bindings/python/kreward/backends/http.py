@@ -3,7 +3,7 @@
 close), so trainer code moves from a local pool to a server by changing
 what kreward.backend.resolve() returns.
 
-    client = kreward.client.Client("http://rewards:8000", token=...)
+    client = kreward.backends.http.Client("http://rewards:8000", token=...)
     reports = client.evaluate_batch(["vector_add"] * 8, completions=texts)
     scores = [client.score_of(r) for r in reports]
 
@@ -18,9 +18,9 @@ import threading
 import time
 import urllib.parse
 
-from .problem_spec import portable
+from ..problem_spec import portable
+from ..report_data import ReportData
 from .remote import RemoteBackend
-from .report_data import ReportData
 
 
 class ClientError(RuntimeError):
