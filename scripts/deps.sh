@@ -47,12 +47,28 @@ if [ "$build_only" = 0 ] && ! python3 -c 'import starlette, uvicorn, ray' 2>/dev
     python3 -m pip install -q --break-system-packages starlette uvicorn ray
 fi
 # kreward.tune's environment is a gymnasium.Env when gymnasium is installed
-# (small; numpy): its tests run the Gymnasium checks. PPO's torch is not
-# installed: those tests skip without it. Tests only (--build skips it).
+# (small; numpy): its tests run the Gymnasium checks (PPO's, with the torch
+# installed below). Tests only (--build skips it).
 if [ "$build_only" = 0 ] && ! python3 -c 'import gymnasium' 2>/dev/null; then
   echo "deps: installing gymnasium"
   python3 -m pip install -q gymnasium 2>/dev/null ||
     python3 -m pip install -q --break-system-packages gymnasium
+fi
+# The KernelBench path's tests (ModelNew candidates run on torch; on the CPU
+# here): torch and triton at the versions the H200 machine has (torch 2.11,
+# triton 3.6). From PyPI with their CUDA libraries, ~3 GB: the
+# Python tests that need torch skip without it (KR_NO_TORCH=1 leaves it out).
+if [ "$build_only" = 0 ] && [ "${KR_NO_TORCH:-0}" != 1 ] && ! python3 -c 'import torch, triton' 2>/dev/null; then
+  echo "deps: installing torch and triton (the KernelBench tests run ModelNew candidates on the CPU)"
+  python3 -m pip install -q torch==2.11.0 triton==3.6.0 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages torch==2.11.0 triton==3.6.0
+fi
+# TRL's GRPOTrainer for two steps with kreward's reward (test_trl_trainer.py):
+# trl at the version docs/trainers.md cites, with transformers and datasets
+if [ "$build_only" = 0 ] && [ "${KR_NO_TORCH:-0}" != 1 ] && ! python3 -c 'import trl' 2>/dev/null; then
+  echo "deps: installing trl (a real GRPOTrainer run in the tests)"
+  python3 -m pip install -q trl==1.9.0 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages trl==1.9.0
 fi
 cuda="${CUDA_HOME:-/usr/local/cuda}"
 if [ ! -f "$cuda/include/nvrtc.h" ]; then

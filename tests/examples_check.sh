@@ -6,7 +6,7 @@ set -uo pipefail
 kreward=$1 root=$2
 status=0
 for p in "$root"/examples/problems/*/problem.json; do
-  out=$(KREWARD_DEVICE=none "$kreward" problem check "$p" 2>&1) || { echo "$out"; status=1; }
+  out=$(KREWARD_DEVICE=none "$kreward" problem check --static "$p" 2>&1) || { echo "$out"; status=1; }
   echo "$out" | grep -q "^warning" && { echo "$p:"; echo "$out" | grep "^warning"; status=1; }
 done
 n=$(ls -d "$root"/examples/problems/*/ | wc -l)

@@ -47,11 +47,30 @@ static void set_why(char **why, const char *fmt, ...)
  * through this process's CUDA_VISIBLE_DEVICES; "none" (or no list and
  * KREWARD_DEVICE=none, as for a context): a pool that only compiles (its
  * jobs that need a GPU end not_run, as asked). */
+/* Why a pool that only compiles has no GPU, for the not_run reports its
+ * jobs end with: what this machine lacks (the driver, a device) where it
+ * lacks one, else what the user set (gpus="none", KREWARD_DEVICE=none). */
+static void no_gpu_why(kr_pool *pool, int asked_none)
+{
+    const kr__cuda_api *cu = kr__cuda();
+    int count = 0;
+    const char *why = !cu->loaded ? cu->why
+                      : cu->cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0
+                          ? "the driver reports no CUDA device"
+                      : asked_none ? "the pool was asked for no GPU (gpus=\"none\")"
+                                   : "KREWARD_DEVICE=none is set";
+    snprintf(pool->no_gpu_why, sizeof pool->no_gpu_why, "%s", why);
+}
+
 static int choose_gpus(kr_pool *pool, char *why, size_t why_size)
 {
     const char *list = pool->o.gpus, *env = getenv("KREWARD_DEVICE");
-    if ((list && strcmp(list, "none") == 0) || (!list && env && strcmp(env, "none") == 0))
+    int asked_none = list && strcmp(list, "none") == 0;
+    int env_none = !list && env && strcmp(env, "none") == 0;
+    if (asked_none || env_none) {
+        no_gpu_why(pool, asked_none);
         return KR_OK;
+    }
     if (list) {
         char *copy = kr__strdup(list);
         for (char *save = NULL, *t = copy ? strtok_r(copy, ",", &save) : NULL; t;

@@ -63,6 +63,7 @@ struct kr_pool {
     int own_cache_dir;          /* a private cache directory, removed at free */
     int num_gpus;
     int devices[64];
+    char no_gpu_why[320];       /* num_gpus 0: why, for the not_run reports */
     char arch[32];              /* the GPU workers' compile target (compile workers use it) */
     kr__worker *workers;
     size_t num_workers;

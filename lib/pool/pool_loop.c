@@ -236,6 +236,17 @@ static void on_result(kr_pool *pool, kr__worker *w, kr__frame *f)
     }
     if (w->kind == KR__GPU_WORKER)
         sound_learn(pool, j, f->body);
+    /* a pool that only compiles: its compile worker's context has no device
+     * by design; the report says why the pool has none */
+    if (w->kind == KR__COMPILE_WORKER && kr_report_verdict(r) == KR_VERDICT_NOT_RUN &&
+        !pool->num_gpus && pool->no_gpu_why[0]) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "compiled and checked; verification and timing need an "
+                 "NVIDIA GPU (%s)", pool->no_gpu_why);
+        kr_report_set_text(r, "message", msg);
+        if (kr_report_text(r, "feedback"))
+            kr_report_set_text(r, "feedback", msg);
+    }
     kr__pool_finish(pool, j, r);
     if (json_is_true(json_object_get(f->body, "poisoned")))
         kr__worker_kill(w); /* it exits anyway: its CUDA context is gone */

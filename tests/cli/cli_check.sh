@@ -93,7 +93,13 @@ before=$(cat "$tmp/out")
 expect_ok problem show "$problem" --json
 [ "$before" = "$(cat "$tmp/out")" ] || fail "problem show --json FILE and FILE --json differ"
 grep -q '"name": "vector_add"' "$tmp/out" || fail "problem show --json prints the problem"
-expect_ok problem check "$problem"
+expect_ok problem check --static "$problem"
+grep -q "not asked for (--static)" "$tmp/out" || fail "problem check --static says what it left out"
+# the soundness checks asked for and unable to run (no device): not a pass, exit 3
+KREWARD_DEVICE=none "$kreward" problem check "$problem" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" = 3 ] || fail "problem check without a device exits 3, not $rc"
+grep -q "soundness checks could not run" "$tmp/err" || fail "problem check says what did not run"
 
 # evaluate: the evaluation options in both forms (not_run without a GPU)
 for preset in "--preset=fast" "--preset fast" "--preset=precise"; do

@@ -19,7 +19,7 @@ import os
 from .backends.base import is_backend as _is_backend
 
 # the environment a trainer's reward process reads
-URL_ENV, RAY_ENV = "KREWARD_URL", "KREWARD_RAY"
+URL_ENV, RAY_ENV, BACKEND_ENV = "KREWARD_URL", "KREWARD_RAY", "KREWARD_BACKEND"
 
 
 def resolve(backend=None, **options):
@@ -30,15 +30,21 @@ def resolve(backend=None, **options):
     - "ray", "ray:auto", "ray:ADDRESS" or "ray://HOST:PORT": a RayPool over
       that cluster (options: RayPool's);
     - "local": an Evaluator (options: Evaluator's);
-    - None: $KREWARD_URL if set, else $KREWARD_RAY ("1"/"auto" or an
-      address) if set, else local."""
+    - "standin": the test double that stands in for the GPU
+      (backends/standin.py: verdicts written in the candidates; options:
+      reward, fallback, preset): for testing a trainer's wiring, never for
+      training;
+    - None: $KREWARD_BACKEND if set (any of the above), else $KREWARD_URL if
+      set, else $KREWARD_RAY ("1"/"auto" or an address) if set, else local."""
     if backend is not None and not isinstance(backend, str):
         if _is_backend(backend):
             return backend
         raise TypeError(f"a backend is a URL, 'ray[:ADDRESS]', 'local' or an object with "
                         f"evaluate/evaluate_batch/score_of, not {type(backend).__name__}")
     if backend is None:
-        if os.environ.get(URL_ENV):
+        if os.environ.get(BACKEND_ENV):
+            backend = os.environ[BACKEND_ENV]
+        elif os.environ.get(URL_ENV):
             backend = os.environ[URL_ENV]
         elif os.environ.get(RAY_ENV) and os.environ[RAY_ENV] not in ("0", ""):
             ray_env = os.environ[RAY_ENV]
@@ -56,4 +62,8 @@ def resolve(backend=None, **options):
     if backend == "local":
         from .backends.local import Evaluator
         return Evaluator(**options)
-    raise ValueError(f"backend {backend!r}: an http(s):// URL, 'ray[:ADDRESS]' or 'local'")
+    if backend == "standin":
+        from .backends.standin import StandIn
+        return StandIn(**{k: v for k, v in options.items() if k in ("reward", "fallback", "preset")})
+    raise ValueError(f"backend {backend!r}: an http(s):// URL, 'ray[:ADDRESS]', 'local' or "
+                     "'standin'")

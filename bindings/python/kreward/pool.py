@@ -61,7 +61,7 @@ _OPEN, _CLOSING, _CLOSED = 0, 1, 2
 FREED_MESSAGE = "the pool was freed"
 # Verdicts that are not the candidate's doing (no GPU here, the environment
 # failed) stay unscored, as kr_evaluate leaves them: a trainer drops them
-# (Evaluator.score_of gives its fallback) rather than learn from them.
+# (they get no number) rather than learn from them.
 UNSCORED = frozenset({"none", "not_run", "error"})
 
 

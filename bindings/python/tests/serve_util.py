@@ -13,14 +13,15 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 @contextlib.contextmanager
 def live_server(*args, token=None, env=None, gpus="none"):
-    """gpus: the server's --gpus ("none": compile only, as CI has no GPU;
-    None: every GPU)."""
+    """gpus: "none" asks for --compile-only by name (CI has no GPU: a server
+    without a GPU worker does not start otherwise); None: every GPU; else
+    the server's --gpus."""
     e = dict(os.environ)
     e["PYTHONPATH"] = str(ROOT / "bindings" / "python") + os.pathsep + e.get("PYTHONPATH", "")
     if token:
         e["KREWARD_TOKEN"] = token
     e.update(env or {})
-    gpu_args = ["--gpus", gpus] if gpus else []
+    gpu_args = ["--compile-only"] if gpus == "none" else ["--gpus", gpus] if gpus else []
     proc = subprocess.Popen([sys.executable, "-m", "kreward.serve", "--port", "0", *gpu_args,
                              "--log-level", "warning", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e)

@@ -47,9 +47,11 @@ def test_episode(url):
         st = env.state()
         assert st.turn == 1 and st.last_verdict == "compile_error"
         r = env.step(KernelAction(code="```cuda\n" + FAST + "\n```"))
-        # compile-only: not judged, the fallback; the turn limit (2) ends the episode
-        assert r.observation.verdict == "not_run" and r.reward == 0.0 and r.done is True
-        assert env.state().best_reward == 0.0
+        # compile-only: not judged, so no number (the observation says why);
+        # the turn limit (2) ends the episode
+        assert r.observation.verdict == "not_run" and r.reward is None and r.done is True
+        assert r.observation.judged is False and "not judged" in r.observation.feedback
+        assert env.state().best_reward == -10.0  # the judged turn's
 
 
 class FakeModelNewBackend:

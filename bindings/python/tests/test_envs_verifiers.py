@@ -205,7 +205,8 @@ def test_turn_limit_ends_the_episode(tmp_path, fake):
 def test_compile_only_pool(tmp_path):
     """The real backend (a local compile-only pool, by the task config):
     the broken kernel's compiler errors go back; the good one compiles and
-    is not run here (no GPU): the fallback."""
+    is not run here (no GPU): not judged, no number; the episode's reward is
+    the judged turn's."""
     replies = [fenced(BROKEN), fenced(FAST)]
     trace, model = episode(tmp_path, lambda messages, n: replies[n], max_turns=2,
                            task={"backend": "local", "backend_options": {"no_device": True}})
@@ -213,7 +214,8 @@ def test_compile_only_pool(tmp_path):
     assert verdicts == ["compile_error", "not_run"]
     assert "error" in model.requests[1][-1]["content"]
     assert trace.state.turns[0]["reward"] == pytest.approx(compile_error_score())
-    assert trace.state.turns[1]["reward"] == 0.0 and trace.rewards["kernel"].score == 0.0
+    assert trace.state.turns[1]["reward"] is None and trace.state.turns[1]["judged"] is False
+    assert trace.rewards["kernel"].score == pytest.approx(compile_error_score())
 
 
 def compile_error_score():

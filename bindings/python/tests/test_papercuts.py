@@ -124,3 +124,21 @@ def test_an_empty_candidate_is_a_compile_error(ctx, vadd):
     with pytest.raises(kreward.KrewardError) as e:
         ctx.compile("")
     assert e.value.name == "KR_ECOMPILE"
+
+
+def test_import_kreward_exposes_the_backend_and_the_problem_kinds():
+    """`kreward.backend.resolve()` after `import kreward`, as the README
+    shows it (it raised AttributeError: the module was never imported)."""
+    import kreward as k
+    assert callable(k.backend.resolve) and callable(k.problems.kind_of)
+
+
+def test_the_extras_bring_what_serve_and_ray_need():
+    """pip install '.[serve]' brings starlette and uvicorn, '.[ray]' ray:
+    `kreward serve` and the Ray pool say they need them when missing."""
+    import tomllib
+    for pyproject in (ROOT / "pyproject.toml", ROOT / "bindings" / "python" / "pyproject.toml"):
+        extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
+        assert {"starlette", "uvicorn"} <= set(extras["serve"]), pyproject
+        assert extras["ray"] == ["ray"], pyproject
+        assert {"torch", "triton"} <= set(extras["kernelbench"]), pyproject

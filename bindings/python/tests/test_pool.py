@@ -432,3 +432,17 @@ def test_sandbox_says_what_is_missing():
     assert s["landlock"] == (s["landlock_abi"] > 0)
     assert bool(s["landlock_why"]) != s["landlock"]
     assert bool(s["seccomp_why"]) != s["seccomp"]
+
+
+def test_a_compile_only_pool_says_why_it_has_no_gpu(pool, problem, vadd_fast):
+    """A candidate that compiles ends not_run with the real reason: what
+    this machine lacks (the driver, a device) or what was asked for, never
+    the compile worker's internal flag (it said "disabled by
+    KR_CONTEXT_NO_DEVICE", a flag no user set)."""
+    r = pool.wait(pool.submit(problem, vadd_fast))
+    assert r.verdict == "not_run"
+    assert "KR_CONTEXT_NO_DEVICE" not in r.message
+    with kreward.Context() as ctx:
+        machine = ctx.info()["device"].get("why") if not ctx.has_device else None
+    assert (machine or 'gpus="none"') in r.message, r.message
+    r.close()

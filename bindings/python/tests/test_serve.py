@@ -268,11 +268,20 @@ def test_openrlhf_remote_rm(client):
     body = {"query": [prompt + "```cuda\n" + FAST + "```", prompt + "```cuda\n" + BROKEN + "```",
                       prompt + "no code"],
             "prompts": [prompt] * 3, "labels": ["vector_add", "vector_add", "vector_add"]}
+    # compile-only: the kernel that compiles cannot be judged here, so the
+    # request gets no numbers at all (a 503 naming it), never a 0.0 for it
+    st, e = call(client, "POST", "/openrlhf", body)
+    assert st == 503 and "not judged" in e["error"] and "[0] not_run" in e["error"]
+    # what can be judged (compile errors) is, in the file adapter's shape: the
+    # prompt found anywhere in the query (a BOS token before it), scores on
+    # the reward's ladder (makora: -10..35), no speedup log
+    body = {"query": ["<s>" + prompt + "```cuda\n" + BROKEN + "```", prompt + "no code"],
+            "prompts": [prompt] * 2, "labels": ["vector_add", "vector_add"]}
     st, d = call(client, "POST", "/openrlhf", body)
     assert st == 200
-    assert d["rewards"] == [0.0, -10.0, -10.0]  # not_run scores the server's fallback (0)
-    assert d["scores"] == [0.0, 0.0, 0.0] and all(0 <= s <= 1 for s in d["scores"])
-    assert d["extra_logs"]["compiled"] == [1.0, 0.0, 0.0]
+    assert d["rewards"] == [-10.0, -10.0] and d["scores"] == [0.0, 0.0]
+    assert d["extra_logs"] == {"passed": [0.0, 0.0], "compiled": [0.0, 0.0],
+                               "judged": [1.0, 1.0]}
     st, e = call(client, "POST", "/openrlhf", {"query": ["a"], "labels": []})
     assert st == 400 and "labels" in e["error"]
 
@@ -286,6 +295,8 @@ def test_slime_remote_rm(client):
     assert d["reward"] == -10.0 and d["verdict"] == "compile_error" and d["passed"] is False
     st, e = call(client, "POST", "/slime", {"prompt": "x", "response": "y"})
     assert st == 400 and "label" in e["error"]
+    st, e = call(client, "POST", "/slime", dict(body, response="```cuda\n" + FAST + "```"))
+    assert st == 503 and "not judged" in e["error"]  # compiles, cannot run here: no number
 
 
 def test_client_errors(server):

@@ -19,6 +19,7 @@ import pytest
 import kreward
 from kreward import trainers
 from kreward.trainers import EvaluationUnavailable, _common
+from kreward.trainers._common import CandidateNotJudged
 from kreward.trainers import openrlhf as orl
 from trainer_fakes import FakeEvaluator, Sample, candidate
 
@@ -64,8 +65,19 @@ def test_verl_compute_score(fake, vadd):
     assert math.isnan(out["speedup"]) and math.isnan(out["time_us"])  # never None
     out = trainers.compute_score("kernels", NO_CODE, vadd)
     assert out["score"] == -10.0 and "no code found" in out["feedback"]
-    out = trainers.compute_score("kernels", ERROR, vadd)  # the environment's failure
+    # the environment's failure: no number for it; by name, the fallback
+    with pytest.raises(CandidateNotJudged, match="could not be judged"):
+        trainers.compute_score("kernels", ERROR, vadd)
+
+
+def test_verl_not_judged_gets_the_fallback_only_when_asked(fake, vadd, monkeypatch, caplog):
+    monkeypatch.setenv("KREWARD_NOT_JUDGED", "fallback")
+    out = trainers.compute_score("kernels", ERROR, vadd)
     assert out["score"] == 0.0 and out["judged"] == 0.0 and out["verdict"] == "error"
+    assert any(r.levelname == "ERROR" and "gets the fallback" in r.message for r in caplog.records)
+    monkeypatch.setenv("KREWARD_NOT_JUDGED", "maybe")
+    with pytest.raises(ValueError, match="KREWARD_NOT_JUDGED"):
+        trainers.compute_score("kernels", ERROR, vadd)
 
 
 def test_verl_problem_from_extra_info(fake, vadd):
@@ -75,17 +87,20 @@ def test_verl_problem_from_extra_info(fake, vadd):
         trainers.compute_score("kernels", PASSED, "/nonexistent/problem.json")
 
 
-def test_verl_batch_reward_manager_with_object_arrays(fake, vadd):
+def test_verl_batch_reward_manager_with_object_arrays(fake, vadd, monkeypatch):
     # BatchRewardManager.verify (verl/workers/reward_manager/batch.py:65-76):
     # data_sources and extra_infos are numpy object arrays, each extra_info
     # a dict that verify added rollout_reward_scores to
     extras = Ambiguous([{"rollout_reward_scores": {}}, {"problem": vadd,
                                                          "rollout_reward_scores": {}},
                         {"rollout_reward_scores": {}}, {"rollout_reward_scores": {}}])
-    scores = trainers.compute_score_batch(data_sources=Ambiguous(["k"] * 4),
-                                          solution_strs=[PASSED, FAULT, NO_CODE, ERROR],
-                                          ground_truths=[vadd, None, vadd, vadd],
-                                          extra_infos=extras)
+    kw = dict(data_sources=Ambiguous(["k"] * 4), solution_strs=[PASSED, FAULT, NO_CODE, ERROR],
+              ground_truths=[vadd, None, vadd, vadd], extra_infos=extras)
+    with pytest.raises(CandidateNotJudged) as e:  # one of four was not judged: no numbers
+        trainers.compute_score_batch(**kw)
+    assert [j.verdict for j in e.value.judgements] == ["passed", "fault", "compile_error", "error"]
+    monkeypatch.setenv("KREWARD_NOT_JUDGED", "fallback")
+    scores = trainers.compute_score_batch(**kw)
     assert [s["verdict"] for s in scores] == ["passed", "fault", "compile_error", "error"]
     assert [s["score"] for s in scores] == [pytest.approx(PASS_SCORE), -5.0, -10.0, 0.0]
     # reward_loop.py:366-369 stacks every key of the first result
@@ -96,8 +111,9 @@ def test_verl_batch_reward_manager_with_object_arrays(fake, vadd):
     assert trainers.compute_score_batch(["k"], [PASSED], [vadd])[0]["verdict"] == "passed"
 
 
-def test_verl_batch_with_numpy(fake, vadd):
+def test_verl_batch_with_numpy(fake, vadd, monkeypatch):
     np = pytest.importorskip("numpy")
+    monkeypatch.setenv("KREWARD_NOT_JUDGED", "fallback")
     extras = np.array([{"index": i} for i in range(3)], dtype=object)
     scores = trainers.compute_score_batch(np.array(["k"] * 3, dtype=object),
                                           [PASSED, FAULT, ERROR], [vadd] * 3, extras)
@@ -130,11 +146,12 @@ def _load_by_path(name, module_name):
 
 
 @pytest.mark.parametrize("name", ["compute_score", "compute_score_async"])
-def test_verl_reward_loop_calls_it_from_many_threads(fake, vadd, name):
+def test_verl_reward_loop_calls_it_from_many_threads(fake, vadd, name, monkeypatch):
     # NaiveRewardManager.run_single (verl/experimental/reward_loop/
     # reward_manager/naive.py:67-83): a sync compute_score runs in the
     # loop's default executor, an async one is awaited; RewardLoopWorker.
     # compute_score_batch gathers one task per sample
+    monkeypatch.setenv("KREWARD_NOT_JUDGED", "fallback")  # an ERROR in every four
     module = _load_by_path("verl", "custom_module_123")
     compute_score = _verl_custom_fn(getattr(module, name))
     is_async = inspect.iscoroutinefunction(compute_score)
@@ -312,7 +329,7 @@ def test_openrlhf_as_the_single_turn_executor_calls_it(fake, vadd):
     # loaded by path, called per sample through asyncio.to_thread
     module = _load_by_path("openrlhf", "reward_func")
     prompt = "<|im_start|>user\nWrite a kernel.<|im_end|>\n<|im_start|>assistant\n"
-    responses = [PASSED, FAULT, NO_CODE, ERROR] * 4
+    responses = [PASSED, FAULT, NO_CODE] * 4
 
     async def fetch(query):
         return await asyncio.gather(asyncio.to_thread(module.reward_func, [query], [prompt],
@@ -324,17 +341,22 @@ def test_openrlhf_as_the_single_turn_executor_calls_it(fake, vadd):
     infos = [r[0] for r in asyncio.run(run())]
     rewards = [float(i["rewards"][0]) for i in infos]
     scores = [float(i["scores"][0]) for i in infos]
-    assert rewards[:4] == [pytest.approx(PASS_SCORE), -5.0, -10.0, 0.0]
+    assert rewards[:3] == [pytest.approx(PASS_SCORE), -5.0, -10.0]
     # makora's ladder is -10..35: scores are the reward on 0..1
-    assert scores[:4] == [pytest.approx((PASS_SCORE + 10) / 45), pytest.approx(5 / 45), 0.0,
-                          pytest.approx(10 / 45)]
+    assert scores[:3] == [pytest.approx((PASS_SCORE + 10) / 45), pytest.approx(5 / 45), 0.0]
     assert all(0.0 <= s <= 1.0 for s in scores)
-    assert [float(i["extra_logs"]["passed"][0]) for i in infos[:4]] == [1.0, 0.0, 0.0, 0.0]
-    assert [float(i["extra_logs"]["judged"][0]) for i in infos[:4]] == [1.0, 1.0, 1.0, 0.0]
-    assert [float(i["extra_logs"]["compiled"][0]) for i in infos[:4]] == [1.0, 1.0, 0.0, 1.0]
-    # each log is averaged by OpenRLHF: never NaN
+    assert [float(i["extra_logs"]["passed"][0]) for i in infos[:3]] == [1.0, 0.0, 0.0]
+    assert [float(i["extra_logs"]["judged"][0]) for i in infos[:3]] == [1.0, 1.0, 1.0]
+    assert [float(i["extra_logs"]["compiled"][0]) for i in infos[:3]] == [1.0, 1.0, 0.0]
+    # each log is averaged by OpenRLHF: never NaN, and no speedup (a 0.0 for
+    # the candidates nothing measured would drag the mean)
     assert all(not math.isnan(float(v[0])) for i in infos for v in i["extra_logs"].values())
+    assert all(set(i["extra_logs"]) == {"passed", "compiled", "judged"} for i in infos)
     assert len(fake.threads) > 1
+    # a candidate that could not be judged: raised, never a number (OpenRLHF
+    # keeps no reward for it); logged at ERROR here, as OpenRLHF logs at INFO
+    with pytest.raises(CandidateNotJudged):
+        module.reward_func([prompt + ERROR], [prompt], [vadd])
 
 
 def test_openrlhf_dynamic_filtering_keeps_mixed_groups(fake, vadd):
@@ -372,7 +394,7 @@ def _slime_load_function(path):
     return getattr(importlib.import_module(module_path), attr)
 
 
-def test_slime_custom_rm_sample_and_list(fake, vadd):
+def test_slime_custom_rm_sample_and_list(fake, vadd, monkeypatch):
     rm = _slime_load_function("kreward.trainers.slime.custom_rm")
     args = types.SimpleNamespace(custom_rm_path="kreward.trainers.slime.custom_rm",
                                  reward_key=None, eval_reward_key=None, group_rm=False)
@@ -387,6 +409,9 @@ def test_slime_custom_rm_sample_and_list(fake, vadd):
         many = await rm(args, [s1, s2, s3, Sample(response=NO_CODE, label=vadd)],
                         evaluation=False)
         return one, many
+    with pytest.raises(CandidateNotJudged):  # s3: no number for what was not judged
+        asyncio.run(run())
+    monkeypatch.setenv("KREWARD_NOT_JUDGED", "fallback")
     one, many = asyncio.run(run())
     assert one == -5.0
     assert many == [-5.0, pytest.approx(PASS_SCORE), 0.0, -10.0]
@@ -434,7 +459,7 @@ def test_a_poisoned_or_gpu_less_context_is_never_a_score(fake, vadd, code):
 
 def test_a_lost_pool_is_never_a_score(fake, vadd):
     for message in ("no GPU worker can be started any more (it died)", "the pool was freed"):
-        fake._report = lambda source, m=message: _error_report(m)
+        fake._report = lambda problem, source, m=message: _error_report(m)
         for call in _every_adapter(vadd, PASSED):
             with pytest.raises(EvaluationUnavailable, match="cannot evaluate candidates"):
                 call()

@@ -11,9 +11,10 @@ adapters check the methods, not the class).
                                                  read for the problem's kind)
     evaluate_batch(problems, sources)         -> [report], in order
     await evaluate_async(problem, source)     -> report, never blocking the loop
-    score_of(report)                          -> float: the reward, or
-                                                 `fallback` for a report that
-                                                 was not judged
+    score_of(report)                          -> the reward; for a report that
+                                                 was not judged None, or the
+                                                 `fallback` a caller asked for
+                                                 by name
     no_code(why=None, kind=None)              -> the compile_error report of a
                                                  completion without code
     close()                                    (also a context manager)
@@ -34,7 +35,7 @@ class Backend:
     """The protocol's shared half: score_of, evaluate_async (in a thread) and
     the context manager. A backend sets `fallback` and implements evaluate,
     evaluate_completion, evaluate_batch, no_code and close."""
-    fallback = 0.0
+    fallback = None  # no number for what was not judged, unless asked for
 
     def evaluate(self, problem, source, name="candidate.cu"):
         raise NotImplementedError
@@ -52,8 +53,8 @@ class Backend:
         raise NotImplementedError
 
     def score_of(self, report):
-        """The reward, or the fallback when the candidate could not be judged
-        (no GPU, an environment error)."""
+        """The reward; for a candidate that could not be judged (no GPU, an
+        environment error) None, or the fallback set by name."""
         r = report.reward
         return self.fallback if r is None else r
 

@@ -33,10 +33,10 @@ class Client(RemoteBackend):
     """url: the server (default $KREWARD_URL); token: its bearer token
     (default $KREWARD_TOKEN); reward, preset: sent with every job (None:
     the server's defaults); fallback: score_of's value for a report that
-    was not scored; timeout: seconds per HTTP request; max_wait: how long
+    was not judged (None: no number); timeout: seconds per HTTP request; max_wait: how long
     429/503 answers are retried; batch: jobs per request."""
 
-    def __init__(self, url=None, token=None, reward=None, preset=None, fallback=0.0,
+    def __init__(self, url=None, token=None, reward=None, preset=None, fallback=None,
                  timeout=1800.0, max_wait=600.0, batch=512):
         url = url or os.environ.get("KREWARD_URL")
         if not url:

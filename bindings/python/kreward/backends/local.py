@@ -56,7 +56,8 @@ def no_code_report(reward, why=None, kind=None):
 
 class Evaluator(Backend):
     """reward: a preset name, a JSON config or None; preset: "fast" or
-    "precise"; fallback: the score of a report that could not be judged.
+    "precise"; fallback: what score_of gives a report that could not be
+    judged (None, the default: no number; a number only where asked for).
 
     isolated: evaluate kreward problems through a Pool (default) or in this
     process. gpus: the pool's GPUs (None: every visible one; "none": compile
@@ -75,7 +76,7 @@ class Evaluator(Backend):
     files to register by name)."""
 
     def __init__(self, reward="makora", preset="fast", cache_dir=None, compile_threads=None,
-                 device=0, fallback=0.0, isolated=True, gpus=None, require_gpu=False,
+                 device=0, fallback=None, isolated=True, gpus=None, require_gpu=False,
                  pool_options=None, no_device=False, kernelbench=None):
         self.cache_dir = cache_dir or os.environ.get("KREWARD_CACHE_DIR") or os.path.join(
             tempfile.gettempdir(), f"kreward-cache-{os.getuid()}")

@@ -135,7 +135,7 @@ class RayPool(RemoteBackend):
     judged)."""
 
     def __init__(self, gpu_actors=None, compile_actors=None, chunk=8, reward="makora",
-                 preset="fast", fallback=0.0, problems=None, max_restarts=-1, max_attempts=3,
+                 preset="fast", fallback=None, problems=None, max_restarts=-1, max_attempts=3,
                  pool_options=None, actor_concurrency=4, kernelbench=None):
         if ray is None:
             raise ImportError("kreward.backends.ray needs ray (pip install ray, or pip install 'kreward[ray]')")

@@ -4,8 +4,8 @@
 An episode is one problem. The observation is the problem statement and,
 after a step, the last report's verdict and feedback; an action is a
 candidate (a model's completion or plain CUDA source); the reward is the
-backend's score of the report (the reward preset; the fallback when it
-could not be judged); the episode ends after `max_turns` steps or when a
+backend's score of the report (the reward preset), None for a candidate
+that could not be judged (never a number: the observation says why); the episode ends after `max_turns` steps or when a
 candidate passes at `target_speedup` or faster.
 
     app = kreward.envs.openenv_env.create_app()          # serve with uvicorn
@@ -40,6 +40,7 @@ class KernelObservation(Observation):
     feedback: str = ""
     speedup: Optional[float] = None
     turn: int = 0
+    judged: bool = True  # False: the candidate could not be judged here; reward is None
 
 
 class KernelState(State):
@@ -93,22 +94,27 @@ class KernelEnvironment(Environment):
             raise RuntimeError("the episode is over: reset")
         report = self.backend.evaluate_completion(self._spec, action.code)
         try:
-            reward = float(self.backend.score_of(report))
+            judged = report.reward is not None
+            reward = float(report.reward) if judged else None  # no number for what was not judged
             verdict, speedup = report.verdict, report.get("speedup")
             feedback = report.feedback or report.message or ""
+            if not judged:
+                feedback = f"not judged: {report.message or verdict}"
         finally:
             report.close()
         s.turn += 1
         s.step_count = s.turn
         s.last_verdict = verdict
-        s.best_reward = reward if s.best_reward is None else max(s.best_reward, reward)
+        if judged:
+            s.best_reward = reward if s.best_reward is None else max(s.best_reward, reward)
         if verdict == "passed" and speedup is not None:
             s.best_speedup = speedup if s.best_speedup is None else max(s.best_speedup, speedup)
         hit = (self.target_speedup is not None and verdict == "passed" and speedup is not None
                and speedup >= self.target_speedup)
         return KernelObservation(problem=s.problem, statement=self.catalog.statement(s.problem),
                                  verdict=verdict, feedback=feedback, speedup=speedup, turn=s.turn,
-                                 done=hit or s.turn >= self.max_turns, reward=reward)
+                                 judged=judged, done=hit or s.turn >= self.max_turns,
+                                 reward=reward)
 
     @property
     def state(self) -> KernelState:

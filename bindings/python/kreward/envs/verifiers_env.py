@@ -97,9 +97,13 @@ def _kind(problem):
 def _judge_sync(backend, problem, reply):
     report = backend.evaluate_completion(problem, reply)
     try:
-        return {"verdict": report.verdict, "reward": float(backend.score_of(report)),
+        judged = report.reward is not None
+        return {"verdict": report.verdict, "judged": judged,
+                # no number for a candidate that could not be judged
+                "reward": float(report.reward) if judged else None,
                 "speedup": report.get("speedup"),
-                "feedback": report.feedback or report.message or "",
+                "feedback": (report.feedback or report.message or "") if judged else
+                f"not judged: {report.message or report.verdict}",
                 "code": extract_code(reply, kind=_kind(problem)) is not None}
     finally:
         report.close()
@@ -123,16 +127,21 @@ class KernelTask(vf.Task[KernelData, KernelState, KernelTaskConfig]):
     async def kernel_stats(self, trace: vf.Trace) -> dict:
         turns = await self._turns(trace)
         passed = [t["speedup"] for t in turns if t["verdict"] == "passed"]
+        last = turns[-1]["reward"] if turns else None
         return {"turns": float(len(turns)), "passed": float(bool(passed)),
+                "judged": float(sum(t.get("judged", True) for t in turns)),
                 "best_speedup": max((s for s in passed if s is not None), default=0.0),
-                "last_reward": turns[-1]["reward"] if turns else 0.0}
+                "last_reward": float("nan") if last is None else last}
 
     @vf.reward
     async def kernel(self, trace: vf.Trace) -> float:
         turns = await self._turns(trace)
         if not turns:  # Verifiers scores no rollout whose model failed; never guess a score
             raise ValueError("no answer to judge")
-        scores = [t["reward"] for t in turns]
+        scores = [t["reward"] for t in turns if t["reward"] is not None]
+        if not scores:  # nothing of this episode could be judged: no number for it
+            why = "; ".join(sorted({t["feedback"] for t in turns}))[:400]
+            raise ValueError(f"no turn of this episode could be judged ({why})")
         return max(scores) if self.config.episode_reward == "best" else scores[-1]
 
 
@@ -161,7 +170,8 @@ def feedback_message(turn, target_speedup):
     """The user message after a judged candidate that did not end the
     episode: what happened to it, and what to do next."""
     verdict = turn["verdict"]
-    lines = [f"Your kernel was judged: {verdict}."]
+    lines = ([f"Your kernel was judged: {verdict}."] if turn.get("judged", True) else
+             [f"Your kernel could not be judged here ({verdict}); try again."])
     if turn["speedup"] is not None and verdict == "passed":
         lines.append(f"Speedup over the reference: {turn['speedup']:.3g}x" +
                      (f" (target {target_speedup:g}x)." if target_speedup else "."))

@@ -28,8 +28,6 @@ def parser():
                    help="the default reward: a preset or a JSON file (makora)")
     p.add_argument("--preset", default="fast", choices=("fast", "precise"),
                    help="default benchmark preset (fast)")
-    p.add_argument("--fallback", type=float, default=0.0,
-                   help="the reward of a candidate that could not be judged (0)")
     p.add_argument("--token-file", help="require 'Authorization: Bearer TOKEN', the token read "
                    "from this file (or $KREWARD_TOKEN); /health stays open")
     p.add_argument("--max-body", type=_size, default=8 << 20, help="largest request body (8M)")
@@ -38,8 +36,12 @@ def parser():
     p.add_argument("--max-batch", type=int, default=1024, help="largest batch (1024)")
     p.add_argument("--collectors", type=int, default=4, help="collector threads (4)")
     p.add_argument("--gpus", help="the pool's GPUs ('0,1'; 'none': compile only; default all)")
+    p.add_argument("--compile-only", action="store_true",
+                   help="serve without GPU workers, asked for by name: compile errors are "
+                        "judged, every candidate that compiles is answered 'not judged' (never a "
+                        "reward); without it a server with no GPU worker does not start")
     p.add_argument("--require-gpu", action="store_true",
-                   help="fail rather than serve compile-only when no GPU worker starts")
+                   help="(the default: a server with no GPU worker does not start)")
     p.add_argument("--compile-workers", type=int, default=0, help="the pool's compile workers")
     p.add_argument("--job-timeout", type=float, default=0.0, help="a job's wall limit (300 s)")
     p.add_argument("--drain-timeout", type=float, default=600.0,
@@ -85,22 +87,31 @@ def main(argv=None):
     except ImportError as e:
         sys.exit(f"kreward serve: {e.name} is not installed (pip install starlette uvicorn)")
     from .run import serve
-    server = Server(Options(problems=problems, reward=args.reward, preset=args.preset,
-                            fallback=args.fallback, token=token, max_body=args.max_body,
-                            max_queue=args.max_queue, max_batch=args.max_batch,
-                            collectors=args.collectors, gpus=args.gpus,
-                            require_gpu=args.require_gpu, pool_options=pool_options,
-                            drain_timeout=args.drain_timeout, result_grace=args.result_grace,
-                            kernelbench=kernelbench_options(args)))
+    from .server import CompileOnlyRefused
+    try:
+        server = _server(args, problems, token, pool_options)
+    except CompileOnlyRefused as e:
+        sys.exit(f"kreward serve: {e}")
 
     def ready(s):
         host, port = s.servers[0].sockets[0].getsockname()[:2]
+        mode = ("compile only: candidates that compile are not judged" if server.compile_only
+                else "GPU")
         print(f"kreward serve: listening on http://{host}:{port} "
-              f"({len(server.registry.names())} problems, "
-              f"{'compile only' if server.compile_only else 'GPU'})", flush=True)
+              f"({len(server.registry.names())} problems, {mode})", flush=True)
 
     serve(server, host=args.host, port=args.port, log_level=args.log_level, ready=ready)
     return 0
+
+
+def _server(args, problems, token, pool_options):
+    return Server(Options(problems=problems, reward=args.reward, preset=args.preset,
+                          token=token, max_body=args.max_body,
+                          max_queue=args.max_queue, max_batch=args.max_batch,
+                          collectors=args.collectors, gpus=args.gpus, require_gpu=True,
+                          pool_options=pool_options, compile_only=args.compile_only,
+                          drain_timeout=args.drain_timeout, result_grace=args.result_grace,
+                          kernelbench=kernelbench_options(args)))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from ..problems import looks_like_kernelbench
+from ..trainers.openrlhf import response_of
 from . import formats, jobs
 from .engine import Draining, QueueFull
 from .jobs import BadRequest
@@ -158,9 +159,19 @@ async def v1_problems(request, server):
 
 async def health(request, server):
     e = server.engine
-    return JSONResponse({"status": "draining" if e.draining else "ok",
+    return JSONResponse({"status": "draining" if e.draining else "ok", "mode": server.mode,
                          "compile_only": server.compile_only, "inflight": e.inflight},
                         status_code=503 if e.draining else 200)
+
+
+def not_judged_error(rows):
+    """503 for a request with candidates that were not judged (the OpenRLHF
+    and slime routes' answers are numbers, and none is given for those):
+    which ones and why, so the trainer's log says it."""
+    detail = "; ".join(f"[{i}] {verdict}: {why}" for i, verdict, why in rows[:8])
+    return error(503, f"not judged: {len(rows)} candidate(s) of this request could not be "
+                      f"judged here, and a reward is never given for what was not judged "
+                      f"({detail})", {"Retry-After": "30"})
 
 
 async def metrics(request, server):
@@ -227,8 +238,7 @@ def _kernelgym_job(server, d, where=""):
 
 def _kernelgym_result(server, task):
     task.fetched = True
-    return formats.kernelgym(task.id, json.loads(task.text), task.submitted, task.completed,
-                             server.fallback)
+    return formats.kernelgym(task.id, json.loads(task.text), task.submitted, task.completed)
 
 
 async def _kernelgym_run(server, items):
@@ -310,11 +320,14 @@ async def openrlhf(request, server):
     if prompts is not None and (not isinstance(prompts, list) or len(prompts) != len(queries)):
         raise BadRequest("prompts: a list as long as query")
     _batch_size(server, len(queries))
-    built = await _make_all(server, [({"problem": label, "completion": formats.response_of(
+    built = await _make_all(server, [({"problem": label, "completion": response_of(
         q, prompts[i] if prompts else None)}, None, f"query[{i}]: ")
         for i, (q, label) in enumerate(zip(queries, labels))])
     reports = [json.loads(t) for t in await server.engine.run(built)]
-    return JSONResponse(formats.openrlhf(reports, server.fallback))
+    missing = formats.not_judged(reports)
+    if missing:
+        return not_judged_error(missing)
+    return JSONResponse(formats.openrlhf(reports, server.rewards.bounds(None)))
 
 
 async def slime(request, server):
@@ -327,8 +340,11 @@ async def slime(request, server):
         raise BadRequest("label: the problem (a registered name or its JSON)")
     job = await _make(server, {"problem": problem, "completion": d["response"]})
     report = json.loads((await server.engine.run([job]))[0])
+    missing = formats.not_judged([report])
+    if missing:
+        return not_judged_error(missing)
     detail = request.query_params.get("detail", "") not in ("", "0", "false")
-    return JSONResponse(formats.slime(report, server.fallback, detail))
+    return JSONResponse(formats.slime(report, detail))
 
 
 ROUTES = [

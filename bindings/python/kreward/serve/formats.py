@@ -7,11 +7,14 @@
   verdict), "failed" when it could not be (not_run, error).
 - OpenRLHF (OpenRLHF/OpenRLHF@3c3be62, openrlhf/utils/agent.py,
   SingleTurnAgentExecutor._fetch_rewards_via_http): {"rewards", "scores",
-  "extra_logs"}, lists as long as the request's "query"; scores in [0, 1]
-  (OpenRLHF filters groups on them): 1 for passed, 0 otherwise.
+  "extra_logs"}, lists as long as the request's "query", the file
+  adapter's own answer (kreward.trainers.openrlhf.answer: scores the reward
+  on the ladder's 0..1, no speedup log).
 - slime (THUDM/slime@624b824, slime/rollout/rm_hub/__init__.py, remote_rm):
   the response body is the sample's reward: a number, or an object when
-  slime is run with --reward-key."""
+  slime is run with --reward-key.
+Neither gets a number for a candidate that was not judged: the route
+answers 503 naming it (not_judged)."""
 import json
 import time
 
@@ -34,20 +37,17 @@ ERROR_CODES = {
 DECOY_FLAGS = ("implausible_speed", "side_stream", "torch_fallback")
 
 
-def reward_of(report, fallback):
-    """The report's total reward; the fallback when it was not scored (a
-    candidate that could not be judged here)."""
-    if report.get("verdict") in UNSCORED:
-        return fallback
-    r = report.get("reward")
-    return r["total"] if isinstance(r, dict) and r.get("terms") else fallback
+def reward_of(report):
+    """The report's total reward; None when it was not judged (never a
+    number for what could not be judged)."""
+    return report["reward"]["total"] if judged(report) else None
 
 
 def iso(t):
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)) if t else None
 
 
-def kernelgym(task_id, report, submitted, completed, fallback):
+def kernelgym(task_id, report, submitted, completed):
     verdict = report.get("verdict", "none")
     m = report.get("metrics", {})
     texts = report.get("texts", {})
@@ -64,7 +64,7 @@ def kernelgym(task_id, report, submitted, completed, fallback):
         "kernel_runtime": ms(m.get("time_us")),
         "speedup": m.get("speedup"),
         "metadata": {"verdict": verdict, "flags": flags,
-                     "reward": reward_of(report, fallback),
+                     "reward": reward_of(report),
                      "feedback": texts.get("feedback", ""), "report": report},
         "error_message": None if verdict == "passed" else (texts.get("message")
                                                          or texts.get("feedback") or verdict),
@@ -75,31 +75,33 @@ def kernelgym(task_id, report, submitted, completed, fallback):
     }
 
 
-def response_of(query, prompt):
-    """OpenRLHF's query is prompt + response (decoded with the chat
-    template): the response is what follows the prompt."""
-    if isinstance(query, str) and isinstance(prompt, str) and query.startswith(prompt):
-        return query[len(prompt):]
-    return query
+def judged(report):
+    """Whether a report (as JSON) was judged: a verdict of the candidate's
+    own, scored."""
+    r = report.get("reward")
+    return report.get("verdict") not in UNSCORED and isinstance(r, dict) and bool(r.get("terms"))
 
 
-def openrlhf(reports, fallback):
-    rewards = [float(reward_of(r, fallback)) for r in reports]
-    verdicts = [r.get("verdict") for r in reports]
-    metrics = [r.get("metrics", {}) for r in reports]
-    return {
-        "rewards": rewards,
-        "scores": [1.0 if v == "passed" else 0.0 for v in verdicts],
-        "extra_logs": {
-            "passed": [float(v == "passed") for v in verdicts],
-            "compiled": [float(m.get("compiled", 0.0) or 0.0) for m in metrics],
-            "speedup": [float(m.get("speedup") or 0.0) for m in metrics],
-        },
-    }
+def not_judged(reports):
+    """The reports of a request that were not judged, as (index, verdict,
+    why) rows; the OpenRLHF and slime routes answer 503 when there are any,
+    never a number."""
+    return [(i, r.get("verdict"), (r.get("texts") or {}).get("message") or r.get("verdict"))
+            for i, r in enumerate(reports) if not judged(r)]
 
 
-def slime(report, fallback, detail):
-    reward = float(reward_of(report, fallback))
+def openrlhf(reports, bounds):
+    """OpenRLHF's answer for judged reports: the adapter's own shape
+    (kreward.trainers.openrlhf.answer), lists for JSON."""
+    from ..trainers.openrlhf import answer
+    return answer([float(r["reward"]["total"]) for r in reports],
+                  [r.get("verdict") == "passed" for r in reports],
+                  [r.get("verdict") != "compile_error" for r in reports],
+                  [True] * len(reports), bounds)
+
+
+def slime(report, detail):
+    reward = float(report["reward"]["total"])
     if not detail:
         return reward
     m = report.get("metrics", {})

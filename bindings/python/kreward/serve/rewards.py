@@ -62,3 +62,10 @@ class Rewards:
                 # a job in flight keeps its Reward alive: dropping it here is safe
                 self._cache.popitem(last=False)
         return r
+
+    def bounds(self, spec):
+        """(lowest, highest) the reward of a request's "reward" field pays, from
+        its ladder (None without one): how OpenRLHF's scores map it onto
+        0..1, as the file adapter does."""
+        from ..trainers.openrlhf import score_range
+        return score_range(self.get(spec))

@@ -5,7 +5,6 @@ ModelNew candidates run in workers, their golden outputs are made here
 with the problem's Model), the problem registry, the rewards, the engine
 and the task store."""
 import os
-import warnings
 
 from ..constants import Status
 from ..context import Context
@@ -31,21 +30,29 @@ def default_problem_dirs():
     return [BUNDLED] if os.path.isdir(BUNDLED) else []
 
 
+class CompileOnlyRefused(RuntimeError):
+    """No GPU worker, and compile-only was not asked for: the server does not
+    start."""
+
+
 class Options:
     """The server's settings (the command line's, docs/serve.md)."""
 
-    def __init__(self, problems=None, reward="makora", preset="fast", fallback=0.0, token=None,
+    def __init__(self, problems=None, reward="makora", preset="fast", token=None,
                  max_body=8 << 20, max_queue=1024, max_batch=1024, collectors=4, gpus=None,
                  require_gpu=False, pool_options=None, drain_timeout=600.0, result_grace=30.0,
-                 max_tasks=100_000, kernelbench=None, cache_dir=None):
+                 max_tasks=100_000, kernelbench=None, cache_dir=None, compile_only=False):
         self.problems = list(problems) if problems else default_problem_dirs()
-        self.reward, self.preset, self.fallback = reward, preset, fallback
+        self.reward, self.preset = reward, preset
         self.token = token if token is not None else (os.environ.get("KREWARD_TOKEN") or None)
         self.max_body, self.max_queue, self.max_batch = max_body, max_queue, max_batch
         self.collectors, self.gpus, self.require_gpu = collectors, gpus, require_gpu
         self.pool_options = dict(pool_options or {})
         self.drain_timeout, self.result_grace = drain_timeout, result_grace
         self.max_tasks = max_tasks
+        # asked for by name: serve compile checks only (no GPU worker); every
+        # candidate that compiles is answered "not judged", never a reward
+        self.compile_only = compile_only
         # the ModelNew scheduler's options (kernelbench/lanes.py make_scheduler)
         self.kernelbench = dict(kernelbench or {})
         self.cache_dir = cache_dir
@@ -54,7 +61,7 @@ class Options:
 class Server:
     def __init__(self, options, pool=None):
         self.options = o = options
-        self.preset, self.fallback = o.preset, o.fallback
+        self.preset = o.preset
         self.ctx = Context(no_device=True)
         self.pool = self.rail = None
         try:
@@ -68,17 +75,29 @@ class Server:
             raise
         self.tasks = TaskStore(o.max_tasks)
         self.compile_only = self.pool.status().get("gpus", 0) == 0
+        self.mode = "compile-only" if self.compile_only else "gpu"
 
     def _start_pool(self):
+        """The pool: GPU workers, or none when compile-only is asked for by
+        name. Without a GPU worker and without that, the server does not
+        start: a reward server that cannot judge would answer every
+        candidate that compiles as if it were (CompileOnlyRefused)."""
         o = self.options
+        if o.compile_only:
+            return Pool(gpus="none", **o.pool_options)
+        if o.gpus == "none":
+            raise CompileOnlyRefused("--gpus none starts no GPU worker: ask for it by name "
+                                     "with --compile-only (every candidate that compiles is then "
+                                     "answered 'not judged', never a reward)")
         try:
             return Pool(gpus=o.gpus, **o.pool_options)
         except KrewardError as e:
-            if e.code != Status.ENODEVICE or o.gpus is not None or o.require_gpu:
+            if e.code != Status.ENODEVICE:
                 raise
-            warnings.warn(f"kreward serve: {e.message}: compile checks only (candidates end "
-                          "not_run and score the fallback)", RuntimeWarning, stacklevel=2)
-            return Pool(gpus="none", **o.pool_options)
+            raise CompileOnlyRefused(f"no GPU worker can start here ({e.message}): a reward "
+                                     "server that cannot judge is refused; run it where a GPU "
+                                     "is, or ask for --compile-only by name (candidates that "
+                                     "compile are then answered 'not judged')") from e
 
     def close(self):
         """Every accepted job gets its report (the pool's error report for

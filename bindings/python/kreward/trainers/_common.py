@@ -74,6 +74,7 @@ def get_evaluator():
     global _evaluator
     with _lock:
         if _evaluator is None and (os.environ.get("KREWARD_URL") or
+                                   os.environ.get("KREWARD_BACKEND") or
                                    os.environ.get("KREWARD_RAY", "0") not in ("", "0")):
             from ..backend import resolve
             _evaluator = resolve(reward=os.environ.get("KREWARD_REWARD", "makora"),
@@ -92,6 +93,22 @@ def get_evaluator():
                 raise EvaluationUnavailable(f"kreward: no pool can evaluate candidates in this "
                                             f"process: {e.message}; {_HINT}") from e
         return _evaluator
+
+
+_backends = {}
+
+
+def backend_for(spec):
+    """The backend of a spec in this process (kreward.backend.resolve, made
+    once per spec); None: the process's evaluator (get_evaluator())."""
+    if spec is None:
+        return get_evaluator()
+    with _lock:
+        if spec not in _backends:
+            from ..backend import resolve
+            _backends[spec] = resolve(spec, reward=os.environ.get("KREWARD_REWARD", "makora"),
+                                      preset=os.environ.get("KREWARD_PRESET", "fast"))
+        return _backends[spec]
 
 
 # ---- reading a sample ----
@@ -243,7 +260,8 @@ async def evaluate_async(ev, problem, extraction):
 class Judgement:
     """A report as a trainer sees it: score (None when not judged), judged,
     verdict, passed, speedup and time_us (NaN when not measured), feedback."""
-    __slots__ = ("score", "judged", "verdict", "passed", "speedup", "time_us", "feedback")
+    __slots__ = ("score", "judged", "verdict", "passed", "speedup", "time_us", "feedback",
+                 "message")
 
     def details(self, score):
         """The same keys for every sample (verl stacks them into arrays;
@@ -282,9 +300,10 @@ def judge(report):
         j.speedup = _number(report, "speedup")
         j.time_us = _number(report, "time_us")
         j.feedback = safe_text(report.text("feedback") or message) or ""
+        j.message = message
         if not j.judged:
-            log.warning("kreward: a candidate could not be judged (verdict %s: %s); it is left "
-                        "out or gets the fallback", j.verdict, message or "no message")
+            log.error("kreward: a candidate could not be judged (verdict %s: %s)", j.verdict,
+                      message or "no message")
         return j
     except EvaluationUnavailable as e:
         log.error("%s", e)
@@ -293,11 +312,90 @@ def judge(report):
         report.close()
 
 
+class CandidateNotJudged(RuntimeError):
+    """A candidate the environment failed on (verdict error), for a trainer
+    whose reward must be a number: raised rather than a number
+    (KREWARD_NOT_JUDGED=fallback, asked for by name, gives the Evaluator's
+    fallback instead, logged at ERROR each time). .judgements: the batch."""
+
+    def __init__(self, message, judgements):
+        super().__init__(message)
+        self.judgements = judgements
+
+
+NOT_JUDGED_ENV = "KREWARD_NOT_JUDGED"
+
+
+def not_judged_policy():
+    """"raise" (the default: no number for what was not judged) or
+    "fallback" ($KREWARD_NOT_JUDGED=fallback: the Evaluator's fallback, each
+    one logged at ERROR)."""
+    v = os.environ.get(NOT_JUDGED_ENV, "raise").strip().lower() or "raise"
+    if v not in ("raise", "fallback"):
+        raise ValueError(f"{NOT_JUDGED_ENV}={v!r}: 'raise' (the default) or 'fallback'")
+    return v
+
+
 def fallback(ev):
-    """The score of a sample that was not judged, where the trainer needs a
-    number."""
+    """The number a not-judged sample gets under KREWARD_NOT_JUDGED=fallback:
+    the Evaluator's fallback (0.0 when it has none)."""
     v = getattr(ev, "fallback", None)
     return 0.0 if v is None else float(v)
+
+
+STREAK_ENV = "KREWARD_NOT_JUDGED_STREAK"
+_streak = [0]  # candidates not judged in a row, in this process (lock: _lock)
+
+
+def check_batch(judgements):
+    """No rewards at all stops the run: EvaluationUnavailable (logged at
+    ERROR) when a batch of several candidates had none judged, or when the
+    last $KREWARD_NOT_JUDGED_STREAK (default 32) candidates this process saw
+    had none judged (trainers that call one sample at a time: verl's reward
+    loop, OpenRLHF, slime). A batch of none passes."""
+    limit = int(os.environ.get(STREAK_ENV, "32") or 32)
+    with _lock:
+        for j in judgements:
+            _streak[0] = 0 if j.judged else _streak[0] + 1
+        streak = _streak[0]
+    whole = len(judgements) > 1 and not any(j.judged for j in judgements)
+    if whole or streak >= limit:
+        reasons = sorted({f"{j.verdict}: {j.message or 'no message'}" for j in judgements
+                          if not j.judged})
+        what = (f"no candidate of this batch of {len(judgements)}" if whole else
+                f"none of the last {streak} candidates")
+        err = EvaluationUnavailable(f"kreward: {what} could be judged "
+                                    f"({'; '.join(reasons)[:600]}): no reward to train on; "
+                                    f"{_HINT}")
+        log.error("%s", err)
+        raise err
+    return judgements
+
+
+def scores(ev, judgements):
+    """The numbers of a batch for a trainer whose reward must be a number
+    (verl, OpenRLHF, slime): every judged candidate's score; for one that
+    was not judged CandidateNotJudged (the default) or, with
+    KREWARD_NOT_JUDGED=fallback, the Evaluator's fallback."""
+    check_batch(judgements)
+    missing = [i for i, j in enumerate(judgements) if not j.judged]
+    if missing and not_judged_policy() == "raise":
+        first = judgements[missing[0]]
+        why = first.message or "no message"
+        err = CandidateNotJudged(f"kreward: {len(missing)} of {len(judgements)} candidates could "
+                                 f"not be judged (verdict {first.verdict}: {why}); a reward must "
+                                 "be a number here, and none is given for what was not judged "
+                                 f"(set {NOT_JUDGED_ENV}=fallback to give them the Evaluator's "
+                                 "fallback instead)", judgements)
+        log.error("%s", err)
+        raise err
+    out = []
+    for j in judgements:
+        if not j.judged:
+            log.error("kreward: a candidate that could not be judged gets the fallback %s "
+                      "(%s=fallback)", fallback(ev), NOT_JUDGED_ENV)
+        out.append(j.score if j.judged else fallback(ev))
+    return out
 
 
 def judge_all(reports):

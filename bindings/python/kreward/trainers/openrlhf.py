@@ -17,8 +17,12 @@ its samples is strictly inside --algo.dynamic_filtering_range, default
 rewards: the reward as configured (makora: -10 to 35). scores: the reward
 mapped onto 0..1 by the reward's ladder (its lowest compile_error value is
 0, its highest passed value 1), or passed as 0/1 for a reward without a
-ladder. extra_logs: passed, compiled, judged (0/1 each).
-A candidate that could not be judged gets the Evaluator's fallback."""
+ladder. extra_logs: passed, compiled, judged (0/1 each). `kreward serve`'s
+/openrlhf route answers with the same function (answer) and strips the
+prompt the same way (response_of).
+A candidate that could not be judged gets no number: it raises
+CandidateNotJudged (KREWARD_NOT_JUDGED=fallback, asked for by name, gives
+it the Evaluator's fallback instead), logged at ERROR."""
 import threading
 
 from kreward.trainers import _common
@@ -76,9 +80,26 @@ def _tensor(values):
     return torch.tensor(values, dtype=torch.float32)
 
 
+def answer(rewards, passed, compiled, judged, bounds, convert=list):
+    """The answer OpenRLHF reads, the same from this file and from `kreward
+    serve`'s /openrlhf route: rewards as given; scores the rewards mapped
+    onto 0..1 by the reward's ladder (bounds; 1/0 for passed without one);
+    extra_logs passed, compiled and judged (1/0 each). No speedup: OpenRLHF
+    averages each log over the batch and a speedup is measured for passing
+    candidates only (a 0.0 would drag the mean, a NaN spoil it). convert
+    makes each list what the caller sends (tensors here, lists in JSON)."""
+    scores = [unit_score(r, p, bounds) for r, p in zip(rewards, passed)]
+    return {"rewards": convert(rewards), "scores": convert(scores),
+            "extra_logs": {"passed": convert([float(p) for p in passed]),
+                           "compiled": convert([float(c) for c in compiled]),
+                           "judged": convert([float(j) for j in judged])}}
+
+
 def reward_func(queries, prompts, labels, **kwargs):
     """{"rewards", "scores", "extra_logs"} for OpenRLHF; labels are the
-    problems (a problem.json path or its JSON)."""
+    problems (a problem.json path or its JSON, a KernelBench file's path or
+    text). A candidate that could not be judged raises (OpenRLHF keeps no
+    reward for it), logged at ERROR here: OpenRLHF logs it at INFO."""
     ev = _common.get_evaluator()
     queries, prompts, labels = list(queries), list(prompts), list(labels)
     if not len(queries) == len(prompts) == len(labels):
@@ -86,14 +107,9 @@ def reward_func(queries, prompts, labels, **kwargs):
     reads = [_common.read(response_of(q, p), p, label)
              for q, p, label in zip(queries, prompts, labels)]
     judgements = _common.judge_all(_common.evaluate(ev, labels, reads))
-    rewards = [j.score if j.judged else _common.fallback(ev) for j in judgements]
-    bounds = score_range(getattr(ev, "reward", None))
-    scores = [unit_score(r, j.passed, bounds) for r, j in zip(rewards, judgements)]
-    return {"rewards": _tensor(rewards), "scores": _tensor(scores),
-            # OpenRLHF averages each log over the batch: no NaN (a speedup
-            # is only measured for some candidates), so no speedup here
-            "extra_logs": {"passed": _tensor([float(j.passed) for j in judgements]),
-                           "compiled": _tensor([float(j.verdict != "compile_error")
-                                                for j in judgements]),
-                           "judged": _tensor([float(j.judged) for j in judgements])}}
+    rewards = _common.scores(ev, judgements)
+    return answer(rewards, [j.passed for j in judgements],
+                  [j.verdict != "compile_error" for j in judgements],
+                  [j.judged for j in judgements], score_range(getattr(ev, "reward", None)),
+                  _tensor)
 

@@ -14,7 +14,10 @@ read through --reward-key / --eval-reward-key
 
 The problem is sample.metadata["problem"] when given, else sample.label.
 sample.prompt (text or messages) names code the response must not be graded
-on. A candidate that could not be judged gets the Evaluator's fallback."""
+on. A reward is a number, and nothing that could not be judged gets one:
+such a candidate raises CandidateNotJudged (KREWARD_NOT_JUDGED=fallback,
+asked for by name, gives it the Evaluator's fallback instead), logged at
+ERROR."""
 import asyncio
 
 from kreward.trainers import _common
@@ -31,10 +34,13 @@ def _read(sample):
                         _problem(sample))
 
 
-def _reward(args, ev, j):
+def _rewards(args, ev, judgements):
+    return [_reward(args, j, score) for j, score in zip(judgements, _common.scores(ev, judgements))]
+
+
+def _reward(args, j, score):
     """A number, or a dict when slime reads rewards through a key (the
     score under every key asked for, and details)."""
-    score = j.score if j.judged else _common.fallback(ev)
     keys = [k for k in (getattr(args, "reward_key", None), getattr(args, "eval_reward_key", None))
             if k]
     if not keys:
@@ -56,9 +62,9 @@ async def custom_rm(args, sample, **kwargs):
         reads = [_read(s) for s in samples]
         loop = asyncio.get_running_loop()
         reports = await loop.run_in_executor(None, _common.evaluate, ev, problems, reads)
-        return [_reward(args, ev, j) for j in _common.judge_all(reports)]
+        return _rewards(args, ev, _common.judge_all(reports))
     report = await _common.evaluate_async(ev, _problem(sample), _read(sample))
-    return _reward(args, ev, _common.judge_all([report])[0])
+    return _rewards(args, ev, _common.judge_all([report]))[0]
 
 
 # the name of the batch form before slime called one function for both

@@ -14,7 +14,11 @@ other async ones on TRL's own event loop thread (grpo_trainer.py:1654,
 1669-1681). Conversational completions are lists of messages.
 
 Candidates that could not be judged (the environment failed) are None;
-nothing runnable at all (no GPU) raises EvaluationUnavailable."""
+nothing runnable at all (no GPU), or a batch of which nothing was judged,
+raises EvaluationUnavailable. The functions make_trl_reward returns are
+picklable (module-level functions with their settings bound), as TRL's
+AsyncGRPOTrainer needs to send them to its rollout process."""
+import functools
 import math
 
 from kreward.trainers import _common
@@ -55,47 +59,97 @@ def _reads(prompts, completions, problems):
     return [_common.read(c, p, q) for c, p, q in zip(completions, prompts, problems)]
 
 
-def make_trl_reward(problem=None, problem_column="problem", evaluator=None):
+class Settings:
+    """What make_trl_reward binds: picklable (a backend spec, never a live
+    evaluator unless one was given). Bound under one keyword, `_kreward`,
+    so that no dataset column TRL passes (a column named "problem" is the
+    usual one) can collide with it."""
+    __slots__ = ("problem", "problem_column", "backend", "evaluator")
+
+    def __init__(self, problem=None, problem_column="problem", backend=None, evaluator=None):
+        self.problem, self.problem_column = problem, problem_column
+        self.backend, self.evaluator = backend, evaluator
+
+    def __getstate__(self):
+        if self.evaluator is not None:
+            raise TypeError("a TRL reward bound to a live evaluator cannot be pickled: pass "
+                            "backend= (a spec such as 'local', a URL or 'ray') instead")
+        return (self.problem, self.problem_column, self.backend)
+
+    def __setstate__(self, state):
+        self.problem, self.problem_column, self.backend = state
+        self.evaluator = None
+
+    def backend_object(self):
+        return self.evaluator or _common.backend_for(self.backend)
+
+
+def kreward(prompts=None, completions=None, completion_ids=None, log_extra=None,
+            log_metric=None, *, _kreward=None, **kwargs):
+    """TRL's reward_func: list[float | None], one per completion. _kreward:
+    the Settings make_trl_reward bound; the dataset's columns come in
+    kwargs."""
+    settings = _kreward or Settings()
+    ev = settings.backend_object()
+    completions = list(completions)
+    problems = _problems(settings.problem, settings.problem_column, len(completions), kwargs)
+    reports = _common.evaluate(ev, problems, _reads(prompts, completions, problems))
+    judgements = _common.check_batch(_common.judge_all(reports))
+    _log(judgements, log_extra, log_metric)
+    return [j.score for j in judgements]
+
+
+async def kreward_async(prompts=None, completions=None, completion_ids=None, log_extra=None,
+                        log_metric=None, *, _kreward=None, **kwargs):
+    """kreward as a coroutine: each candidate awaited from the backend
+    without blocking TRL's event loop."""
+    import asyncio
+    settings = _kreward or Settings()
+    ev = settings.backend_object()
+    completions = list(completions)
+    problems = _problems(settings.problem, settings.problem_column, len(completions), kwargs)
+    reads = _reads(prompts, completions, problems)
+    reports = await asyncio.gather(*[_common.evaluate_async(ev, p, x)
+                                     for p, x in zip(problems, reads)],
+                                   return_exceptions=True)
+    failed = [r for r in reports if isinstance(r, BaseException)]
+    if failed:
+        for r in reports:
+            if not isinstance(r, BaseException):
+                r.close()
+        raise failed[0]
+    judgements = _common.check_batch(_common.judge_all(reports))
+    _log(judgements, log_extra, log_metric)
+    return [j.score for j in judgements]
+
+
+# TRL names a reward function's logs by its __name__ (rewards/kreward/mean);
+# pickle finds a function by __qualname__, which stays its own
+kreward_async.__name__ = "kreward"
+
+
+def _bound(func, settings):
+    """func with its settings bound; picklable when no live evaluator is
+    bound (a partial of a module-level function: TRL's AsyncGRPOTrainer
+    sends reward functions to its rollout process, where the backend spec
+    resolves anew)."""
+    return functools.partial(func, _kreward=settings)
+
+
+def make_trl_reward(problem=None, problem_column="problem", evaluator=None, backend=None):
     """reward_func(prompts, completions, completion_ids, **kwargs) ->
     list[float | None]. The problem is fixed (problem=) or read per sample
-    from the dataset column problem_column. evaluator: default the
-    process's (get_evaluator())."""
-    def kreward(prompts=None, completions=None, completion_ids=None, log_extra=None,
-                log_metric=None, **kwargs):
-        ev = evaluator or _common.get_evaluator()
-        completions = list(completions)
-        problems = _problems(problem, problem_column, len(completions), kwargs)
-        reports = _common.evaluate(ev, problems, _reads(prompts, completions, problems))
-        judgements = _common.judge_all(reports)
-        _log(judgements, log_extra, log_metric)
-        return [j.score for j in judgements]
-
-    return kreward
+    from the dataset column problem_column. backend: a spec for
+    kreward.backend.resolve ("local", an http(s) URL, "ray[:ADDRESS]",
+    "standin"), resolved once per process where it is called; None: the
+    process's evaluator (get_evaluator(), from the environment). evaluator:
+    a live backend object to use instead (in this process only: it makes
+    the function unpicklable). Picklable otherwise (a functools.partial of
+    the module-level function kreward)."""
+    return _bound(kreward, Settings(problem, problem_column, backend, evaluator))
 
 
-def make_trl_reward_async(problem=None, problem_column="problem", evaluator=None):
+def make_trl_reward_async(problem=None, problem_column="problem", evaluator=None, backend=None):
     """make_trl_reward as a coroutine function: TRL runs it on its event
-    loop next to other async reward functions; each candidate is awaited
-    from the pool without blocking that loop."""
-    import asyncio
-
-    async def kreward(prompts=None, completions=None, completion_ids=None, log_extra=None,
-                      log_metric=None, **kwargs):
-        ev = evaluator or _common.get_evaluator()
-        completions = list(completions)
-        problems = _problems(problem, problem_column, len(completions), kwargs)
-        reads = _reads(prompts, completions, problems)
-        reports = await asyncio.gather(*[_common.evaluate_async(ev, p, x)
-                                         for p, x in zip(problems, reads)],
-                                       return_exceptions=True)
-        failed = [r for r in reports if isinstance(r, BaseException)]
-        if failed:
-            for r in reports:
-                if not isinstance(r, BaseException):
-                    r.close()
-            raise failed[0]
-        judgements = _common.judge_all(reports)
-        _log(judgements, log_extra, log_metric)
-        return [j.score for j in judgements]
-
-    return kreward
+    loop next to other async reward functions."""
+    return _bound(kreward_async, Settings(problem, problem_column, backend, evaluator))

@@ -19,9 +19,12 @@ How verl calls it (verl v0.8.0-337, commit 1dda039, docs/trainers.md):
 The problem is extra_info["problem"] when given, else ground_truth.
 extra_info["prompt"] (the prompt's text or messages), when the dataset puts
 it there, names code the completion must not be graded on (the problem's
-reference never is, given or not). verl's score must be a number: a
-candidate that could not be judged gets the Evaluator's fallback (judged
-0.0 in the details)."""
+reference never is, given or not). verl's score must be a number, and
+nothing that could not be judged gets one: such a candidate raises
+CandidateNotJudged (a batch of which nothing was judged,
+EvaluationUnavailable), logged at ERROR; KREWARD_NOT_JUDGED=fallback, asked
+for by name, gives it the Evaluator's fallback instead (judged 0.0 in the
+details, logged at ERROR each time)."""
 from kreward.trainers import _common
 
 
@@ -33,8 +36,8 @@ def _problem_and_prompt(extra_info, ground_truth):
     return (ground_truth if problem is None else problem), get("prompt")
 
 
-def _result(ev, j):
-    return j.details(j.score if j.judged else _common.fallback(ev))
+def _results(ev, judgements):
+    return [j.details(score) for j, score in zip(judgements, _common.scores(ev, judgements))]
 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
@@ -59,7 +62,7 @@ def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos=
     problems = [p for p, _ in pairs]
     reads = [_common.read(s, prompt, p) for s, (p, prompt) in zip(solutions, pairs)]
     reports = _common.evaluate(ev, problems, reads)
-    return [_result(ev, j) for j in _common.judge_all(reports)]
+    return _results(ev, _common.judge_all(reports))
 
 
 async def compute_score_async(data_source, solution_str, ground_truth, extra_info=None,
@@ -69,4 +72,4 @@ async def compute_score_async(data_source, solution_str, ground_truth, extra_inf
     ev = _common.get_evaluator()
     problem, prompt = _problem_and_prompt(extra_info, ground_truth)
     report = await _common.evaluate_async(ev, problem, _common.read(solution_str, prompt, problem))
-    return _result(ev, _common.judge_all([report])[0])
+    return _results(ev, _common.judge_all([report]))[0]
