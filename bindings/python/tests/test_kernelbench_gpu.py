@@ -82,4 +82,4 @@ def test_a_torch_compile_baseline_on_the_gpu(tmp_path):
                                                   "baseline_kind", "baseline_compile_seconds")}))
         assert res["verdict"] == "pass", res
         assert res["baseline_kind"] == "torch.compile" and res["baseline_compile_seconds"] > 0
-        assert r._base_state["graphs"] >= 1
+        assert r._processes.baseline_facts["graphs"] >= 1

@@ -18,7 +18,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the ModelNew runner needs torch")
 
 from kreward.kernelbench import import_problem  # noqa: E402
-from kreward.kernelbench import runner as runner_module  # noqa: E402
+from kreward.kernelbench import processes  # noqa: E402
 from kreward.kernelbench.runner import Runner  # noqa: E402
 
 KB = pathlib.Path(__file__).resolve().parents[3] / "examples" / "kernelbench"
@@ -304,7 +304,7 @@ def test_the_baseline_worker_and_the_spare_are_kept_and_ended(matmul):
     runner = runner_for(imp, d, sandbox="init")
     first = runner.evaluate(model_as_candidate(MATMUL), seed=5, verify_seeds=1, batches=2, checks=1)
     assert first["verdict"] == "pass" and first["speedup"] > 0, first
-    base, spare = runner._base.proc.pid, runner._spare_w.proc.pid
+    base, spare = runner._processes.baseline.proc.pid, runner._processes.spare.proc.pid
     # the next candidate runs in the spare (its worker's parent is the spare's supervisor)
     src = MATMUL + f"\nSPARE = {spare}\n" + textwrap.dedent("""
         import os
@@ -316,9 +316,9 @@ def test_the_baseline_worker_and_the_spare_are_kept_and_ended(matmul):
     """)
     again = runner.evaluate(src, seed=6, verify_seeds=1, batches=2, checks=1)
     assert again["verdict"] == "pass", again
-    assert runner._base.proc.pid == base  # the same baseline worker, timed again
+    assert runner._processes.baseline.proc.pid == base  # the same baseline worker, timed again
     assert again["baseline_us"] != first["baseline_us"]
-    kept = [base, runner._spare_w.proc.pid]
+    kept = [base, runner._processes.spare.proc.pid]
     runner.close()
     time.sleep(0.1)
     for pid in kept:
@@ -329,15 +329,15 @@ def test_only_the_most_recent_runners_keep_their_workers(matmul, monkeypatch):
     """A program that makes a Runner per problem and keeps them all does not
     keep a torch process (and a CUDA context) per problem."""
     imp, d = matmul
-    monkeypatch.setattr(runner_module, "KEEP_WARM", 1)
+    monkeypatch.setattr(processes, "KEEP_WARM", 1)
     first, second = runner_for(imp, d, sandbox="init"), runner_for(imp, d, sandbox="init")  # spares
     src = model_as_candidate(MATMUL)
     kw = {"seed": 7, "verify_seeds": 1, "batches": 1, "calls": 2, "checks": 1}
     assert first.evaluate(src, **kw)["verdict"] == "pass"
-    kept = [first._base.proc.pid, first._spare_w.proc.pid]
+    kept = [first._processes.baseline.proc.pid, first._processes.spare.proc.pid]
     assert second.evaluate(src, **kw)["verdict"] == "pass"
-    assert first._base is None and first._spare_w is None  # ended: the older of the two
-    assert second._base is not None and second._spare_w is not None
+    assert first._processes.baseline is None and first._processes.spare is None  # ended: the older of the two
+    assert second._processes.baseline is not None and second._processes.spare is not None
     time.sleep(0.1)
     assert not any(os.path.exists(f"/proc/{pid}") for pid in kept)
     assert first.evaluate(src, **kw)["verdict"] == "pass"  # started again when used again
