@@ -4,7 +4,7 @@ candidate leaves behind reaches the baseline: its processes are all ended
 before the baseline is timed (a child that left the worker's session
 included), and none of them can signal, re-prioritise or re-pin another
 process. Also the workers kept between evaluations (the baseline's, the
-spare). The GPU half is test_kernelbench_gpu.py."""
+spare). The GPU half is test_gpu.py."""
 import os
 import pathlib
 import secrets
@@ -21,7 +21,7 @@ from kreward.kernelbench import import_problem  # noqa: E402
 from kreward.kernelbench import processes  # noqa: E402
 from kreward.kernelbench.runner import Runner  # noqa: E402
 
-KB = pathlib.Path(__file__).resolve().parents[3] / "examples" / "kernelbench"
+KB = pathlib.Path(__file__).resolve().parents[4] / "examples" / "kernelbench"
 
 # CPU-heavy and light on memory: the timed call is ~10 ms on two cores, the
 # inputs and the outputs 4 MB each, so checks cost little
@@ -300,7 +300,7 @@ def test_a_tensor_subclass_output_is_refused(matmul):
 def test_the_baseline_worker_and_the_spare_are_kept_and_ended(matmul):
     imp, d = matmul
     # "init": its spare takes any source (a "start" spare is started only
-    # for the source named next: test_kernelbench_sandbox.py)
+    # for the source named next: test_sandbox.py)
     runner = runner_for(imp, d, sandbox="init")
     first = runner.evaluate(model_as_candidate(MATMUL), seed=5, verify_seeds=1, batches=2, checks=1)
     assert first["verdict"] == "pass" and first["speedup"] > 0, first

@@ -18,7 +18,7 @@ from kreward.kernelbench import import_problem, inputs, keystream  # noqa: E402
 from kreward.kernelbench.runner import Runner  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
-KB_DIR = HERE.parent / "kreward" / "kernelbench"
+KB_DIR = HERE.parents[1] / "kreward" / "kernelbench"
 
 
 @pytest.fixture(autouse=True)

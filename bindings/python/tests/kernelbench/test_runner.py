@@ -1,7 +1,7 @@
 """The ModelNew runner on the CPU: candidates in a worker process, checked
 by the caller. The corpus' pure-torch cheats run on the CPU too; the CUDA
 and Triton candidates, timing and kernel attribution need the GPU
-(test_kernelbench_gpu.py)."""
+(test_gpu.py)."""
 import json
 import os
 import pathlib
@@ -16,7 +16,7 @@ from kreward.kernelbench.runner import Runner  # noqa: E402
 from kreward.kernelbench.scoring import (MOSTLY_TORCH_SHARE, attribute, custom_kernel_names, custom_share,  # noqa: E402
                                         kernel_share, launch_luck, luck_note, reward_of)
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
+ROOT = pathlib.Path(__file__).resolve().parents[4]
 KB = ROOT / "examples" / "kernelbench"
 RELU = KB / "candidates" / "level1_01_relu"
 

@@ -25,7 +25,7 @@ from kreward.kernelbench import import_problem  # noqa: E402
 from kreward.kernelbench.inputs import fingerprint  # noqa: E402
 from kreward.kernelbench.runner import Runner  # noqa: E402
 
-KB = pathlib.Path(__file__).resolve().parents[3] / "examples" / "kernelbench"
+KB = pathlib.Path(__file__).resolve().parents[4] / "examples" / "kernelbench"
 RELU = KB / "candidates" / "level1_01_relu"
 LAZY = ["cheat_lazy_detach.py", "cheat_lazy_trace.py", "cheat_lazy_worker_patch.py"]
 
@@ -248,7 +248,7 @@ def test_the_triton_commitment_has_the_bits_of_torchs_steps():
     run in Triton's interpreter on the CPU, gives torch's steps' bits: the
     caller and the worker agree whichever of the two each one ran."""
     pytest.importorskip("triton", reason="needs triton")
-    here = str(pathlib.Path(__file__).resolve().parents[1] / "kreward" / "kernelbench")
+    here = str(pathlib.Path(__file__).resolve().parents[2] / "kreward" / "kernelbench")
     env = dict(os.environ, TRITON_INTERPRET="1")
     out = subprocess.run([sys.executable, "-c", TRITON_BITS.format(here=here)], env=env,
                          capture_output=True, text=True, timeout=300)

@@ -5,7 +5,7 @@ program once sealed get the verdict `denied`; honest ones pass, a
 load_inline build (ninja and the C++ compiler, started inside the
 sandbox) included. A kernel without Landlock or seccomp skips the checks of
 that layer with its reason. The GPU half (CUDA, Triton, the corpus) is
-test_kernelbench_gpu.py::test_sandbox_*."""
+test_gpu.py::test_sandbox_*."""
 import hashlib
 import json
 import os
@@ -24,7 +24,7 @@ from kreward.kernelbench import import_problem  # noqa: E402
 from kreward.kernelbench.confine import missing, python_reads, spec  # noqa: E402
 from kreward.kernelbench.runner import Runner  # noqa: E402
 
-CORPUS_CHEATS = pathlib.Path(__file__).resolve().parents[3] / "examples" / "kernelbench" / "candidates" / "sandbox"
+CORPUS_CHEATS = pathlib.Path(__file__).resolve().parents[4] / "examples" / "kernelbench" / "candidates" / "sandbox"
 OFFERED = kreward.Pool.sandbox()
 pytestmark = [
     pytest.mark.skipif(not OFFERED["landlock"], reason=f"no Landlock: {OFFERED['landlock_why']}"),
@@ -428,7 +428,7 @@ def test_a_gpu_worker_reads_neither_dev_shm_nor_the_socket_tables(tmp_path):
     GPU grants (kr_sandbox_enter without the narrowing) both reads work
     (test_sandbox gpu_worker), so this fails if the worker's spec loses
     either key. The corpus cheats cheat_read_shm/cheat_read_sockets are the
-    same reads as candidates (test_kernelbench_sandbox_gpu.py)."""
+    same reads as candidates (test_sandbox_gpu.py)."""
     if not os.path.isdir("/dev/shm"):
         pytest.skip("no /dev/shm here")
     from kreward.kernelbench import processes, worker
