@@ -5,8 +5,8 @@ makes the golden outputs with the problem's Model (reference.py), the
 worker (worker.py) runs the candidate, and everything the worker says is
 checked in this process.
 
-Code map (each component takes what it reads when it is made; none reads
-attributes another sets on it):
+Code map (no mixin: each component takes what it reads when it is made,
+and the worker as an argument of each call):
 - processes.py: the workers' life (candidate, spare, baseline; the sandbox
   mode and its "auto" fallback; build folders; keep-warm; ending them);
 - worker_process.py: the protocol (a worker's pipes, deadlines, reply checks);
