@@ -172,7 +172,6 @@ class Runner:
         inputs = inputs or "caller"
         if inputs not in ("caller", "worker"):
             raise ValueError(f"inputs must be 'caller' or 'worker', not {inputs!r}")
-        self.inputs_from = inputs
         if device == "cuda":
             # the GPU this thread uses now, by number: the caller's inputs,
             # the workers (same CUDA_VISIBLE_DEVICES) and their staging
@@ -239,6 +238,15 @@ class Runner:
     @staged.setter
     def staged(self, value):
         self._processes.staged = value
+
+    @property
+    def inputs_from(self):
+        """Who makes a timed batch's inputs: "caller" or "worker"."""
+        return self._processes.inputs_from
+
+    @inputs_from.setter
+    def inputs_from(self, value):
+        self._processes.inputs_from = value
 
     @property
     def timeout_s(self):

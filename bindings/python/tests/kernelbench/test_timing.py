@@ -343,3 +343,61 @@ def test_only_the_most_recent_runners_keep_their_workers(matmul, monkeypatch):
     assert first.evaluate(src, **kw)["verdict"] == "pass"  # started again when used again
     first.close()
     second.close()
+
+
+class _AnsweringWorker:
+    """Stands in for a WorkerProcess in one batch: answers each request as
+    a worker does (prepare, go with a commitment per call, times, drop),
+    records them, and has the region a batch is written into."""
+
+    def __init__(self, region_bytes):
+        import collections
+        self.sent, self.op_s, self.call_ids = [], collections.Counter(), {}
+        self.shared, self.staging, self.region = None, None, bytearray(region_bytes)
+        self.released = 0
+
+    def request(self, req, timeout_s):
+        self.sent.append(dict(req))
+        if req["op"] == "go":
+            n = len(self.sent[-2]["seeds"])
+            return {"ok": True, "committed": [[[0, 0]]] * n}, b""
+        if req["op"] == "times":
+            return {"ok": True, "event_us": 3.0}, b""
+        return {"ok": True}, b""
+
+    def release_region(self):
+        self.released += 1
+
+
+def test_a_timing_alone_runs_a_batch_and_sizes_the_next(monkeypatch):
+    """timing.Timing with what it reads and no Runner: a batch with the
+    caller's inputs gives the worker call numbers and the key in go, never
+    the seeds; the timed batches free the region at their end; calls_for
+    stays within MIN_CALLS, MAX_CALLS and the memory budget."""
+    import collections
+    import json
+    import random
+    from kreward.kernelbench import inputs, timing
+    from kreward.kernelbench.transfer import Transfer
+    inputs.use_library(processes.library_path())  # (the host mask, as a Runner sets it)
+    layouts = [[{"name": "x", "shape": [4, 8], "dtype": "f32", "init": {}}]]
+    clock = collections.Counter()
+    way = Transfer(layouts=layouts, device="cpu", staged=False, call_timeout_s=5, caller_s=clock)
+    t = timing.Timing(transfer=way, inputs_from="caller", staged=False, call_timeout_s=5, caller_s=clock,
+                      batch_us=10_000.0, batch_bytes=64 << 10, call_bytes=256)
+    w = _AnsweringWorker(timing.region_bytes(layouts, 64 << 10, 256))
+    seeds = [(1 << 61) + 17, (1 << 61) + 18, (1 << 61) + 19]
+    committed = {}
+    wall, event = t.batch(w, 0, seeds, committed=committed)
+    assert [q["op"] for q in w.sent] == ["prepare", "go", "times"]
+    prepare, go, _ = w.sent
+    assert prepare["seeds"] == [0, 1, 2] and prepare["region"] is True and prepare["commit"] is True
+    assert go["key"] and not any(str(s) in json.dumps(w.sent) for s in seeds)
+    assert w.call_ids == {s: i for i, s in enumerate(seeds)} and set(committed) == set(seeds)
+    assert wall > 0 and event == 1.0 and clock["write_region"] > 0
+    w.sent.clear()
+    walls, events, why = t.timed(w, 2, 3, 0, random.Random(1))
+    assert why is None and len(walls) == len(events) == 2 and w.released == 1
+    assert [q["op"] for q in w.sent] == ["prepare", "go", "times", "drop"] * 2
+    assert t.calls_for(None) == timing.MIN_CALLS
+    assert t.calls_for(1000.0) == 10 and t.calls_for(0.001) == (64 << 10) // 256 < timing.MAX_CALLS
