@@ -232,7 +232,7 @@ def totals(rows, setup_s):
 
 def phases_report(rows):
     """Where kreward's time per candidate went: each phase's mean seconds
-    over the candidates that reached it (runner.py's phases_s)."""
+    over the candidates that reached it (evaluation.py's phases_s)."""
     sums, counts = {}, {}
     for r in rows:
         for name, sec in (r.get("kreward_phases_s") or {}).items():

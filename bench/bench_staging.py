@@ -39,7 +39,7 @@ from cuda_or_skip import cuda_torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHUNK = 64 << 20  # a 4096^2 fp32 call's input
-SHARED = 32 << 20  # batches.py SHARED_BYTES
+SHARED = 32 << 20  # processes.py SHARED_BYTES
 
 WORKER = r"""
 import json, mmap, os, sys, time
@@ -144,7 +144,7 @@ def one_way(torch, args, way, size, masked):
                 for _ in range(args.batches):
                     torch.cuda.synchronize()
                     t = time.perf_counter()
-                    if way == "shared":  # a piece at a time, as batches.py _put does
+                    if way == "shared":  # a piece at a time, as transfer.py put does
                         for a in range(0, size, buf.nbytes):
                             n = min(buf.nbytes, size - a)
                             buf.tensor[:n].copy_(masked[a:a + n])
@@ -155,7 +155,7 @@ def one_way(torch, args, way, size, masked):
                     if way == "ipc":
                         st = masked.untyped_storage()._share_cuda_()
                         msg = {"handle": [x.hex() if isinstance(x, bytes) else x for x in st]}
-                    else:  # the call's spans, one copy each, as _write_region does
+                    else:  # the call's spans, one copy each, as write_region does
                         for a in range(0, size, CHUNK):
                             host[a:a + CHUNK].copy_(masked[a:a + CHUNK])
                         msg = {}

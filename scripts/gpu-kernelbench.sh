@@ -57,21 +57,21 @@ if want probe; then
 fi
 if want sandbox; then
   echo "== sandbox tests ($(elapsed) s)"
-  timeout "$(limit 240)" python3 -m pytest -q -s -m gpu bindings/python/tests/test_kernelbench_sandbox_gpu.py \
+  timeout "$(limit 240)" python3 -m pytest -q -s -m gpu bindings/python/tests/kernelbench/test_sandbox_gpu.py \
     ${KB_SANDBOX_K:+-k "$KB_SANDBOX_K"} 2>&1 | tee $out/sandbox.log | grep -E '^\{|passed|failed' | cut -c1-300
 fi
 if want attacks; then
   echo "== torch.compile baseline, the commitment's kernel, the mask's kernel, the attacks ($(elapsed) s)"
   timeout "$(limit 300)" python3 -m pytest -q -s -m gpu \
-    "bindings/python/tests/test_kernelbench_gpu.py::test_a_torch_compile_baseline_on_the_gpu" \
-    bindings/python/tests/test_kernelbench_region.py \
-    bindings/python/tests/test_kernelbench_attacks_gpu.py 2>&1 |
+    "bindings/python/tests/kernelbench/test_gpu.py::test_a_torch_compile_baseline_on_the_gpu" \
+    bindings/python/tests/kernelbench/test_region.py \
+    bindings/python/tests/kernelbench/test_attacks_gpu.py 2>&1 |
     tee "$out/compile-attacks.log" | grep -E "^\{|^\[|\[\(|us for 64 MB|passed|failed|xfail|^E " | cut -c1-400
   timeout "$(limit 90)" python3 bench/bench_keystream.py 2>&1 | tee "$out/keystream.log" | grep "^|"
 fi
 if want candidates; then
   echo "== corpus candidates (-k ${KB_CANDIDATES_K:-all}) ($(elapsed) s)"
-  timeout "$(limit 240)" python3 -m pytest -q -s -m gpu bindings/python/tests/test_kernelbench_gpu.py \
+  timeout "$(limit 240)" python3 -m pytest -q -s -m gpu bindings/python/tests/kernelbench/test_gpu.py \
     -k "test_candidates${KB_CANDIDATES_K:+ and ($KB_CANDIDATES_K)}" 2>&1 | tee $out/candidates.log |
     grep -E '^\{|passed|failed' | cut -c1-300
 fi

@@ -20,6 +20,7 @@ import kreward
 from kreward import trainers
 from kreward.trainers import EvaluationUnavailable, _common
 from kreward.trainers._common import CandidateNotJudged
+from kreward import openrlhf_answer
 from kreward.trainers import openrlhf as orl
 from trainer_fakes import FakeEvaluator, Sample, candidate
 
@@ -381,9 +382,9 @@ def test_openrlhf_prompt_stripping_never_grades_the_prompts_kernel(fake, vadd):
 
 
 def test_openrlhf_scores_without_a_ladder():
-    assert orl.unit_score(3.0, True, None) == 1.0 and orl.unit_score(3.0, False, None) == 0.0
-    assert orl.unit_score(-100, False, (-10, 35)) == 0.0
-    assert orl.unit_score(100, True, (-10, 35)) == 1.0
+    assert openrlhf_answer.unit_score(3.0, True, None) == 1.0 and openrlhf_answer.unit_score(3.0, False, None) == 0.0
+    assert openrlhf_answer.unit_score(-100, False, (-10, 35)) == 0.0
+    assert openrlhf_answer.unit_score(100, True, (-10, 35)) == 1.0
 
 
 # ---- slime ----

@@ -1,5 +1,5 @@
 """A device buffer shared between the caller and one worker, for a timed
-batch's masked inputs (batches.py _put): the caller copies a masked chunk
+batch's masked inputs (transfer.py put): the caller copies a masked chunk
 into it a piece at a time, the worker copies each piece into its own staged
 buffer, device to device. The host region (inputs.py) costs two trips over
 PCIe per byte, 0.2 s/GiB each with pageable memory; this costs none
@@ -133,7 +133,7 @@ class _Mapped:
         self.torch, self.device = torch, torch.device(device)
         self.handle = self.ptr = None
         self.nbytes = 0
-        # held by whoever writes `tensor` (batches.py _put: a copy and its
+        # held by whoever writes `tensor` (transfer.py put: a copy and its
         # stream's wait) and by close: a Runner closed from another thread
         # never unmaps memory a copy of the trainer's is writing
         self.lock = threading.Lock()

@@ -1,8 +1,10 @@
 """The caller's side of a ModelNew worker (worker.py): the process started
 under its supervisor, the request and reply pipes with a deadline on every
 read, the supervisor's control line (end the whole process tree before the
-baseline is timed), and the exceptions a request can end in. runner.py
-decides what to ask; this file only carries it."""
+baseline is timed), the checks every reply passes before anyone reads it,
+and the exceptions a request can end in. What to ask is decided by the
+evaluation's components (processes.py, transfer.py, timing.py,
+verification.py, evaluation.py); this file only carries it."""
 import collections
 import fcntl
 import json
@@ -14,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
@@ -168,6 +171,18 @@ def _failure(reply):
     return RuntimeError(reply["error"])
 
 
+def printable(text):
+    """A worker's words (the candidate's to choose) as one line of plain
+    characters, for a result's text."""
+    return "".join(c if c.isprintable() else "?" for c in str(text))
+
+
+def optional_number(x):
+    """A reply's optional numeric field (one check_reply does not require):
+    the number, or None for anything else."""
+    return x if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
 class WorkerProcess:
     """A worker (through its supervisor, worker.py) with its pipes; every
     request has a deadline. Requests can be sent ahead of their replies
@@ -181,9 +196,13 @@ class WorkerProcess:
         goes to the worker at its start (none stays here), and end()
         frees it once the worker is gone. If this raises, the caller
         still owns it."""
-        # staging: how a batch's inputs reach its device (batches.py _put):
+        # staging: how a batch's inputs reach its device (transfer.py put):
         # None until the first, then "ipc" or "host (why not ipc)"
         self.shared, self.staging = None, None
+        # the last batch's call number per seed, where the worker was given
+        # call numbers instead of seeds (the input region: timing.py batch);
+        # a fetch asks by it (transfer.py fetch)
+        self.call_ids = {}
         to_w, self._w = os.pipe()
         os.set_blocking(self._w, False)  # (send: a write never waits past its deadline)
         self._r, from_w = os.pipe()
@@ -243,12 +262,13 @@ class WorkerProcess:
         # candidate that answers every request just inside its timeout
         # still ends (limit_until)
         self.deadline, self.deadline_why = None, None
-        self.max_payload = MAX_PAYLOAD    # the runner may set a tighter bound (the outputs' size)
+        self.max_payload = MAX_PAYLOAD    # processes.py sets a tighter bound (the outputs' size)
         self.ended = self.exited = None
+        self._end_lock = threading.Lock()
         self.ctl_closed = False
         # seconds spent in request() per op (the caller's wall time: the
         # worker's work, the pipes, the payloads), for where a batch's
-        # time goes (Runner's ops_s); whoever reads it resets it
+        # time goes (results' ops_s: timing.py clocks); whoever reads it resets it
         self.op_s = collections.Counter()
 
     def _wait(self, deadline):
@@ -417,8 +437,12 @@ class WorkerProcess:
     def end(self, timeout_s=90.0):
         """Kills the worker and every process below its supervisor; once this
         says clean, none of them is alive: {"clean", "strays", "why"}."""
-        if self.ended is not None:
+        with self._end_lock:  # the evaluation's thread and a close() from another
+            if self.ended is None:
+                self.ended = self._end(timeout_s)
             return self.ended
+
+    def _end(self, timeout_s):
         res = None
         if self.proc.poll() is None:
             res = self._control(b"reap", timeout_s)
@@ -461,7 +485,6 @@ class WorkerProcess:
             except Exception:  # noqa: BLE001 - (CUDA gone at interpreter exit)
                 pass
             self.shared = None
-        self.ended = res
         return res
 
     def release_region(self):

@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from ..problems import looks_like_kernelbench
-from ..trainers.openrlhf import response_of
+from ..openrlhf_answer import response_of
 from . import formats, jobs
 from .engine import Draining, QueueFull
 from .jobs import BadRequest

@@ -18,6 +18,7 @@ answers 503 naming it (not_judged)."""
 import json
 import time
 
+from ..openrlhf_answer import answer
 from ..pool import UNSCORED
 
 # KernelGYM's ErrorCode for each verdict that is not a pass
@@ -93,7 +94,6 @@ def not_judged(reports):
 def openrlhf(reports, bounds):
     """OpenRLHF's answer for judged reports: the adapter's own shape
     (kreward.trainers.openrlhf.answer), lists for JSON."""
-    from ..trainers.openrlhf import answer
     return answer([float(r["reward"]["total"]) for r in reports],
                   [r.get("verdict") == "passed" for r in reports],
                   [r.get("verdict") != "compile_error" for r in reports],

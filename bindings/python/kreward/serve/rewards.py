@@ -10,6 +10,7 @@ import json
 import threading
 
 from .. import constants
+from ..openrlhf_answer import score_range
 from ..errors import KrewardError
 
 
@@ -67,5 +68,4 @@ class Rewards:
         """(lowest, highest) the reward of a request's "reward" field pays, from
         its ladder (None without one): how OpenRLHF's scores map it onto
         0..1, as the file adapter does."""
-        from ..trainers.openrlhf import score_range
         return score_range(self.get(spec))

@@ -13,7 +13,7 @@ ray = pytest.importorskip("ray")
 torch = pytest.importorskip("torch", reason="ModelNew candidates run on torch")
 
 from kreward.backends.ray import RayPool  # noqa: E402
-from test_evaluator_modelnew import HONEST, TINY, WRONG  # noqa: E402
+from .test_evaluator_modelnew import HONEST, TINY, WRONG  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 VADD = ROOT / "examples" / "problems" / "l1_vector_add"

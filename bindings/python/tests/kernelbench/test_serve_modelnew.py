@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch", reason="ModelNew candidates run on torch")
 
 from kreward.backends.http import Client  # noqa: E402
 from serve_util import live_server  # noqa: E402
-from test_evaluator_modelnew import CRASH, HONEST, TINY, WRONG  # noqa: E402
+from .test_evaluator_modelnew import CRASH, HONEST, TINY, WRONG  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 

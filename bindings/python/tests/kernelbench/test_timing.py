@@ -4,7 +4,7 @@ candidate leaves behind reaches the baseline: its processes are all ended
 before the baseline is timed (a child that left the worker's session
 included), and none of them can signal, re-prioritise or re-pin another
 process. Also the workers kept between evaluations (the baseline's, the
-spare). The GPU half is test_kernelbench_gpu.py."""
+spare). The GPU half is test_gpu.py."""
 import os
 import pathlib
 import secrets
@@ -18,10 +18,10 @@ import pytest
 torch = pytest.importorskip("torch", reason="the ModelNew runner needs torch")
 
 from kreward.kernelbench import import_problem  # noqa: E402
-from kreward.kernelbench import runner as runner_module  # noqa: E402
+from kreward.kernelbench import processes  # noqa: E402
 from kreward.kernelbench.runner import Runner  # noqa: E402
 
-KB = pathlib.Path(__file__).resolve().parents[3] / "examples" / "kernelbench"
+KB = pathlib.Path(__file__).resolve().parents[4] / "examples" / "kernelbench"
 
 # CPU-heavy and light on memory: the timed call is ~10 ms on two cores, the
 # inputs and the outputs 4 MB each, so checks cost little
@@ -300,11 +300,11 @@ def test_a_tensor_subclass_output_is_refused(matmul):
 def test_the_baseline_worker_and_the_spare_are_kept_and_ended(matmul):
     imp, d = matmul
     # "init": its spare takes any source (a "start" spare is started only
-    # for the source named next: test_kernelbench_sandbox.py)
+    # for the source named next: test_sandbox.py)
     runner = runner_for(imp, d, sandbox="init")
     first = runner.evaluate(model_as_candidate(MATMUL), seed=5, verify_seeds=1, batches=2, checks=1)
     assert first["verdict"] == "pass" and first["speedup"] > 0, first
-    base, spare = runner._base.proc.pid, runner._spare_w.proc.pid
+    base, spare = runner._processes.baseline.proc.pid, runner._processes.spare.proc.pid
     # the next candidate runs in the spare (its worker's parent is the spare's supervisor)
     src = MATMUL + f"\nSPARE = {spare}\n" + textwrap.dedent("""
         import os
@@ -316,9 +316,9 @@ def test_the_baseline_worker_and_the_spare_are_kept_and_ended(matmul):
     """)
     again = runner.evaluate(src, seed=6, verify_seeds=1, batches=2, checks=1)
     assert again["verdict"] == "pass", again
-    assert runner._base.proc.pid == base  # the same baseline worker, timed again
+    assert runner._processes.baseline.proc.pid == base  # the same baseline worker, timed again
     assert again["baseline_us"] != first["baseline_us"]
-    kept = [base, runner._spare_w.proc.pid]
+    kept = [base, runner._processes.spare.proc.pid]
     runner.close()
     time.sleep(0.1)
     for pid in kept:
@@ -329,17 +329,75 @@ def test_only_the_most_recent_runners_keep_their_workers(matmul, monkeypatch):
     """A program that makes a Runner per problem and keeps them all does not
     keep a torch process (and a CUDA context) per problem."""
     imp, d = matmul
-    monkeypatch.setattr(runner_module, "KEEP_WARM", 1)
+    monkeypatch.setattr(processes, "KEEP_WARM", 1)
     first, second = runner_for(imp, d, sandbox="init"), runner_for(imp, d, sandbox="init")  # spares
     src = model_as_candidate(MATMUL)
     kw = {"seed": 7, "verify_seeds": 1, "batches": 1, "calls": 2, "checks": 1}
     assert first.evaluate(src, **kw)["verdict"] == "pass"
-    kept = [first._base.proc.pid, first._spare_w.proc.pid]
+    kept = [first._processes.baseline.proc.pid, first._processes.spare.proc.pid]
     assert second.evaluate(src, **kw)["verdict"] == "pass"
-    assert first._base is None and first._spare_w is None  # ended: the older of the two
-    assert second._base is not None and second._spare_w is not None
+    assert first._processes.baseline is None and first._processes.spare is None  # ended: the older of the two
+    assert second._processes.baseline is not None and second._processes.spare is not None
     time.sleep(0.1)
     assert not any(os.path.exists(f"/proc/{pid}") for pid in kept)
     assert first.evaluate(src, **kw)["verdict"] == "pass"  # started again when used again
     first.close()
     second.close()
+
+
+class _AnsweringWorker:
+    """Stands in for a WorkerProcess in one batch: answers each request as
+    a worker does (prepare, go with a commitment per call, times, drop),
+    records them, and has the region a batch is written into."""
+
+    def __init__(self, region_bytes):
+        import collections
+        self.sent, self.op_s, self.call_ids = [], collections.Counter(), {}
+        self.shared, self.staging, self.region = None, None, bytearray(region_bytes)
+        self.released = 0
+
+    def request(self, req, timeout_s):
+        self.sent.append(dict(req))
+        if req["op"] == "go":
+            n = len(self.sent[-2]["seeds"])
+            return {"ok": True, "committed": [[[0, 0]]] * n}, b""
+        if req["op"] == "times":
+            return {"ok": True, "event_us": 3.0}, b""
+        return {"ok": True}, b""
+
+    def release_region(self):
+        self.released += 1
+
+
+def test_a_timing_alone_runs_a_batch_and_sizes_the_next(monkeypatch):
+    """timing.Timing with what it reads and no Runner: a batch with the
+    caller's inputs gives the worker call numbers and the key in go, never
+    the seeds; the timed batches free the region at their end; calls_for
+    stays within MIN_CALLS, MAX_CALLS and the memory budget."""
+    import collections
+    import json
+    import random
+    from kreward.kernelbench import inputs, timing
+    from kreward.kernelbench.transfer import Transfer
+    inputs.use_library(processes.library_path())  # (the host mask, as a Runner sets it)
+    layouts = [[{"name": "x", "shape": [4, 8], "dtype": "f32", "init": {}}]]
+    clock = collections.Counter()
+    way = Transfer(layouts=layouts, device="cpu", staged=False, call_timeout_s=5, caller_s=clock)
+    t = timing.Timing(transfer=way, inputs_from="caller", staged=False, call_timeout_s=5, caller_s=clock,
+                      batch_us=10_000.0, batch_bytes=64 << 10, call_bytes=256)
+    w = _AnsweringWorker(timing.region_bytes(layouts, 64 << 10, 256))
+    seeds = [(1 << 61) + 17, (1 << 61) + 18, (1 << 61) + 19]
+    committed = {}
+    wall, event = t.batch(w, 0, seeds, committed=committed)
+    assert [q["op"] for q in w.sent] == ["prepare", "go", "times"]
+    prepare, go, _ = w.sent
+    assert prepare["seeds"] == [0, 1, 2] and prepare["region"] is True and prepare["commit"] is True
+    assert go["key"] and not any(str(s) in json.dumps(w.sent) for s in seeds)
+    assert w.call_ids == {s: i for i, s in enumerate(seeds)} and set(committed) == set(seeds)
+    assert wall > 0 and event == 1.0 and clock["write_region"] > 0
+    w.sent.clear()
+    walls, events, why = t.timed(w, 2, 3, 0, random.Random(1))
+    assert why is None and len(walls) == len(events) == 2 and w.released == 1
+    assert [q["op"] for q in w.sent] == ["prepare", "go", "times", "drop"] * 2
+    assert t.calls_for(None) == timing.MIN_CALLS
+    assert t.calls_for(1000.0) == 10 and t.calls_for(0.001) == (64 << 10) // 256 < timing.MAX_CALLS

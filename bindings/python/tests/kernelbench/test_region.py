@@ -18,7 +18,7 @@ from kreward.kernelbench import import_problem, inputs, keystream  # noqa: E402
 from kreward.kernelbench.runner import Runner  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
-KB_DIR = HERE.parent / "kreward" / "kernelbench"
+KB_DIR = HERE.parents[1] / "kreward" / "kernelbench"
 
 
 @pytest.fixture(autouse=True)
@@ -156,25 +156,22 @@ def get_init_inputs():
 """
 
 
-class _FakeBaseline:
-    """Runner's baseline bookkeeping, with workers whose seal reports
-    `paths` in turn (the first, then one per restart)."""
+class _FakeProcesses:
+    """The baseline's half of processes.Processes, with workers whose seal
+    reports `paths` in turn (the first, then one per restart)."""
 
-    def __init__(self, expected, *paths):
-        self._expected_paths, self.paths, self.starts = expected, list(paths), 0
-        self._base_state = {"gpu_paths": self.paths.pop(0)}
+    def __init__(self, *paths):
+        self.paths, self.starts = list(paths), 0
+        self.baseline_facts = {"gpu_paths": self.paths.pop(0)}
 
-    def _end_baseline(self):
-        self._base_state = {}
+    def end_baseline(self):
+        self.baseline_facts = {}
 
-    def _start_baseline(self):
+    def start_baseline(self):
         self.starts += 1
 
-    def _baseline_ready(self):
-        self._base_state = {"gpu_paths": self.paths.pop(0)}
-
-    def _baseline_paths_differ(self):
-        return Runner._baseline_paths_differ(self)
+    def baseline_ready(self):
+        self.baseline_facts = {"gpu_paths": self.paths.pop(0)}
 
 
 FAST = {"mask": "triton choice 0: chacha_xor_tile_kernel (128 blocks, 4 warps)", "mask_why": None,
@@ -202,9 +199,10 @@ def test_a_baseline_on_another_gpu_path_is_replaced_or_gets_no_credit(expected, 
     inflated). Its paths must equal the ones the runner's process chose
     before any candidate ran; otherwise it is replaced with the candidate
     gone, and if the new one differs too there is no speed credit."""
-    fake = _FakeBaseline(expected, *paths)
+    from kreward.kernelbench.verification import check_baseline_paths
+    fake = _FakeProcesses(*paths)
     res = {"notes": []}
-    assert Runner._check_baseline_paths(fake, res) is timed
+    assert check_baseline_paths(fake, expected, res) is timed
     assert fake.starts == starts
     assert res["gpu_paths"]["expected"] == expected and res["gpu_paths"]["baseline"] == paths[-1]
     assert bool(res["notes"]) == (not timed), res
@@ -235,16 +233,17 @@ def test_a_replaced_baseline_is_timed_end_to_end(tmp_path, monkeypatch):
     problem = tmp_path / "relu.py"
     problem.write_text(TINY_RELU)
     imp = import_problem(str(problem))
+    from kreward.kernelbench import verification
     with Runner(imp, "cpu", cache_dir=str(tmp_path / "cache"), spare=False) as runner:
         seen, first = [], []
-        real = Runner._baseline_paths_differ
+        real = verification.baseline_paths_differ
 
-        def differ_once(self):
-            first.append(self._base.proc.pid)
-            seen.append(real(self))
+        def differ_once(expected, got):
+            first.append(runner._processes.baseline.proc.pid)
+            seen.append(real(expected, got))
             return "mask: 'torch steps', here 'triton'" if len(seen) == 1 else seen[-1]
 
-        monkeypatch.setattr(Runner, "_baseline_paths_differ", differ_once)
+        monkeypatch.setattr(verification, "baseline_paths_differ", differ_once)
         res = runner.evaluate(TINY_RELU.replace("class Model(", "class ModelNew("), seed=1)
     assert res["verdict"] == "pass" and res.get("speedup"), res
     assert not any("no speed credit" in n for n in res["notes"]), res["notes"]
@@ -314,19 +313,20 @@ def get_init_inputs():
 
 @pytest.mark.parametrize("chunk", [1, 1100, 256 << 20], ids=["a_call_a_chunk", "two_calls", "one_chunk"])
 def test_a_batch_made_in_chunks_is_each_call_masked_at_its_place(tmp_path, monkeypatch, chunk):
-    """_write_region makes consecutive calls in one buffer and masks it
+    """transfer.Transfer.write_region makes consecutive calls in one buffer and masks it
     whole (the keystream is by position): every chunking gives the region
     each call's own inputs at its offsets, masked as the worker unmasks a
     span from its start, and zeros between tensors (never old memory of
     the caller's). Calls of two odd-sized inputs: 60 and 28 bytes, each
     padded to a 256-byte unit, two units a call."""
-    from kreward.kernelbench import batches as batches_mod
+    import collections
+    from kreward.kernelbench import transfer
     (tmp_path / "p.py").write_text(TWO_ODD_INPUTS)
     imp = import_problem(str(tmp_path / "p.py"))
-    monkeypatch.setattr(batches_mod, "STAGE_CHUNK", chunk)
+    monkeypatch.setattr(transfer, "STAGE_CHUNK", chunk)
     flushes = []
-    real_mask = batches_mod.mask
-    monkeypatch.setattr(batches_mod, "mask", lambda span, key, start: (
+    real_mask = transfer.mask
+    monkeypatch.setattr(transfer, "mask", lambda span, key, start: (
         flushes.append((start, span.numel())), real_mask(span, key, start))[1])
     runner = Runner(imp, "cpu", cache_dir=str(tmp_path / "cache"), spare=False)
     try:
@@ -336,8 +336,11 @@ def test_a_batch_made_in_chunks_is_each_call_masked_at_its_place(tmp_path, monke
         region = bytearray(total)
         import base64
         import types
-        key = keystream.Key(base64.b64decode(runner._write_region(types.SimpleNamespace(region=region), 0,
-                                                                  seeds)))
+        # the runner's layouts, written as its evaluations write them (on
+        # the CPU: into the region, no stage)
+        way = transfer.Transfer(layouts=runner.layouts, device="cpu", staged=False, call_timeout_s=30,
+                                caller_s=collections.Counter())
+        key = keystream.Key(base64.b64decode(way.write_region(types.SimpleNamespace(region=region), 0, seeds)))
     finally:
         runner.close()
     # one flush a call when a chunk holds one, two calls a chunk at 1100 bytes

@@ -5,7 +5,7 @@ import pytest
 
 from kreward.kernelbench.triton_extract import candidate_source, python_blocks, triton_kernels
 
-KB = pathlib.Path(__file__).resolve().parents[3] / "examples" / "kernelbench" / "candidates"
+KB = pathlib.Path(__file__).resolve().parents[4] / "examples" / "kernelbench" / "candidates"
 
 AUTOTUNED = '''
 import triton

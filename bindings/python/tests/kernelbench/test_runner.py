@@ -1,7 +1,7 @@
 """The ModelNew runner on the CPU: candidates in a worker process, checked
 by the caller. The corpus' pure-torch cheats run on the CPU too; the CUDA
 and Triton candidates, timing and kernel attribution need the GPU
-(test_kernelbench_gpu.py)."""
+(test_gpu.py)."""
 import json
 import os
 import pathlib
@@ -17,7 +17,7 @@ from kreward.kernelbench.report import reward_of  # noqa: E402
 from kreward.kernelbench.scoring import (MOSTLY_TORCH_SHARE, attribute, custom_kernel_names, custom_share,  # noqa: E402
                                         kernel_share, launch_luck, luck_note)
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
+ROOT = pathlib.Path(__file__).resolve().parents[4]
 KB = ROOT / "examples" / "kernelbench"
 RELU = KB / "candidates" / "level1_01_relu"
 
@@ -181,26 +181,27 @@ def test_mostly_torch_candidates_get_speed_credit_in_proportion_to_their_own_ker
 
 
 def test_the_runner_marks_a_decoy_from_the_profiled_kernels():
-    """Runner._attribute on a profiled call (the attribute reply, as a GPU
+    """evaluation.attribute_kernels on a profiled call (the attribute reply, as a GPU
     worker sends it) of the corpus's decoy cheat: a custom kernel seen, so
     no torch_fallback, but mostly torch, said in the notes, and the reward
     keeps 2 % of the speed credit."""
     import random
     import types
+    from kreward.kernelbench.evaluation import attribute_kernels
     src = (KB / "candidates" / "level1_13_matmul_square" / "cheat_decoy_kernel.py").read_text()
     assert custom_kernel_names(src) == ["touch_kernel"]
     reply = {"ok": True, "kernels": [{"name": "touch_kernel", "calls": 1, "us": 2.0},
                                      {"name": "sm90_xmma_gemm_f32f32_tf32f32", "calls": 1, "us": 198.0}]}
     worker = types.SimpleNamespace(request=lambda req, timeout: (reply, b""))
     res = {"verdict": "pass", "speedup": 4.0, "timing_mismatch": False, "time_us": 210.0, "notes": []}
-    Runner._attribute(types.SimpleNamespace(timeout_s=1.0), worker, src, random.Random(0), res)
+    attribute_kernels(worker, src, random.Random(0), res, timeout_s=1.0)
     assert res["torch_fallback"] is False and res["mostly_torch"] is True and res["custom_share"] == 0.01
     assert any(n.startswith("mostly torch: its own kernels take 1%") for n in res["notes"]), res["notes"]
     assert reward_of(res) == 0.5 + 0.5 * 0.01 / MOSTLY_TORCH_SHARE
     honest = dict(reply, kernels=[{"name": "touch_kernel", "calls": 1, "us": 150.0}])
     worker.request = lambda req, timeout: (honest, b"")
     res = {"verdict": "pass", "speedup": 4.0, "timing_mismatch": False, "time_us": 160.0, "notes": []}
-    Runner._attribute(types.SimpleNamespace(timeout_s=1.0), worker, src, random.Random(0), res)
+    attribute_kernels(worker, src, random.Random(0), res, timeout_s=1.0)
     assert res["mostly_torch"] is False and reward_of(res) == 1.0
 
 
@@ -261,7 +262,7 @@ def test_a_torch_compile_baseline(tmp_path):
         assert res["verdict"] == "pass", res
         assert res["baseline_kind"] == "torch.compile"
         assert res["baseline_compile_seconds"] > 0 and res["baseline_us"] > 0
-        assert r._base_state["graphs"] >= 1  # dynamo really made a graph
+        assert r._processes.baseline_facts["graphs"] >= 1  # dynamo really made a graph
     with pytest.raises(ValueError, match="eager"):
         Runner(imp, "cpu", baseline="inductor")
 
@@ -278,11 +279,11 @@ def test_a_worker_whose_ready_failed_runs_no_source():
     run the source then (the "auto" sandbox's fallback relies on it)."""
     if torch.cuda.is_available():
         pytest.skip("needs a machine where CUDA cannot start")
-    from kreward.kernelbench.runner import _library_path
+    from kreward.kernelbench.processes import library_path
     from kreward.kernelbench.worker_process import WorkerProcess
     w = WorkerProcess()
     try:
-        w.send({"op": "ready", "device": "cuda", "library": _library_path()})
+        w.send({"op": "ready", "device": "cuda", "library": library_path()})
         w.send({"op": "load", "source": "open('/tmp/kreward-should-not-exist', 'w')"})
         ready, _ = w.receive(120)
         loaded, _ = w.receive(120)
@@ -381,3 +382,36 @@ def test_a_runner_sweeps_its_cache_at_its_start(tmp_path):
     imp = import_problem(str(KB / "level1" / "01_relu.py"))
     with Runner(imp, "cpu", cache_dir=str(tmp_path), spare=False):
         assert not orphan.exists()
+
+
+def test_the_names_runner_exported_before_its_split_still_import():
+    """runner.py was the whole evaluation; it is now the Runner over the
+    components (processes, transfer, timing, verification, evaluation), and
+    the names others imported from it still come from there."""
+    from kreward.kernelbench import processes, runner, scoring
+    for name in ("reward_of", "attribute", "custom_kernel_names", "custom_share", "kernel_share",
+                 "launch_luck", "luck_note", "LAUNCH_BOUND", "MOSTLY_TORCH_SHARE"):
+        assert getattr(runner, name) is getattr(scoring, name), name
+    assert runner._library_path is processes.library_path
+    assert runner._start_sandbox_refused is processes.start_sandbox_refused
+    assert callable(runner.evaluate_modelnew) and runner.DEFAULT_CACHE.endswith("kernelbench")
+
+
+def test_close_from_another_thread_ends_the_evaluation_in_progress(tmp_path):
+    """Runner.close() from another thread (a scheduler's backstop, a trainer
+    shutting down) ends the candidate's worker too, not only the baseline's
+    and the spare: the evaluation returns at once with the worker's death as
+    its verdict, instead of waiting out the candidate's sleep."""
+    import threading
+    imp = import_problem(str(KB / "level1" / "01_relu.py"))
+    hang = ("import time, torch\nclass ModelNew(torch.nn.Module):\n"
+            "    def forward(self, x):\n        time.sleep(120)\n        return x.clamp_min(0)\n")
+    with Runner(imp, "cpu", cache_dir=str(tmp_path), timeout_s=300, call_timeout_s=200) as runner:
+        timer = threading.Timer(5.0, runner.close)
+        timer.start()
+        t0 = time.monotonic()
+        res = run(runner, hang)
+        took = time.monotonic() - t0
+        timer.join()
+    assert res["verdict"] in ("crash", "error"), res
+    assert took < 60, took  # not the candidate's 120 s sleep

@@ -10,7 +10,7 @@ import pytest
 
 from kreward.kernelbench import triton_cache
 
-KB_DIR = pathlib.Path(__file__).resolve().parent.parent / "kreward" / "kernelbench"
+KB_DIR = pathlib.Path(__file__).resolve().parents[2] / "kreward" / "kernelbench"
 
 
 def jit_functions(path):

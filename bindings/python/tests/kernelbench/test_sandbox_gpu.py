@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch", reason="needs torch with CUDA")
 from kreward.kernelbench import import_problem  # noqa: E402
 from kreward.kernelbench.runner import Runner  # noqa: E402
 
-KB = pathlib.Path(__file__).resolve().parents[3] / "examples" / "kernelbench"
+KB = pathlib.Path(__file__).resolve().parents[4] / "examples" / "kernelbench"
 CANDS = KB / "candidates"
 HONEST = [("level1/01_relu.py", "level1_01_relu/honest_cuda.py"),
           ("level1/05_softmax.py", "level1_05_softmax/honest_triton.py")]

@@ -4,7 +4,7 @@ gets no speed for it: the runner checks go's commitment, and reading the
 sums back waits for the queued kernels. Work done before the clock (in
 prepare, or in a thread as the inputs arrive) gets none either: the inputs
 come from the caller, masked until go. The CPU half is
-test_kernelbench_attacks.py."""
+test_attacks.py."""
 import pathlib
 
 import pytest
@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch", reason="needs torch with CUDA")
 from kreward.kernelbench import import_problem  # noqa: E402
 from kreward.kernelbench.runner import Runner  # noqa: E402
 
-KB = pathlib.Path(__file__).resolve().parents[3] / "examples" / "kernelbench"
+KB = pathlib.Path(__file__).resolve().parents[4] / "examples" / "kernelbench"
 
 
 @pytest.mark.gpu
@@ -59,9 +59,7 @@ def test_the_commitment_is_one_pass_on_the_gpu():
 
 
 def _cpu_attacks():
-    import sys
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    import test_kernelbench_attacks as cpu
+    from . import test_attacks as cpu
     return cpu
 
 
@@ -123,7 +121,7 @@ def test_the_prepare_cheat_pays_when_the_worker_makes_the_inputs(big_matmul, tmp
 @pytest.mark.parametrize("name", ["PRECOMPUTE_IN_PREPARE", "WATCH_THE_REGION", "SEEDS_IN_PREPARE",
                                   "PIPELINE_OVER_THE_WRITES"])
 def test_work_done_before_the_clock_gets_no_speedup_on_the_gpu(big_matmul, tmp_path, name):
-    """The CPU's cheats on work before the clock (test_kernelbench_attacks.py)
+    """The CPU's cheats on work before the clock (test_attacks.py)
     on a GPU, by default: the caller makes the inputs, the worker stages
     them masked into device memory (`stage`, untimed), the key comes with
     go."""

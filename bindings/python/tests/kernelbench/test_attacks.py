@@ -25,7 +25,7 @@ from kreward.kernelbench import import_problem  # noqa: E402
 from kreward.kernelbench.inputs import fingerprint  # noqa: E402
 from kreward.kernelbench.runner import Runner  # noqa: E402
 
-KB = pathlib.Path(__file__).resolve().parents[3] / "examples" / "kernelbench"
+KB = pathlib.Path(__file__).resolve().parents[4] / "examples" / "kernelbench"
 RELU = KB / "candidates" / "level1_01_relu"
 LAZY = ["cheat_lazy_detach.py", "cheat_lazy_trace.py", "cheat_lazy_worker_patch.py"]
 
@@ -169,7 +169,7 @@ def test_the_lazy_relu_cheats_reach_the_commitment(relu_runner, name):
 def committed_and_fetched(runner, source, seeds=(11, 12)):
     """The worker's commitment to each call's outputs (go) and the
     fingerprint of what a fetch then returns, per seed."""
-    w, loaded = runner._start_candidate(source, "ModelNew")
+    w, loaded = runner._processes.start_candidate(source, "ModelNew")
     try:
         assert loaded["ok"], loaded
         assert w.request({"op": "build", "case": 0}, 60)[0]["ok"]
@@ -248,7 +248,7 @@ def test_the_triton_commitment_has_the_bits_of_torchs_steps():
     run in Triton's interpreter on the CPU, gives torch's steps' bits: the
     caller and the worker agree whichever of the two each one ran."""
     pytest.importorskip("triton", reason="needs triton")
-    here = str(pathlib.Path(__file__).resolve().parents[1] / "kreward" / "kernelbench")
+    here = str(pathlib.Path(__file__).resolve().parents[2] / "kreward" / "kernelbench")
     env = dict(os.environ, TRITON_INTERPRET="1")
     out = subprocess.run([sys.executable, "-c", TRITON_BITS.format(here=here)], env=env,
                          capture_output=True, text=True, timeout=300)
@@ -592,7 +592,7 @@ def _shared_buffer_on_the_cpu(runner, monkeypatch):
                                           lock=threading.Lock()))
         return made[-1], None
 
-    monkeypatch.setattr(runner, "_shared_buffer", shared_buffer)
+    monkeypatch.setattr(runner._processes, "_shared_buffer", shared_buffer)
     return made
 
 
@@ -615,16 +615,15 @@ def test_a_staged_batch_goes_through_the_workers_shared_buffer_in_pieces(tmp_pat
     than the buffer goes in pieces, each piece staged at its place; the
     honest matmul passes on both sides with staging "ipc", and a worker
     that skips the stage computes on the wrong inputs."""
-    from kreward.kernelbench import runner as runner_mod
-    monkeypatch.setattr(runner_mod, "SHARED_BYTES", 64 << 10)
+    from kreward.kernelbench import processes
+    monkeypatch.setattr(processes, "SHARED_BYTES", 64 << 10)
     with cpu_runner(tmp_path_factory, written(tmp_path_factory, "tall_matmul.py", TALL_MATMUL)) as r:
         r.staged = True
-        pieces = []
-        real = r._stage
-        monkeypatch.setattr(r, "_stage", lambda w, req: pieces.append(req) or real(w, req))
+        sent = _requests(monkeypatch)
         res = run(r, TALL_MATMUL.replace("class Model(", "class ModelNew("), baseline=True)
         assert res["verdict"] == "pass", res
         assert res["staging"] == {"candidate": "ipc", "baseline": "ipc"}, res["staging"]
+        pieces = [q for q in sent if q["op"] == "stage"]
         ipc = [q for q in pieces if "ipc" in q]
         assert ipc and all(q["n"] <= 64 << 10 for q in ipc), pieces[:3]
         # a chunk in pieces: one piece starting where the one before ended
@@ -642,7 +641,7 @@ def test_a_shared_buffer_that_cannot_be_exported_leaves_the_region(staged_matmul
     def refused():
         raise OSError("export refused")
 
-    monkeypatch.setattr(staged_matmul_runner, "_shared_buffer", lambda: (types.SimpleNamespace(
+    monkeypatch.setattr(staged_matmul_runner._processes, "_shared_buffer", lambda: (types.SimpleNamespace(
         tensor=torch.zeros(1 << 20, dtype=torch.uint8), nbytes=1 << 20, export=refused,
         close=lambda: closed.append(1), lock=threading.Lock()), None))
     res = run(staged_matmul_runner, TALL_MATMUL.replace("class Model(", "class ModelNew("), baseline=False)
@@ -656,17 +655,17 @@ def test_a_buffer_refused_for_lack_of_memory_is_refused_for_that_worker_only(tmp
     that worker is staged through the region, and the next one gets a
     buffer again; a refusal that lasts (a driver without the calls) is
     kept for every later worker of the Runner."""
-    from kreward.kernelbench import cuda_ipc, runner as runner_mod
+    from kreward.kernelbench import cuda_ipc, processes
     with cpu_runner(tmp_path_factory, written(tmp_path_factory, "tall_matmul.py", TALL_MATMUL)) as r:
         r.staged = True
-        real, refusals = runner_mod.new_buffer, []
+        real, refusals = processes.new_buffer, []
 
         def new_buffer(torch_, device, nbytes):
             if refusals:
                 raise refusals.pop()
             return real(torch_, device, nbytes)
 
-        monkeypatch.setattr(runner_mod, "new_buffer", new_buffer)
+        monkeypatch.setattr(processes, "new_buffer", new_buffer)
         honest = TALL_MATMUL.replace("class Model(", "class ModelNew(")
         refusals.append(cuda_ipc.IpcError("cuMemCreate: CUDA error 2 (out of memory)", 2))
         res = run(r, honest, baseline=False)
@@ -685,7 +684,7 @@ def test_only_masked_bytes_reach_a_workers_shared_buffer(staged_matmul_runner, m
     in the shared buffer itself, a batch's plain values sat there until the
     chunk was masked). Every write of plain values (stage_call) and every
     unmasking or masking (mask) is checked to land elsewhere."""
-    from kreward.kernelbench import batches
+    from kreward.kernelbench import transfer
     made = _shared_buffer_on_the_cpu(staged_matmul_runner, monkeypatch)
     touched = []
 
@@ -701,9 +700,9 @@ def test_only_masked_bytes_reach_a_workers_shared_buffer(staged_matmul_runner, m
         touched.append(("mask", outside(buf)))
         return real_mask(buf, *a, **kw)
 
-    real_stage_call, real_mask = batches.stage_call, batches.mask
-    monkeypatch.setattr(batches, "stage_call", stage_call)
-    monkeypatch.setattr(batches, "mask", mask)
+    real_stage_call, real_mask = transfer.stage_call, transfer.mask
+    monkeypatch.setattr(transfer, "stage_call", stage_call)
+    monkeypatch.setattr(transfer, "mask", mask)
     res = run(staged_matmul_runner, TALL_MATMUL.replace("class Model(", "class ModelNew("), baseline=False)
     assert res["verdict"] == "pass", res
     assert made and {w for w, _ in touched} == {"stage_call", "mask"}, touched
@@ -727,9 +726,9 @@ def staged_relu_runner(tmp_path_factory):
     """The relu (64 MB outputs) staged as on a GPU, with shared buffers of
     1 MiB: a checked call's outputs come back through the worker's shared
     buffer in 64 pieces."""
-    from kreward.kernelbench import runner as runner_mod
+    from kreward.kernelbench import processes
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(runner_mod, "SHARED_BYTES", 1 << 20)
+        mp.setattr(processes, "SHARED_BYTES", 1 << 20)
         with cpu_runner(tmp_path_factory, KB / "level1" / "01_relu.py") as r:
             r.staged = True
             yield r
@@ -961,8 +960,8 @@ def test_the_calls_checked_come_from_the_os():
     generator, not by the one whose outputs (the input seeds) the worker
     sees and could run forward; without a seed= the seeds are the OS's too."""
     import random
-    from kreward.kernelbench import batches
-    assert isinstance(batches._PICKS, random.SystemRandom)
+    from kreward.kernelbench import timing
+    assert isinstance(timing._PICKS, random.SystemRandom)
 
 
 FORGED_LOAD = """

@@ -11,7 +11,7 @@ from kreward.kernelbench import ImportRefused, import_problem  # noqa: E402
 from kreward.kernelbench.inputs import _fingerprint, digest, make_inputs  # noqa: E402
 from kreward.kernelbench.reference import Reference  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
+ROOT = pathlib.Path(__file__).resolve().parents[4]
 CORPUS = sorted((ROOT / "examples" / "kernelbench").glob("level*/*.py"))
 REFUSED = {"28_dropout": "not deterministic"}
 KB_27 = ROOT / "examples" / "kernelbench" / "level1" / "27_cross_entropy.py"

@@ -5,7 +5,7 @@ program once sealed get the verdict `denied`; honest ones pass, a
 load_inline build (ninja and the C++ compiler, started inside the
 sandbox) included. A kernel without Landlock or seccomp skips the checks of
 that layer with its reason. The GPU half (CUDA, Triton, the corpus) is
-test_kernelbench_gpu.py::test_sandbox_*."""
+test_gpu.py::test_sandbox_*."""
 import hashlib
 import json
 import os
@@ -24,7 +24,7 @@ from kreward.kernelbench import import_problem  # noqa: E402
 from kreward.kernelbench.confine import missing, python_reads, spec  # noqa: E402
 from kreward.kernelbench.runner import Runner  # noqa: E402
 
-CORPUS_CHEATS = pathlib.Path(__file__).resolve().parents[3] / "examples" / "kernelbench" / "candidates" / "sandbox"
+CORPUS_CHEATS = pathlib.Path(__file__).resolve().parents[4] / "examples" / "kernelbench" / "candidates" / "sandbox"
 OFFERED = kreward.Pool.sandbox()
 pytestmark = [
     pytest.mark.skipif(not OFFERED["landlock"], reason=f"no Landlock: {OFFERED['landlock_why']}"),
@@ -246,12 +246,13 @@ def test_start_sandbox_spares_follow_the_source_named_next(problem):
     assert all(x["sandbox"]["when"] == "start" and x["sandbox"]["landlock_why"] == "" for x in results)
     # a spare started for one source is not given to another
     assert r.evaluate(HONEST, next_source=other, **kw)["started_ahead"] is False
-    assert r._spare_source == other
+    assert r._processes.spare_source == other
     res = r.evaluate(third, **kw)
     assert res["verdict"] == "pass" and res["started_ahead"] is False, res
     # nothing named next: a spare with a fresh folder, taken by a new source
-    assert r._spare_w is not None and r._spare_source is None and r._spare_ext
-    spare_ext = r._spare_ext
+    spares = r._processes
+    assert spares.spare is not None and spares.spare_source is None and spares.spare_folder
+    spare_ext = spares.spare_folder
     fourth = HONEST.replace("clamp_min(0)", "clamp_min(0.0)")
     res = r.evaluate(fourth, **kw)
     assert res["verdict"] == "pass" and res["started_ahead"] is True, res
@@ -302,9 +303,9 @@ def test_the_seal_reports_the_threads_outside_the_first_layer(tmp_path, when, ou
     from before, and one started between the layers, which it cannot tell
     apart). With the GPU grants /proc/self/status is readable, so the
     layers can count threads (on the CPU's grants they cannot)."""
-    from kreward.kernelbench import runner, worker
+    from kreward.kernelbench import processes, worker
     p = subprocess.run([sys.executable, "-c", SEAL_AFTER_A_THREAD, worker.__file__,
-                        runner._library_path(), str(tmp_path), when],
+                        processes.library_path(), str(tmp_path), when],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr[-2000:]
     rep = json.loads(p.stdout.strip().splitlines()[-1])
@@ -322,7 +323,8 @@ def test_auto_falls_back_to_init_where_a_start_worker_cannot_start(problem, monk
     rest of the Runner's life, said in every result. Explicit "start" does
     not fall back. The failure is made here by a "start" config naming a
     library that does not exist."""
-    real = Runner._sandbox_config
+    from kreward.kernelbench.processes import Processes
+    real = Processes._sandbox_config
 
     def broken_start(self, ext):
         c = real(self, ext)
@@ -330,7 +332,7 @@ def test_auto_falls_back_to_init_where_a_start_worker_cannot_start(problem, monk
             c = dict(c, library="/nonexistent/libkreward.so.1")
         return c
 
-    monkeypatch.setattr(Runner, "_sandbox_config", broken_start)
+    monkeypatch.setattr(Processes, "_sandbox_config", broken_start)
     imp, d, _ = problem
     r = Runner(imp, "cpu", cache_dir=str(d / "ext-auto"), timeout_s=300, call_timeout_s=30)
     assert r.sandbox == "start"
@@ -359,21 +361,21 @@ def test_auto_decides_once_and_for_the_sandbox_only(problem, monkeypatch):
     might provoke: memory held, a busy device) is an error, never a switch
     to the weaker "init" for the candidates after it; nor does a failure
     that is not the sandbox's switch it."""
-    from kreward.kernelbench.runner import _start_sandbox_refused
-    assert _start_sandbox_refused({"error": "RuntimeError: ... cudaGetDeviceCount() ... Error 304: OS call failed"})
-    assert _start_sandbox_refused({"error": "x", "sandbox_failed": True})
-    assert _start_sandbox_refused({"error": "cuInit returned 304"})
-    assert not _start_sandbox_refused({"error": "RuntimeError: CUDA error: out of memory"})
-    assert not _start_sandbox_refused({"error": "out of memory: tried to allocate 304.00 MiB"})
-    assert not _start_sandbox_refused({"error": "CUDA-capable device(s) is/are busy or unavailable"})
+    from kreward.kernelbench.processes import Processes, start_sandbox_refused
+    assert start_sandbox_refused({"error": "RuntimeError: ... cudaGetDeviceCount() ... Error 304: OS call failed"})
+    assert start_sandbox_refused({"error": "x", "sandbox_failed": True})
+    assert start_sandbox_refused({"error": "cuInit returned 304"})
+    assert not start_sandbox_refused({"error": "RuntimeError: CUDA error: out of memory"})
+    assert not start_sandbox_refused({"error": "out of memory: tried to allocate 304.00 MiB"})
+    assert not start_sandbox_refused({"error": "CUDA-capable device(s) is/are busy or unavailable"})
     imp, d, _ = problem
     # no spare: the later worker must be started after the sandbox breaks
     # (a spare started at the end of the first evaluation would take the source)
     r = Runner(imp, "cpu", cache_dir=str(d / "ext-auto-once"), timeout_s=300, call_timeout_s=30,
                spare=False)
     assert run(r, HONEST)["sandbox"]["when"] == "start"
-    real = Runner._sandbox_config
-    monkeypatch.setattr(Runner, "_sandbox_config", lambda self, ext: dict(
+    real = Processes._sandbox_config
+    monkeypatch.setattr(Processes, "_sandbox_config", lambda self, ext: dict(
         real(self, ext), library="/nonexistent/libkreward.so.1"))
     res = run(r, HONEST.replace("clamp_min(0)", "relu()"))
     assert res["verdict"] == "error" and "did not start" in res["feedback"], res
@@ -426,12 +428,12 @@ def test_a_gpu_worker_reads_neither_dev_shm_nor_the_socket_tables(tmp_path):
     GPU grants (kr_sandbox_enter without the narrowing) both reads work
     (test_sandbox gpu_worker), so this fails if the worker's spec loses
     either key. The corpus cheats cheat_read_shm/cheat_read_sockets are the
-    same reads as candidates (test_kernelbench_sandbox_gpu.py)."""
+    same reads as candidates (test_sandbox_gpu.py)."""
     if not os.path.isdir("/dev/shm"):
         pytest.skip("no /dev/shm here")
-    from kreward.kernelbench import runner, worker
+    from kreward.kernelbench import processes, worker
     p = subprocess.run([sys.executable, "-c", GPU_WORKER_READS, worker.__file__,
-                        runner._library_path(), str(tmp_path)],
+                        processes.library_path(), str(tmp_path)],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr[-2000:]
     assert json.loads(p.stdout.strip().splitlines()[-1]) == {

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch", reason="needs torch with CUDA")
 from kreward.kernelbench import ImportRefused, import_problem  # noqa: E402
 from kreward.kernelbench.runner import Runner  # noqa: E402
 
-KB = pathlib.Path(__file__).resolve().parents[3] / "examples" / "kernelbench"
+KB = pathlib.Path(__file__).resolve().parents[4] / "examples" / "kernelbench"
 CORPUS = sorted(KB.glob("level*/*.py"))
 MANIFEST = json.loads((KB / "candidates" / "manifest.json").read_text())
 CASES = [(p, c, e) for p, cands in MANIFEST.items() for c, e in cands.items()]
@@ -33,7 +33,7 @@ def test_corpus_reference_as_candidate(path, tmp_path_factory):
     try:
         imp = import_problem(str(path))
     except ImportRefused:
-        pytest.skip("refused by the importer (test_kernelbench_import checks the reason)")
+        pytest.skip("refused by the importer (test_importer checks the reason)")
     src = path.read_text() + "\nModelNew = Model\n"
     with Runner(imp, "cuda", cache_dir=str(tmp_path_factory.getbasetemp() / "ext"), spare=False) as r:
         res = r.evaluate(src, seed=1)
@@ -82,4 +82,4 @@ def test_a_torch_compile_baseline_on_the_gpu(tmp_path):
                                                   "baseline_kind", "baseline_compile_seconds")}))
         assert res["verdict"] == "pass", res
         assert res["baseline_kind"] == "torch.compile" and res["baseline_compile_seconds"] > 0
-        assert r._base_state["graphs"] >= 1
+        assert r._processes.baseline_facts["graphs"] >= 1

@@ -1,0 +1,307 @@
+"""One ModelNew evaluation, phase by phase, and the result dict it returns
+(docs/kernelbench.md lists its fields):
+start_and_load (processes.py: the candidate's worker, the baseline's
+beside it), verify (verification.py: every case), seal, baseline_ready,
+timed (timing.py: a warmup batch, then the timed batches with their checks),
+attribute (the profiler's kernels: scoring.py says what they mean),
+end_candidate (its whole process tree ended before the baseline runs),
+baseline_timed (the reference on the candidate's schedule); the verdict
+from whatever ended it, and the reward. An Evaluation composes the
+components it is given; it owns no worker."""
+import random
+import time
+
+from .confine import missing
+from .report import reward_of
+from .scoring import (LAUNCH_BOUND, MOSTLY_TORCH_SHARE, attribute, custom_kernel_names, custom_share,
+                      kernel_share, launch_luck, luck_note)
+from .timing import median
+from .verification import check_baseline_paths
+from .worker_process import CandidateDenied, WorkerDied, WorkerTimeout
+
+
+def attribute_kernels(w, source, rng, res, timeout_s):
+    """The profiled call's kernels (w's attribute reply) split into the
+    candidate's own (named in its source) and the rest, and what that
+    says: torch_fallback, custom_share and mostly_torch, kernel_share, with
+    their notes, in res."""
+    a, _ = w.request({"op": "attribute", "case": 0, "seed": rng.getrandbits(62)}, timeout_s)
+    if not a["ok"] and a.get("denied"):  # only a failed reply carries an error
+        raise CandidateDenied(a["error"])
+    if not a["ok"]:
+        res["notes"].append(f"attribution failed: {a['error']}")
+        res["torch_fallback"] = None
+        return
+    mine, other = attribute(a["kernels"], custom_kernel_names(source))
+    res["kernels"] = {"custom": mine, "library": other}
+    res["torch_fallback"] = not mine
+    own = res["custom_share"] = custom_share(mine, other)
+    res["mostly_torch"] = bool(mine) and own is not None and own < MOSTLY_TORCH_SHARE
+    if res["mostly_torch"]:
+        res["notes"].append(
+            f"mostly torch: its own kernels take {own:.0%} of its GPU time, torch's or a "
+            f"library's the rest: speed credit in proportion, full from {MOSTLY_TORCH_SHARE:.0%}")
+    share = kernel_share(a["kernels"], res.get("time_us"))
+    res["kernel_share"] = share
+    if share is not None and share < LAUNCH_BOUND:
+        res["notes"].append(
+            f"launch-bound: its kernels take {share:.0%} of a call, the rest is the host's "
+            "(Python, launches), so its time follows the host CPU and its speedup is noisy "
+            "(docs/kernelbench.md)")
+
+
+def sandbox_notes(status, res):
+    """The worker's sandbox status in res, and a note for each layer missing."""
+    res["sandbox"] = status
+    if not status.get("applied"):
+        res["notes"].append(f"no sandbox: {status.get('why', 'not applied')}")
+        return
+    res["notes"] += [f"sandbox: {m}" for m in missing(status)]
+    if status.get("landlock") and status.get("landlock_why"):
+        res["notes"].append(f"sandbox: Landlock {status['landlock_why']}")
+
+
+class Evaluation:
+    """Runs candidates through the phases with the components given.
+
+    processes: a processes.Processes (the workers); timing: a
+    timing.Timing; verification: a verification.Verification; device: the
+    workers' device (no kernel attribution on the CPU); staged: whether
+    results say each side's staging; baseline_kind: "eager" or
+    "torch.compile", as results say; expected_paths: this process's GPU
+    paths (inputs.gpu_paths; None on the CPU), which the baseline's worker
+    must not be slower than; timeout_s: an attribution's limit;
+    call_timeout_s: any other request's; eval_timeout_s: the most the
+    candidate's worker may take over one evaluation."""
+
+    def __init__(self, *, processes, timing, verification, device, staged, baseline_kind, expected_paths,
+                 timeout_s, call_timeout_s, eval_timeout_s):
+        self.processes, self.timing, self.verification = processes, timing, verification
+        self.device, self.staged, self.baseline_kind = device, staged, baseline_kind
+        self.expected_paths = expected_paths
+        self.timeout_s, self.call_timeout_s, self.eval_timeout_s = timeout_s, call_timeout_s, eval_timeout_s
+
+    def run(self, source, seed, verify_seeds, batches, calls, checks, baseline, class_name,
+            next_source=None):
+        """One candidate (Runner.evaluate says what the arguments mean): the
+        result dict. Never raises for anything the candidate did."""
+        # the inputs' seeds: from the OS unless the caller asked for
+        # reproducible ones (seed=: tests and debugging; a candidate that
+        # recovered the generator from the seeds it saw could compute the
+        # next batches' outputs ahead, outside the clock)
+        rng = random.Random(seed) if seed is not None else random.SystemRandom()
+        res = {"verdict": None, "cases": [], "notes": [], "phases_s": {}}
+        limit = (time.monotonic() + self.eval_timeout_s,
+                 f"the evaluation ran past its limit of {self.eval_timeout_s:g} s "
+                 "(eval_timeout_s): the candidate's requests together took too long")
+        # where an evaluation's wall time goes (seconds per phase, in order):
+        # what to look at when a candidate takes long
+        last = [time.perf_counter()]
+
+        def phase(name):
+            now = time.perf_counter()
+            res["phases_s"][name] = round(now - last[0], 4)
+            last[0] = now
+
+        w = None
+        try:
+            if baseline:
+                self.processes.start_baseline()  # side by side with the candidate's worker
+            w, loaded = self.processes.start_candidate(source, class_name, limit)
+            phase("start_and_load")
+            if not self._loaded(loaded, res):
+                return res
+            lifted = self.verification.verify(w, rng, verify_seeds, res)
+            phase("verify")
+            if lifted is None:
+                return res
+            # every case ran once (Triton compiled per shape): no exec from here
+            self._seal(w, res)
+            if not all(lifted.values()):
+                res["notes"].append("ModelNew's parameter names differ from Model's: weights are "
+                                    "seeded as KernelBench does (same seed for both), not fresh per call")
+            why_no_baseline = self.processes.baseline_ready() if baseline else "not asked for"
+            phase("baseline_ready")
+            base_us = self.processes.baseline_facts.get("per_call_us") if not why_no_baseline else None
+            schedule = self._time_candidate(w, rng, lifted, base_us, batches, calls, checks, res)
+            if schedule is None:
+                return res
+            phase("timed")
+            if self.device != "cpu":
+                attribute_kernels(w, source, rng, res, self.timeout_s)
+            else:
+                res["torch_fallback"] = None
+                res["notes"].append("no kernel attribution without CUDA")
+            phase("attribute")
+            res["verdict"] = "pass"
+            # nothing of the candidate may run while the baseline is timed
+            ended, w = w.end(), None
+            phase("end_candidate")
+            if not ended["clean"]:
+                res.update(verdict="error", feedback="the candidate's processes could not all be "
+                           f"ended: {ended.get('why')}")
+                return res
+            if ended["strays"]:
+                res["notes"].append(f"the candidate left {ended['strays']} process(es) running; "
+                                    "they were ended before the baseline was timed")
+            if why_no_baseline is None:
+                warm, n = schedule
+                self._time_baseline(res, warm, batches, n, checks, rng, lifted[0])
+                phase("baseline_timed")
+                self._launch_luck(res)
+            elif baseline:
+                res["notes"].append(f"no baseline: {why_no_baseline}")
+        except WorkerTimeout as e:
+            res.update(verdict="timeout", feedback=str(e))
+        except WorkerDied as e:
+            res.update(verdict="crash", feedback=str(e))
+        except CandidateDenied as e:
+            res.update(verdict="denied", feedback=f"refused by the sandbox: {e}")
+        except RuntimeError as e:
+            res.update(verdict="error", feedback=str(e))
+        except Exception as e:  # noqa: BLE001 - a reply the checks let through, read wrongly here
+            # never out of evaluate: a trainer would lose the sample, or its loop
+            res.update(verdict="error", feedback=f"the evaluation failed: {type(e).__name__}: {e}")
+        finally:
+            if w:
+                w.end()
+            res["reward"] = reward_of(res)
+            try:
+                self.processes.start_spare(next_source)
+            except (OSError, WorkerDied) as e:  # no process now: the next evaluation starts its own
+                res["notes"].append(f"no spare worker: {e}")
+        return res
+
+    def _loaded(self, loaded, res):
+        """The start_and_load phase's results and notes in res; False (with
+        the verdict) when the candidate did not load."""
+        # the candidate's worker was the spare (torch and CUDA up before
+        # it was asked for): start_and_load is then mostly the load
+        res["started_ahead"] = loaded["started_ahead"]
+        res["launch_us"] = {"candidate": loaded.get("launch_us")}
+        if loaded["launch_overlapped"]:
+            res["launch_us"]["overlapped"] = True
+        if self.processes.sandbox_fallback:
+            res["notes"].append(
+                f'the "start" sandbox could not start a worker here ({self.processes.sandbox_fallback}): '
+                '"init" instead, where the threads torch and CUDA started before it keep '
+                "their file access (docs/kernelbench.md)")
+        if not loaded["ok"]:
+            if loaded.get("denied"):
+                res.update(verdict="denied", feedback=f"refused by the sandbox: {loaded['error']}")
+            else:
+                res.update(verdict="error" if loaded.get("sandbox_failed") else "compile_error",
+                           feedback=loaded["error"])
+            return False
+        res["compile_seconds"], res["compile_cached"] = loaded["compile_seconds"], loaded["cached"]
+        sandbox_notes(loaded["sandbox"], res)
+        if not loaded["isolation"]["applied"]:
+            # .get: the reply is the candidate's to write (worker_process
+            # checks its types, not that a refusal says why)
+            why = loaded["isolation"].get("why", "no reason given")
+            res["notes"].append(f"no isolation filter ({why}): the "
+                                "candidate's processes can signal other processes of this user")
+        if loaded["no_subreaper"]:
+            res["notes"].append(f"no subreaper ({loaded['no_subreaper']}): a process the "
+                                "candidate starts in a session of its own may outlive it")
+        return True
+
+    def _time_candidate(self, w, rng, lifted, base_us, batches, calls, checks, res):
+        """The candidate's warmup and timed batches, each checked: the
+        schedule both sides run, (warmup calls, calls per batch), with the
+        times in res; None (the verdict in res) when a check failed."""
+        # the schedule both sides run: a warmup batch, then batches of n calls
+        warm = calls or self.timing.calls_for(base_us)
+        self.timing.clocks_reset(w)
+        cand_us = self.timing.warmup(w, warm, rng)
+        n = calls or self.timing.calls_for(min(cand_us, base_us or cand_us))
+        preps = []
+        wall, events, why = self.timing.timed(
+            w, batches, n, checks, rng,
+            check=lambda s, i, c: self.verification.check(w, 0, s, lifted[0], f"timed call (batch {i})", c),
+            preps=preps)
+        if why:
+            res.update(verdict="wrong", feedback=why)
+            return None
+        res.update(time_us=median(wall), event_us=median(events), calls=n, batches=batches,
+                   prepare_us=median(preps))
+        # every batch's per-call time, for the noise behind the medians
+        res["batches_us"] = {"candidate": [round(x, 3) for x in wall]}
+        res["ops_s"] = {"candidate": self.timing.clocks_read(w)}
+        if self.staged:
+            res["staging"] = {"candidate": w.staging or "host"}
+        # the worker's own times cannot exceed the caller's clock (plus a
+        # little slack for the clock's own start and stop)
+        res["timing_mismatch"] = sum(events) * n > 1.05 * sum(wall) * n + 1000.0
+        return warm, n
+
+    def _time_baseline(self, res, warm, batches, calls, checks, rng, lifted):
+        """The reference on the candidate's schedule, in its own worker, the
+        candidate gone: baseline_us and the speedup."""
+        if not check_baseline_paths(self.processes, self.expected_paths, res):
+            return
+        b = self.processes.baseline
+        preps = []
+        try:
+            # its launch time now, the candidate gone: its ready's was taken
+            # while the first candidate's worker started beside it
+            r, _ = b.request({"op": "launch"}, self.call_timeout_s)
+            self.processes.note_baseline(launch_us=r["launch_us"] if r["ok"] else None)
+            self.timing.clocks_reset(b)
+            self.timing.warmup(b, warm, rng, lifted)
+            wall, _, _ = self.timing.timed(b, batches, calls, checks, rng, lifted, preps=preps)
+        except (WorkerDied, WorkerTimeout, CandidateDenied, RuntimeError) as e:
+            self.processes.end_baseline()
+            res["notes"].append(f"the baseline could not be timed: {e}")
+            return
+        facts = self.processes.baseline_facts
+        res["baseline_us"] = median(wall)
+        res["baseline_kind"] = self.baseline_kind
+        if facts.get("compile_seconds") is not None:
+            res["baseline_compile_seconds"] = round(facts["compile_seconds"], 3)
+        res.setdefault("batches_us", {})["baseline"] = [round(x, 3) for x in wall]
+        res.setdefault("ops_s", {})["baseline"] = self.timing.clocks_read(b)
+        if self.staged:
+            res.setdefault("staging", {})["baseline"] = b.staging or "host"
+        # prepare (fresh inputs, untimed) is recorded for both sides, not
+        # charged: a fresh candidate process's prepare is slower than the
+        # kept baseline worker's (cold memory), so the excess does not tell
+        # work done there from a cold start (docs/kernelbench.md, open)
+        res["baseline_prepare_us"] = median(preps)
+        res["speedup"] = res["baseline_us"] / res["time_us"] if res["time_us"] > 0 else None
+        self.processes.note_baseline(per_call_us=res["baseline_us"])
+
+    def _launch_luck(self, res):
+        """The two workers' launch times (each measured before any
+        candidate code ran in it) and their ratio; a note when a
+        launch-bound candidate's process was far from the baseline's."""
+        res["launch_us"]["baseline"] = self.processes.baseline_facts.get("launch_us")
+        luck = launch_luck(res["launch_us"]["candidate"], res["launch_us"]["baseline"])
+        if res["launch_us"].get("overlapped"):  # its ready ran beside the baseline's worker starting
+            luck = None
+        res["launch_luck"] = None if luck is None else round(luck, 4)
+        note = luck_note(luck, res.get("kernel_share"))
+        if note:
+            res["notes"].append(note)
+
+    def _seal(self, w, res):
+        s, _ = w.request({"op": "seal"}, self.call_timeout_s)
+        if not s["ok"]:
+            raise RuntimeError(s["error"])
+        res["sandbox"] = s["sandbox"]  # now with exec refused
+        res["gpu_paths"] = {"candidate_reported": s["gpu_paths"]}
+
+    def baseline_alone(self, batches, calls):
+        """The reference Model alone in the baseline's worker, on evaluate's
+        schedule: per-call us (median of the batches)."""
+        self.processes.start_baseline()
+        why = self.processes.baseline_ready()
+        if why:
+            raise RuntimeError(why)
+        rng = random.Random(1)
+        facts = self.processes.baseline_facts
+        n = calls or self.timing.calls_for(facts["per_call_us"])
+        lifted = facts["lifted"]
+        self.timing.warmup(self.processes.baseline, n, rng, lifted)
+        wall, _, _ = self.timing.timed(self.processes.baseline, batches, n, 2, rng, lifted)
+        return median(wall)

@@ -1,0 +1,372 @@
+"""The life of a Runner's ModelNew workers (worker_process.WorkerProcess):
+- starting them: the candidate's (the spare, if one started ahead can
+  take its source), the spare for the next candidate, and the baseline's,
+  which loads Model, builds, seals and calibrates while the candidate is
+  verified and lives as long as the Runner;
+- the sandbox each starts in: "start" or "init", and the "auto" decision
+  (the first "start" worker that fails for the sandbox's reason turns
+  every later one to "init", once);
+- their build folders (folders.py: a source's, or a "start" spare's fresh
+  one), their input region and shared device buffer (one per worker);
+- ending them: close(), the baseline replaced, and the Runners past
+  KEEP_WARM ending theirs (keep_warm).
+What the workers are asked once started is the evaluation's
+(evaluation.py, timing.py, verification.py)."""
+import collections
+import os
+import random
+import re
+import threading
+import weakref
+
+import torch
+
+from .. import _lib
+from . import folders, triton_cache
+from .cuda_ipc import OUT_OF_MEMORY, new_buffer
+from .worker_process import WorkerDied, WorkerProcess, WorkerTimeout, optional_number
+
+KEEP_WARM = 8             # Runners whose workers stay between evaluations (the most recent)
+# a GPU worker's own device buffer (cuda_ipc.py), through which a masked
+# chunk reaches it in pieces of this size at most: one per worker, on the
+# caller's GPU, so small (a piece costs a request, ~0.1-0.3 ms)
+SHARED_BYTES = 32 << 20
+
+
+def library_path():
+    """The libkreward file this process loaded (the worker loads it by path:
+    the sandbox, the input region's mask)."""
+    return os.path.realpath(_lib.path) if os.path.exists(_lib.path) else _lib.path
+
+
+def start_sandbox_refused(ready):
+    """Whether a failed ready reply is the "start" sandbox's doing: the
+    sandbox not applied, or CUDA refused inside it (error 304, "OS call
+    failed", as the H200's driver said until /proc/self/task could be
+    truncated); not memory, a busy device or anything else."""
+    why = str(ready.get("error", ""))
+    return (bool(ready.get("sandbox_failed")) or "OS call failed" in why
+            or re.search(r"\b(error|returned) 304\b", why, re.IGNORECASE) is not None)
+
+
+_warm = collections.OrderedDict()  # id(Processes) -> weakref, the most recently used last
+_warm_lock = threading.RLock()  # a Runner's __del__ may come while it is held
+
+
+def keep_warm(processes):
+    """Marks these workers as the most recently used; ends those of the
+    Runners past KEEP_WARM (each holds a torch process or two, with a CUDA
+    context each: a program that makes a Runner per problem and keeps them
+    would otherwise keep them all). Workers in use (their lock held: an
+    evaluation) are skipped; ended ones start again when next used."""
+    with _warm_lock:
+        _warm.pop(id(processes), None)
+        _warm[id(processes)] = weakref.ref(processes)
+        old = [(k, ref) for k, ref in _warm.items()][:max(0, len(_warm) - KEEP_WARM)]
+    for key, ref in old:
+        other = ref()
+        if other is None:
+            with _warm_lock:
+                _warm.pop(key, None)
+        elif other.lock.acquire(blocking=False):
+            try:
+                other.close()
+            finally:
+                other.lock.release()
+
+
+class Processes:
+    """The workers of one Runner: the baseline's and the spare between
+    evaluations, the candidate's during one. `lock` is held while an
+    evaluation uses them (keep_warm leaves such workers alone).
+
+    device: the workers' device; sandbox: "auto", "start", "init" or None
+    (Runner's); staging: "auto" or "host" (Runner's); cache_dir: where the
+    build folders are; ref_source: the problem file's text (the baseline's
+    source); problem: what every load request carries of the problem
+    (layouts, init_inputs, values, state_names); inputs_from: "caller"
+    (each worker gets an input region of region_bytes) or "worker";
+    staged: whether a worker stages its inputs to its device (then it gets
+    a shared device buffer where the driver allows); max_call_bytes: the
+    largest case's inputs and outputs (a reply's bound); spare: start the
+    next candidate's worker ahead; compile_baseline: the baseline is
+    torch.compile(Model); timeout_s: a start's or a load's limit."""
+
+    def __init__(self, *, device, sandbox, staging, cache_dir, ref_source, problem, inputs_from, staged,
+                 region_bytes, max_call_bytes, spare, compile_baseline, timeout_s):
+        self.device, self.cache_dir, self._ref_source, self._problem = device, cache_dir, ref_source, problem
+        self.inputs_from, self.staged, self.region_bytes = inputs_from, staged, region_bytes
+        self.max_call_bytes, self.keep_spare, self.compile_baseline = max_call_bytes, spare, compile_baseline
+        self.timeout_s = timeout_s
+        self.sandbox = "start" if sandbox == "auto" else sandbox
+        # "auto": why "start" gave way to "init" (None while it has not);
+        # decided once, by the first candidate worker's ready, which runs no
+        # source (start_candidate)
+        self._may_fall_back, self.sandbox_fallback = sandbox == "auto", None
+        # why a GPU worker gets no device buffer of its own to stage from
+        # (_shared_buffer): "host" asked for, or the driver refused one here
+        self.ipc_why = "asked for" if staging == "host" else None
+        self.lock = threading.Lock()
+        self.baseline = None       # the baseline worker, once started
+        self.baseline_facts = {}   # ready, lifted, gpu_paths, launch_us, per_call_us, ...
+        self.spare = None
+        self.candidate = None      # the candidate's worker of the evaluation in progress
+        self.spare_source = None   # "start": the source the spare was started for
+        self.spare_folder = None   # "start", no source named: the fresh folder it writes
+
+    def close(self):
+        """Ends the baseline worker and the spare (a later evaluation starts
+        them again). From another thread it ends an evaluation in progress
+        too (its workers die: the result says so); a worker's shared buffer
+        is freed only between the evaluation's copies into it (its lock)."""
+        # the candidate's worker first: an evaluation in progress (another
+        # thread's; a scheduler's backstop) ends with it, its result says so
+        for w in (self.candidate, self.baseline, self.spare):
+            if w is not None:
+                w.end()
+        folders.discard(self.spare_folder)
+        self.candidate, self.baseline, self.spare, self.baseline_facts = None, None, None, {}
+        self.spare_source = self.spare_folder = None
+        with _warm_lock:
+            _warm.pop(id(self), None)
+
+    # ---- starting a worker
+    def _folder(self, source):
+        return folders.source_folder(self.cache_dir, source)
+
+    def _sandbox_config(self, ext):
+        if not self.sandbox:
+            return None
+        return {"library": library_path(),
+                "write": ext, "gpu": self.device != "cpu", "when": self.sandbox}
+
+    def _shared_buffer(self):
+        """A device buffer for one GPU worker to stage its batches' masked
+        inputs from (cuda_ipc.CallerBuffer; transfer.py put): one per
+        worker, so no other worker (the baseline's, a spare, a candidate's
+        stray after an unclean end) ever maps what a worker is given, and
+        SHARED_BYTES at most (a larger chunk goes through in pieces).
+        (buffer, None), or (None, why not): a refusal that will last (a
+        driver without the calls) is kept in ipc_why for every later
+        worker; a passing one (out of memory: another process filled the
+        GPU) is this worker's only."""
+        if self.ipc_why is not None:
+            return None, self.ipc_why
+        try:
+            # (on the CPU, host memory: only a Runner told to stage as a
+            # GPU's does gets here, to test the protocol without one)
+            return new_buffer(torch, self.device, min(self.region_bytes, SHARED_BYTES)), None
+        except Exception as e:  # noqa: BLE001 - any refusal (a driver without the calls: AttributeError)
+            why = f"no shared device buffer: {type(e).__name__}: {e}"[:400]
+            if getattr(e, "code", None) != OUT_OF_MEMORY:
+                self.ipc_why = why
+            return None, why
+
+    def _spawn(self, source=None, ext=None):
+        """A worker process, told to get ready (torch, CUDA) at once. The
+        "start" sandbox needs its write folder now (the source's, or ext: a
+        fresh one for a source not yet known); "init" gets it at load."""
+        if ext is None and source is not None:
+            ext = self._folder(source)
+        # the source's folders as its environment from the start only in the
+        # "start" sandbox, which is in place from the first instruction on;
+        # an "init" worker gets them with load, when its sandbox comes: its
+        # ready runs unsandboxed and compiles (Triton loads the .so files it
+        # built from TRITON_CACHE_DIR), and a candidate's folder holds what
+        # its earlier worker left there (helper-33)
+        env = folders.worker_env(ext) if ext is not None and self.sandbox == "start" else None
+        if env is not None and source != self._ref_source and self.device != "cpu":
+            # the mask's and the commitment's kernels as the reference's
+            # worker compiled them: not again in every candidate's folder
+            try:
+                triton_cache.plant(os.path.join(self._folder(self._ref_source), "triton"),
+                                   os.path.realpath(ext))  # (a source's name may link a spare's folder)
+            except Exception:  # noqa: BLE001 - then its worker compiles them, as before
+                pass
+        region = self.inputs_from == "caller"
+        shared, why = self._shared_buffer() if region and self.staged else (None, None)
+        try:
+            w = WorkerProcess(env, self._sandbox_config(ext) if self.sandbox == "start" else None,
+                              region_bytes=self.region_bytes if region else 0, shared=shared)
+        except BaseException:
+            if shared is not None:
+                shared.close()
+            raise
+        if region and self.staged and w.shared is None and w.staging is None:
+            w.staging = f"host ({why})"
+        # a reply carries at most one call's outputs (a fetch): the caller
+        # never reads more than twice the largest case's inputs and outputs
+        # (a scaled case may grow a size: "odd" rounds up)
+        w.max_payload = 2 * self.max_call_bytes + (1 << 20)
+        try:
+            w.send({"op": "ready", "device": self.device, "library": library_path(),
+                    "shared_bytes": w.shared.nbytes if w.shared is not None else None})
+        except BaseException:
+            w.end()
+            raise
+        return w
+
+    def _send_load(self, w, source, class_name, ext=None):
+        ext = ext or self._folder(source)
+        w.send({"op": "load", "source": source, "class_name": class_name, "device": self.device,
+                "ext": ext,
+                "library": library_path(),
+                **self._problem, "cache_dir": self.cache_dir, "env": folders.worker_env(ext),
+                "sandbox": self._sandbox_config(ext)},
+               # (a source larger than the pipe waits for the worker's ready)
+               timeout_s=self.timeout_s)
+
+    # ---- the candidate's worker and the spare
+    def start_candidate(self, source, class_name, limit=(None, None)):
+        """The candidate's worker (the spare if there is one that can take
+        this source) and its load reply. limit: (time.monotonic() deadline,
+        why) past which no reply of this worker is waited for
+        (WorkerProcess.limit_until)."""
+        w, self.spare = self.spare, None
+        spare_source, self.spare_source = self.spare_source, None
+        spare_ext, self.spare_folder = self.spare_folder, None
+        # a "start" worker's sandbox lets it write one build folder only: a
+        # spare started for another source cannot take this one; one started
+        # with a fresh folder (no source named) takes a source that has
+        # none yet
+        ext = None
+        if w is not None and self.sandbox == "start" and spare_source != source:
+            ext = folders.adopt(self.cache_dir, spare_ext, source) if spare_source is None and spare_ext else None
+            if ext is None:
+                w.end()
+                folders.discard(spare_ext)
+                w = None
+        if w is not None and not w.alive():
+            w.end()
+            w = None
+        ahead = w is not None
+        # a worker started now beside the baseline's own start measures its
+        # launch time against that start's load (launch_luck: none then)
+        overlapped = not ahead and self.baseline is not None and not self.baseline_facts.get("ready")
+        w = w or self._spawn(source)
+        self.candidate = w  # close() from another thread ends it
+        w.limit_until(*limit)
+        try:
+            self._send_load(w, source, class_name, ext)
+            ready, _ = w.receive(self.timeout_s)
+            if not ready["ok"] and self.sandbox == "start" and self._may_fall_back and \
+                    start_sandbox_refused(ready):
+                # the worker failed in its ready, before it ran any source
+                # (it refuses load after a failed ready), on this Runner's
+                # first "start" worker and for the sandbox's reason only: a
+                # candidate cannot make a later worker fail and so weaken
+                # the sandbox of the candidates after it
+                w.end()
+                self._fall_back_to_init(ready["error"])
+                return self.start_candidate(source, class_name, limit)
+            if not ready["ok"]:
+                raise RuntimeError(f"the worker did not start: {ready['error']}")
+            if self.sandbox == "start":
+                self._may_fall_back = False  # decided: it starts here
+            loaded = w.receive(self.timeout_s)[0]
+            loaded["no_subreaper"] = ready.get("no_subreaper")
+            loaded["launch_us"] = ready.get("launch_us")
+            loaded["launch_overlapped"] = overlapped
+            loaded["started_ahead"] = ahead
+            return w, loaded
+        except BaseException:
+            w.end()
+            raise
+
+    def _fall_back_to_init(self, why):
+        """"auto": a "start" worker could not start (CUDA inside the sandbox,
+        or the sandbox itself): every worker from now on is an "init" one,
+        the baseline's too (started again)."""
+        self.sandbox, self._may_fall_back = "init", False
+        self.sandbox_fallback = str(why)[:400]
+        if self.spare is not None:
+            self.spare.end()
+        folders.discard(self.spare_folder)
+        self.spare, self.spare_source, self.spare_folder = None, None, None
+        if self.baseline is not None:
+            self.end_baseline()
+            self.start_baseline()
+
+    def start_spare(self, next_source=None):
+        """The next candidate's worker, started now: any source's in the
+        "init" sandbox (it gets its write folder at load); in the "start"
+        one next_source's, or, none named, one with a fresh folder that the
+        next source without a folder of its own takes (a new candidate, as
+        nearly every one in training is)."""
+        if not self.keep_spare or self.spare is not None:
+            return
+        if self.sandbox != "start":
+            self.spare = self._spawn()
+        elif next_source is not None:
+            self.spare, self.spare_source = self._spawn(next_source), next_source
+        else:
+            ext = folders.fresh_folder(self.cache_dir)
+            try:
+                self.spare = self._spawn(ext=ext)
+            except BaseException:
+                folders.discard(ext)
+                raise
+            self.spare_folder = ext
+
+    # ---- the baseline's worker
+    def start_baseline(self):
+        """The reference's worker, started (its requests sent, the replies
+        read by baseline_ready): it loads Model, builds and seals, and
+        times two small batches for a first estimate of a call."""
+        if self.baseline is not None and self.baseline.alive():
+            return
+        if self.baseline is not None:
+            self.baseline.end()
+        self.baseline = w = self._spawn(self._ref_source)
+        self.baseline_facts = {"ready": False}
+        try:
+            self._send_load(w, self._ref_source, "Model")
+            w.send({"op": "build", "case": 0, "compile": self.compile_baseline})
+            w.send({"op": "seal"})
+            rng = random.Random(0)
+            for _ in range(2):
+                w.send({"op": "prepare", "case": 0, "seeds": [rng.getrandbits(62) for _ in range(2)]})
+                w.send({"op": "go", "case": 0})
+                w.send({"op": "times"})
+                w.send({"op": "drop"})
+        except WorkerDied as e:
+            self.baseline_facts["failed"] = str(e)  # said by baseline_ready
+
+    def baseline_ready(self):
+        """Waits for the baseline worker's start (before any timed batch:
+        its start must not compete with the candidate's); None, or why it
+        cannot time the baseline."""
+        if self.baseline_facts.get("ready"):
+            return None
+        w = self.baseline
+        failed = self.baseline_facts.get("failed")
+        if failed:
+            self.end_baseline()
+            return f"the reference's worker did not start: {failed}"
+        try:
+            replies = [w.receive(self.timeout_s)[0] for _ in range(w.pending)]
+        except (WorkerDied, WorkerTimeout) as e:
+            self.end_baseline()
+            return str(e)
+        failed = [r for r in replies if not r["ok"]]
+        if failed:
+            self.end_baseline()
+            return f"the reference does not run in a worker: {failed[0]['error']}"
+        build, seal, calibration = replies[2], replies[3], replies[-2]
+        self.baseline_facts = {"ready": True, "lifted": build["lifted"], "gpu_paths": seal["gpu_paths"],
+                               "launch_us": replies[0].get("launch_us"),
+                               "per_call_us": calibration["event_us"] / 2,
+                               "compile_seconds": optional_number(build.get("compile_seconds")),
+                               "graphs": optional_number(build.get("graphs"))}
+        return None
+
+    def note_baseline(self, **facts):
+        """What an evaluation measured of the baseline's worker, kept with it
+        for the next: its launch time with the candidate gone (launch_us),
+        its last per-call time (per_call_us: the next batches' size)."""
+        self.baseline_facts.update(facts)
+
+    def end_baseline(self):
+        if self.baseline is not None:
+            self.baseline.end()
+        self.baseline, self.baseline_facts = None, {}
