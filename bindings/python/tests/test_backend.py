@@ -55,8 +55,9 @@ def test_trainer_calls_through_server(server, monkeypatch):
     with Evaluator(no_device=True) as local:
         expected = local.evaluate_batch([problem] * 3, codes)
         assert [r.verdict for r in reports] == [r.verdict for r in expected]
+        # not judged (compiled, not run here): no number from either
         assert ([remote.score_of(r) for r in reports]
-                == [local.score_of(r) for r in expected] == [0.0, -10.0, -10.0])
+                == [local.score_of(r) for r in expected] == [None, -10.0, -10.0])
     d = reports[1].to_dict()
     assert d["verdict"] == "compile_error" and "feedback" in d["texts"]
     report = asyncio.run(remote.evaluate_async(problem, BROKEN))

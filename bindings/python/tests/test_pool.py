@@ -398,7 +398,7 @@ def test_evaluator_falls_back_to_compile_only_with_a_warning(tmp_path, vadd, vad
     with ev:
         assert ev.pool.status()["gpus"] == 0
         r = ev.evaluate(vadd, vadd_fast)
-        assert r.verdict == "not_run" and ev.score_of(r) == 0.0
+        assert r.verdict == "not_run" and ev.score_of(r) is None  # not judged: no number
     with pytest.raises(kreward.KrewardError):  # unless told to insist
         kreward.Evaluator(cache_dir=str(tmp_path), require_gpu=True)
 
@@ -409,7 +409,7 @@ def test_evaluator_is_isolated_by_default(tmp_path, vadd, vadd_fast):
         assert not ev.ctx.has_device  # no CUDA context in the caller for candidates
         reports = ev.evaluate_batch([vadd] * 3, [vadd_fast, BAD, None])
         assert [r.verdict for r in reports] == ["not_run", "compile_error", "compile_error"]
-        assert [ev.score_of(r) for r in reports] == [0.0, -10.0, -10.0]
+        assert [ev.score_of(r) for r in reports] == [None, -10.0, -10.0]  # not judged: None
         assert ev.pool.status()["jobs_finished"] == 2  # None never reached the pool
         r = asyncio.run(ev.evaluate_async(vadd, BAD))
         assert r.verdict == "compile_error" and r.reward == -10.0

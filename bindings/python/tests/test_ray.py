@@ -37,7 +37,7 @@ def rpool(cluster):
 def test_api_end_to_end(rpool):
     r = rpool.evaluate("vector_add", FAST)
     assert r.verdict == "not_run" and r["compiled"] == 1 and r.reward is None
-    assert rpool.score_of(r) == 0.0
+    assert rpool.score_of(r) is None  # not judged: no number
     r = rpool.evaluate(str(VADD / "problem.json"), BROKEN)  # a local path goes inline
     assert r.verdict == "compile_error" and r.reward == -10.0
     r = rpool.evaluate_completion("vector_add", "no code here")

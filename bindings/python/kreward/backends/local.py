@@ -118,8 +118,8 @@ class Evaluator(Backend):
             if e.code != Status.ENODEVICE or gpus is not None or require_gpu:
                 raise
             warnings.warn(f"kreward: {e.message}: compile checks only (verification and timing "
-                          "need an NVIDIA GPU); candidates score the fallback", RuntimeWarning,
-                          stacklevel=3)
+                          "need an NVIDIA GPU); a candidate that compiles is not judged (no "
+                          "reward)", RuntimeWarning, stacklevel=3)
             return Pool(gpus="none", **options)
 
     def _make_scheduler(self):
