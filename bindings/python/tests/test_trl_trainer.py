@@ -88,3 +88,19 @@ def test_grpo_trainer_two_steps_on_the_cpu_with_kreward_rewards(tmp_path):
     # a random model writes no code: each completion is kreward's no-code
     # report, compile_error under makora (-10), judged, logged through TRL
     assert all(h["rewards/kreward/mean"] == -10.0 and h["kreward/judged"] == 1.0 for h in logged)
+
+
+@pytest.mark.parametrize("args", [[], ["--standin"]])
+def test_the_trl_example_runs(args):
+    """examples/python/trl_reward.py: without a GPU it says nothing can be
+    judged here (never a number); with the stand-in it prints a reward per
+    completion."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "bindings" / "python"))
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "python" / "trl_reward.py"),
+                          *args], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    if args:
+        assert len(out.stdout.splitlines()) == 3 and "-10.000" in out.stdout
+    else:
+        from conftest import has_gpu
+        assert has_gpu() or out.stdout.startswith("not judged here:")
