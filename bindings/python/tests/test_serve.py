@@ -191,6 +191,7 @@ def test_token_required(server, auth):
 def test_health_open_status_and_metrics(server, client):
     answer = _raw(server.url, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
     assert answer.startswith("HTTP/1.1 200") and '"status":"ok"' in answer
+    assert '"mode":"compile-only"' in answer  # which mode it serves in, asked for by name
     st, d = call(client, "GET", "/v1/status")
     assert st == 200 and d["compile_only"] is True and d["queue"]["max"] == 8
     assert any(w["kind"] == "compile" for w in d["pool"]["workers"])
@@ -242,6 +243,7 @@ def test_kernelgym_evaluate_status_results(client):
                                                       force_refresh=True))
     assert fresh["status"] == "failed" and fresh["metadata"]["verdict"] == "not_run"
     assert fresh["error_code"] == "RESOURCE_ERROR"
+    assert fresh["metadata"]["reward"] is None and fresh["correctness"] is None  # no number
 
 
 def test_kernelgym_batch_and_errors(client):
@@ -308,3 +310,20 @@ def test_client_errors(server):
     assert e.value.status == 404 and "unknown problem" in e.value.message
     with pytest.raises(ValueError):
         Client("ftp://x")
+
+
+def test_without_a_gpu_worker_the_server_starts_only_when_compile_only_is_asked_for():
+    """A reward server that cannot judge would answer every candidate that
+    compiles as if it were (it answered 200 with reward 0.0): it does not
+    start, saying why, unless --compile-only is asked for by name."""
+    import subprocess
+    import sys
+    from serve_util import ROOT as root
+    from conftest import has_gpu
+    if has_gpu():
+        pytest.skip("this machine has a GPU worker")
+    env = dict(__import__("os").environ, PYTHONPATH=str(root / "bindings" / "python"))
+    for args in ([], ["--gpus", "none"]):
+        out = subprocess.run([sys.executable, "-m", "kreward.serve", "--port", "0", *args],
+                             capture_output=True, text=True, env=env, timeout=120)
+        assert out.returncode != 0 and "--compile-only" in out.stderr, out.stderr
