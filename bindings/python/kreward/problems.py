@@ -94,6 +94,12 @@ class KernelBenchProblem:
                     raise ProblemError(self._refused) from e
             return self._imported
 
+    @property
+    def weak(self):
+        """Why the problem can be passed without computing it (its import's
+        soundness check), or None: reports then carry weak_problem."""
+        return self.imported().weak
+
     def statement(self):
         """The problem as a model is shown it: the file's text."""
         return self.source

@@ -34,7 +34,7 @@ def key(path, scale):
     with open(path, "rb") as f:
         h.update(f.read())
     h.update(json.dumps({"scale": bool(scale), "torch": _torch_version(), "format": FORMAT}).encode())
-    for name in ("importer.py", "probe.py", "import_cache.py"):
+    for name in ("importer.py", "probe.py", "import_cache.py", "soundness.py", "inputs.py"):
         with open(os.path.join(_HERE, name), "rb") as f:
             h.update(hashlib.sha256(f.read()).digest())
     return h.hexdigest()

@@ -30,6 +30,7 @@ DEFAULT_TOL = 1e-2        # KernelBench's eval: torch.allclose(atol=1e-02, rtol=
 SCALE_MIN = 8             # smaller constants are axes, kernel sizes, strides: never scaled
 TRANSFORMS = ("symmetric", "lower_triangular", "upper_triangular", "softmax_last")
 INT_DTYPES = ("i8", "u8", "i32", "i64")
+FLOAT_DTYPES = ("f32", "f16", "bf16", "f64")
 
 
 class ImportRefused(Exception):
@@ -119,8 +120,13 @@ class ImportedProblem:
         self.path = os.path.abspath(path)
         self.name = os.path.splitext(os.path.basename(path))[0]
         self.atol, self.rtol = atol, rtol
+        self.base_probe = base         # the value probe's (or the meta probe's) description
         self.cases = cases             # [(name, overrides, probe)]; the first is the file's own
         self.notes = []
+        # soundness.py: why the problem can be passed without computing it
+        # (every report then carries weak_problem), or None
+        self.weak = None
+        self.soundness = None
         self.device_only_reason = None
         self._layout(base)
         self.spec = self._spec()
@@ -176,7 +182,12 @@ class ImportedProblem:
         indices drawn below num_classes shrink with it: the file's own range
         put targets out of bounds in a scaled case, so every candidate
         failed there); other tensors have one distribution for all cases."""
-        real = self.cases[case][2].get("real_inputs")
+        probe = self.cases[case][2]
+        recipe = probe.get("rescale")
+        if recipe and tensor["source"] == "input" and tensor["dtype"] in FLOAT_DTYPES:
+            # the "strong" case (soundness.py): other scales and offsets
+            return dict(tensor["init"], rescale=recipe)
+        real = probe.get("real_inputs")
         if tensor["source"] != "input" or tensor["dtype"] not in INT_DTYPES or not real:
             return tensor["init"]
         return _init_of(real[tensor["index"]])
@@ -356,12 +367,35 @@ def import_problem(path, atol=DEFAULT_TOL, rtol=DEFAULT_TOL, scale=True, timeout
         meta, real, cases, notes = kept
     else:
         meta, real, cases, notes = _probe_all(path, scale, timeout_s)
+        _check_soundness(path, meta, real, cases, notes, atol, rtol, timeout_s)
         if k:
             import_cache.write(cache_dir, k, meta, real, cases, notes)
     imported = ImportedProblem(path, real, [("base", {}, meta)] + cases, atol, rtol)
     imported.notes[:0] = notes
     imported.from_cache = bool(kept)
+    imported.soundness = meta.get("soundness")
+    imported.weak = (imported.soundness or {}).get("weak")
     return imported
+
+
+def _check_soundness(path, meta, real, cases, notes, atol, rtol, timeout_s):
+    """soundness.py on the import as probed: the result kept in meta (and so
+    in the cache), a "strong" case added where other scales and offsets
+    break the trivial answers, notes saying what was found."""
+    from . import soundness
+    imp = ImportedProblem(path, real, [("base", {}, meta)] + cases, atol, rtol)
+    result = soundness.check(imp, timeout_s)
+    meta["soundness"] = result
+    if result.get("error"):
+        notes.append(f"soundness not checked: {result['error']}")
+        return
+    if result.get("strong"):
+        name = result["case"]
+        how, overrides, probe = next(c for c in [("base", {}, meta)] + cases if c[0] == name)
+        cases.append(("strong", overrides, dict(probe, rescale=result["strong"])))
+        notes.append(f"soundness: {result['why']}")
+    elif result.get("weak"):
+        notes.append(f"weak problem: {result['weak']}: candidates get no speed credit")
 
 
 def _probe_all(path, scale, timeout_s):

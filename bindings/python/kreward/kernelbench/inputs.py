@@ -42,9 +42,23 @@ def generate(shape, dtype, init, gen, device):
     if dist == "uniform":
         lo, hi = init.get("low", -1.0), init.get("high", 1.0)
         x = torch.rand(shape, generator=gen, device=device, dtype=torch.float32) * (hi - lo) + lo
-        return x.to(dt)
-    x = torch.randn(shape, generator=gen, device=device, dtype=torch.float32)
-    return (x * init.get("std", 1.0) + init.get("mean", 0.0)).to(dt)
+    else:
+        x = torch.randn(shape, generator=gen, device=device, dtype=torch.float32)
+        x = x * init.get("std", 1.0) + init.get("mean", 0.0)
+    if init.get("rescale"):
+        x = rescale(x, init["rescale"], gen, device)
+    return x.to(dt)
+
+
+def rescale(x, recipe, gen, device):
+    """x at another scale and offset, drawn per call from the call's
+    generator (soundness.py: the "strong" case of a problem whose outputs
+    concentrate under its own inputs): a scale of 10^U(lo, hi) and an
+    offset of up to `offset` times the scale, either way."""
+    u = torch.rand((2,), generator=gen, device=device, dtype=torch.float64).tolist()
+    lo, hi = recipe.get("log10_scale", [0.0, 0.0])
+    scale = 10.0 ** (lo + (hi - lo) * u[0])
+    return x * scale + (2 * u[1] - 1) * recipe.get("offset", 0.0) * scale
 
 
 def make_inputs(layout, seed, device):

@@ -1,0 +1,172 @@
+"""Whether an imported KernelBench problem can be passed without computing
+it, checked at import (docs/kernelbench.md, "Weak problems").
+
+A problem whose outputs concentrate under the inputs its get_inputs draws
+(a loss over many random elements is nearly constant) is passed by a
+constant fitted to that distribution: the scaled cases keep the
+distribution, and a constant stays inside the tolerance. So at import the
+trivial answers are tried against the reference on fresh inputs of the
+problem's cheapest case:
+- zeros; a constant (each output's mean on another seed: fitted to the
+  distribution, not to these inputs); an input passed through (of an
+  output's shape); the reference's output on another seed.
+Where one passes every seed, inputs of other scales and offsets are tried
+(each call drawing its own: a scale of 10^U(-1, 1) and an offset of up to
+its size, for the forward's floating-point inputs; the lifted weights and
+integer inputs keep theirs, which is within the Model's semantics): when
+under them every trivial answer fails on some seed and the reference stays
+finite, the problem keeps them as an extra verification case, "strong"
+(the cheapest case's sizes), which every candidate must pass; otherwise
+it is weak: the import says so, every report carries `weak_problem`, and no
+preset pays it for speed.
+
+The check runs the problem's file, so it runs in a subprocess of its own,
+as the importer's probes do (python -m kreward.kernelbench.soundness JSON):
+the caller never executes the file during an import."""
+import json
+import os
+import subprocess
+import sys
+
+# inputs of other scales and offsets, tried in order: the first that breaks
+# every trivial answer and keeps the reference finite is kept
+RECIPES = ({"log10_scale": [-1.0, 1.0], "offset": 1.0},
+           {"log10_scale": [-1.0, 1.0]},
+           {"offset": 2.0})
+SEEDS = (101, 202, 303)  # fixed: the verdict of an import is a property of the file
+
+
+def check(imp, timeout_s=300):
+    """The soundness of an ImportedProblem, from a subprocess: {"weak": why
+    or None, "strong": a recipe or None, "trivial": what passed under the
+    file's own inputs, "why": a sentence}; {"error": why} when the check
+    could not run (the import goes on, and says so)."""
+    data = {"path": imp.path, "base": imp.base_probe, "cases": imp.cases, "atol": imp.atol,
+            "rtol": imp.rtol}
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))] +
+        [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]),
+        CUDA_VISIBLE_DEVICES="")
+    try:
+        out = subprocess.run([sys.executable, "-m", "kreward.kernelbench.soundness"],
+                             input=json.dumps(data), capture_output=True, text=True, env=env,
+                             timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"error": f"the soundness check ran past {timeout_s} s"}
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+    if out.returncode != 0 or not lines:
+        tail = (out.stderr.strip().splitlines() or ["no output"])[-1][:300]
+        return {"error": f"the soundness check failed: {tail}"}
+    return json.loads(lines[-1])
+
+
+# ---------------------------------------------------------- the subprocess
+
+def _cheapest(imp):
+    """The case of the fewest input elements."""
+    def size(c):
+        n = 0
+        for t, shape in zip(imp.tensors, imp.shapes(imp.cases[c][2])):
+            if t["role"] == "in":
+                k = 1
+                for s in shape:
+                    k *= s
+                n += k
+        return n
+    return min(range(len(imp.cases)), key=size)
+
+
+def _layout(imp, case, recipe=None):
+    shapes = imp.shapes(imp.cases[case][2])
+    out = []
+    for t, s in zip(imp.tensors, shapes):
+        if t["role"] != "in":
+            continue
+        init = imp.init_for(case, t)
+        if recipe and t["source"] == "input" and t["dtype"] in ("f32", "f16", "bf16", "f64"):
+            init = dict(init, rescale=recipe)
+        out.append(dict(t, shape=s, init=init))
+    return out
+
+
+def _outputs(ref, inputs_mod, imp, case, layout, seed):
+    tensors = inputs_mod.make_inputs(layout, seed, "cpu")
+    return tensors, [o.float() for o in ref(case, tensors)]
+
+
+def _passes(torch, answer, expected, atol, rtol):
+    return (answer.shape == expected.shape and
+            bool(torch.allclose(answer.float(), expected, atol=atol, rtol=rtol)))
+
+
+def _trivials(torch, imp, runs):
+    """{name: passes every seed} for runs [(inputs, outputs)] of one case."""
+    names = ["zeros", "constant", "input", "other_case"]
+    passed = dict.fromkeys(names, True)
+    float_inputs = [t["name"] for t in imp.tensors
+                    if t["role"] == "in" and t["source"] == "input"
+                    and t["dtype"] in ("f32", "f16", "bf16", "f64")]
+    for i, (tensors, outs) in enumerate(runs):
+        other = runs[(i + 1) % len(runs)][1]
+        for k, expected in enumerate(outs):
+            tries = {
+                "zeros": torch.zeros_like(expected),
+                "constant": torch.full_like(expected, float(other[k].mean())),
+                "other_case": other[k],
+            }
+            for name, answer in tries.items():
+                passed[name] = passed[name] and _passes(torch, answer, expected, imp.atol, imp.rtol)
+            passed["input"] = passed["input"] and any(
+                _passes(torch, tensors[n], expected, imp.atol, imp.rtol) for n in float_inputs)
+    return passed
+
+
+def _finite(torch, runs):
+    return all(bool(torch.isfinite(o).all()) for _, outs in runs for o in outs)
+
+
+def run(data):
+    import torch
+
+    from . import inputs as inputs_mod
+    from .importer import ImportedProblem
+    from .reference import Reference
+    torch.set_grad_enabled(False)
+    imp = ImportedProblem(data["path"], data["base"], [tuple(c) for c in data["cases"]],
+                          data["atol"], data["rtol"])
+    ref = Reference(imp, "cpu")
+    case = _cheapest(imp)
+    own = [_outputs(ref, inputs_mod, imp, case, _layout(imp, case), s) for s in SEEDS[:2]]
+    trivial = _trivials(torch, imp, own)
+    passing = sorted(n for n, ok in trivial.items() if ok)
+    if not passing:
+        return {"weak": None, "strong": None, "trivial": trivial, "case": imp.cases[case][0],
+                "why": "no trivial answer passes the file's own inputs"}
+    for recipe in RECIPES:
+        layout = _layout(imp, case, recipe)
+        runs = [_outputs(ref, inputs_mod, imp, case, layout, s) for s in SEEDS]
+        if not _finite(torch, runs):
+            continue
+        still = sorted(n for n, ok in _trivials(torch, imp, runs).items() if ok)
+        if not still:
+            return {"weak": None, "strong": recipe, "trivial": trivial, "case": imp.cases[case][0],
+                    "why": (f"the trivial answer(s) {', '.join(passing)} pass the file's own "
+                            "inputs; inputs of other scales and offsets break them, so they "
+                            "are verified too (case 'strong')")}
+    return {"weak": (f"the trivial answer(s) {', '.join(passing)} pass the file's own inputs "
+                     f"within atol/rtol {imp.atol:g}/{imp.rtol:g}, and inputs of other scales "
+                     "and offsets did not break them"),
+            "strong": None, "trivial": trivial, "case": imp.cases[case][0]}
+
+
+def main():
+    data = json.loads(sys.stdin.read())
+    try:
+        result = run(data)
+    except Exception as e:  # noqa: BLE001 - the importer says the check could not run
+        result = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"}
+    sys.stdout.write("\n" + json.dumps(result) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""Weak KernelBench problems (kernelbench/soundness.py): at import, the
+trivial answers (zeros, a constant fitted to the inputs' distribution, an
+input passed through, another seed's reference) are tried; where one passes
+and inputs of other scales and offsets break it, those inputs become a
+verification case ("strong") every candidate must pass; where nothing
+breaks it, the problem is weak and every report says so (no speed credit).
+On the CPU with a real Runner."""
+import pathlib
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="ModelNew candidates run on torch")
+
+import kreward  # noqa: E402
+from kreward.kernelbench import import_problem, soundness  # noqa: E402
+from kreward.kernelbench.runner import Runner  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[4]
+
+# a loss over a million elements of two normal inputs concentrates near 2.0:
+# a constant passes the file's own inputs in every case
+MSE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Mean squared error of two predictions."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b):
+        return torch.mean((a - b) ** 2)
+
+
+batch_size = 256
+dim = 4096
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim), torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+'''
+CONSTANT = ("import torch\nclass ModelNew(torch.nn.Module):\n"
+            "    def forward(self, a, b):\n        return torch.full((), 2.0)\n")
+HONEST = ("import torch\nclass ModelNew(torch.nn.Module):\n"
+          "    def forward(self, a, b):\n        d = a - b\n        return (d * d).mean()\n")
+
+# always one: no input breaks a constant
+ONES = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """The share of finite entries per row."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.isfinite(x).float().mean(dim=1)
+
+
+batch_size = 64
+dim = 512
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def run(runner, source):
+    return runner.evaluate(source, seed=5, batches=2, calls=2, checks=1, baseline=False)
+
+
+def test_a_constant_fitted_to_the_distribution_passes_without_the_strong_case(tmp_path,
+                                                                              monkeypatch):
+    """The hole, as it was: without the soundness check the constant passes
+    every case of the file's own sizes."""
+    (tmp_path / "mse.py").write_text(MSE)
+    monkeypatch.setattr(soundness, "check", lambda imp, timeout_s=300: {"weak": None,
+                                                                         "strong": None})
+    imp = import_problem(str(tmp_path / "mse.py"), cache_dir=None)
+    assert [c[0] for c in imp.cases] == ["base", "small", "odd"]
+    with Runner(imp, "cpu", cache_dir=str(tmp_path / "ext"), timeout_s=120) as runner:
+        assert run(runner, CONSTANT)["verdict"] == "pass"
+
+
+def test_inputs_of_other_scales_catch_the_constant_and_keep_the_honest(tmp_path):
+    (tmp_path / "mse.py").write_text(MSE)
+    imp = import_problem(str(tmp_path / "mse.py"), cache_dir=None)
+    assert [c[0] for c in imp.cases] == ["base", "small", "odd", "strong"]
+    assert imp.weak is None and imp.soundness["trivial"]["constant"] is True
+    assert any("case 'strong'" in n for n in imp.notes)
+    with Runner(imp, "cpu", cache_dir=str(tmp_path / "ext"), timeout_s=120) as runner:
+        cheat = run(runner, CONSTANT)
+        assert cheat["verdict"] == "wrong" and "case strong" in cheat["feedback"], cheat
+        honest = run(runner, HONEST)
+        assert honest["verdict"] == "pass", honest
+        assert [c["name"] for c in honest["cases"]] == ["base", "small", "odd", "strong"]
+
+
+def test_a_problem_nothing_can_strengthen_is_weak_in_every_report(tmp_path):
+    (tmp_path / "ones.py").write_text(ONES)
+    imp = import_problem(str(tmp_path / "ones.py"), cache_dir=None)
+    assert imp.weak and "constant" in imp.weak
+    assert any(n.startswith("weak problem:") for n in imp.notes)
+    honest = ("import torch\nclass ModelNew(torch.nn.Module):\n"
+              "    def forward(self, x):\n        return torch.isfinite(x).float().mean(dim=1)\n")
+    with kreward.Evaluator(reward="kernelbench", gpus="none", cache_dir=str(tmp_path / "c"),
+                           kernelbench={"devices": ["cpu"],
+                                        "runner": {"timeout_s": 120, "call_timeout_s": 30}}) as ev:
+        r = ev.evaluate(str(tmp_path / "ones.py"), honest)
+        assert r.verdict == "passed" and "weak_problem" in r.flags
+        assert "cannot tell fast from lazy" in r.feedback and r.reward == 0.5
+        r.close()
+
+
+def test_a_sound_problem_gets_no_extra_case(tmp_path):
+    imp = import_problem(str(ROOT / "examples" / "kernelbench" / "level1" / "01_relu.py"),
+                         cache_dir=None)
+    assert imp.weak is None and imp.soundness["strong"] is None
+    assert not any(imp.soundness["trivial"].values())
+    assert [c[0] for c in imp.cases] == ["base", "small", "odd"]
