@@ -76,6 +76,7 @@ int cmd_problem(int argc, char **argv);
 int cmd_evaluate(int argc, char **argv);
 int cmd_suite(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_problems(int argc, char **argv);
 
 /* Hands a command to the Python package (cli_python.c): execs `python3 -m
  * MODULE [FIRST] argv[1..]`; returns only when that fails (saying so, with

@@ -12,6 +12,7 @@ static const struct {
     {"info", cmd_info, "what this machine offers: driver, GPUs, NVRTC, CUPTI"},
     {"compile", cmd_compile, "compile a candidate and show its kernels and resources"},
     {"problem", cmd_problem, "show or check a problem spec"},
+    {"problems", cmd_problems, "vet a task set: which problems are fit to train on"},
     {"evaluate", cmd_evaluate, "compile, verify, time and score one candidate"},
     {"suite", cmd_suite, "evaluate every candidate of a suite directory"},
     {"serve", cmd_serve, "serve rewards over HTTP (python3 -m kreward.serve; docs/serve.md)"},

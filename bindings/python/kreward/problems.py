@@ -263,3 +263,11 @@ def key_of(spec):
     if isinstance(spec, KernelBenchProblem):
         return spec.key
     return os.fspath(spec) if isinstance(spec, os.PathLike) else spec
+
+
+def vet(paths, out=None, **options):
+    """Vets a task set (kreward/vet: docs/vetting.md): KernelBench files and
+    kreward problems under paths; out: the run's folder (vet.jsonl,
+    summary.md, kept/, refused/). Returns a kreward.vet.VetRun."""
+    from . import vet as vetting
+    return vetting.run(paths, out=out, **options)

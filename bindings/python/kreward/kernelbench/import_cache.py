@@ -28,12 +28,14 @@ def _torch_version():
         return "none"
 
 
-def key(path, scale):
-    """The cache key of importing the file at path (hex)."""
+def key(path, scale, atol, rtol):
+    """The cache key of importing the file at path (hex): the tolerances are
+    in it since the soundness check's verdict depends on them."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         h.update(f.read())
-    h.update(json.dumps({"scale": bool(scale), "torch": _torch_version(), "format": FORMAT}).encode())
+    h.update(json.dumps({"scale": bool(scale), "atol": float(atol), "rtol": float(rtol),
+                        "torch": _torch_version(), "format": FORMAT}).encode())
     for name in ("importer.py", "probe.py", "import_cache.py", "soundness.py", "inputs.py"):
         with open(os.path.join(_HERE, name), "rb") as f:
             h.update(hashlib.sha256(f.read()).digest())

@@ -361,7 +361,7 @@ def import_problem(path, atol=DEFAULT_TOL, rtol=DEFAULT_TOL, scale=True, timeout
         raise ImportRefused(path, "no such file")
     if cache_dir == "default":
         cache_dir = os.environ.get("KREWARD_IMPORT_CACHE", import_cache.DEFAULT_DIR)
-    k = import_cache.key(path, scale) if cache_dir else None
+    k = import_cache.key(path, scale, atol, rtol) if cache_dir else None
     kept = import_cache.read(cache_dir, k) if k else None
     if kept:
         meta, real, cases, notes = kept

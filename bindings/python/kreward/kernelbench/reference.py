@@ -12,8 +12,11 @@ from .inputs import DTYPES
 
 
 class Reference:
-    def __init__(self, imported, device="cuda"):
-        self.imp, self.device = imported, device
+    def __init__(self, imported, device="cuda", dtype=None):
+        """dtype: the module's floating-point parameters and buffers cast to
+        it (torch.float64: the reference against itself at higher precision,
+        kreward.vet's tolerance headroom); the caller casts the inputs."""
+        self.imp, self.device, self.dtype = imported, device, dtype
         self._models = {}
         with open(imported.path) as f:
             self._code = compile(f.read(), imported.path, "exec")
@@ -30,7 +33,8 @@ class Reference:
             mod = self.module(case)
             with torch.device(self.device):
                 torch.manual_seed(0)
-                self._models[case] = mod.Model(*mod.get_init_inputs())
+                model = mod.Model(*mod.get_init_inputs())
+            self._models[case] = model.to(self.dtype) if self.dtype else model
         return self._models[case]
 
     def __call__(self, case, tensors, lifted=True):

@@ -62,7 +62,7 @@ def check(imp, timeout_s=300):
 
 # ---------------------------------------------------------- the subprocess
 
-def _cheapest(imp):
+def cheapest_case(imp):
     """The case of the fewest input elements."""
     def size(c):
         n = 0
@@ -76,7 +76,10 @@ def _cheapest(imp):
     return min(range(len(imp.cases)), key=size)
 
 
-def _layout(imp, case, recipe=None):
+def input_layout(imp, case, recipe=None):
+    """The input tensors of one case as inputs.make_inputs takes them; with
+    a recipe, the forward's floating-point inputs at other scales and
+    offsets."""
     shapes = imp.shapes(imp.cases[case][2])
     out = []
     for t, s in zip(imp.tensors, shapes):
@@ -135,15 +138,15 @@ def run(data):
     imp = ImportedProblem(data["path"], data["base"], [tuple(c) for c in data["cases"]],
                           data["atol"], data["rtol"])
     ref = Reference(imp, "cpu")
-    case = _cheapest(imp)
-    own = [_outputs(ref, inputs_mod, imp, case, _layout(imp, case), s) for s in SEEDS[:2]]
+    case = cheapest_case(imp)
+    own = [_outputs(ref, inputs_mod, imp, case, input_layout(imp, case), s) for s in SEEDS[:2]]
     trivial = _trivials(torch, imp, own)
     passing = sorted(n for n, ok in trivial.items() if ok)
     if not passing:
         return {"weak": None, "strong": None, "trivial": trivial, "case": imp.cases[case][0],
                 "why": "no trivial answer passes the file's own inputs"}
     for recipe in RECIPES:
-        layout = _layout(imp, case, recipe)
+        layout = input_layout(imp, case, recipe)
         runs = [_outputs(ref, inputs_mod, imp, case, layout, s) for s in SEEDS]
         if not _finite(torch, runs):
             continue

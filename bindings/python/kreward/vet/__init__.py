@@ -1,0 +1,146 @@
+"""Vetting task sets: which problems are fit to train on (docs/vetting.md).
+
+    run = kreward.problems.vet(["tasks/"], out="vetted/")
+    run.kept, run.refused, print(run.summary)
+
+For KernelBench-format files and kreward problems alike: the import (with
+the reason when refused), determinism, the reference's time on this GPU
+(eager and torch.compile) against limits.Limits (CUDA Agent's 100 ms by
+default), whether timing the file's own sizes is launch-bound (and at
+which cases' sizes), the soundness check's trivial answers and whether
+stronger inputs break them, tolerance headroom (the reference against
+itself in float64) and duplicates. Files are vetted in parallel (threads
+that wait on subprocesses: every file runs only in subprocesses of its
+own), one timing at a time per GPU, and a run with `out` is resumable.
+
+A record (one line of vet.jsonl):
+  problem, path, kind ("kernelbench" | "kreward"), sha256, kept, reasons,
+  unchecked (limits this run could not check), import {ok, error, cases,
+  tensors, notes}, deterministic, bitwise, device, reference_ms {eager,
+  compile}, compile_s, cases_ms {case: {eager_ms, host_ms, launch_bound}},
+  launch_bound, launch_bound_cases, trivial {zeros, constant, input,
+  other_case: passes}, strengthened (the recipe of the 'strong' case),
+  weak, tolerance_headroom, kernel_us (kreward problems), duplicate_of,
+  fingerprint, notes, measure_error, time_skipped, seconds, measure_key."""
+import concurrent.futures
+import hashlib
+import json
+import os
+import sys
+import time
+
+from ..kernelbench.importer import DEFAULT_TOL
+from . import duplicates, files, kernelbench_file, kreward_file
+from .limits import Limits, judge
+from .output import RunFolder
+from .placement import Devices
+from .summary import table
+
+__all__ = ["Limits", "VetRun", "run"]
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class VetRun:
+    """records (name order), summary (markdown), skipped (files that are
+    not problems), folder (the run's folder or None)."""
+
+    def __init__(self, records, summary, skipped, folder):
+        self.records, self.summary, self.skipped, self.folder = records, summary, skipped, folder
+
+    @property
+    def kept(self):
+        return [r for r in self.records if r["kept"]]
+
+    @property
+    def refused(self):
+        return [r for r in self.records if not r["kept"]]
+
+    def __repr__(self):
+        return f"VetRun({len(self.kept)} kept of {len(self.records)})"
+
+
+def _measure_key(atol, rtol, compile_too, devices):
+    """What a record's measurements depend on besides the file: a resumed
+    run reuses a record only under the same key."""
+    h = hashlib.sha256()
+    for name in ("measure.py", "kernelbench_file.py", "kreward_file.py"):
+        with open(os.path.join(_HERE, name), "rb") as f:
+            h.update(f.read())
+    h.update(json.dumps({"atol": atol, "rtol": rtol, "compile": bool(compile_too),
+                         "where": devices.mode}).encode())
+    return h.hexdigest()[:24]
+
+
+def _vet_one(problem, sha, devices, atol, rtol, compile_too, timeout_s, key):
+    t0 = time.monotonic()
+    try:
+        if problem.kind == "kreward":
+            record = kreward_file.vet(problem.path, devices, timeout_s)
+        else:
+            record = kernelbench_file.vet(problem.path, devices, atol, rtol, compile_too, timeout_s)
+    except Exception as e:  # noqa: BLE001 - every problem gets its record, with why
+        record = {"kind": problem.kind, "import": {"ok": True, "error": None},
+                  "measure_error": f"vetting failed: {type(e).__name__}: {e}"}
+    record.update(problem=problem.name, path=problem.path, sha256=sha, measure_key=key,
+                  seconds=round(time.monotonic() - t0, 2))
+    return record
+
+
+def run(paths, out=None, limits=None, jobs=None, devices=None, resume=True, compile=True,
+        atol=DEFAULT_TOL, rtol=DEFAULT_TOL, timeout_s=600, progress=None):
+    """Vets the problems under paths (files and folders). out: the run's
+    folder (vet.jsonl, summary.md, kept/, refused/), None for none; limits:
+    a Limits; jobs: files vetted at once (default: the CPUs); devices: None
+    (the GPUs here, else untimed on the CPU), "cpu" (timed on the CPU) or
+    GPU indices; resume: reuse the records of an earlier run in `out` for
+    unchanged files; compile: time torch.compile too; progress(done,
+    total, record) after each file. Returns a VetRun."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    limits = limits or Limits()
+    problems, skipped = files.find([os.fspath(p) for p in paths])
+    devs = Devices(devices)
+    key = _measure_key(atol, rtol, compile, devs)
+    folder = RunFolder(out) if out else None
+    earlier = folder.earlier() if folder and resume else {}
+    records, todo = [], []
+    for p in problems:
+        sha = p.sha256()
+        r = earlier.get((p.path, sha, key))
+        if r is not None:
+            r["problem"] = p.name
+            records.append(r)
+        else:
+            todo.append((p, sha))
+    if folder:
+        folder.start(records)
+    done = len(records)
+    workers = max(1, jobs or os.cpu_count() or 1)
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        futures = [pool.submit(_vet_one, p, sha, devs, atol, rtol, compile, timeout_s, key)
+                   for p, sha in todo]
+        for fut in concurrent.futures.as_completed(futures):
+            record = fut.result()
+            records.append(record)
+            if folder:
+                folder.append(record)
+            done += 1
+            if progress:
+                progress(done, len(problems), record)
+    records.sort(key=lambda r: r["problem"])
+    duplicates.mark(records)
+    for r in records:
+        r["kept"], r["reasons"], r["unchecked"] = judge(r, limits)
+    summary = table(records, limits, devs.names, skipped)
+    if folder:
+        folder.finish(records, summary)
+    return VetRun(records, summary, skipped, folder.path if folder else None)
+
+
+def print_progress(done, total, record, to=sys.stderr):
+    imp = record.get("import") or {}
+    what = ("import refused" if not imp.get("ok") else
+            "did not run" if record.get("measure_error") else "measured")
+    print(f"[{done}/{total}] {record['problem']} ({record['seconds']:.1f} s, {what})", file=to,
+          flush=True)

@@ -1,0 +1,50 @@
+"""Duplicates: two problems that compute the same function on the same
+inputs. Each record carries a fingerprint (measure.py, kreward_file.py): a
+key of what the inputs and outputs are (shapes, dtypes, distributions;
+for a kreward problem, its reference's source too) and, for a KernelBench
+file, a sample of its outputs on inputs drawn from a fixed seed. Records
+with one key and close samples are one problem; the first by name is the
+original, the others name it in duplicate_of."""
+import math
+
+ATOL, RTOL = 1e-5, 1e-3  # two references of one function differ by rounding only
+
+
+def _close(a, b):
+    if isinstance(a, str) or isinstance(b, str):  # "nan", "inf" kept as text
+        return a == b
+    return abs(a - b) <= ATOL + RTOL * abs(b) and math.isfinite(a) == math.isfinite(b)
+
+
+def _same_outputs(x, y):
+    if x is None or y is None:
+        return x is None and y is None  # a kreward problem: the key holds everything
+    if len(x) != len(y):
+        return False
+    for a, b in zip(x, y):
+        if len(a["values"]) != len(b["values"]):
+            return False
+        if not all(_close(u, v) for u, v in zip(a["values"], b["values"])):
+            return False
+        if not (_close(a["sum"], b["sum"]) and _close(a["abs_sum"], b["abs_sum"])):
+            return False
+    return True
+
+
+def mark(records):
+    """Sets duplicate_of on every record (None for originals); records in
+    the order that decides which is the original."""
+    originals = {}
+    for r in records:
+        r["duplicate_of"] = None
+        fp = r.get("fingerprint")
+        if not fp or not (r.get("import") or {}).get("ok"):
+            continue
+        for first in originals.get(fp["key"], []):
+            if first.get("kind") == r.get("kind") and _same_outputs(
+                    first["fingerprint"].get("samples"), fp.get("samples")):
+                r["duplicate_of"] = first["problem"]
+                break
+        else:
+            originals.setdefault(fp["key"], []).append(r)
+    return records

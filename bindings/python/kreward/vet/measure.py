@@ -1,0 +1,244 @@
+"""What vetting measures by running a KernelBench file's Model, in a
+subprocess of its own on one device (python -m kreward.vet.measure, a JSON
+request on stdin, one JSON line out): the file is code from a data set, so
+it never runs in the vetting process, and a file that hangs, faults or
+eats memory costs its subprocess only.
+
+- determinism: the forward twice on the same inputs of the cheapest case
+  (bitwise, else within the tolerance: cuDNN's algorithms may differ in the
+  last bits; random state drawn in forward does not pass).
+- tolerance headroom: the reference in its own precision against itself in
+  float64 (on the device, else on the CPU: another algorithm), as the
+  smallest tolerance / error over the floating-point outputs' elements; an
+  integer output that differs between the two (an argmax on near-ties)
+  leaves no headroom.
+- fingerprint: the outputs on the cheapest case's inputs at a fixed seed
+  (a sample of values and their sums), with a key of the inputs' and
+  outputs' shapes, dtypes and distributions: two files with the same key
+  and close samples compute the same function on the same inputs.
+- time: every case, eager (the Model with its own weights, KernelBench's
+  way) and torch.compile on the file's own sizes; on a GPU, CUDA events per
+  call and the host's time to enqueue it: a forward whose enqueueing takes
+  at least LAUNCH_BOUND of its GPU time keeps the GPU waiting on Python, so
+  timing it measures launches, not kernels."""
+import hashlib
+import json
+import math
+import statistics
+import sys
+import time
+
+FINGERPRINT_SEED = 0x5EED
+SAMPLE = 64              # output values kept per output for duplicates
+LAUNCH_BOUND = 0.5       # host enqueue time / GPU time at or above which timing is launch-bound
+MIN_REPS, MAX_REPS, TARGET_S = 5, 200, 0.25
+HEADROOM_CAP = 1e9       # "no measurable error" (JSON has no infinity)
+
+
+def _sync(torch, device):
+    if device.startswith("cuda"):
+        torch.cuda.synchronize(device)
+
+
+def _time_calls(torch, fn, device):
+    """(median ms per call, median host ms per call or None) after warm-up."""
+    for _ in range(3):
+        fn()
+    _sync(torch, device)
+    gpu, host, spent = [], [], 0.0
+    start_all = time.perf_counter()
+    while len(gpu) < MAX_REPS and (len(gpu) < MIN_REPS or spent < TARGET_S):
+        if device.startswith("cuda"):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            t0 = time.perf_counter()
+            fn()
+            host.append((time.perf_counter() - t0) * 1e3)
+            b.record()
+            b.synchronize()
+            gpu.append(a.elapsed_time(b))
+        else:
+            t0 = time.perf_counter()
+            fn()
+            gpu.append((time.perf_counter() - t0) * 1e3)
+        spent = time.perf_counter() - start_all
+    return statistics.median(gpu), (statistics.median(host) if host else None)
+
+
+def _float_outputs(torch, outs):
+    return [o for o in outs if o.is_floating_point()]
+
+
+def _deterministic(torch, ref, case, tensors, imp):
+    a = ref(case, tensors)
+    b = ref(case, tensors)
+    bitwise = all(torch.equal(x, y) for x, y in zip(a, b))
+    close = bitwise or all(
+        x.shape == y.shape and (torch.allclose(x.float(), y.float(), atol=imp.atol, rtol=imp.rtol,
+                                               equal_nan=True)
+                                if x.is_floating_point() else torch.equal(x, y))
+        for x, y in zip(a, b))
+    return {"deterministic": bool(close), "bitwise": bool(bitwise)}, a
+
+
+def _headroom(torch, imp, case, tensors, own, device):
+    from ..kernelbench.reference import Reference
+    notes = []
+    for where in ([device, "cpu"] if device != "cpu" else ["cpu"]):
+        try:
+            ref64 = Reference(imp, where, dtype=torch.float64)
+            t64 = {k: (v.to(where, torch.float64) if v.is_floating_point() else v.to(where))
+                   for k, v in tensors.items()}
+            wide = [o.to("cpu") for o in ref64(case, t64)]
+            break
+        except Exception as e:  # noqa: BLE001 - a module without a float64 form on this device
+            notes.append(f"float64 on {where}: {type(e).__name__}: {str(e).splitlines()[0][:160]}"
+                         if str(e) else f"float64 on {where}: {type(e).__name__}")
+    else:
+        return None, notes
+    worst = HEADROOM_CAP
+    for mine, exact in zip((o.to("cpu") for o in own), wide):
+        if mine.shape != exact.shape:
+            return 0.0, notes + ["an output's shape differs in float64"]
+        if not mine.is_floating_point():
+            if not torch.equal(mine, exact.to(mine.dtype)):
+                notes.append("an integer output differs between its own precision and float64")
+                worst = 0.0
+            continue
+        err = (mine.double() - exact.double()).abs()
+        tol = imp.atol + imp.rtol * exact.double().abs()
+        bad = ~torch.isfinite(err)
+        if bool(bad.any()):
+            # inf/nan in one and not the other: no headroom; the same non-finite value in both: fine
+            same = (mine.double() == exact.double()) | (mine.isnan() & exact.isnan())
+            if bool((bad & ~same).any()):
+                return 0.0, notes + ["a non-finite output in one precision only"]
+            err = torch.where(bad, torch.zeros_like(err), err)
+        nonzero = err > 0
+        if bool(nonzero.any()):
+            worst = min(worst, float((tol[nonzero] / err[nonzero]).min()))
+    return worst, notes
+
+
+def _sample(torch, x):
+    flat = x.detach().to("cpu").reshape(-1)
+    n = flat.numel()
+    idx = torch.linspace(0, max(0, n - 1), min(SAMPLE, n)).round().long() if n else None
+    vals = flat[idx].double().tolist() if n else []
+    xf = flat.double()
+    return {"values": [v if math.isfinite(v) else str(v) for v in vals],
+            "sum": _finite_or_str(float(xf.sum())) if n else 0.0,
+            "abs_sum": _finite_or_str(float(xf.abs().sum())) if n else 0.0}
+
+
+def _finite_or_str(v):
+    return v if math.isfinite(v) else str(v)
+
+
+def _fingerprint(torch, imp, case, layout, outs):
+    shapes = imp.shapes(imp.cases[case][2])
+    key = {"inputs": [[t["dtype"], list(t["shape"]), t["init"], t.get("transform")] for t in layout],
+           "values": sorted((str(k), repr(v)) for k, v in imp.case_values(case).items()),
+           "outputs": [[t["dtype"], list(s)] for t, s in zip(imp.tensors, shapes)
+                       if t["role"] == "out"]}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
+    return {"key": digest[:32], "samples": [_sample(torch, o) for o in outs]}
+
+
+def _timing(torch, imp, device, compile_too):
+    """{case name: {eager_ms, host_ms, launch_bound}} and the compiled time
+    of the file's own case; the Model with its own weights on the file's
+    inputs of each case's sizes (seeded)."""
+    from ..kernelbench import inputs as inputs_mod
+    from ..kernelbench.reference import Reference
+    from ..kernelbench.soundness import input_layout
+    ref = Reference(imp, device)
+    cases, compiled, notes = {}, None, []
+    for c, (name, _, _) in enumerate(imp.cases):
+        if name == "strong":
+            continue  # the same sizes as another case
+        tensors = inputs_mod.make_inputs(input_layout(imp, c), 1, device)
+        model = ref.model(c)
+        args = {t["index"]: tensors[t["name"]] for t in imp.tensors
+                if t["role"] == "in" and t["source"] == "input"}
+        args.update(imp.case_values(c))
+        call_args = tuple(args[i] for i in sorted(args))
+
+        def eager(model=model, call_args=call_args):
+            with torch.no_grad():
+                model(*call_args)
+        ms, host = _time_calls(torch, eager, device)
+        entry = {"eager_ms": round(ms, 5)}
+        if host is not None:
+            entry["host_ms"] = round(host, 5)
+            entry["launch_bound"] = bool(host >= LAUNCH_BOUND * ms)
+        cases[name] = entry
+        if c == 0 and compile_too:
+            t0 = time.perf_counter()
+            try:
+                fast = torch.compile(model)
+
+                def compiled_call(fast=fast, call_args=call_args):
+                    with torch.no_grad():
+                        fast(*call_args)
+                compiled_call()
+                compile_s = time.perf_counter() - t0
+                cms, _ = _time_calls(torch, compiled_call, device)
+                compiled = {"ms": round(cms, 5), "compile_s": round(compile_s, 2)}
+            except Exception as e:  # noqa: BLE001 - a module torch.compile cannot take
+                notes.append(f"torch.compile failed: {type(e).__name__}: "
+                             f"{(str(e).splitlines() or [''])[0][:200]}")
+        del tensors
+    return cases, compiled, notes
+
+
+def run(req):
+    import torch
+
+    from ..kernelbench import inputs as inputs_mod
+    from ..kernelbench.importer import ImportedProblem
+    from ..kernelbench.reference import Reference
+    from ..kernelbench.soundness import cheapest_case, input_layout
+    torch.set_grad_enabled(False)
+    device = req["device"]
+    imp = ImportedProblem(req["path"], req["base"], [tuple(c) for c in req["cases"]],
+                          req["atol"], req["rtol"])
+    out = {"device": device if device == "cpu" else
+           f"{device} ({torch.cuda.get_device_name(torch.device(device))})", "notes": []}
+    ref = Reference(imp, device)
+    case = cheapest_case(imp)
+    layout = input_layout(imp, case)
+    tensors = inputs_mod.make_inputs(layout, FINGERPRINT_SEED, device)
+    det, outs = _deterministic(torch, ref, case, tensors, imp)
+    out.update(det)
+    out["fingerprint"] = _fingerprint(torch, imp, case, layout, outs)
+    headroom, notes = _headroom(torch, imp, case, tensors, outs, device)
+    out["tolerance_headroom"] = None if headroom is None else round(headroom, 3)
+    out["notes"] += notes
+    del tensors, outs
+    if req.get("time", True):
+        cases, compiled, notes = _timing(torch, imp, device, req.get("compile", True))
+        out["cases_ms"] = cases
+        own = cases.get(imp.cases[0][0], {})
+        out["reference_ms"] = {"eager": own.get("eager_ms"),
+                               "compile": compiled["ms"] if compiled else None}
+        if compiled:
+            out["compile_s"] = compiled["compile_s"]
+        out["launch_bound"] = own.get("launch_bound")
+        out["launch_bound_cases"] = sorted(n for n, e in cases.items() if e.get("launch_bound"))
+        out["notes"] += notes
+    return out
+
+
+def main():
+    req = json.loads(sys.stdin.read())
+    try:
+        result = run(req)
+    except Exception as e:  # noqa: BLE001 - the vetting process records why
+        text = str(e).splitlines()[0][:300] if str(e) else ""
+        result = {"error": f"{type(e).__name__}: {text}"}
+    sys.stdout.write("\n" + json.dumps(result) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""Where vetting runs a file's reference: on the host's GPUs, one file at
+a time on each (two timings on one GPU disturb each other), or on the CPU.
+Without a GPU the reference still runs on the CPU for what needs no clock
+(determinism, tolerance headroom, duplicates), and the time limits are
+reported unchecked, unless the CPU is asked for as the device (then it is
+timed there, one file at a time)."""
+import contextlib
+import threading
+
+
+class Placement:
+    """One measurement's device: torch_device inside the measuring process
+    (which sees only visible_devices) and whether it times there."""
+
+    def __init__(self, torch_device, visible_devices, times, why_not_timed=None):
+        self.torch_device, self.visible_devices = torch_device, visible_devices
+        self.times, self.why_not_timed = times, why_not_timed
+
+
+class Devices:
+    """devices: None (every GPU torch sees; without one, the CPU untimed),
+    "cpu" (timed on the CPU), or a list of GPU indices. acquire() waits for
+    a free one."""
+
+    def __init__(self, devices=None):
+        self.why_not_timed = None
+        if devices is None:
+            n = _gpu_count()
+            devices = list(range(n))
+            if not n:
+                self.why_not_timed = ("no GPU here: the reference's time is measured on a GPU "
+                                      "(--devices cpu times it on the CPU)")
+        if devices == "cpu":
+            self._free = ["cpu"]
+        elif not devices:
+            self._free = None  # untimed CPU runs: any number at once
+        else:
+            self._free = [int(d) for d in devices]
+        self.names = (["cpu"] if not self._free or self._free == ["cpu"]
+                      else [f"cuda:{d}" for d in self._free])
+        # what the measurements depend on: a resumed run re-measures under another
+        self.mode = ("untimed" if self._free is None else
+                     "cpu" if self._free == ["cpu"] else "gpu")
+        self._cond = threading.Condition()
+
+    @contextlib.contextmanager
+    def acquire(self):
+        if self._free is None:
+            yield Placement("cpu", "", times=False, why_not_timed=self.why_not_timed)
+            return
+        with self._cond:
+            while not self._free:
+                self._cond.wait()
+            slot = self._free.pop(0)
+        try:
+            if slot == "cpu":
+                yield Placement("cpu", "", times=True)
+            else:
+                yield Placement("cuda:0", str(slot), times=True)
+        finally:
+            with self._cond:
+                self._free.append(slot)
+                self._cond.notify()
+
+
+def _gpu_count():
+    try:
+        import torch
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception:  # noqa: BLE001 - no usable torch: the CPU
+        return 0

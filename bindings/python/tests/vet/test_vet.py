@@ -1,0 +1,245 @@
+"""kreward problems vet (kreward/vet): a small task set of honest,
+duplicated, random, broken, weak and tight problems vetted on the CPU,
+each refused for what it is and the rest kept; the run's folder, resuming
+and the command line. The GPU's part (timing, launch-bound sizes) is in
+test_vet_gpu.py."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch", reason="vetting KernelBench files runs them under torch")
+
+from kreward import problems  # noqa: E402
+from kreward.vet import Limits, judge, kernelbench_file  # noqa: E402
+from kreward.vet.output import RunFolder  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[4]
+TAIL = '''
+
+n = 512
+
+
+def get_inputs():
+    return [torch.randn(n, 64)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def kb(forward, doc="A test problem.", tail=TAIL, extra=""):
+    return (f'import torch\nimport torch.nn as nn\n{extra}\n\nclass Model(nn.Module):\n'
+            f'    """{doc}"""\n\n    def __init__(self):\n        super().__init__()\n\n'
+            f'    def forward(self, x):\n        {forward}\n' + tail)
+
+
+SET = {
+    "relu.py": kb("return torch.relu(x)"),
+    # the same function written otherwise, with other comments: a duplicate
+    "relu_clamp.py": kb("return x.clamp(min=0)  # rectifier", doc="Clamp at zero."),
+    "gelu.py": kb("return torch.nn.functional.gelu(x)"),
+    # random state drawn in forward: two runs differ
+    "noisy.py": kb("return x + torch.randn_like(x)"),
+    # a file that raises when imported
+    "broken.py": kb("return x", extra="raise RuntimeError('this file cannot load')"),
+    # constant in its inputs: nothing breaks a constant answer
+    "ones.py": kb("return torch.isfinite(x).float().mean(dim=1)"),
+    "notes.txt": "not a problem\n",
+    "helper.py": "def helper():\n    return 1\n",
+}
+
+
+@pytest.fixture(scope="module")
+def task_set(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tasks")
+    for name, text in SET.items():
+        (root / name).write_text(text)
+    sub = root / "kreward"
+    sub.mkdir()
+    subprocess.run(["cp", "-r", str(ROOT / "examples/problems/l1_gelu"), str(sub)], check=True)
+    bad = sub / "bad_spec"
+    bad.mkdir()
+    (bad / "problem.json").write_text('{"name": "bad", "tensors": [')
+    return root
+
+
+@pytest.fixture(scope="module")
+def vetted(task_set, tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KREWARD_IMPORT_CACHE", "")  # every import probed: nothing from earlier runs
+        out = tmp_path_factory.mktemp("run") / "vetted"
+        seen = []
+        run = problems.vet([task_set], out=out, devices="cpu", compile=False, jobs=2,
+                           progress=lambda done, total, r: seen.append((done, total, r["problem"])))
+        yield run, out, seen
+
+
+def by_name(run):
+    return {r["problem"]: r for r in run.records}
+
+
+def test_every_problem_gets_one_record_and_non_problems_are_skipped(vetted, task_set):
+    run, out, seen = vetted
+    names = sorted(by_name(run))
+    assert names == sorted(["broken.py", "gelu.py", "noisy.py", "ones.py", "relu.py",
+                            "relu_clamp.py", "kreward/bad_spec", "kreward/l1_gelu"])
+    assert [s[0] for s in seen] == list(range(1, 9)) and all(s[1] == 8 for s in seen)
+    assert sorted(map(str, run.skipped)) == [str(task_set / "helper.py")]
+    lines = (out / "vet.jsonl").read_text().splitlines()
+    assert [json.loads(ln)["problem"] for ln in lines] == names
+
+
+def test_honest_problems_are_kept_with_their_measurements(vetted):
+    r = by_name(vetted[0])
+    for name in ("relu.py", "gelu.py"):
+        rec = r[name]
+        assert rec["kept"], rec["reasons"]
+        assert rec["import"]["ok"] and rec["deterministic"] and rec["device"] == "cpu"
+        assert rec["reference_ms"]["eager"] > 0 and rec["reference_ms"]["compile"] is None
+        assert set(rec["cases_ms"]) == set(rec["import"]["cases"]) - {"strong"}
+        assert rec["tolerance_headroom"] >= 2 and rec["duplicate_of"] is None
+        assert rec["trivial"] == {"zeros": False, "constant": False, "input": False,
+                                  "other_case": False}
+
+
+def test_the_same_function_written_otherwise_is_a_duplicate(vetted):
+    r = by_name(vetted[0])
+    assert r["relu_clamp.py"]["duplicate_of"] == "relu.py"
+    assert not r["relu_clamp.py"]["kept"]
+    assert r["relu_clamp.py"]["reasons"] == ["duplicate of relu.py"]
+    assert r["gelu.py"]["duplicate_of"] is None  # same inputs, another function
+
+
+def test_random_state_in_forward_is_refused_as_not_deterministic(vetted):
+    rec = by_name(vetted[0])["noisy.py"]
+    assert not rec["kept"] and rec["deterministic"] is False
+    assert "not deterministic" in rec["reasons"][0]
+
+
+def test_a_file_that_raises_is_refused_with_its_error(vetted):
+    rec = by_name(vetted[0])["broken.py"]
+    assert not rec["kept"] and not rec["import"]["ok"]
+    assert "this file cannot load" in rec["reasons"][0]
+
+
+def test_a_problem_passed_by_a_constant_is_refused_as_weak(vetted):
+    rec = by_name(vetted[0])["ones.py"]
+    assert not rec["kept"] and rec["weak"] and rec["trivial"]["constant"]
+    assert rec["strengthened"] is None
+    assert any(x.startswith("weak:") for x in rec["reasons"])
+
+
+def test_kreward_problems_are_vetted_too(vetted):
+    r = by_name(vetted[0])
+    good, bad = r["kreward/l1_gelu"], r["kreward/bad_spec"]
+    assert good["kind"] == "kreward" and good["import"]["ok"] and good["kept"]
+    assert "reference time (" in " ".join(good["unchecked"])  # no GPU: said, not passed over
+    assert not bad["kept"] and not bad["import"]["ok"]
+    assert "problem.json" in bad["reasons"][0] or "JSON" in bad["reasons"][0]
+
+
+def test_the_kept_and_refused_folders_hold_the_files_at_their_names(vetted):
+    run, out, _ = vetted
+    kept = sorted(str(p.relative_to(out / "kept")) for p in (out / "kept").rglob("*.py"))
+    assert kept == ["gelu.py", "relu.py"]
+    assert (out / "kept/kreward/l1_gelu/problem.json").exists()
+    assert (out / "refused/relu_clamp.py").read_text() == SET["relu_clamp.py"]
+    assert (out / "refused/kreward/bad_spec/problem.json").exists()
+    summary = (out / "summary.md").read_text()
+    assert summary == run.summary and "3 of 8 problems kept" in summary
+    for name in by_name(run):
+        assert f"| {name} |" in summary
+
+
+def test_a_resumed_run_measures_only_what_changed(vetted, task_set, monkeypatch, tmp_path):
+    _, out, _ = vetted
+    work = tmp_path / "tasks"
+    subprocess.run(["cp", "-r", str(task_set), str(work)], check=True)
+    first = problems.vet([work], out=tmp_path / "v", devices="cpu", compile=False, jobs=2)
+    calls = []
+    real = kernelbench_file.vet
+    monkeypatch.setattr(kernelbench_file, "vet",
+                        lambda path, *a, **k: calls.append(os.path.basename(path)) or real(path, *a, **k))
+    (work / "gelu.py").write_text(SET["gelu.py"].replace("n = 512", "n = 256"))
+    again = problems.vet([work], out=tmp_path / "v", devices="cpu", compile=False, jobs=2)
+    assert calls == ["gelu.py"]
+    assert [r["problem"] for r in again.records] == [r["problem"] for r in first.records]
+    # other limits judge the same measurements again, without running anything
+    calls.clear()
+    strict = problems.vet([work], out=tmp_path / "v", devices="cpu", compile=False,
+                          limits=Limits(max_reference_ms=1e-6))
+    assert calls == []
+    assert all(not r["kept"] for r in strict.records if r["kind"] == "kernelbench")
+    assert any("slow reference" in x for x in by_name(strict)["relu.py"]["reasons"])
+
+
+def test_an_interrupted_log_line_is_dropped_on_resume(tmp_path):
+    folder = RunFolder(tmp_path / "v")
+    folder.append({"path": "/a", "sha256": "1", "measure_key": "k", "problem": "a"})
+    with open(folder.log, "a") as f:
+        f.write('{"path": "/b", "sha2')  # killed mid-write
+    assert list(folder.earlier()) == [("/a", "1", "k")]
+
+
+def test_a_folder_of_something_else_is_not_written_into(tmp_path):
+    (tmp_path / "mine.txt").write_text("keep me")
+    with pytest.raises(ValueError, match="something else"):
+        problems.vet([ROOT / "examples/problems/l1_gelu"], out=tmp_path)
+    assert (tmp_path / "mine.txt").read_text() == "keep me"
+
+
+def test_a_vetting_step_that_fails_still_gives_the_problem_a_refused_record(tmp_path, monkeypatch):
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t/relu.py").write_text(SET["relu.py"])
+
+    def explode(*a, **k):
+        raise MemoryError("out of memory in the vetting process")
+    monkeypatch.setattr(kernelbench_file, "vet", explode)
+    run = problems.vet([tmp_path / "t"], devices="cpu", compile=False)
+    (rec,) = run.records
+    assert not rec["kept"] and "out of memory" in rec["measure_error"]
+    assert "did not run" in rec["reasons"][0]
+
+
+def test_a_tolerance_tighter_than_the_references_own_rounding_is_refused(tmp_path):
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t/matmul.py").write_text(kb("return x @ x.T"))
+    run = problems.vet([tmp_path / "t"], devices="cpu", compile=False, atol=1e-7, rtol=1e-7)
+    (rec,) = run.records
+    assert rec["import"]["ok"], rec["reasons"]
+    assert rec["tolerance_headroom"] < 2
+    assert any(x.startswith("tolerance too tight") for x in rec["reasons"])
+
+
+def test_judge_reports_what_it_could_not_check_without_refusing():
+    rec = {"kind": "kernelbench", "import": {"ok": True}, "deterministic": True,
+           "reference_ms": None, "time_skipped": "no GPU here", "tolerance_headroom": 50.0}
+    kept, reasons, unchecked = judge(rec, Limits())
+    assert kept and reasons == [] and unchecked == ["reference time (no GPU here)"]
+    rec.update(reference_ms={"eager": 150.0}, launch_bound=True, weak="zeros pass")
+    kept, reasons, _ = judge(rec, Limits())
+    assert not kept and len(reasons) == 3
+    kept, reasons, _ = judge(rec, Limits(max_reference_ms=200, refuse_launch_bound=False,
+                                         refuse_weak=False))
+    assert kept and reasons == []
+
+
+def test_the_command_line_vets_and_prints_the_table(tmp_path):
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t/relu.py").write_text(SET["relu.py"])
+    (tmp_path / "t/broken.py").write_text(SET["broken.py"])
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "bindings/python"), KREWARD_IMPORT_CACHE="")
+    out = subprocess.run([sys.executable, "-m", "kreward.vet", str(tmp_path / "t"), "--out",
+                          str(tmp_path / "v"), "--devices", "cpu", "--no-compile", "-q"],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "1 of 2 problems kept" in out.stdout and "| broken.py |" in out.stdout
+    assert "1 kept, 1 refused" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "kreward.vet", str(tmp_path / "nothing")],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert bad.returncode == 2 and "no such file or folder" in bad.stderr
