@@ -25,7 +25,7 @@ PALETTE = ["#0969da", "#e16f24", "#1a7f37", "#8250df", "#bf3989", "#bf8700", "#1
 try:
     import matplotlib
     from matplotlib.figure import Figure
-    from matplotlib.ticker import FuncFormatter, MaxNLocator
+    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
     HAVE_MATPLOTLIB = True
 except ImportError:  # the pages still render: tables, no charts
     HAVE_MATPLOTLIB = False
@@ -71,6 +71,13 @@ def _style(ax):
         ax.spines[side].set_visible(False)
 
 
+def _log_axis(axis, suffix=""):
+    """Log ticks at 1, 2, 5 per decade, written plainly (2x, not 2x10^0)."""
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}{suffix}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
 def counts(rows, title, colors=None):
     """Horizontal bars: rows [(label, count)]."""
     if not HAVE_MATPLOTLIB:
@@ -83,7 +90,7 @@ def counts(rows, title, colors=None):
     bars = ax.barh(range(len(rows)), values, color=color, height=0.7)
     ax.bar_label(bars, padding=3, fontsize=8)
     ax.set_yticks(range(len(rows)), labels)
-    ax.set_title(title, loc="left", fontsize=10)
+    fig.suptitle(title, x=0.01, ha="left", fontsize=10)
     ax.set_xlim(0, max(values + [1]) * 1.15)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     _style(ax)
@@ -120,30 +127,40 @@ def speedups(rows, title):
     ax.set_xlabel("speedup (log scale); bar: 95 % interval; hollow: none; dashed: 1x")
     ax.set_title(title, loc="left", fontsize=10)
     _style(ax)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+    _log_axis(ax.xaxis, "x")
     return render(fig, title)
 
 
 def paired_times(rows, title, unit="us", names=("candidate", "baseline")):
-    """Two bars per row on a log scale: rows [(label, a or None, b or None)]."""
+    """Two times per row on a log scale, joined by a line (its length is
+    the ratio): rows [(label, a or None, b or None)]."""
     if not HAVE_MATPLOTLIB:
         return unavailable()
-    fig = _figure(len(rows), width=9.0, per_row=0.34)
+    fig = _figure(len(rows), width=9.0, per_row=0.3, extra=1.5)
     ax = fig.add_subplot()
     n = len(rows)
     ys = [n - 1 - i for i in range(n)]
-    for k, (name, color, off) in enumerate(((names[0], PALETTE[0], 0.18),
-                                            (names[1], PALETTE[8], -0.18))):
-        xs = [r[1 + k] for r in rows]
-        ax.barh([y + off for y, x in zip(ys, xs) if x], [x for x in xs if x], height=0.34,
-                color=color, label=name)
+    for y, (_, a, b) in zip(ys, rows):
+        if a and b:
+            ax.plot([a, b], [y, y], color="#afb8c1", linewidth=2, zorder=1)
+    for k, (name, color, marker) in enumerate(((names[0], PALETTE[0], "o"),
+                                               (names[1], PALETTE[8], "D"))):
+        pts = [(r[1 + k], y) for r, y in zip(rows, ys) if r[1 + k]]
+        if pts:
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], color=color, marker=marker,
+                       s=30, label=name, zorder=2)
+    values = [v for r in rows for v in r[1:] if v]
     ax.set_xscale("log")
+    if values:
+        ax.set_xlim(min(values) / 1.5, max(values) * 1.5)
     ax.set_yticks(ys, [_label(r[0], 48) for r in rows])
     ax.set_ylim(-0.7, n - 0.3)
     ax.set_xlabel(f"{unit} per call (log scale)")
-    ax.legend(loc="lower right", fontsize=8, frameon=False)
+    fig.legend(loc="outside lower center", ncol=2, fontsize=8, frameon=False)
     ax.set_title(title, loc="left", fontsize=10)
     _style(ax)
+    ax.grid(True, axis="y", color="#eaeef2", linewidth=0.6)
+    _log_axis(ax.xaxis)
     return render(fig, title)
 
 
@@ -203,7 +220,7 @@ def progress(points, title):
         ax.set_ylabel(name + (" (x)" if k == 2 else ""))
         ax.grid(True, color="#d0d7de", linewidth=0.6)
         ax.set_axisbelow(True)
-        ax.legend(loc="lower right", fontsize=8, frameon=False, ncol=2)
+        ax.legend(loc="best", fontsize=8, frameon=False, ncol=2)
     bottom.set_xlabel("evaluation (in the order the search made them)")
     top.set_title(title, loc="left", fontsize=10)
     return render(fig, title)

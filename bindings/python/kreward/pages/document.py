@@ -110,10 +110,11 @@ def cards(items):
 
 
 def table(headers, rows, class_="grid", sortable=True, id_=None, numeric=()):
-    """headers: [str]; rows: [[cell]] (a cell: str, Markup or (cell, sort key)).
-    numeric: the columns that sort as numbers (their sort keys are numbers)."""
+    """headers: [str] (None: a table of names and values, no head); rows:
+    [[cell]] (a cell: str, Markup or (cell, sort key)). numeric: the
+    columns that sort as numbers (their sort keys are numbers)."""
     head = el("tr", [el("th", h, data_num="1" if i in numeric else None)
-                     for i, h in enumerate(headers)])
+                     for i, h in enumerate(headers)]) if headers else None
     body = []
     for row in rows:
         cells = []
@@ -125,8 +126,8 @@ def table(headers, rows, class_="grid", sortable=True, id_=None, numeric=()):
                             data_key=None if key is None else (
                                 fmt(key, 12) if isinstance(key, (int, float)) else key)))
         body.append(el("tr", cells))
-    return el("table", el("thead", head), el("tbody", body), class_=class_,
-              data_sortable="1" if sortable else None, id=id_)
+    return el("table", el("thead", head) if head else None, el("tbody", body), class_=class_,
+              data_sortable="1" if sortable and head else None, id=id_)
 
 
 def section(title, *body, id_=None, note=None):
@@ -175,7 +176,7 @@ table.wide td:last-child { width: 45%; }
 pre { white-space: pre-wrap; word-break: break-word; background: var(--soft); padding: 6px 8px;
   border-radius: 4px; margin: 4px 0; max-height: 480px; overflow: auto; }
 details > summary { cursor: pointer; }
-details.fb > summary { list-style-position: outside; }
+td ul { margin: 0; padding-left: 18px; }
 td details { max-width: 720px; }
 .filter { margin: 6px 0; padding: 4px 8px; width: 360px; border: 1px solid var(--line);
   border-radius: 4px; }

@@ -29,9 +29,11 @@ def _label(e, problems):
     return e.candidate if problems == 1 else f"{e.problem} / {e.candidate}"
 
 
-def _pick(entries, value, what):
+def _pick(entries, value, what="best"):
     """At most charts.MAX_ROWS entries for a chart, grouped by problem (each
-    problem's best first, by `value`), and a note on what was left out."""
+    problem's highest `value` first), and a note on what was left out;
+    `what` names the one kept per problem past MAX_ROWS ("best": the
+    highest speedup, "longest")."""
     if len(entries) <= charts.MAX_ROWS:
         order = sorted(entries, key=lambda e: (e.problem, -value(e)))
         return order, None
@@ -40,7 +42,7 @@ def _pick(entries, value, what):
         if e.problem not in best or value(e) > value(best[e.problem]):
             best[e.problem] = e
     kept = sorted(best.values(), key=value, reverse=True)[:charts.MAX_ROWS]
-    note = (f"{len(entries)} candidates: the chart shows each problem's best"
+    note = (f"{len(entries)} candidates: the chart shows each problem's {what}"
             + (f", for the {len(kept)} problems with the highest" if len(best) > len(kept) else "")
             + "; the table below has every candidate.")
     return sorted(kept, key=lambda e: e.problem), note
@@ -110,7 +112,7 @@ def _speedups(entries, problems):
         return section("Speedups", el("p", "No candidate has a measured speedup here (they need "
                                       "an NVIDIA GPU, and a passing verdict).", class_="note"),
                        id_="speedups")
-    chosen, note = _pick(rows, lambda e: e.speedup[0], "speedup")
+    chosen, note = _pick(rows, lambda e: e.speedup[0])
     fig = charts.speedups([(_label(e, problems), *e.speedup, e.problem) for e in chosen],
                           "speedup per candidate, with its 95 % interval")
     passed = sum(1 for e in rows if e.verdict == "passed")
@@ -140,7 +142,8 @@ def _times(entries, problems):
     body = []
     gpu = [e for e in entries if not e.not_run and (e.metric("time_us") or e.metric("baseline_us"))]
     if gpu:
-        chosen, note = _pick(gpu, lambda e: e.metric("time_us") or 0.0, "time")
+        chosen, note = _pick(gpu, lambda e: e.speedup[0] if e.speedup else 0.0,
+                             "best (by speedup)")
         body += [el("h3", "GPU time per call"),
                  charts.paired_times([(_label(e, problems), e.metric("time_us"),
                                        e.metric("baseline_us")) for e in chosen],
@@ -153,7 +156,7 @@ def _times(entries, problems):
         for _, p in walls:
             components += [c for c in p if c not in components]
         total = {id(e): sum(p.values()) for e, p in walls}
-        chosen, note = _pick([e for e, _ in walls], lambda e: total[id(e)], "wall")
+        chosen, note = _pick([e for e, _ in walls], lambda e: total[id(e)], "longest")
         parts = {id(e): p for e, p in walls}
         evaluation = [e.metric("evaluation_s") for e, _ in walls if e.metric("evaluation_s")]
         said = (f"the ModelNew evaluations took {sum(evaluation):.1f} s in all"

@@ -57,7 +57,7 @@ def _best(d):
              ["reward", fmt(d.get("reward"), 4)]]
     texts = report.get("texts") or {}
     body = [el("div", table(["knob", "value"], rows, sortable=False),
-               table(["", ""], facts, sortable=False, class_="grid kv"), class_="charts")]
+               table(None, facts, class_="grid kv"), class_="charts")]
     if texts.get("feedback") or texts.get("message"):
         body.append(el("div", el("b", "feedback: "), texts.get("feedback") or texts["message"]))
     if d.get("source"):

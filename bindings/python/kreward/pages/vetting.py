@@ -72,7 +72,7 @@ def _reasons(rows):
                           {"kept": "#1a7f37", "flagged": "#bf8700", "refused": "#cf222e"})]
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     if ranked:
-        figs.append(charts.counts(ranked[:20], "problems per reason (the 20 most common)"))
+        figs.append(charts.counts(ranked[:20], "problems per reason (top 20)"))
     table_ = table(["reason", "problems"], [[k, (str(v), v)] for k, v in ranked], numeric={1}) \
         if ranked else el("p", "No problem was refused or flagged.", class_="note")
     return section("Outcomes and reasons", el("div", figs, class_="charts"), table_,
