@@ -14,6 +14,7 @@ static const struct {
     {"problem", cmd_problem, "show or check a problem spec"},
     {"evaluate", cmd_evaluate, "compile, verify, time and score one candidate"},
     {"suite", cmd_suite, "evaluate every candidate of a suite directory"},
+    {"report", cmd_report, "a JSONL of reports (or a vetting or tuning run) as an HTML page"},
     {"serve", cmd_serve, "serve rewards over HTTP (python3 -m kreward.serve; docs/serve.md)"},
 };
 

@@ -65,13 +65,14 @@ def write_tune_page(result, path, title=None, source="a TuneResult"):
     write_page(text, path)
 
 
-def render(path, out, title=None, kind=None):
+def render(path, out, title=None, kind=None, source=None):
     """Reads `path` (kind: "reports", "vet", "tune", or None to tell from the
-    file) and writes its page to `out`. Returns the kind. Raises
+    file) and writes its page to `out`. source: what the page says it was
+    made from (default: the file's name). Returns the kind. Raises
     InputError for an input it cannot read, OSError for an `out` it cannot
     write."""
     kind = kind or detect(path)
-    source = os.path.basename(path)
+    source = source or os.path.basename(path)
     title = title or f"{DEFAULT_TITLES[kind]}: {source}"
     if kind == "tune":
         text = tune_page(read_tune(path), title, source)

@@ -32,8 +32,12 @@ def parser():
     p.add_argument("file", help="the JSONL (or a tuning run's JSON)")
     p.add_argument("--html", metavar="OUT", help="write the page to OUT")
     p.add_argument("--title", help="the page's title (default: what it is and the file's name)")
+    p.add_argument("--source", metavar="TEXT",
+                   help="what the page says it was made from (default: the file's name)")
     p.add_argument("--kind", choices=load.KINDS,
                    help="what the file holds (default: told from its first line)")
+    p.add_argument("--quiet", action="store_true",
+                   help="print only where the page went (kreward suite --html uses it)")
     p.add_argument("--preflight", action="store_true", help=argparse.SUPPRESS)
     return p
 
@@ -63,7 +67,7 @@ def _summary(path, kind):
     return line
 
 
-def _preflight(out):
+def preflight(out):
     """Before a long suite: can this Python write OUT's page at the end?"""
     folder = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
@@ -78,12 +82,13 @@ def _preflight(out):
 def main(argv=None):
     args = parser().parse_args(argv)
     if args.preflight:
-        return _preflight(args.html or args.file)
+        return preflight(args.html or args.file)
     try:
         kind = args.kind or detect(args.file)
-        print(_summary(args.file, kind))
+        if not args.quiet:
+            print(_summary(args.file, kind))
         if args.html:
-            render(args.file, args.html, title=args.title, kind=kind)
+            render(args.file, args.html, title=args.title, kind=kind, source=args.source)
             note = "" if charts.HAVE_MATPLOTLIB else f" (no charts: {charts.WHY_NO_CHARTS})"
             print(f"page: {args.html}{note}")
     except load.InputError as e:
