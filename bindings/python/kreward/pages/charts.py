@@ -41,10 +41,11 @@ def _label(text, width=38):
     return text.replace("$", r"\$")
 
 
-def _figure(rows, width=9.0, per_row=0.26, extra=1.2):
-    height = max(2.2, extra + per_row * rows)
-    fig = Figure(figsize=(width, height), dpi=96, layout="constrained")
-    return fig
+def _rows_axes(n, width=9.0, per_row=0.26, extra=1.2):
+    """A figure sized for n rows, its axes, and the rows' y positions (the
+    first row on top)."""
+    fig = Figure(figsize=(width, max(2.2, extra + per_row * n)), dpi=96, layout="constrained")
+    return fig, fig.add_subplot(), [n - 1 - i for i in range(n)]
 
 
 def render(fig, alt):
@@ -71,6 +72,19 @@ def _style(ax):
         ax.spines[side].set_visible(False)
 
 
+def _rows_frame(fig, ax, labels, xlabel, title, legend_cols=0):
+    """A chart of one row per label, top to bottom: its labels, x label,
+    title, a legend under it (legend_cols > 0), the house style."""
+    n = len(labels)
+    ax.set_yticks(range(n), [_label(x, 48) for x in labels][::-1])
+    ax.set_ylim(-0.7, n - 0.3)
+    ax.set_xlabel(xlabel)
+    if legend_cols:
+        fig.legend(loc="outside lower center", ncol=legend_cols, fontsize=8, frameon=False)
+    ax.set_title(title, loc="left", fontsize=10)
+    _style(ax)
+
+
 def _log_axis(axis, suffix=""):
     """Log ticks at 1, 2, 5 per decade, written plainly (2x, not 2x10^0)."""
     axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
@@ -82,8 +96,7 @@ def counts(rows, title, colors=None):
     """Horizontal bars: rows [(label, count)]."""
     if not HAVE_MATPLOTLIB:
         return unavailable()
-    fig = _figure(len(rows), width=6.0, per_row=0.32)
-    ax = fig.add_subplot()
+    fig, ax, _ = _rows_axes(len(rows), width=6.0, per_row=0.32)
     labels = [_label(r[0]) for r in rows][::-1]
     values = [r[1] for r in rows][::-1]
     color = [(colors or {}).get(r[0], PALETTE[0]) for r in rows][::-1]
@@ -103,14 +116,11 @@ def speedups(rows, title):
     per group (its problem)."""
     if not HAVE_MATPLOTLIB:
         return unavailable()
-    fig = _figure(len(rows), width=9.0)
-    ax = fig.add_subplot()
+    fig, ax, ys = _rows_axes(len(rows))
     groups = {}
     for r in rows:
         groups.setdefault(r[4], PALETTE[len(groups) % len(PALETTE)])
-    n = len(rows)
-    for i, (label, s, lo, hi, group) in enumerate(rows):
-        y = n - 1 - i
+    for y, (label, s, lo, hi, group) in zip(ys, rows):
         color = groups[group]
         if lo is not None and hi is not None:
             ax.errorbar([s], [y], xerr=[[max(0.0, s - lo)], [max(0.0, hi - s)]], fmt="o",
@@ -122,11 +132,8 @@ def speedups(rows, title):
     values = [v for r in rows for v in (r[1], r[2], r[3]) if v]
     lo, hi = min(values + [1.0]), max(values + [1.0])
     ax.set_xlim(lo / 1.4, hi * 1.4)
-    ax.set_yticks(range(n), [_label(r[0], 48) for r in rows][::-1])
-    ax.set_ylim(-0.7, n - 0.3)
-    ax.set_xlabel("speedup (log scale); bar: 95 % interval; hollow: none; dashed: 1x")
-    ax.set_title(title, loc="left", fontsize=10)
-    _style(ax)
+    _rows_frame(fig, ax, [r[0] for r in rows],
+                "speedup (log scale); bar: 95 % interval; hollow: none; dashed: 1x", title)
     _log_axis(ax.xaxis, "x")
     return render(fig, title)
 
@@ -136,10 +143,7 @@ def paired_times(rows, title, unit="us", names=("candidate", "baseline")):
     the ratio): rows [(label, a or None, b or None)]."""
     if not HAVE_MATPLOTLIB:
         return unavailable()
-    fig = _figure(len(rows), width=9.0, per_row=0.3, extra=1.5)
-    ax = fig.add_subplot()
-    n = len(rows)
-    ys = [n - 1 - i for i in range(n)]
+    fig, ax, ys = _rows_axes(len(rows), per_row=0.3, extra=1.5)
     for y, (_, a, b) in zip(ys, rows):
         if a and b:
             ax.plot([a, b], [y, y], color="#afb8c1", linewidth=2, zorder=1)
@@ -153,12 +157,7 @@ def paired_times(rows, title, unit="us", names=("candidate", "baseline")):
     ax.set_xscale("log")
     if values:
         ax.set_xlim(min(values) / 1.5, max(values) * 1.5)
-    ax.set_yticks(ys, [_label(r[0], 48) for r in rows])
-    ax.set_ylim(-0.7, n - 0.3)
-    ax.set_xlabel(f"{unit} per call (log scale)")
-    fig.legend(loc="outside lower center", ncol=2, fontsize=8, frameon=False)
-    ax.set_title(title, loc="left", fontsize=10)
-    _style(ax)
+    _rows_frame(fig, ax, [r[0] for r in rows], f"{unit} per call (log scale)", title, 2)
     ax.grid(True, axis="y", color="#eaeef2", linewidth=0.6)
     _log_axis(ax.xaxis)
     return render(fig, title)
@@ -169,23 +168,15 @@ def stacked(rows, components, title, unit="s"):
     order of `components`."""
     if not HAVE_MATPLOTLIB:
         return unavailable()
-    fig = _figure(len(rows), width=9.0, per_row=0.28, extra=1.6)
-    ax = fig.add_subplot()
-    n = len(rows)
-    ys = [n - 1 - i for i in range(n)]
-    left = [0.0] * n
+    fig, ax, ys = _rows_axes(len(rows), per_row=0.28, extra=1.6)
+    left = [0.0] * len(rows)
     for k, comp in enumerate(components):
         widths = [max(0.0, r[1].get(comp) or 0.0) for r in rows]
         ax.barh(ys, widths, left=left, height=0.7, color=PALETTE[k % len(PALETTE)],
                 label=_label(comp, 30))
         left = [a + b for a, b in zip(left, widths)]
-    ax.set_yticks(ys, [_label(r[0], 48) for r in rows])
-    ax.set_ylim(-0.7, n - 0.3)
-    ax.set_xlabel(f"wall time ({unit})")
-    fig.legend(loc="outside lower center", ncol=min(5, len(components)), fontsize=8,
-               frameon=False)
-    ax.set_title(title, loc="left", fontsize=10)
-    _style(ax)
+    _rows_frame(fig, ax, [r[0] for r in rows], f"wall time ({unit})", title,
+                min(5, len(components)))
     return render(fig, title)
 
 

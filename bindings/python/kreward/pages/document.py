@@ -17,8 +17,8 @@ import hashlib
 import html
 import math
 
-__all__ = ["Markup", "el", "join", "page", "table", "cards", "details", "fmt", "fmt_speedup",
-           "verdict_badge", "pre"]
+__all__ = ["Markup", "cards", "details", "el", "escape", "filter_box", "fmt", "fmt_speedup", "page",
+           "pre", "section", "table", "verdict_badge"]
 
 
 class Markup(str):
@@ -27,10 +27,6 @@ class Markup(str):
 
 def escape(value):
     return value if isinstance(value, Markup) else Markup(html.escape(str(value), quote=True))
-
-
-def join(parts, sep=""):
-    return Markup(escape(sep).join(escape(p) for p in parts if p is not None))
 
 
 _VOID = {"meta", "input", "br", "hr", "col"}

@@ -1,10 +1,9 @@
-"""The page of a tuning run: a real search (random, real NVRTC compiles and
+"""The page of a tuning run: a real search (grid, real NVRTC compiles and
 the checks that refuse configurations) against the synthetic backend (no
 GPU), dumped with TuneResult.to_json, read back by `python3 -m
 kreward.pages`, and written by TuneResult.to_html; the progress chart, the
 best configuration, every evaluation."""
 import json
-import math
 
 import pytest
 
@@ -13,26 +12,13 @@ from kreward.tune.synthetic import SyntheticBackend
 
 from .browser import Dom, dump_dom, needs_chromium, screenshot
 from .checks import assert_offline, run_pages
-from conftest import EXAMPLES
-
-VADD = str(EXAMPLES / "l1_vector_add" / "problem.json")
-SRC = """\
-// kreward: launch vadd grid=(cdiv(N, BLOCK * ITEMS)) block=(BLOCK) args=(a, b, c, N)
-extern "C" __global__ void vadd(const float* a, const float* b, float* c, int n)
-{
-    int base = (blockIdx.x * BLOCK + threadIdx.x) * ITEMS;
-    for (int i = 0; i < ITEMS; i++)
-        if (base + i < n)
-            c[base + i] = a[base + i] + b[base + i];
-}
-"""
-KNOBS = {"BLOCK": [32, 64, 128, 256, 512, 1024, 2048], "ITEMS": [1, 2, 4, 8]}
+from test_tune import VADD, VADD_KNOBS as KNOBS, VADD_SRC as SRC, vadd_speed
 
 
 def speed(k):
-    if k["ITEMS"] == 8 and k["BLOCK"] == 32:
-        return None  # reads as incorrect
-    return 4.0 - abs(math.log2(k["BLOCK"]) - 8) * 0.5 - abs(math.log2(k["ITEMS"]) - 2) * 0.7
+    """test_tune's synthetic peak (BLOCK=256, ITEMS=4), and one
+    configuration that reads as incorrect."""
+    return None if (k["BLOCK"], k["ITEMS"]) == (32, 8) else vadd_speed(k)
 
 
 @pytest.fixture(scope="module")
