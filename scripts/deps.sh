@@ -54,6 +54,23 @@ if [ "$build_only" = 0 ] && ! python3 -c 'import gymnasium' 2>/dev/null; then
   python3 -m pip install -q gymnasium 2>/dev/null ||
     python3 -m pip install -q --break-system-packages gymnasium
 fi
+# The report pages (kreward.pages, docs/pages.md): matplotlib draws their
+# charts (pip; tests only, --build skips it), and the tests render each page
+# in Debian's headless Chromium (KR_NO_BROWSER=1 leaves it out: those tests
+# skip, saying so)
+if [ "$build_only" = 0 ] && ! python3 -c 'import matplotlib' 2>/dev/null; then
+  echo "deps: installing matplotlib (the report pages' charts)"
+  python3 -m pip install -q matplotlib 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages matplotlib
+fi
+if [ "$build_only" = 0 ] && [ "${KR_NO_BROWSER:-0}" != 1 ] && ! command -v chromium >/dev/null; then
+  echo "deps: installing chromium (the report pages' tests look at each page in it)"
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
 # The KernelBench path's tests (ModelNew candidates run on torch; on the CPU
 # here): torch and triton at the versions the H200 machine has (torch 2.11,
 # triton 3.6). From PyPI with their CUDA libraries, ~3 GB: the

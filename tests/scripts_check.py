@@ -68,7 +68,8 @@ with tempfile.TemporaryDirectory() as tmp:
     fake.write_text(f'#!/bin/sh\necho "$@" >> "{calls}"\n'
                     '[ "$1" = -c ] && exit 1\nexit 0\n')
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+    # (KR_NO_BROWSER: this check is about pip; it installs no browser)
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", KR_NO_BROWSER="1")
     dep = subprocess.run(["bash", str(root / "scripts/deps.sh"), "--build"], cwd=root, env=env,
                          capture_output=True, text=True)
     made = calls.read_text() if calls.exists() else ""

@@ -77,12 +77,19 @@ int cmd_evaluate(int argc, char **argv);
 int cmd_suite(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_problems(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* Hands a command to the Python package (cli_python.c): execs `python3 -m
  * MODULE [FIRST] argv[1..]`; returns only when that fails (saying so, with
  * what the interpreter needs). */
 int cli_exec_python(const char *command, const char *module, const char *first, int argc,
                     char **argv, const char *needs);
+/* Runs `python3 -m MODULE ARGS...` (args NULL-terminated) as a child, set
+ * up as cli_exec_python does, and waits for it: its exit code, or
+ * EXIT_ENVIRONMENT when Python could not be run (said on stderr, with what
+ * the interpreter needs), EXIT_INTERNAL when it was killed. */
+int cli_run_python(const char *command, const char *module, const char *const *args,
+                   const char *needs);
 /* Whether a path names a KernelBench problem or ModelNew file (.py): those
  * commands are the Python package's (kreward.kernelbench). */
 int cli_is_kernelbench_file(const char *path);

@@ -1,6 +1,8 @@
-/* Commands the Python package serves: `kreward serve` (kreward.serve) and
- * `kreward evaluate` / `kreward suite` on KernelBench problems
- * (kreward.kernelbench: a ModelNew candidate is Python that torch runs).
+/* Commands the Python package serves: `kreward serve` (kreward.serve),
+ * `kreward report` (kreward.pages) and `kreward evaluate` / `kreward suite`
+ * on KernelBench problems (kreward.kernelbench: a ModelNew candidate is
+ * Python that torch runs); and `kreward suite --html`'s page, made by a
+ * child (cli_run_python) once the suite is done.
  *
  * They exec `python3 -m MODULE ARGS...`: exec, not a child, so a signal
  * from a supervisor (SIGTERM drains a server) reaches the Python process
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef KR_PYTHON_SOURCE_DIR
@@ -84,6 +87,58 @@ int cli_exec_python(const char *command, const char *module, const char *first, 
             command, python, strerror(errno), needs);
     free(args);
     return EXIT_ENVIRONMENT;
+}
+
+int cli_run_python(const char *command, const char *module, const char *const *args,
+                   const char *needs)
+{
+    const char *python = getenv("KREWARD_PYTHON");
+    if (!python || !*python)
+        python = "python3";
+    size_t n = 0;
+    while (args[n])
+        n++;
+    char **argv = calloc(n + 4, sizeof *argv);
+    if (!argv) {
+        fprintf(stderr, "kreward %s: out of memory\n", command);
+        return EXIT_INTERNAL;
+    }
+    argv[0] = (char *)python;
+    argv[1] = "-m";
+    argv[2] = (char *)module;
+    for (size_t i = 0; i < n; i++)
+        argv[3 + i] = (char *)args[i];
+    fflush(stdout); /* the child's lines come after this process's */
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (set_pythonpath() == 0) {
+            set_library();
+            execvp(python, argv);
+        }
+        fprintf(stderr, "kreward %s: cannot run %s: %s (set KREWARD_PYTHON to a Python 3 with %s)\n",
+                command, python, strerror(errno), needs);
+        _exit(127);
+    }
+    free(argv);
+    if (pid < 0) {
+        fprintf(stderr, "kreward %s: cannot start %s: %s\n", command, python, strerror(errno));
+        return EXIT_INTERNAL;
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) {
+            fprintf(stderr, "kreward %s: lost %s -m %s: %s\n", command, python, module,
+                    strerror(errno));
+            return EXIT_INTERNAL;
+        }
+    if (WIFSIGNALED(status)) {
+        fprintf(stderr, "kreward %s: %s -m %s was killed by signal %d\n", command, python, module,
+                WTERMSIG(status));
+        return EXIT_INTERNAL;
+    }
+    int code = WEXITSTATUS(status);
+    return code == 127 ? EXIT_ENVIRONMENT : code;
 }
 
 int cli_is_kernelbench_file(const char *path)

@@ -1,7 +1,9 @@
 /* `kreward suite DIR`: every problem x candidate of a suite directory,
  * evaluated through a worker pool (sandboxed processes: a candidate that
  * faults or hangs costs a worker, never the suite or a report), against the
- * expectations in each problem's manifest.json. */
+ * expectations in each problem's manifest.json. With --html OUT, the JSONL
+ * (--jsonl's, or a temporary one) becomes a page once the suite is done:
+ * `python3 -m kreward.pages`, run as a child (cli_run_python). */
 #include "cli_eval.h"
 
 #include <dirent.h>
@@ -14,7 +16,7 @@
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: kreward suite DIR [--jsonl OUT] [--filter TEXT] [options]\n"
+    fprintf(to, "usage: kreward suite DIR [--jsonl OUT] [--html OUT] [--filter TEXT] [options]\n"
                 "       (a KernelBench folder, DIR/candidates/manifest.json, or --reference:\n"
                 "       python3 -m kreward.kernelbench suite --help)\n\n"
                 "Evaluates every candidate listed in DIR/*/manifest.json against its problem\n"
@@ -23,9 +25,12 @@ static void usage(FILE *to)
                 "whether the verdict is the one the manifest expects. A progress line goes to\n"
                 "stderr when it is a terminal.\n\noptions:\n"
                 "  --jsonl OUT            also write one JSON line per candidate to OUT\n"
+                "  --html OUT             also write the run as an HTML page to OUT (python3 -m\n"
+                "                         kreward.pages; works offline; docs/pages.md)\n"
                 "  --filter TEXT          only problems whose name contains TEXT\n%s"
                 "\nexit: 0 every verdict as expected (or not run without a GPU), 1 otherwise,\n"
-                "2 usage or a malformed suite, 3 no GPU with --require-gpu\n",
+                "2 usage or a malformed suite, 3 no GPU with --require-gpu; a page that could\n"
+                "not be written says so, and exits non-zero (the suite's code when it has one)\n",
             eval_options_help());
 }
 
@@ -247,18 +252,26 @@ static void print_entry(const entry *e, json_t *report, FILE *jsonl, tally *t)
     t->not_run += outcome == NOT_RUN;
     print_row(e->problem, base, report, outcome);
     fflush(stdout);
-    if (jsonl && report) {
+    if (jsonl) {
+        /* a candidate without a report (unreadable, or its evaluation lost)
+         * has a line too: the page shows every row of the table */
+        json_t *lost = report ? NULL
+                              : json_pack("{s:i, s:s, s:[], s:{}, s:{s:s}}", "format", 1, "verdict",
+                                          "error", "flags", "metrics", "texts", "message",
+                                          "no report: the candidate could not be read, or its "
+                                          "evaluation was lost (see the suite's stderr)");
         json_t *line = json_object();
         json_object_set_new(line, "problem", json_string(e->problem));
         json_object_set_new(line, "candidate", json_string(e->file));
         json_object_set_new(line, "expect", json_string(e->expect));
         json_object_set_new(line, "as_expected", json_boolean(outcome == MATCH));
         json_object_set_new(line, "not_run", json_boolean(outcome == NOT_RUN));
-        json_object_set(line, "report", report);
+        json_object_set(line, "report", report ? report : lost);
         char *text = json_dumps(line, JSON_COMPACT);
         fprintf(jsonl, "%s\n", text ? text : "{}");
         free(text);
         json_decref(line);
+        json_decref(lost);
     }
 }
 
@@ -282,6 +295,48 @@ static int kernelbench_suite(int argc, char **argv)
     return 0;
 }
 
+/* Before the suite runs: can the page be written at the end (a Python with
+ * kreward.pages, a folder that takes OUT)? */
+static int page_preflight(const char *html)
+{
+    const char *args[] = {"--preflight", html, NULL};
+    return cli_run_python("suite", "kreward.pages", args, "the kreward package");
+}
+
+/* A temporary JSONL for --html without --jsonl; its path in `path`. */
+static FILE *temp_jsonl(char *path, size_t size)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, size, "%s/kreward-suite-XXXXXX.jsonl", dir && *dir ? dir : "/tmp");
+    int fd = mkstemps(path, 6);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        fprintf(stderr, "kreward suite: cannot make a temporary file for the page: %s\n",
+                strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(path);
+        }
+    }
+    return f;
+}
+
+/* The page of the suite's JSONL; returns the exit code the suite ends
+ * with: its own, or the page's failure when the suite had none. */
+static int write_page(const char *jsonl_path, const char *html, const char *dir, int suite_rc)
+{
+    char title[4400];
+    snprintf(title, sizeof title, "kreward suite %s", dir);
+    const char *args[] = {jsonl_path, "--html", html, "--title", title, "--source", title,
+                          "--quiet", NULL};
+    int rc = cli_run_python("suite", "kreward.pages", args, "the kreward package");
+    if (rc == EXIT_OK)
+        return suite_rc;
+    fprintf(stderr, "kreward suite: the page %s was not written (kreward.pages exited %d)%s\n",
+            html, rc, suite_rc ? "; the suite's own exit code stands" : "");
+    return suite_rc ? suite_rc : rc;
+}
+
 int cmd_suite(int argc, char **argv)
 {
     if (kernelbench_suite(argc, argv))
@@ -289,10 +344,11 @@ int cmd_suite(int argc, char **argv)
                                "torch (ModelNew candidates)");
     eval_args a;
     memset(&a, 0, sizeof a);
-    const char *dir = NULL, *jsonl_path = NULL, *filter = NULL;
-    enum { OPT_JSONL = CLI_OPT, OPT_FILTER };
+    const char *dir = NULL, *jsonl_path = NULL, *filter = NULL, *html = NULL;
+    enum { OPT_JSONL = CLI_OPT, OPT_FILTER, OPT_HTML };
     static const struct option own[] = {
         {"jsonl", required_argument, NULL, OPT_JSONL},
+        {"html", required_argument, NULL, OPT_HTML},
         {"filter", required_argument, NULL, OPT_FILTER},
         {NULL, 0, NULL, 0},
     };
@@ -309,6 +365,9 @@ int cmd_suite(int argc, char **argv)
             break;
         case OPT_FILTER:
             filter = v;
+            break;
+        case OPT_HTML:
+            html = v;
             break;
         case CLI_ARG:
             if (dir) {
@@ -335,11 +394,28 @@ int cmd_suite(int argc, char **argv)
         free(list);
         return EXIT_USAGE;
     }
+    if (html) {
+        int rc = page_preflight(html);
+        if (rc != EXIT_OK) {
+            fprintf(stderr, "kreward suite: not run: the page %s could not be written\n", html);
+            free(list);
+            return rc;
+        }
+    }
+    char temp_path[4200] = "";
     FILE *jsonl = jsonl_path ? fopen(jsonl_path, "w") : NULL;
     if (jsonl_path && !jsonl) {
         fprintf(stderr, "kreward suite: cannot write %s\n", jsonl_path);
         free(list);
         return EXIT_USAGE;
+    }
+    if (html && !jsonl) {
+        jsonl = temp_jsonl(temp_path, sizeof temp_path);
+        if (!jsonl) {
+            free(list);
+            return EXIT_INTERNAL;
+        }
+        jsonl_path = temp_path;
     }
     /* every candidate runs in a sandboxed worker process of one pool (a
      * GPU worker per GPU, compile workers on the CPUs); this process holds
@@ -353,6 +429,10 @@ int cmd_suite(int argc, char **argv)
         free(list);
         if (jsonl)
             fclose(jsonl);
+        if (temp_path[0])
+            unlink(temp_path);
+        if (html)
+            fprintf(stderr, "kreward suite: no page written: nothing was evaluated\n");
         return a.require_gpu ? EXIT_ENVIRONMENT : EXIT_INTERNAL;
     }
     suite st = {NULL, 0, 0, calloc(n, sizeof(kr_problem *)), 0};
@@ -392,9 +472,14 @@ int cmd_suite(int argc, char **argv)
                "checked; verification and timing need an NVIDIA GPU ('kreward info' says why).\n",
                t.not_run);
     free(list);
-    if (bad)
-        return EXIT_USAGE;
-    if (t.not_run && a.require_gpu)
-        return EXIT_ENVIRONMENT;
-    return t.unexpected ? EXIT_CANDIDATE : EXIT_OK;
+    int rc = bad                          ? EXIT_USAGE
+             : t.not_run && a.require_gpu ? EXIT_ENVIRONMENT
+             : t.unexpected               ? EXIT_CANDIDATE
+                                          : EXIT_OK;
+    if (html) {
+        rc = write_page(jsonl_path, html, dir, rc);
+        if (temp_path[0])
+            unlink(temp_path);
+    }
+    return rc;
 }

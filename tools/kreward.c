@@ -15,6 +15,7 @@ static const struct {
     {"problems", cmd_problems, "vet a task set: which problems are fit to train on"},
     {"evaluate", cmd_evaluate, "compile, verify, time and score one candidate"},
     {"suite", cmd_suite, "evaluate every candidate of a suite directory"},
+    {"report", cmd_report, "a JSONL of reports (or a vetting or tuning run) as an HTML page"},
     {"serve", cmd_serve, "serve rewards over HTTP (python3 -m kreward.serve; docs/serve.md)"},
 };
 

@@ -5,7 +5,8 @@
 # 0), an unknown option, a missing value or a value refused exits 2 with one
 # line on stderr naming the option and pointing to --help. Then the
 # papercuts a new user met: empty candidates, --json on errors, filters,
-# rows without a GPU, problem show, unknown presets.
+# rows without a GPU, problem show, unknown presets. Then the report pages:
+# `kreward report` (python3 -m kreward.pages) and `kreward suite --html`.
 # Usage: cli_check.sh KREWARD SOURCE_ROOT
 set -uo pipefail
 kreward=$1 root=$2
@@ -59,7 +60,7 @@ listing() {
 # --version, and help everywhere
 expect_ok --version
 grep -qE '^kreward [0-9]+\.[0-9]+' "$tmp/out" || fail "--version prints 'kreward X.Y.Z'"
-for cmd in "info" "compile" "problem" "problem show" "problem check" "evaluate" "suite"; do
+for cmd in "info" "compile" "problem" "problem show" "problem check" "evaluate" "suite" "report"; do
   for h in -h --help; do
     # shellcheck disable=SC2086 # $cmd is one or two words
     expect_ok $cmd $h
@@ -129,6 +130,7 @@ expect_usage_error "--arch" compile "$cand" --arch
 expect_usage_error "-o" compile "$cand" -o
 expect_usage_error "--preset" evaluate "$problem" "$cand" --preset
 expect_usage_error "--jsonl" suite "$root/examples/problems" --jsonl
+expect_usage_error "--html" suite "$root/examples/problems" --html
 expect_usage_error "--preset" evaluate "$problem" "$cand" --preset=slow
 expect_usage_error "--seed" evaluate "$problem" "$cand" --seed=zero
 expect_usage_error "--time-limit" compile "$cand" --time-limit=soon
@@ -190,6 +192,63 @@ assert isinstance(s["landlock"], bool) and isinstance(s["seccomp"], bool), s
 assert s["landlock"] == (s["landlock_abi"] > 0), s
 assert bool(s["landlock_why"]) != s["landlock"] and bool(s["seccomp_why"]) != s["seccomp"], s
 ' "$tmp/out" || fail "info: a sandbox section (landlock, seccomp, why not) (exit $rc)"
+
+# report pages (docs/pages.md): the suite's page, compile-only here (rows
+# say not run), from a temporary JSONL that does not outlive the suite
+export TMPDIR=$tmp/t
+mkdir -p "$TMPDIR"
+run suite "$root/examples/problems" --html "$tmp/suite.html"
+[ "$rc" -eq 0 ] && grep -q "^page: $tmp/suite.html$" "$tmp/out" && [ -s "$tmp/suite.html" ] &&
+  grep -q "<title>kreward suite $root/examples/problems</title>" "$tmp/suite.html" &&
+  [ "$(grep -o '>not run</span>' "$tmp/suite.html" | wc -l)" -ge 39 ] &&
+  grep -q '>l4_matmul_f32</td>' "$tmp/suite.html" && [ -z "$(ls -A "$TMPDIR")" ] ||
+  fail "suite --html: a page with every row not run, its temporary JSONL removed (exit $rc)"
+# --jsonl and --html together: the page is made from that JSONL, which stays
+run suite "$root/examples/problems" --filter l2_softmax --jsonl "$tmp/s.jsonl" --html="$tmp/s.html"
+[ "$rc" -eq 0 ] && [ "$(wc -l <"$tmp/s.jsonl")" -eq 3 ] && grep -q ">l2_softmax</td>" "$tmp/s.html" ||
+  fail "suite --jsonl OUT --html OUT: both written (exit $rc)"
+# report: a summary, and the page of the suite's JSONL
+run report "$tmp/s.jsonl"
+[ "$rc" -eq 0 ] && grep -qF "$tmp/s.jsonl: 3 reports, 1 problems: 3 not_run" "$tmp/out" ||
+  fail "report FILE: a summary of what it holds (exit $rc)"
+run report "$tmp/s.jsonl" --html "$tmp/r.html" --title "softmax <run>"
+[ "$rc" -eq 0 ] && grep -qF "<title>softmax &lt;run&gt;</title>" "$tmp/r.html" ||
+  fail "report FILE --html OUT: the page, its title escaped (exit $rc)"
+# a malformed line: its line number, exit 2, no page
+{ head -2 "$tmp/s.jsonl"; echo '{"verdict": "passed", "flags": '; } >"$tmp/bad.jsonl"
+run report "$tmp/bad.jsonl" --html "$tmp/bad.html"
+[ "$rc" -eq 2 ] && grep -qF "$tmp/bad.jsonl:3: not JSON" "$tmp/err" && [ ! -e "$tmp/bad.html" ] ||
+  fail "report of a malformed JSONL: the line named, exit 2, no page (exit $rc)"
+printf '{"problem": "p"}\n' >"$tmp/noverdict.jsonl"
+run report "$tmp/noverdict.jsonl"
+[ "$rc" -eq 2 ] && grep -qF "$tmp/noverdict.jsonl:1: not a report" "$tmp/err" ||
+  fail "report of a line that is no report: the line named, exit 2 (exit $rc)"
+run report "$tmp/none.jsonl"
+[ "$rc" -eq 2 ] && grep -qF "cannot read it" "$tmp/err" || fail "report of a missing file: exit 2"
+# an OUT that cannot be written is said before the suite runs, not after
+run suite "$root/examples/problems" --filter l1_vector_add --html "$tmp/no/such/dir/p.html"
+[ "$rc" -eq 2 ] && grep -q "not run: the page" "$tmp/err" && ! grep -q "candidates in" "$tmp/out" ||
+  fail "suite --html into a missing folder: exit 2 before running (exit $rc)"
+KREWARD_PYTHON=$tmp/no-python "$kreward" suite "$root/examples/problems" --html "$tmp/p.html" \
+  >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 3 ] && grep -q "cannot run $tmp/no-python" "$tmp/err" ||
+  fail "suite --html without a Python: exit 3, saying so (exit $rc)"
+# the page fails after the suite: said, non-zero, and the suite's own code kept
+printf '#!/bin/sh\ncase " $* " in *" --preflight "*) exit 0;; esac\necho broken >&2\nexit 4\n' \
+  >"$tmp/fake-python"
+chmod +x "$tmp/fake-python"
+KREWARD_PYTHON=$tmp/fake-python "$kreward" suite "$root/examples/problems" --filter l1_vector_add \
+  --html "$tmp/f.html" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 4 ] && grep -q "the page $tmp/f.html was not written" "$tmp/err" ||
+  fail "suite --html whose page fails: exit non-zero, saying so (exit $rc)"
+KREWARD_PYTHON=$tmp/fake-python "$kreward" suite "$root/examples/problems" --filter l1_vector_add \
+  --require-gpu --html "$tmp/f.html" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 3 ] && grep -q "the suite's own exit code stands" "$tmp/err" ||
+  fail "suite --require-gpu --html whose page fails: the suite's exit 3 stands (exit $rc)"
+unset TMPDIR
 
 [ "$failures" -eq 0 ] && echo "cli: all checks passed" && exit 0
 echo "cli: $failures checks failed"

@@ -14,12 +14,15 @@ DIR/candidates/manifest.json mapping a problem's path (relative to DIR) to
 {candidate path (relative to DIR/candidates): expected outcome}; outcomes:
 pass, wrong, torch_fallback, mostly_torch, caught (anything but a pass).
 `--reference`: each problem's Model as its own candidate, expected to pass
-(a check of the problems and of the timing: its speedup should be ~1)."""
+(a check of the problems and of the timing: its speedup should be ~1).
+`--html OUT`: the run's JSONL (--jsonl's, or a temporary one) as a page
+once it is done (kreward.pages)."""
 import argparse
 import json
 import math
 import os
 import sys
+import tempfile
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU, EXIT_INTERNAL = 0, 1, 2, 3, 4
 UNAVAILABLE = "unavailable"
@@ -62,6 +65,8 @@ def parser():
     s = sub.add_parser("suite", help="every candidate of a KernelBench suite folder")
     s.add_argument("dir")
     s.add_argument("--jsonl", metavar="OUT", help="also write one JSON line per candidate")
+    s.add_argument("--html", metavar="OUT", help="also write the run as an HTML page (works "
+                                                 "offline; docs/pages.md)")
     s.add_argument("--filter", metavar="TEXT", help="only problems whose path contains TEXT")
     s.add_argument("--reference", action="store_true",
                    help="each problem's Model as its own candidate (expected: pass, ~1x)")
@@ -209,6 +214,46 @@ def _row(problem, cand, report, ok):
 
 
 def suite(args):
+    """The suite, and with --html its page: a page that cannot be written
+    says so and exits non-zero (the suite's own code when it has one)."""
+    if not args.html:
+        return _suite(args, args.jsonl)
+    from ..pages import cli as pages_cli
+    rc = pages_cli.preflight(args.html)
+    if rc != EXIT_OK:
+        print(f"kreward suite: not run: the page {args.html} could not be written",
+              file=sys.stderr)
+        return rc
+    path, temp = args.jsonl, None
+    if path is None:
+        fd, temp = tempfile.mkstemp(prefix="kreward-suite-", suffix=".jsonl")
+        os.close(fd)
+        path = temp
+    try:
+        rc = _suite(args, path)
+        return _page(path, args, rc)
+    finally:
+        if temp is not None:
+            os.unlink(temp)
+
+
+def _page(path, args, rc):
+    from .. import pages
+    if os.path.getsize(path) == 0:
+        print("kreward suite: no page written: nothing was evaluated", file=sys.stderr)
+        return rc or EXIT_USAGE
+    try:
+        pages.render(path, args.html, title=f"kreward suite {args.dir}", kind="reports",
+                     source=f"kreward suite {args.dir}")
+    except Exception as e:  # the suite's code stands; the page's failure is said
+        print(f"kreward suite: the page {args.html} was not written: {type(e).__name__}: {e}"
+              + ("; the suite's own exit code stands" if rc else ""), file=sys.stderr)
+        return rc or (EXIT_USAGE if isinstance(e, (OSError, pages.InputError)) else EXIT_INTERNAL)
+    print(f"page: {args.html}")
+    return rc
+
+
+def _suite(args, jsonl):
     from ..problems import ProblemError
     root = os.path.abspath(args.dir)
     items = _manifest(root, args.reference, args.filter)
@@ -216,7 +261,7 @@ def suite(args):
         print(f"kreward suite: no candidate under {root}" +
               (f" matches the filter {args.filter!r}" if args.filter else ""), file=sys.stderr)
         return EXIT_USAGE
-    out = open(args.jsonl, "w") if args.jsonl else None
+    out = open(jsonl, "w") if jsonl else None
     counts = {"ok": 0, "bad": 0, "not_run": 0}
     why_no_gpu = None
     try:

@@ -6,6 +6,7 @@ assignments a declared constraint rules out (no compile) are free. random draws 
 replacement; grid walks them in grid order (the last knob fastest);
 ppo (ppo.py) learns a policy. Each submits `batch_size` configurations per
 step: one batch to the backend, spread over its GPUs."""
+import json
 import random
 import time
 
@@ -18,7 +19,9 @@ class TuneResult:
     configurations judged (compiled); gpu_runs: how many of them a backend ran;
     refused: how many the checks refused; wall_s: the whole run;
     history: every step's Result in order; source: the best CUDA variant's
-    source (None for Triton or when none passed)."""
+    source (None for Triton or when none passed). to_dict / to_json: all
+    of it as JSON (what `kreward report FILE --html` reads); to_html: the
+    run as a page (kreward.pages)."""
 
     def __init__(self, strategy, env, history, wall_s, gpu_runs, gpu_wall_s):
         self.strategy = strategy
@@ -37,6 +40,12 @@ class TuneResult:
         self.source = None
         if self.best is not None and hasattr(env.kernel, "render"):
             self.source = env.kernel.render(self.best)
+        space = env.space
+        self.kernel_name = getattr(env.kernel, "name", None)
+        self.problem = _problem_name(getattr(env.kernel, "problem", None))
+        self.knobs = {k: list(v) for k, v in space.knobs.items()}
+        self.constraints = [c for c in space.constraints if isinstance(c, str)]
+        self.space_size = space.size
 
     @property
     def report(self):
@@ -67,9 +76,57 @@ class TuneResult:
                 "wall_per_eval_s": self.wall_per_eval_s,
                 "wall_per_gpu_eval_s": self.wall_per_gpu_eval_s}
 
+    def to_dict(self):
+        """The run as plain data: summary(), the knob space, the best
+        configuration's report and source, and every step (knobs, verdict,
+        speedup and its interval, reward, time, whether it ran, was refused
+        or came from the memo, its wall time and message)."""
+        d = {"format": TUNE_FORMAT, "version": 1, "kernel": self.kernel_name,
+             "problem": self.problem, "knobs": self.knobs, "constraints": self.constraints,
+             "space_size": self.space_size, **self.summary(), "source": self.source,
+             "best_report": self.report, "history": [_step(r) for r in self.history]}
+        return d
+
+    def to_json(self, path=None, indent=None):
+        """to_dict() as JSON text; written to `path` too when given."""
+        text = json.dumps(self.to_dict(), indent=indent, default=str)
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text + "\n")
+        return text
+
+    def to_html(self, path, title=None):
+        """Writes the run as one HTML page that works offline (kreward.pages:
+        the search's progress, the best configuration, every evaluation)."""
+        from ..pages import write_tune_page
+        write_tune_page(self.to_dict(), path, title=title)
+
     def __repr__(self):
         return (f"<TuneResult {self.strategy}: best {self.best} speedup {self.speedup} after "
                 f"{self.evaluations} evaluations>")
+
+
+TUNE_FORMAT = "kreward.tune"  # kreward.pages.load reads it back
+
+
+def _problem_name(problem):
+    """A problem for the dump: its path, or its name when given as text."""
+    if isinstance(problem, str) and not problem.lstrip().startswith("{"):
+        return problem
+    if isinstance(problem, str):
+        try:
+            return json.loads(problem).get("name") or "(a problem given as JSON)"
+        except (ValueError, AttributeError):
+            return "(a problem given as text)"
+    return getattr(problem, "name", None) or (type(problem).__name__ if problem else None)
+
+
+def _step(r):
+    m = (r.report or {}).get("metrics") or {}
+    t = (r.report or {}).get("texts") or {}
+    return {**r.as_info(), "speedup_low": m.get("speedup_low"),
+            "speedup_high": m.get("speedup_high"), "baseline_us": m.get("baseline_us"),
+            "message": t.get("message") or t.get("feedback")}
 
 
 def _ordered(env, strategy, seed):
