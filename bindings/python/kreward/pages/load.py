@@ -132,7 +132,7 @@ def read_reports(path):
 
 VET_FIELDS = ("problem", "path", "kind", "kept", "reasons", "import", "deterministic", "device",
               "reference_ms", "launch_bound", "trivial", "strengthened", "weak",
-              "tolerance_headroom", "duplicate_of", "seconds")
+              "tolerance_headroom", "duplicate_of", "seconds", "unchecked")
 
 
 def read_vetting(path):
@@ -152,7 +152,10 @@ def read_vetting(path):
         row["reasons"] = [str(r) for r in row["reasons"] or []]
         row["import"] = row["import"] or {}
         row["reference_ms"] = row["reference_ms"] or {}
-        row["trivial"] = row["trivial"] or {}
+        # kreward.vet writes whether each trivial answer passes (true/false)
+        row["trivial"] = {k: ("passes" if v else "fails") if isinstance(v, bool) else v
+                          for k, v in (row["trivial"] or {}).items()}
+        row["unchecked"] = [str(u) for u in row["unchecked"] or []]
         row["line"] = n
         out.append(row)
     if not out:

@@ -35,6 +35,8 @@ def main(argv=None):
     p.add_argument("--rtol", type=float, default=1e-2)
     p.add_argument("--timeout", type=float, default=600, help="seconds per file and step")
     p.add_argument("--restart", action="store_true", help="vet everything again (no resume)")
+    p.add_argument("--html", metavar="OUT", help="also write the run as an HTML page "
+                                                 "(kreward report vet.jsonl --html OUT)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     a = p.parse_args(argv)
     devices = None
@@ -55,6 +57,15 @@ def main(argv=None):
         print(f"kreward problems vet: {e}", file=sys.stderr)
         return 2
     sys.stdout.write(result.summary)
+    if a.html:
+        from ..pages import render
+        try:
+            render(os.path.join(result.folder, "vet.jsonl"), a.html, kind="vet")
+        except Exception as e:  # noqa: BLE001 - the run is kept; the page could not be written
+            print(f"kreward problems vet: the page {a.html} could not be written: {e}",
+                  file=sys.stderr)
+            return 4
+        print(f"page: {a.html}")
     print(f"\n{len(result.kept)} kept, {len(result.refused)} refused: {result.folder}/vet.jsonl, "
           f"{result.folder}/kept/, {result.folder}/refused/")
     return 0

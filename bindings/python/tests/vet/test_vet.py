@@ -235,11 +235,14 @@ def test_the_command_line_vets_and_prints_the_table(tmp_path):
     (tmp_path / "t/broken.py").write_text(SET["broken.py"])
     env = dict(os.environ, PYTHONPATH=str(ROOT / "bindings/python"), KREWARD_IMPORT_CACHE="")
     out = subprocess.run([sys.executable, "-m", "kreward.vet", str(tmp_path / "t"), "--out",
-                          str(tmp_path / "v"), "--devices", "cpu", "--no-compile", "-q"],
+                          str(tmp_path / "v"), "--devices", "cpu", "--no-compile", "-q",
+                          "--html", str(tmp_path / "vet.html")],
                          capture_output=True, text=True, env=env, timeout=600)
     assert out.returncode == 0, out.stderr
     assert "1 of 2 problems kept" in out.stdout and "| broken.py |" in out.stdout
     assert "1 kept, 1 refused" in out.stdout
+    page = (tmp_path / "vet.html").read_text()
+    assert "relu.py" in page and "broken.py" in page and "this file cannot load" in page
     bad = subprocess.run([sys.executable, "-m", "kreward.vet", str(tmp_path / "nothing")],
                          capture_output=True, text=True, env=env, timeout=60)
     assert bad.returncode == 2 and "no such file or folder" in bad.stderr
