@@ -303,8 +303,20 @@ static int add_global(kr__image_facts *f, const char *name, uint32_t group, uint
     return 0;
 }
 
+/* The sections whose variables a kernel can change for the next call:
+ * .nv.global* (__device__), and the constant banks other than the kernels'
+ * parameters (.nv.constant0.<kernel>). A __constant__ variable is device
+ * memory: its generic address (cvta.const) takes a plain store, so a
+ * counter kept there outlived the call until the banks were restored too. */
+static int writable_across_calls(const char *sec)
+{
+    if (strncmp(sec, ".nv.global", 10) == 0)
+        return 1;
+    return strncmp(sec, ".nv.constant", 12) == 0 && strncmp(sec, ".nv.constant0", 13) != 0;
+}
+
 /* One symbol of the symbol table: a writable global (in a .nv.global*
- * section) is recorded with its group; the heap functions and managed
+ * or user constant section) is recorded with its group; the heap functions and managed
  * variables are noted. */
 static int read_symbol(const elf *e, span s, uint64_t off, const section *strtab,
                        kr__image_facts *f)
@@ -325,8 +337,8 @@ static int read_symbol(const elf *e, span s, uint64_t off, const section *strtab
     if (type != 1 /* OBJECT */ || shndx == 0 || shndx >= e->nsec)
         return 0;
     const char *sec = section_name(e, &e->sec[shndx]);
-    if (!sec || strncmp(sec, ".nv.global", 10) != 0)
-        return 0; /* constants, shared memory, strings: not writable across calls */
+    if (!sec || !writable_across_calls(sec))
+        return 0; /* shared memory, strings, kernel parameters */
     if (other & STO_CUDA_MANAGED)
         f->has_managed = 1;
     if (add_group(f, shndx, e->sec[shndx].size, sec) != 0 ||

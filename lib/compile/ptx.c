@@ -236,9 +236,12 @@ int kr__ptx_read_facts(const unsigned char *image, size_t len, kr__image_facts *
         const char *end = strpbrk(p, ";{"); /* a declaration, or a function's head */
         if (!end)
             break;
-        /* a module-scope statement: `.global` data, or `.extern .func` heap calls */
+        /* a module-scope statement: `.global` or `.const` data (a constant is
+         * device memory a generic store can change: elf_cubin.c), or
+         * `.extern .func` heap calls */
         if (strncmp(p, ".extern", 7) == 0 || strncmp(p, ".visible", 8) == 0 ||
-            strncmp(p, ".global", 7) == 0 || strncmp(p, ".weak", 5) == 0) {
+            strncmp(p, ".global", 7) == 0 || strncmp(p, ".weak", 5) == 0 ||
+            strncmp(p, ".const", 6) == 0) {
             char *stmt = kr__strndup(p, (size_t)(end - p));
             if (!stmt) {
                 rc = -1;
@@ -247,7 +250,8 @@ int kr__ptx_read_facts(const unsigned char *image, size_t len, kr__image_facts *
             if (strstr(stmt, ".func") && (strstr(stmt, " malloc") || strstr(stmt, " free") ||
                                           strstr(stmt, ")malloc") || strstr(stmt, ")free")))
                 f->uses_heap = 1;
-            else if (strstr(stmt, ".global ") && !strstr(stmt, ".func")) {
+            else if ((strstr(stmt, ".global ") || strstr(stmt, ".const ")) &&
+                     !strstr(stmt, ".func")) {
                 const char *name;
                 size_t n = declared_name(stmt, stmt + strlen(stmt), &name);
                 if (n && add_ptx_global(f, name, n) != 0)

@@ -1,6 +1,7 @@
 /* Launching the builtin kernels (generator, hash, canary check, compare,
  * bit difference) on the engine's stream. */
 #include "run/engine.h"
+#include "common/random.h"
 
 /* A grid-stride launch: enough blocks to fill the device, no more. */
 static unsigned blocks_for(const kr__engine *e, uint64_t n)
@@ -60,4 +61,16 @@ int kr__k_bitdiff(kr_context *ctx, CUdeviceptr a, CUdeviceptr b, uint64_t n, uin
 {
     void *params[] = {&a, &b, &n, &elem, &count};
     return launch(ctx, kr__engine_of(ctx)->f_bitdiff, n, params, "comparing runs");
+}
+
+int kr__k_scrub_shared(kr_context *ctx)
+{
+    kr__engine *e = kr__engine_of(ctx);
+    uint64_t seed = kr__random64(); /* per call, from the OS: nothing to predict */
+    uint32_t words = (uint32_t)e->scrub_bytes / 4;
+    void *params[] = {&seed, &words};
+    unsigned blocks = (unsigned)(e->sm_count > 0 ? e->sm_count : 1) * 2;
+    CUresult r = kr__cuda()->cuLaunchKernel(e->f_scrub_shared, blocks, 1, 1, 256, 1, 1,
+                                            (unsigned)e->scrub_bytes, e->stream, params, NULL);
+    return r == CUDA_SUCCESS ? KR_OK : kr__cuda_fail(ctx, r, "scrubbing shared memory");
 }

@@ -25,10 +25,22 @@ static int load_builtins(kr_context *ctx, kr__engine *e)
                {&e->f_hash, "kr_hash"},           {&e->f_check_bytes, "kr_check_bytes"},
                {&e->f_bitdiff, "kr_bitdiff"},     {&e->f_spin_until, "kr_spin_until"},
                {&e->f_spin_cycles, "kr_spin_cycles"}, {&e->f_fma_peak, "kr_fma_peak"},
-               {&e->f_mma_peak, "kr_mma_peak"},   {&e->f_mask, "kr_mask"}};
+               {&e->f_mma_peak, "kr_mma_peak"},   {&e->f_mask, "kr_mask"},
+               {&e->f_scrub_shared, "kr_scrub_shared"}};
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
         KR__CU(ctx, kr__cuda()->cuModuleGetFunction(fns[i].fn, e->builtins->module, fns[i].name),
            "cuModuleGetFunction (builtins)");
+    /* the scrub takes the whole of a block's shared memory, the carveout at
+     * its largest: one block covers everything an SM's blocks can address */
+    const kr__cuda_api *cu = kr__cuda();
+    int optin = 0;
+    cu->cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, ctx->dev);
+    e->scrub_bytes = optin > 0 ? optin : 48 << 10;
+    KR__CU(ctx, cu->cuFuncSetAttribute(e->f_scrub_shared,
+                                       CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, e->scrub_bytes),
+           "cuFuncSetAttribute (shared memory scrub)");
+    cu->cuFuncSetAttribute(e->f_scrub_shared, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                           CU_SHAREDMEM_CARVEOUT_MAX_SHARED);
     /* the kernels that frame a timed sample, known to the tracer by handle */
     kr__trace_register_marker(e->f_spin_until, KR__MARK_SPIN);
     kr__trace_register_marker(e->f_spin_cycles, KR__MARK_PROBE);

@@ -63,7 +63,7 @@ typedef struct kr__engine {
     CUstream stream;
     kr_program *builtins;
     CUfunction f_generate, f_compare, f_hash, f_check_bytes, f_bitdiff, f_spin_until,
-        f_spin_cycles, f_fma_peak, f_mma_peak, f_mask;
+        f_spin_cycles, f_fma_peak, f_mma_peak, f_mask, f_scrub_shared;
     double peak_bytes_per_s;    /* measured device copy bandwidth (read + write), 0 until measured */
     double peak_flops;          /* measured fp32 FMA rate */
     double peak_mma_flops;      /* measured bf16 tensor-core rate (mma.sync); 0 below sm_80 */
@@ -75,6 +75,7 @@ typedef struct kr__engine {
     void *pinned;               /* host staging for copies, grown as needed; scrubbed after use */
     size_t pinned_bytes;
     int sm_count;
+    int scrub_bytes; /* kr_scrub_shared's dynamic shared memory: a block's most */
     int l2_bytes;
     kr__sound_entry *sound;     /* problems checked for soundness so far */
     size_t num_sound;
@@ -121,6 +122,8 @@ int kr__k_compare(kr_context *ctx, CUdeviceptr got, CUdeviceptr want, uint64_t n
 int kr__k_mask(kr_context *ctx, CUdeviceptr p, uint64_t bytes, const kr_chacha_key *key,
                uint32_t nonce0, uint32_t nonce1);
 /* Counts elements of elem bytes whose bits differ. */
+/* Every SM's shared memory filled with fresh random words (kr_scrub_shared). */
+int kr__k_scrub_shared(kr_context *ctx);
 int kr__k_bitdiff(kr_context *ctx, CUdeviceptr a, CUdeviceptr b, uint64_t n, uint32_t elem,
                   CUdeviceptr count);
 

@@ -229,6 +229,25 @@ extern "C" __global__ void kr_bitdiff(const kr_u8 *a, const kr_u8 *b, kr_u64 n, 
         atomicAdd(count, c);
 }
 
+/* Fills the block's dynamic shared memory with words drawn from seed.
+ * Shared memory keeps what the last block on an SM left, so a candidate
+ * could carry a counter from call to call there: before every call the
+ * engine launches this with the largest shared memory a block can have
+ * (one block fills one SM's) on twice as many blocks as SMs, so what a
+ * later call finds is fresh randomness, never a value it wrote. */
+extern "C" __global__ void kr_scrub_shared(kr_u64 seed, kr_u32 words)
+{
+    extern __shared__ kr_u32 kr_scrub_words[];
+    volatile kr_u32 *s = kr_scrub_words;
+    kr_u64 base = seed ^ ((kr_u64)blockIdx.x * 0xD1B54A32D192ED03ull);
+    for (kr_u32 i = threadIdx.x; i < words; i += blockDim.x) {
+        kr_u64 z = base + (kr_u64)(i + 1) * 0x9E3779B97F4A7C15ull; /* splitmix64 */
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        s[i] = (kr_u32)(z ^ (z >> 31));
+    }
+}
+
 /* Blocks the stream until the host writes a non-zero value to *flag (host
  * mapped memory), so the launches queued behind it start back to back and
  * host launch latency stays out of the timed interval (as nvbench does).

@@ -164,6 +164,9 @@ int kr__run_reset(kr_context *ctx, const kr__run *r)
     /* every call starts from the module's state at load: nothing a kernel
      * left in its __device__ globals survives into the next call */
     int rc = kr__program_restore_globals(ctx, r->bp->program, kr__engine_of(ctx)->stream);
+    /* nor in shared memory, which keeps what the last block on an SM wrote */
+    if (rc == KR_OK)
+        rc = kr__k_scrub_shared(ctx);
     for (size_t i = 0; i < r->num_scratch && rc == KR_OK; i++) {
         rc = kr__dbuf_fill(ctx, &r->scratch[i], r->bp->plan->scratch[i].zero ? 0 : 0xA5);
         if (rc == KR_OK)

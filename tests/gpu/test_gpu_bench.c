@@ -302,6 +302,50 @@ static void graph_mode_and_timed_checks(void **state)
     kr_problem_free(p);
 }
 
+/* State outside the module's globals: a __constant__ written through its
+ * generic address, and shared memory, which keeps what the last block on
+ * an SM left. Each kernel below is wrong on every other call when its
+ * channel carries a counter from call to call; with the constant banks
+ * restored and shared memory scrubbed before every call, never. */
+static void no_state_in_constants_or_shared_memory(void **state)
+{
+    (void)state;
+    kr_problem *p = problem(SPEC("100003", "8*N", "c[i] = a[i]"));
+    kr_bench_options o;
+    kr_bench_options_init(&o, KR_BENCH_OPTIONS_VERSION, KR_BENCH_FAST);
+    o.check_fraction = 1.0;
+    const char *constant_bank =
+        "// kreward: launch k grid=(cdiv(N,256)) block=(256) args=(a, c, N)\n"
+        "// kreward: launch tick grid=(1) block=(1) args=()\n"
+        "__constant__ unsigned calls;\n"
+        "extern \"C\" __global__ void k(const float* a, float* c, long long n) {\n"
+        "  long long i = blockIdx.x * 256ll + threadIdx.x;\n"
+        "  if (i < n) c[i] = (calls & 1) ? 0.f : a[i]; }\n"
+        "extern \"C\" __global__ void tick() {\n"
+        "  unsigned long long q; asm(\"cvta.const.u64 %0, calls;\" : \"=l\"(q));\n"
+        "  asm volatile(\"st.global.u32 [%0], %1;\" :: \"l\"(q), \"r\"(calls + 1) : \"memory\"); }\n";
+    kr_report *r = bench(p, constant_bank, &o, NULL);
+    assert_false(kr_report_flags(r) & KR_FLAG_TIMED_OUTPUT_WRONG);
+    assert_true(metric(r, "timed_checks") >= 3);
+    kr_report_free(r);
+    /* every block leaves a magic word and a count behind in shared memory;
+     * a block that finds the magic word with an odd count writes zeros */
+    const char *shared_residue =
+        "// kreward: launch k grid=(cdiv(N,256)) block=(256) smem=4096 args=(a, c, N)\n"
+        "extern \"C\" __global__ void k(const float* a, float* c, long long n) {\n"
+        "  extern __shared__ unsigned s[]; __shared__ unsigned seen;\n"
+        "  if (threadIdx.x == 0) { seen = s[1022] == 0x5eedc0deu ? s[1023] : 0;\n"
+        "    s[1022] = 0x5eedc0deu; s[1023] = seen + 1; }\n"
+        "  __syncthreads();\n"
+        "  long long i = blockIdx.x * 256ll + threadIdx.x;\n"
+        "  if (i < n) c[i] = (seen & 1) ? 0.f : a[i]; }\n";
+    r = bench(p, shared_residue, &o, NULL);
+    assert_false(kr_report_flags(r) & KR_FLAG_TIMED_OUTPUT_WRONG);
+    assert_true(metric(r, "timed_checks") >= 3);
+    kr_report_free(r);
+    kr_problem_free(p);
+}
+
 int main(void)
 {
     g_ctx = gpu_context_or_skip();
@@ -313,6 +357,7 @@ int main(void)
         cmocka_unit_test(baseline_samples_are_shared),
         cmocka_unit_test(skipping_reads_is_implausible),
         cmocka_unit_test(graph_mode_and_timed_checks),
+        cmocka_unit_test(no_state_in_constants_or_shared_memory),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kr_context_free(g_ctx);

@@ -357,7 +357,8 @@ static void builtin_kernels_compile(void **state)
     if (kr__builtins_compile(ctx, &p) != KR_OK)
         fail_msg("%s\n%s", kr_context_errmsg(ctx), kr_context_errdetail(ctx));
     const char *names[] = {"kr_generate", "kr_compare", "kr_hash", "kr_check_bytes", "kr_bitdiff",
-                           "kr_spin_until", "kr_spin_cycles", "kr_fma_peak"};
+                           "kr_spin_until", "kr_spin_cycles", "kr_fma_peak", "kr_mma_peak", "kr_mask",
+                           "kr_scrub_shared"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         assert_int_not_equal(kr_program_find_kernel(p, names[i]), SIZE_MAX);
     kr_program_free(p);
