@@ -54,8 +54,9 @@ def table(records, limits, devices, skipped=()):
             if r.get("strengthened") and passes != "-":
                 passes += " (broken by 'strong')"
             head = r.get("tolerance_headroom")
+            head = "-" if head is None else "exact" if head >= 1e9 else f"{head:.3g}"
             why = "; ".join(r["reasons"]).replace("|", "/")
             lines.append(f"| {r['problem']} | {r['kind']} | {'yes' if r['kept'] else 'no'} | "
                          f"{_ms(ms.get('eager'))} | {_ms(ms.get('compile'))} | "
-                         f"{'-' if head is None else f'{head:.3g}'} | {passes} | {why[:160]} |")
+                         f"{head} | {passes} | {why[:160]} |")
     return "\n".join(lines) + "\n"
