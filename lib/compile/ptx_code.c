@@ -386,11 +386,25 @@ static int add_call(function *f, const char *name, size_t n)
     return 0;
 }
 
-/* One statement of a body, [p, end) without its `;`: labels first. */
+/* A directive that ends with its line, not with `;` (.loc and .file: the
+ * debug lines -lineinfo writes before an instruction). */
+static int line_directive(const char *p, const char *end)
+{
+    return (end - p > 4 && memcmp(p, ".loc", 4) == 0 && isspace((unsigned char)p[4])) ||
+           (end - p > 5 && memcmp(p, ".file", 5) == 0 && isspace((unsigned char)p[5]));
+}
+
+/* One statement of a body, [p, end) without its `;`: line directives and
+ * labels first. */
 static int statement(function *f, scratch *w, const char *p, const char *end, const params *ps)
 {
     for (;;) {
         p = skip_space(p, end);
+        if (line_directive(p, end)) {
+            while (p < end && *p != '\n')
+                p++;
+            continue;
+        }
         const char *s = p;
         while (p < end && ident_char((unsigned char)*p))
             p++;
