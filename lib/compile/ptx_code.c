@@ -687,6 +687,19 @@ int kr__ptx_code_read(const char *ptx, size_t len, kr__ptx_code *out, char *why,
     return 0;
 }
 
+size_t kr__ptx_statement_count(const char *ptx, size_t len)
+{
+    char *text = ptx ? blank_comments(ptx, len) : NULL;
+    size_t n = 0;
+    for (size_t i = 0; text && i < len; i++)
+        n += text[i] == ';';
+    if (ptx && !text) /* out of memory: every ';' then */
+        for (size_t i = 0; i < len; i++)
+            n += ptx[i] == ';';
+    free(text);
+    return n;
+}
+
 const kr__ptx_kernel *kr__ptx_code_kernel(const kr__ptx_code *c, const char *name)
 {
     for (size_t i = 0; c && name && i < c->num_kernels; i++)

@@ -37,6 +37,11 @@ typedef struct kr__ptx_code {
  * text that is not PTX the reader understands); *out is then empty. */
 int kr__ptx_code_read(const char *ptx, size_t len, kr__ptx_code *out, char *why, size_t why_size);
 void kr__ptx_code_free(kr__ptx_code *c);
+/* Statements of the PTX text (its `;` outside comments): at least its
+ * instructions, whatever the reader makes of it; the size of PTX the
+ * reader cannot follow, so that such PTX never measures smaller. */
+size_t kr__ptx_statement_count(const char *ptx, size_t len);
+
 /* The kernel named name (a .entry), or NULL. */
 const kr__ptx_kernel *kr__ptx_code_kernel(const kr__ptx_code *c, const char *name);
 

@@ -172,7 +172,7 @@ static void judge_code(kr_context *ctx, kr_report *r, const kr_problem *problem,
 {
     kr__ptx_code code;
     int has_code = kr__program_read_code(prog, &code) == 0;
-    kr__judge_size(r, has_code ? &code : NULL);
+    kr__judge_size(r, prog, has_code ? &code : NULL);
     if (plan)
         kr__judge_compiled_copy(ctx, problem, prog, has_code ? &code : NULL, plan, o->compile, r);
     if (has_code)

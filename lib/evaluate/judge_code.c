@@ -23,17 +23,19 @@ void kr__judge_source_size(kr_report *r, const char *source, size_t len)
     kr_report_set(r, "code_tokens", (double)facts.code_tokens);
 }
 
-void kr__judge_size(kr_report *r, const kr__ptx_code *code)
+void kr__judge_size(kr_report *r, const kr_program *prog, const kr__ptx_code *code)
 {
+    size_t len;
+    const char *ptx = kr__program_ptx(prog, &len);
     double lines;
-    if (!code) {
+    if (!ptx) {
         if (kr_report_get(&lines, r, "source_lines") == KR_OK)
             kr_report_set(r, "code_lines", lines);
         return;
     }
-    kr_report_set(r, "ptx_instructions", (double)code->instructions);
-    kr_report_set(r, "code_lines",
-                  ceil((double)code->instructions / KR__PTX_INSTRUCTIONS_PER_LINE));
+    size_t n = code ? code->instructions : kr__ptx_statement_count(ptx, len);
+    kr_report_set(r, "ptx_instructions", (double)n);
+    kr_report_set(r, "code_lines", ceil((double)n / KR__PTX_INSTRUCTIONS_PER_LINE));
 }
 
 void kr__judge_source_copy(const kr_problem *p, const char *source, size_t len, kr_report *r)

@@ -24,11 +24,12 @@
  * program (kr__judge_size). */
 void kr__judge_source_size(kr_report *r, const char *source, size_t len);
 
-/* code_lines and ptx_instructions from the program's code, its PTX (inline
- * asm included, so layout cannot move them). Without code (a CUBIN from
- * elsewhere has no PTX; code NULL) a source's own count (source_lines)
- * stands in for code_lines, and a binary gets none. */
-void kr__judge_size(kr_report *r, const kr__ptx_code *code);
+/* code_lines and ptx_instructions from prog's code (code, read from its
+ * PTX: inline asm included, so layout cannot move them). PTX the reader
+ * could not follow (code NULL) is measured by its statements, never fewer
+ * than its instructions; without PTX (a CUBIN from elsewhere) a source's
+ * own count (source_lines) stands in, and a binary gets no size. */
+void kr__judge_size(kr_report *r, const kr_program *prog, const kr__ptx_code *code);
 
 /* reference_copy when the source is the reference's, comments, layout,
  * names and #include lines aside (the cheap check: no compile). */
