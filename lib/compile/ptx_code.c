@@ -222,11 +222,13 @@ static int is_float_op(const char *op, size_t n)
     return 0;
 }
 
-/* Appends the canonical text of one operand [p, end) to b; *constant is set
- * when it holds a number. */
+/* Appends the canonical text of one operand [p, end) to b; *fixes is set
+ * when it holds a number or a special register (%tid.x, %ctaid.y, ...):
+ * what the instruction computes depends on which. */
 static void operand_text(kr__buf *b, const char *p, const char *end, const params *ps,
-                         int *constant)
+                         int *fixes)
 {
+    const char *start = p;
     while (p < end) {
         unsigned char c = (unsigned char)*p;
         if (isspace(c)) {
@@ -239,13 +241,17 @@ static void operand_text(kr__buf *b, const char *p, const char *end, const param
             while (d > s && isdigit((unsigned char)d[-1]))
                 d--;
             /* %r12 -> %r: a register by its class; %tid and the like kept */
-            kr__buf_append(b, s - 1, (size_t)((d > s && d < p ? d : p) - s) + 1);
+            int numbered = d > s && d < p;
+            kr__buf_append(b, s - 1, (size_t)((numbered ? d : p) - s) + 1);
+            *fixes |= !numbered;
         } else if (ident_start(c)) {
             const char *s = p;
             while (p < end && ident_char((unsigned char)*p))
                 p++;
             int i = param_index(ps, s, (size_t)(p - s));
-            if (i >= 0) {
+            if (s > start && s[-1] == '.') {
+                kr__buf_append(b, s, (size_t)(p - s)); /* a suffix (%tid.x) or a keyword (.b8) */
+            } else if (i >= 0) {
                 char num[16];
                 int n = snprintf(num, sizeof num, "P%d", i);
                 kr__buf_append(b, num, (size_t)n);
@@ -256,7 +262,7 @@ static void operand_text(kr__buf *b, const char *p, const char *end, const param
             while (p < end && (isalnum((unsigned char)*p) || *p == '.'))
                 p++;
             kr__buf_append(b, s, (size_t)(p - s));
-            *constant = 1;
+            *fixes = 1;
         } else {
             kr__buf_append(b, p, 1);
             p++;
@@ -306,12 +312,12 @@ static uint64_t instruction_shape(scratch *w, const char *p, const char *end, co
 {
     kr__buf *t = &w->text;
     reset(t);
-    int constant = 0;
+    int fixes = 0;
     if (*p == '@') {
         const char *s = p;
         while (p < end && !isspace((unsigned char)*p))
             p++;
-        operand_text(t, s, p, ps, &constant); /* @%p3 -> @%p, @!%p1 -> @!%p */
+        operand_text(t, s, p, ps, &fixes); /* @%p3 -> @%p, @!%p1 -> @!%p */
         kr__buf_puts(t, " ");
         p = skip_space(p, end);
     }
@@ -326,7 +332,7 @@ static uint64_t instruction_shape(scratch *w, const char *p, const char *end, co
         n = 0; /* no operands */
     for (size_t i = 0; i < n; i++) {
         reset(&w->ops[i]);
-        operand_text(&w->ops[i], from[i], to[i], ps, &constant);
+        operand_text(&w->ops[i], from[i], to[i], ps, &fixes);
     }
     /* the first two sources of a commutative operation in one order */
     if (n >= 3 && is_commutative(op, op_len) && w->ops[1].data && w->ops[2].data &&
@@ -339,7 +345,7 @@ static uint64_t instruction_shape(scratch *w, const char *p, const char *end, co
         kr__buf_append(t, i ? "," : " ", 1);
         kr__buf_append(t, w->ops[i].data, w->ops[i].len);
     }
-    *fixed = constant || is_effect(op, op_len) || is_float_op(op, op_len);
+    *fixed = fixes || is_effect(op, op_len) || is_float_op(op, op_len);
     *callee = NULL;
     if (op_len >= 4 && memcmp(op, "call", 4) == 0) {
         for (size_t i = 0; i < n; i++) {
@@ -428,9 +434,9 @@ static int statement(function *f, scratch *w, const char *p, const char *end, co
     if (*p == '.') {
         if (!is_storage(p, end))
             return 0;
-        int constant = 0;
+        int fixes = 0;
         reset(&w->text);
-        operand_text(&w->text, p, end, ps, &constant);
+        operand_text(&w->text, p, end, ps, &fixes);
         h = XXH3_64bits(w->text.data ? w->text.data : "", w->text.len);
         fixed = 1;
     } else {

@@ -6,8 +6,9 @@
  * A shape is an instruction with its register numbers and every name left
  * out: the opcode with its types, the predicate guard, and the operands as
  * register classes (%r, %rd, %f, ...), special registers (%tid.x),
- * constants, memory offsets and the kernel's parameters by position; the
- * first two sources of a commutative operation in one order. Shapes are
+ * directive words (.b8), constants, memory offsets and the kernel's
+ * parameters by position; the first two sources of a commutative operation
+ * in one order. Shapes are
  * kept as a multiset (sorted 64-bit hashes), so instruction order, register
  * allocation, names, comments, debug lines and layout do not move it. */
 #ifndef KR_PTX_CODE_H
@@ -23,7 +24,8 @@ typedef struct kr__ptx_kernel {
     uint64_t *shapes;        /* sorted */
     size_t num_fixed;        /* the shapes that fix what it computes: memory,
                               * floating-point, synchronisation and control
-                              * transfer out of the kernel, and any with a constant */
+                              * transfer out of the kernel, and any with a
+                              * constant or a special register (%tid.x) */
     uint64_t *fixed;         /* sorted */
 } kr__ptx_kernel;
 

@@ -567,7 +567,7 @@ static void ptx_reader(void **state)
         const char *from, *to;
     } changes[] = {{"0f3F000000", "0f3E800000"}, {"[%rd4+8]", "[%rd4+12]"},
                    {"[k_param_1]", "[k_param_0]"}, {"add.f32 %f3", "sub.f32 %f3"},
-                   {"ld.global.v2", "ld.global.nc.v2"}};
+                   {"ld.global.v2", "ld.global.nc.v2"}, {"%tid.x", "%tid.y"}};
     for (size_t i = 0; i < sizeof changes / sizeof changes[0]; i++) {
         char *t = replace(kr__strdup_for_test(PTX_A), changes[i].from, changes[i].to, 0, 0);
         kr__ptx_code c = read_ptx(t);
