@@ -610,8 +610,10 @@ static int kernel_of(const functions *fs, size_t entry, kr__ptx_kernel *k)
         free(fixed.v);
         return -1;
     }
-    qsort(shapes.v, shapes.n, sizeof *shapes.v, cmp_u64);
-    qsort(fixed.v, fixed.n, sizeof *fixed.v, cmp_u64);
+    if (shapes.n) /* an empty body has no array to sort */
+        qsort(shapes.v, shapes.n, sizeof *shapes.v, cmp_u64);
+    if (fixed.n)
+        qsort(fixed.v, fixed.n, sizeof *fixed.v, cmp_u64);
     k->shapes = shapes.v;
     k->num_shapes = shapes.n;
     k->fixed = fixed.v;

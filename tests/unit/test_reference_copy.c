@@ -598,6 +598,12 @@ static void ptx_reader(void **state)
     assert_int_equal(kr__ptx_code_read(".entry (", 8, &bad, why, sizeof why), -1);
     assert_int_equal(kr__ptx_code_read(".visible .entry k() {", 21, &bad, why, sizeof why), -1);
     assert_int_equal(bad.num_kernels, 0);
+    /* an empty kernel (found by fuzz_ptx_code: nothing to sort) */
+    kr__ptx_code empty = read_ptx(".visible .entry e()\n{\n}\n");
+    assert_int_equal(empty.num_kernels, 1);
+    assert_int_equal(empty.kernels[0].num_shapes, 0);
+    assert_true(kr__ptx_near_copy(&empty.kernels[0], &empty.kernels[0]));
+    kr__ptx_code_free(&empty);
     /* and a module without code */
     kr__ptx_code none = read_ptx(".version 9.0\n.target sm_90a\n");
     assert_int_equal(none.instructions, 0);
