@@ -11,7 +11,7 @@ if [ ! -f build-fuzz/build.ninja ]; then
 fi
 ninja -C build-fuzz >/dev/null || { ninja -C build-fuzz; exit 1; }
 status=0
-for t in expr problem plan protocol; do
+for t in expr problem plan protocol ptx_code; do
   work=$(mktemp -d)
   cp tests/fuzz/corpus/$t/* "$work"/
   echo "fuzz_$t: ${seconds}s"

@@ -50,7 +50,8 @@ enum kr_verdict {
 #define KR_FLAG_PRECISION          (1ull << 12) /* errors look like reduced precision (e.g. fp16 math) */
 #define KR_FLAG_SLOW               (1ull << 13) /* stopped early: far slower than the baseline */
 #define KR_FLAG_WEAK_PROBLEM       (1ull << 14) /* the problem's outputs barely depend on its inputs */
-#define KR_FLAG_REFERENCE_COPY     (1ull << 15) /* the candidate is the reference (normalised) */
+#define KR_FLAG_REFERENCE_COPY     (1ull << 15) /* the candidate is the reference: its source,
+                                                  * normalised, or its compiled kernels */
 /* Evidence about whose kernels did the work (ModelNew candidates: torch code
  * that may call kernels of its own; docs/kernelbench.md, "Attribution") */
 #define KR_FLAG_TORCH_FALLBACK     (1ull << 16) /* no kernel of its own ran: torch or a library did the work */

@@ -178,8 +178,9 @@ static kr__hash128 cache_key(const kr__nvrtc_api *nv, const char *arch, const op
     kr__hash128 zero = {0, 0};
     if (kr__hasher_init(&h) != 0)
         return zero;
-    /* 2: the include policy (in-memory headers, the shims) */
-    kr__hasher_str(&h, "kreward-compile/2");
+    /* 2: the include policy (in-memory headers, the shims); 3: the PTX kept
+     * beside a CUBIN */
+    kr__hasher_str(&h, "kreward-compile/3");
     uint64_t shims_lo, shims_hi;
     kr__shims_digest(&shims_lo, &shims_hi);
     kr__hasher_u64(&h, shims_lo);
@@ -223,6 +224,7 @@ static void reset_program(kr_program *prog)
 {
     kr_context *ctx = prog->ctx;
     free(prog->image);
+    free(prog->ptx);
     free(prog->log);
     for (size_t i = 0; i < prog->num_lowered; i++) {
         free(prog->lowered_expr[i]);
@@ -293,8 +295,8 @@ static int prepend_notes(kr_program *prog, kr__buf *notes)
     return 0;
 }
 
-int kr_compile(kr_program **out, kr_context *ctx, const char *source, size_t len,
-               const kr_compile_options *opts)
+static int compile(kr_program **out, kr_context *ctx, const char *source, size_t len,
+                   const kr_compile_options *opts, int load)
 {
     if (!ctx || !out)
         return KR_EINVAL;
@@ -372,7 +374,7 @@ int kr_compile(kr_program **out, kr_context *ctx, const char *source, size_t len
         rc = kr__fail(ctx, KR_ENOMEM, "out of memory");
         goto out;
     }
-    rc = kr__program_finish(prog);
+    rc = load ? kr__program_finish(prog) : kr__program_finish_unloaded(prog);
 out:
     if (rc == KR_OK) {
         *out = prog;
@@ -386,4 +388,16 @@ out:
     kr__include_dirs_free(dirs);
     free(src);
     return rc;
+}
+
+int kr_compile(kr_program **out, kr_context *ctx, const char *source, size_t len,
+               const kr_compile_options *opts)
+{
+    return compile(out, ctx, source, len, opts, 1);
+}
+
+int kr__compile_image(kr_program **out, kr_context *ctx, const char *source, size_t len,
+                      const kr_compile_options *opts)
+{
+    return compile(out, ctx, source, len, opts, 0);
 }

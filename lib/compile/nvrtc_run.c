@@ -96,6 +96,19 @@ static int collect_outputs(kr_context *ctx, const kr__nvrtc_api *nv, nvrtcProgra
     prog->image[n] = '\0';
     prog->image_len = want_cubin ? n : strlen((char *)prog->image);
     prog->kind = want_cubin ? KR_BINARY_CUBIN : KR_BINARY_PTX;
+    /* beside a CUBIN, the PTX it was made from (NVRTC keeps both): the code
+     * as compiled, for its size and for comparing kernels; none is no error */
+    size_t ptx_n = 0;
+    if (want_cubin && nv->nvrtcGetPTXSize(p, &ptx_n) == NVRTC_SUCCESS && ptx_n > 1 &&
+        (prog->ptx = malloc(ptx_n + 1)) != NULL) {
+        if (nv->nvrtcGetPTX(p, prog->ptx) == NVRTC_SUCCESS) {
+            prog->ptx[ptx_n] = '\0';
+            prog->ptx_len = strlen(prog->ptx);
+        } else {
+            free(prog->ptx);
+            prog->ptx = NULL;
+        }
+    }
     size_t k = o->num_name_expressions;
     prog->lowered_expr = calloc(k ? k : 1, sizeof *prog->lowered_expr);
     prog->lowered_name = calloc(k ? k : 1, sizeof *prog->lowered_name);

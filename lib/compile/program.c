@@ -36,6 +36,7 @@ void kr_program_free(kr_program *prog)
     free(prog->lowered_expr);
     free(prog->lowered_name);
     free(prog->image);
+    free(prog->ptx);
     free(prog->log);
     free(prog);
 }
@@ -60,12 +61,34 @@ static int read_image(kr_program *prog, char *why, size_t why_size)
     return rc;
 }
 
-int kr__program_finish(kr_program *prog)
+const char *kr__program_ptx(const kr_program *prog, size_t *len)
+{
+    const char *ptx = !prog ? NULL : prog->kind == KR_BINARY_PTX ? (const char *)prog->image
+                                                                  : prog->ptx;
+    if (len)
+        *len = !ptx ? 0 : prog->kind == KR_BINARY_PTX ? prog->image_len : prog->ptx_len;
+    return ptx;
+}
+
+int kr__program_read_code(const kr_program *prog, kr__ptx_code *out)
+{
+    size_t len;
+    const char *ptx = kr__program_ptx(prog, &len);
+    char why[128];
+    if (!ptx) {
+        memset(out, 0, sizeof *out);
+        return -1;
+    }
+    return kr__ptx_code_read(ptx, len, out, why, sizeof why);
+}
+
+/* The image's facts, and the module loaded where a device exists and `load`. */
+static int finish(kr_program *prog, int load)
 {
     char why[512] = "";
     if (read_image(prog, why, sizeof why) != 0)
         return kr__fail(prog->ctx, KR_EPARSE, "cannot read the kernels of the program: %s", why);
-    if (!prog->ctx->has_device)
+    if (!prog->ctx->has_device || !load)
         return KR_OK;
     int rc = kr__program_load(prog);
     if (rc == KR_ECUDA) {
@@ -75,6 +98,16 @@ int kr__program_finish(kr_program *prog)
         rc = KR_OK;
     }
     return rc;
+}
+
+int kr__program_finish(kr_program *prog)
+{
+    return finish(prog, 1);
+}
+
+int kr__program_finish_unloaded(kr_program *prog)
+{
+    return finish(prog, 0);
 }
 
 static int looks_like_ptx(const char *text, size_t len)

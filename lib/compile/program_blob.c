@@ -1,5 +1,6 @@
 /* The cache's value for a compiled program: a flat, versioned byte string.
- * Only what NVRTC produced is stored (image, log, lowered names, arch, time);
+ * Only what NVRTC produced is stored (image, the PTX beside a CUBIN, log,
+ * lowered names, arch, time);
  * kernels and resources are re-read from the image when it is used. */
 #include "compile/program_impl.h"
 #include "common/strbuf.h"
@@ -8,7 +9,7 @@
 #include <string.h>
 
 #define BLOB_MAGIC 0x4250524bu /* "KRPB" */
-#define BLOB_VERSION 1u
+#define BLOB_VERSION 2u /* 2: the PTX beside the image */
 
 static void put_u64(kr__buf *b, uint64_t v)
 {
@@ -35,6 +36,7 @@ int kr__program_to_blob(const kr_program *prog, void **blob, size_t *len)
     put_u64(&b, seconds_bits);
     put_bytes(&b, prog->arch, strlen(prog->arch));
     put_bytes(&b, prog->image, prog->image_len);
+    put_bytes(&b, prog->ptx ? prog->ptx : "", prog->ptx ? prog->ptx_len : 0);
     put_bytes(&b, prog->log, strlen(prog->log));
     put_u64(&b, prog->num_lowered);
     for (size_t i = 0; i < prog->num_lowered; i++) {
@@ -96,8 +98,13 @@ int kr__program_from_blob(kr_program *prog, const void *blob, size_t len)
     kr__strlcpy(prog->arch, arch, sizeof prog->arch);
     free(arch);
     if (!(prog->image = (unsigned char *)get_bytes(&r, &prog->image_len)) ||
-        !(prog->log = get_bytes(&r, NULL)) || get_u64(&r, &nlow) || nlow > 4096)
+        !(prog->ptx = get_bytes(&r, &prog->ptx_len)) || !(prog->log = get_bytes(&r, NULL)) ||
+        get_u64(&r, &nlow) || nlow > 4096)
         return -1;
+    if (!prog->ptx_len) { /* none */
+        free(prog->ptx);
+        prog->ptx = NULL;
+    }
     prog->lowered_expr = calloc(nlow ? nlow : 1, sizeof *prog->lowered_expr);
     prog->lowered_name = calloc(nlow ? nlow : 1, sizeof *prog->lowered_name);
     if (!prog->lowered_expr || !prog->lowered_name)

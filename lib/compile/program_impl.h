@@ -4,6 +4,7 @@
 
 #include "kreward/program.h"
 #include "compile/kernels.h"
+#include "compile/ptx_code.h"
 #include "driver/cuda_api.h"
 
 /* A writable region of a loaded module's device globals, and what it held
@@ -36,9 +37,13 @@ struct kr_program {
     kr__global_region *regions;
     uint64_t global_bytes;
     char refusal[300];         /* why it may not run as a candidate; "" when it may */
+    char *ptx;                 /* the PTX NVRTC wrote beside a CUBIN; NULL when there is none
+                              * (and for a PTX image, which is its own) */
+    size_t ptx_len;
 };
 
-/* Cache blob <-> program fields (kind, arch, image, log, lowered names, time). */
+/* Cache blob <-> program fields (kind, arch, image, PTX, log, lowered names,
+ * time). */
 int kr__program_to_blob(const kr_program *prog, void **blob, size_t *len);
 int kr__program_from_blob(kr_program *prog, const void *blob, size_t len);
 
@@ -47,6 +52,8 @@ kr_program *kr__program_alloc(kr_context *ctx);
 /* Reads the kernels from the image and, with a device, loads the module and
  * reads each kernel's resources. Errors are set on ctx. */
 int kr__program_finish(kr_program *prog);
+/* The same without loading the module (an image to read, not to run). */
+int kr__program_finish_unloaded(kr_program *prog);
 /* Loads the module on the context's device (no-op when loaded). */
 int kr__program_load(kr_program *prog);
 
@@ -65,5 +72,20 @@ int kr__program_admissible(kr_context *ctx, const kr_program *prog);
 int kr__program_check_owner(kr_context *ctx, const kr_program *prog, const char *what);
 
 kr__kernel *kr__program_kernel(const kr_program *prog, const char *name);
+
+/* The program's PTX text (len bytes), or NULL when it has none (a CUBIN
+ * compiled elsewhere). */
+const char *kr__program_ptx(const kr_program *prog, size_t *len);
+/* Reads the program's PTX code (its instructions, kernel by kernel) into
+ * *out, which the caller frees with kr__ptx_code_free: 0, or -1 when it has
+ * no PTX or the PTX cannot be read. On demand: most programs (references
+ * built to run, the builtin kernels) never need it. */
+int kr__program_read_code(const kr_program *prog, kr__ptx_code *out);
+
+/* kr_compile without loading the module on the device: the image, its
+ * kernels and code, for reading only (e.g. the reference's code compiled
+ * under a candidate's options, to compare with the candidate's). */
+int kr__compile_image(kr_program **out, kr_context *ctx, const char *source, size_t len,
+                      const kr_compile_options *opts);
 
 #endif

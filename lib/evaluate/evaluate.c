@@ -2,11 +2,11 @@
  * through compile, plan, verify, benchmark and score. */
 #include "kreward/evaluate.h"
 #include "common/options.h"
-#include "common/source_facts.h"
 #include "problem/problem_impl.h"
 #include "common/strbuf.h"
 #include "common/text.h"
 #include "compile/compile_impl.h"
+#include "evaluate/judge_code.h"
 #include "bench/counters.h"
 #include "run/engine.h"
 #include "run/profile.h"
@@ -165,12 +165,30 @@ static void profile_end(const profile *pr, kr_context *ctx, const kr_report *r)
     fprintf(stderr, "%s (ms)\n", line);
 }
 
-/* A ready program and its plan: check, verify, benchmark. */
+/* The compiled program's code, read once: its size and, given the plan,
+ * whether its kernels are the reference's. */
+static void judge_code(kr_context *ctx, kr_report *r, const kr_problem *problem,
+                       const kr_program *prog, const kr_plan *plan, const kr_evaluate_options *o)
+{
+    kr__ptx_code code;
+    int has_code = kr__program_read_code(prog, &code) == 0;
+    kr__judge_size(r, prog, has_code ? &code : NULL);
+    if (plan)
+        kr__judge_compiled_copy(ctx, problem, prog, has_code ? &code : NULL, plan, o->compile, r);
+    if (has_code)
+        kr__ptx_code_free(&code);
+}
+
+/* A ready program and its plan: judge its code (size, copy of the
+ * reference: decided here, before anything runs, so a compile worker and a
+ * GPU worker say the same), check, verify, benchmark. */
 static int run_program(kr_report *r, kr_context *ctx, const kr_problem *problem,
                        const kr_program *prog, const kr_plan *plan, const kr_evaluate_options *o,
                        profile *pr)
 {
     compile_metrics(r, prog);
+    judge_code(ctx, r, problem, prog, plan, o);
+    profile_phase(pr, PH_FACTS);
     int rc = kr__program_admissible(ctx, prog);
     if (rc == KR_ECOMPILE) {
         kr_report_set(r, "compiled", 0);
@@ -206,33 +224,14 @@ static int run_program(kr_report *r, kr_context *ctx, const kr_problem *problem,
     return rc;
 }
 
-/* A candidate that is the reference (comments, layout and names aside)
- * does no work of its own: the report says so, and rewards pay it no
- * speed. */
-static void flag_reference_copy(kr_context *ctx, const kr_problem *p, const char *source,
-                                size_t len, kr_report *r)
-{
-    (void)ctx;
-    kr__hash128 mine, theirs;
-    if (p->reference_kind != KR_REFERENCE_SOURCE || !p->reference_source ||
-        kr__source_fingerprint(&mine, source, len) != KR_OK ||
-        kr__source_fingerprint(&theirs, p->reference_source, strlen(p->reference_source)) != KR_OK)
-        return;
-    if (kr__hash128_equal(mine, theirs))
-        kr_report_set_flags(r, kr_report_flags(r) | KR_FLAG_REFERENCE_COPY);
-}
-
 /* Source: compile (a compile error is a verdict), read the plan, run. */
 static int run_source(kr_report *r, kr_context *ctx, const kr_problem *problem, const char *source,
                       size_t len, const kr_evaluate_options *o, profile *pr)
 {
-    /* measured on tokens: string literals that look like comments, or code
-     * joined onto a few lines, cannot make it look smaller */
-    kr__source_facts facts;
-    kr__source_facts_of(&facts, source, len);
-    kr_report_set(r, "code_lines", (double)facts.code_lines);
-    kr_report_set(r, "code_tokens", (double)facts.code_tokens);
-    flag_reference_copy(ctx, problem, source, len, r);
+    /* the source's own size (feedback), and the cheap check for a copy of
+     * the reference; the compiled code is judged in run_program */
+    kr__judge_source_size(r, source, len);
+    kr__judge_source_copy(problem, source, len, r);
     profile_phase(pr, PH_FACTS);
     kr_compile_options co;
     int rc = kr__compile_options_read(ctx, &co, o->compile);
@@ -256,6 +255,7 @@ static int run_source(kr_report *r, kr_context *ctx, const kr_problem *problem, 
         rc = run_program(r, ctx, problem, prog, plan, o, pr);
     } else if (rc == KR_EPLAN || rc == KR_ENOTFOUND) {
         compile_metrics(r, prog);
+        judge_code(ctx, r, problem, prog, NULL, o);
         rc = judged(ctx, r, KR_VERDICT_INVALID_PLAN, "launch plan");
     } else {
         rc = environment_error(ctx, r, rc);

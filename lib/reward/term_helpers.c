@@ -88,12 +88,24 @@ int kr__is_speed_metric(const char *key)
 
 int kr__speed_metric(const kr_report *r, const char *key, double *v)
 {
-    if (kr_report_get(v, r, key) == KR_OK)
-        return isnan(*v) ? -1 : 0;
     int low = strcmp(key, "speedup_low") == 0, high = strcmp(key, "speedup_high") == 0;
-    if ((!low && !high) || kr_report_get(v, r, "speedup") != KR_OK || isnan(*v))
+    double point;
+    int has_point = (low || high) && kr_report_get(&point, r, "speedup") == KR_OK && !isnan(point);
+    if (kr_report_get(v, r, key) == KR_OK) {
+        if (isnan(*v))
+            return -1;
+        /* the interval holds its point: a low end above the speedup (a
+         * report written by hand) would pay a candidate no faster than the
+         * reference as if it were faster */
+        if (has_point && low && *v > point)
+            *v = point;
+        if (has_point && high && *v < point)
+            *v = point;
+        return 0;
+    }
+    if (!has_point)
         return -1;
-    *v *= low ? 1 - KR__SPEEDUP_RESOLUTION : 1 + KR__SPEEDUP_RESOLUTION;
+    *v = point * (low ? 1 - KR__SPEEDUP_RESOLUTION : 1 + KR__SPEEDUP_RESOLUTION);
     return 0;
 }
 

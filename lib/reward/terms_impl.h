@@ -33,7 +33,10 @@ int kr__term_metric(const kr_report *r, const char *key, double *v, char *err, s
 int kr__is_speed_metric(const char *key);
 /* A speed metric; 0, or -1 when missing or NaN. speedup_low and
  * speedup_high, when missing, are speedup narrowed or widened by the
- * resolution (reports filled by hand often carry only speedup). */
+ * resolution (reports filled by hand often carry only speedup); when
+ * present they are read so that the interval holds speedup (a low end above
+ * it reads as speedup), so a candidate no faster than the reference never
+ * reaches a threshold above 1. */
 int kr__speed_metric(const kr_report *r, const char *key, double *v);
 /* destroy for terms whose state is one malloc'd block. */
 void kr__term_free(void *state);

@@ -537,6 +537,74 @@ static void real_compile_workers(void **state)
     kr_pool_free(pool);
 }
 
+/* The compiled code is judged at the compile stage, so a compile worker
+ * says what kr_evaluate says (test_reference_copy.c): a near-copy of the
+ * reference (an empty statement, a sum's operands swapped) is
+ * reference_copy, a kernel of its own is not, and inline PTX on one line is
+ * as large as laid out one instruction per line. */
+static void real_workers_judge_compiled_code(void **state)
+{
+    (void)state;
+    const char *root = getenv("KR_SOURCE_ROOT");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/examples/problems/l1_vector_add/problem.json", root);
+    kr_problem *p = NULL;
+    assert_int_equal(kr_problem_load(&p, g_ctx, path), KR_OK);
+    kr_pool_options o;
+    kr_pool_options_init(&o, KR_POOL_OPTIONS_VERSION);
+    o.worker_path = getenv("KR_REAL_WORKER");
+    o.gpus = "none";
+    o.compile_workers = 2;
+    o.compile_memory_bytes = (uint64_t)2 << 30;
+    o.compile_timeout_s = 60;
+    kr_pool *pool = NULL;
+    char *why = NULL;
+    if (kr_pool_new(&pool, &o, &why) != KR_OK)
+        fail_msg("pool: %s", why);
+    const char *copy =
+        "// kreward: launch add_ref grid=(264) block=(128) args=(a, b, c, N)\n"
+        "extern \"C\" __global__ void add_ref(const float* a, const float* b, float* c, long long n)\n"
+        "{\n    ;\n    for (long long i = blockIdx.x * 128ll + threadIdx.x; i < n; i += 264ll * 128)\n"
+        "        c[i] = b[i] + a[i];\n}\n";
+    const char *own = "// kreward: launch add1 grid=(cdiv(N, 32)) block=(32) args=(a, b, c, N)\n"
+                      "extern \"C\" __global__ void add1(const float* a, const float* b, float* c, long long n)\n"
+                      "{\n    long long i = blockIdx.x * 32ll + threadIdx.x;\n"
+                      "    if (i < n)\n        c[i] = a[i] + b[i];\n}\n";
+    const char *head = "// kreward: launch add grid=(cdiv(N, 256)) block=(256) args=(a, b, c, N)\n"
+                       "extern \"C\" __global__ void add(const float* a, const float* b, float* c, long long n)\n"
+                       "{\n    long long i = blockIdx.x * 256ll + threadIdx.x;\n"
+                       "    if (i < n) {\n        float x = a[i], y = b[i], z;\n";
+    char one[2048], laid[2048];
+    snprintf(one, sizeof one, "%s        asm(\"{ .reg .f32 t; add.f32 t, %%1, %%2; mov.f32 %%0, t; }\""
+             " : \"=f\"(z) : \"f\"(x), \"f\"(y));\n        c[i] = z;\n    }\n}\n", head);
+    snprintf(laid, sizeof laid, "%s        asm(\"{\\n\\t\"\n            \".reg .f32 t;\\n\\t\"\n"
+             "            \"add.f32 t, %%1, %%2;\\n\\t\"\n            \"mov.f32 %%0, t;\\n\\t\"\n"
+             "            \"}\"\n            : \"=f\"(z)\n            : \"f\"(x), \"f\"(y));\n"
+             "        c[i] = z;\n    }\n}\n", head);
+    uint64_t t1 = submit_to(pool, p, "copy.cu", copy), t2 = submit_to(pool, p, "own.cu", own);
+    uint64_t t3 = submit_to(pool, p, "one.cu", one), t4 = submit_to(pool, p, "laid.cu", laid);
+    kr_report *r[4];
+    uint64_t tickets[4] = {t1, t2, t3, t4};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(kr_pool_wait(&r[i], pool, tickets[i], 120), KR_OK);
+        if (kr_report_verdict(r[i]) != KR_VERDICT_NOT_RUN)
+            fail_msg("job %d: %s: %s", i, kr_verdict_name(kr_report_verdict(r[i])),
+                     kr_report_text(r[i], "message"));
+    }
+    assert_true(kr_report_flags(r[0]) & KR_FLAG_REFERENCE_COPY);
+    assert_false(kr_report_flags(r[1]) & KR_FLAG_REFERENCE_COPY);
+    double a = 0, b = 0, ia = 0, ib = 0;
+    assert_int_equal(kr_report_get(&a, r[2], "code_lines"), KR_OK);
+    assert_int_equal(kr_report_get(&b, r[3], "code_lines"), KR_OK);
+    assert_int_equal(kr_report_get(&ia, r[2], "ptx_instructions"), KR_OK);
+    assert_int_equal(kr_report_get(&ib, r[3], "ptx_instructions"), KR_OK);
+    assert_true(a == b && ia == ib);
+    for (int i = 0; i < 4; i++)
+        kr_report_free(r[i]);
+    kr_pool_free(pool);
+    kr_problem_free(p);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -573,6 +641,7 @@ int main(void)
         cmocka_unit_test(free_with_jobs_in_flight),
         cmocka_unit_test(workers_die_with_parent),
         cmocka_unit_test(real_compile_workers),
+        cmocka_unit_test(real_workers_judge_compiled_code),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -355,6 +355,45 @@ static void reference_copy_below_honest(void **state)
     }
 }
 
+/* A candidate no faster than the reference (speedup <= 1) never scores above
+ * the same candidate at exactly the reference's speed (speedup and the
+ * interval's low end 1.0), whatever else the report says: its interval
+ * (even one a caller wrote above the point), memory, code size, coverage,
+ * speedup_vs_compiled, flags. So a near-copy that escapes the
+ * reference_copy flag earns at most what speed 1.0 pays. */
+static void no_faster_pays_no_more_than_speed_one(void **state)
+{
+    (void)state;
+    for (const char *const *p = kr_reward_presets(); *p; p++) {
+        reward rw;
+        load(&rw, *p);
+        uint64_t s = 0x9e3779b97f4a7c15ull;
+        for (int i = 0; i < 20000; i++) {
+            facts f = base;
+            f.flags = next(&s) % 4 == 0 ? next(&s) & ((1ull << 16) - 1) : 0;
+            f.speedup = next(&s) % 8 == 0 ? 1.0 : pow(10, -4 * uniform(&s));
+            /* low ends of every kind: missing, consistent, and above the point */
+            int kind = (int)(next(&s) % 3);
+            f.speedup_low = kind == 0 ? MISSING : kind == 1 ? f.speedup * (0.8 + 0.2 * uniform(&s))
+                                                             : pow(10, -2 + 4 * uniform(&s));
+            f.vs_compiled = next(&s) % 2 ? MISSING : pow(10, -2 + 4 * uniform(&s));
+            f.coverage = next(&s) % 3 == 0 ? MISSING : uniform(&s);
+            f.roofline = next(&s) % 3 == 0 ? MISSING : 3 * uniform(&s);
+            f.code_lines = floor(pow(10, 5 * uniform(&s)));
+            f.memory = pow(10, 12 * uniform(&s));
+            facts one = f;
+            one.speedup = one.speedup_low = 1.0;
+            double v = score(&rw, &f), top = score(&rw, &one);
+            if (v > top + 1e-12) {
+                char what[512];
+                describe(&f, what, sizeof what);
+                fail_msg("%s: %s scored %g, above %g at speed 1.0", *p, what, v, top);
+            }
+        }
+        kr_reward_free(rw.w);
+    }
+}
+
 /* A kernel against itself: speedup 1.002 with the interval's low end at
  * 0.995 (the engine widens it by the 0.5 % resolution) scores as a kernel
  * just slower than the baseline, up to what continuous speed terms pay for
@@ -590,6 +629,7 @@ int main(void)
         cmocka_unit_test(order_random),
         cmocka_unit_test(flags_floor_speed),
         cmocka_unit_test(reference_copy_below_honest),
+        cmocka_unit_test(no_faster_pays_no_more_than_speed_one),
         cmocka_unit_test(self_timing_passes_no_threshold),
         cmocka_unit_test(issue_examples),
         cmocka_unit_test(configured),
