@@ -61,6 +61,7 @@ def _measure(req, where, timeout_s):
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
     if out.returncode != 0 or not lines:
         tail = (out.stderr.strip().splitlines() or ["no output"])[-1][:300]
-        how = f"exit {out.returncode}" if out.returncode >= 0 else f"signal {-out.returncode}"
+        how = (f"exit {out.returncode}" if out.returncode >= 0 else
+               "killed: out of memory?" if out.returncode == -9 else f"signal {-out.returncode}")
         return {"error": f"the measuring process ended ({how}): {tail}"}
     return json.loads(lines[-1])

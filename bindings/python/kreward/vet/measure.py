@@ -123,7 +123,10 @@ def _headroom(torch, imp, case, tensors, own, device):
 def _sample(torch, x):
     flat = x.detach().to("cpu").reshape(-1)
     n = flat.numel()
-    idx = torch.linspace(0, max(0, n - 1), min(SAMPLE, n)).round().long() if n else None
+    k = min(SAMPLE, n)
+    # evenly spaced positions, in integers: a float32 linspace rounds the
+    # last one past the end of a 100M-element output
+    idx = (torch.arange(k, dtype=torch.int64) * (n - 1)) // max(k - 1, 1) if n else None
     vals = flat[idx].double().tolist() if n else []
     xf = flat.double()
     return {"values": [v if math.isfinite(v) else str(v) for v in vals],

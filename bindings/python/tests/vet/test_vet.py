@@ -246,3 +246,15 @@ def test_the_command_line_vets_and_prints_the_table(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "kreward.vet", str(tmp_path / "nothing")],
                          capture_output=True, text=True, env=env, timeout=60)
     assert bad.returncode == 2 and "no such file or folder" in bad.stderr
+
+
+def test_the_output_sample_reaches_the_last_element_of_a_large_output():
+    """Positions from a float32 linspace rounded past the end of a 100M
+    element output (upstream KernelBench's 19_ReLU): integer positions."""
+    import torch
+    from kreward.vet import measure
+    n = (1 << 24) + 3  # float32 cannot hold n - 1
+    x = torch.arange(n, dtype=torch.float64)
+    s = measure._sample(torch, x)
+    assert len(s["values"]) == measure.SAMPLE
+    assert s["values"][0] == 0 and s["values"][-1] == n - 1
