@@ -253,8 +253,8 @@ def test_the_output_sample_reaches_the_last_element_of_a_large_output():
     element output (upstream KernelBench's 19_ReLU): integer positions."""
     import torch
     from kreward.vet import measure
-    n = (1 << 24) + 3  # float32 cannot hold n - 1
-    x = torch.arange(n, dtype=torch.float64)
+    n = 1 << 25  # n - 1 in float32 rounds up to n
+    x = torch.arange(n, dtype=torch.int32)
     s = measure._sample(torch, x)
     assert len(s["values"]) == measure.SAMPLE
     assert s["values"][0] == 0 and s["values"][-1] == n - 1
