@@ -46,10 +46,25 @@ def custom_kernel_names(source):
     return sorted(set(cuda) | set(triton))
 
 
+# What moves or sets bytes without computing anything from the inputs is
+# no one's work: torch's constant fills (at::native::FillFunctor), device
+# memsets, and device-to-device memcpys (a contiguous copy of bytes: an
+# answer that is one is an input passed through, which the soundness
+# check refuses). A CUDA graph of the candidate's own kernels comes with
+# them: the inputs copied into the graph's static buffers and its output
+# out of them (memcpy), and torch.cuda.CUDAGraph.replay's prologue, two
+# fills of its RNG state; counted as torch's they made such a candidate
+# mostly torch (46 % own on the H200). Strided and converting copies
+# (torch's copy kernels) can transpose or cast: they still count.
+_NO_WORK = re.compile(r"\bFillFunctor\b|^Memset\b|^Memcpy DtoD\b")
+
+
 def attribute(kernels, custom):
-    """Splits profiled kernels into the candidate's own and everything else."""
-    mine = [k for k in kernels if any(re.search(rf"\b{re.escape(c)}\b", k["name"]) for c in custom)]
-    other = [k for k in kernels if k not in mine]
+    """Splits profiled kernels into the candidate's own and everything else
+    (fills, memsets and device-to-device memcpys in neither)."""
+    work = [k for k in kernels if not _NO_WORK.search(k["name"])]
+    mine = [k for k in work if any(re.search(rf"\b{re.escape(c)}\b", k["name"]) for c in custom)]
+    other = [k for k in work if k not in mine]
     return mine, other
 
 

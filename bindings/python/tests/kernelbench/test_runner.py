@@ -205,6 +205,29 @@ def test_the_runner_marks_a_decoy_from_the_profiled_kernels():
     assert res["mostly_torch"] is False and reward_of(res) == 1.0
 
 
+def test_a_cuda_graph_of_its_own_kernels_is_its_own_work():
+    """A graph of the candidate's own kernels comes with copies into and out
+    of its static buffers and torch.cuda.CUDAGraph.replay's two constant
+    fills: counted as torch's they made it mostly torch (46 % own on the
+    H200). Bytes moved or set compute nothing: they count for no one;
+    torch's real work beside a decoy still does, and so do torch's copy
+    kernels, which can transpose."""
+    fill = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<long>, " \
+           "std::array<char*, 1ul> >(int, at::native::FillFunctor<long>, std::array<char*, 1ul>)"
+    graph = [{"name": "Memcpy DtoD (Device -> Device)", "calls": 3, "us": 9.0},
+             {"name": "add_kernel", "calls": 1, "us": 1.6}, {"name": "scale_kernel", "calls": 1, "us": 1.5},
+             {"name": fill, "calls": 2, "us": 3.6}, {"name": "Memset (Device)", "calls": 1, "us": 0.8}]
+    mine, other = attribute(graph, ["add_kernel", "scale_kernel"])
+    assert custom_share(mine, other) == 1.0
+    decoy = [{"name": "touch_kernel", "calls": 1, "us": 2.0}, {"name": fill, "calls": 2, "us": 3.6},
+             {"name": "sm90_xmma_gemm_f32f32_tf32", "calls": 1, "us": 198.0}]
+    assert custom_share(*attribute(decoy, ["touch_kernel"])) == 0.01
+    transpose = [{"name": "touch_kernel", "calls": 1, "us": 2.0},
+                 {"name": "void at::native::elementwise_kernel<128, 4, direct_copy_kernel_cuda>",
+                  "calls": 1, "us": 98.0}]
+    assert custom_share(*attribute(transpose, ["touch_kernel"])) == 0.02
+
+
 def test_kernel_share_says_how_launch_bound_a_call_is():
     # level2/02 on the H200: ~81 us of kernels in a ~300 us call
     kernels = [{"name": "conv", "calls": 1, "us": 51.2}, {"name": "add", "calls": 2, "us": 23.6},
