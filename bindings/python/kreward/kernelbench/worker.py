@@ -168,6 +168,7 @@ class Worker:
         self.staged = None   # the region's device copy (a flat uint8 tensor), when staged
         self.ready_failed = False  # a failed ready: load then runs no source
         self._sync, self.events, self.last_us = None, None, None
+        self.commit_stream = None
         self.held = []
         self.fetched = []  # the last ipc fetch's outputs, bytes on the device (fetch_piece)
 
@@ -204,6 +205,9 @@ class Worker:
             # before the GPU is done, ending the caller's clock early
             self._sync = self.torch._C._cuda_synchronize
             self.Event = self.torch.cuda.Event
+            # the commitment's own stream: the candidate may leave another
+            # current (torch.cuda.set_stream), behind work of its choosing
+            self.commit_stream = self.torch.cuda.Stream(device=self.device)
             if "TRITON_LIBCUDA_PATH" not in os.environ:
                 # Triton asks /sbin/ldconfig where libcuda is; the loaded one says
                 with open("/proc/self/maps") as maps:
@@ -483,7 +487,7 @@ class Worker:
                     if key is not None:  # this call's values, only now (inputs.py)
                         self.inputs.mask(self._span(i), key, self.spans[i][0])
                     outs.append(call(model, state, args) if state else model(*args))
-                committed = self._commitments(outs) if self.commit else None
+                committed = self._commit(outs) if self.commit else None
             if self.events:
                 self.events[1].record()
             self.sync()
@@ -520,6 +524,21 @@ class Worker:
         if len(raw) != self.inputs.KEY_BYTES:
             raise RuntimeError("go brought no key for the input region")
         return self.inputs.Key(raw, self.staged.device if self.staged is not None else "cpu")
+
+    def _commit(self, outs):
+        """The commitment, made once every stream is quiet: the whole device
+        synchronised first, so work the calls left queued on any stream
+        (another stream, a delayed launch, a host function holding a stream)
+        is done, inside the clock, before the sums read the outputs; the
+        sums then run on the worker's own stream. Work queued after this
+        point (a thread of the candidate's, a callback, a collector's hook)
+        writes outputs the commitment has already summed: a checked call
+        made so is wrong."""
+        if self._sync is None:
+            return self._commitments(outs)
+        self.sync()
+        with self.torch.cuda.stream(self.commit_stream):
+            return self._commitments(outs)
 
     def _commitments(self, outs):
         """[[sums of each output] per call] (None for an output that is no

@@ -204,6 +204,76 @@ def test_the_commitment_catches_outputs_computed_after_the_clock(matmul_runner, 
     assert all(c != f for c, f in pairs), pairs
 
 
+# Work deferred past the end of the call: in a timed batch (the worker's
+# `go` on the stack: verification calls compute at once) the forward
+# returns an output not yet written and arranges for it to be written
+# later, by a thread or by a collector's hook that runs when the worker
+# next allocates (its fetch). The commitment is made when the batch's
+# calls are done: what is written after it is not what it committed to.
+_IN_GO = """
+import sys
+def _in_go():
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_name == "go":
+            return True
+        f = f.f_back
+    return False
+"""
+DEFER_THREAD = _IN_GO + """
+import threading, torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        if not _in_go():
+            return a @ b
+        out = torch.empty(a.shape[0], b.shape[1])
+        threading.Timer(0.002, lambda: torch.matmul(a, b, out=out)).start()
+        return out
+"""
+DEFER_GC_HOOK = _IN_GO + """
+import gc, torch, torch.nn as nn
+_pending = []
+def _finish(phase, info):
+    while _pending:
+        out, a, b = _pending.pop()
+        torch.matmul(a, b, out=out)
+gc.callbacks.append(_finish)
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        if not _in_go():
+            return a @ b
+        out = torch.empty(a.shape[0], b.shape[1])
+        _pending.append((out, a, b))
+        return out
+"""
+DEFER_DEL = _IN_GO + """
+import torch, torch.nn as nn
+class _Later:
+    def __init__(self, job):
+        self.job, self.me = job, self   # a cycle: freed by the collector, after the batch
+    def __del__(self):
+        out, a, b = self.job
+        torch.matmul(a, b, out=out)
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        if not _in_go():
+            return a @ b
+        out = torch.empty(a.shape[0], b.shape[1])
+        _Later((out, a, b))
+        return out
+"""
+
+
+@pytest.mark.parametrize("source", [DEFER_THREAD, DEFER_GC_HOOK, DEFER_DEL],
+                         ids=["thread", "gc_callback", "del_in_a_cycle"])
+def test_work_deferred_past_the_call_is_wrong(matmul_runner, source):
+    """Integrity round 3, item 1, on the CPU: each way of finishing an
+    output after the call returned is caught by the commitment, or earns
+    no speedup."""
+    res = run(matmul_runner, source, baseline=True)
+    assert res["verdict"] == "wrong" or res["speedup"] < 1.5, res
+
+
 @pytest.mark.parametrize("shape,dtype", [((3, 5), torch.float32), ((7,), torch.float16), ((13,), torch.uint8),
                                          ((4, 1000), torch.bfloat16), ((0,), torch.float32),
                                          ((2, 3, 4), torch.int64),

@@ -135,3 +135,81 @@ def test_work_done_before_the_clock_gets_no_speedup_on_the_gpu(big_matmul, tmp_p
           {k: honest.get(k) for k in ("verdict", "speedup", "prepare_us", "baseline_prepare_us")})
     assert honest["verdict"] == "pass", honest
     assert all(r["verdict"] != "pass" or r["speedup"] < 2.0 for r in results), results
+
+
+_IN_GO = """
+import sys
+def _in_go():
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_name == "go":
+            return True
+        f = f.f_back
+    return False
+"""
+# Integrity round 3, item 1: in a timed batch the forward returns an output
+# the GPU has not written yet, the writing arranged for later: on another
+# stream behind a sleep, on another stream the candidate makes current
+# for everything after it, or launched by a thread a little later.
+DEFERRED = {
+    "side_stream_after_a_sleep": _IN_GO + """
+import torch, torch.nn as nn
+_side = None
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        global _side
+        if not _in_go():
+            return a @ b
+        _side = _side or torch.cuda.Stream()
+        out = torch.empty(a.shape[0], b.shape[1], device=a.device)
+        _side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(_side):
+            torch.cuda._sleep(2_000_000)
+            torch.matmul(a, b, out=out)
+        return out
+""",
+    "current_stream_switched": _IN_GO + """
+import torch, torch.nn as nn
+_side = None
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        global _side
+        if not _in_go():
+            return a @ b
+        _side = _side or torch.cuda.Stream()
+        out = torch.empty(a.shape[0], b.shape[1], device=a.device)
+        _side.wait_stream(torch.cuda.current_stream())
+        torch.cuda.set_stream(_side)  # and left so: the worker's sums would queue behind it
+        torch.cuda._sleep(2_000_000)
+        torch.matmul(a, b, out=out)
+        return out
+""",
+    "thread_launches_later": _IN_GO + """
+import threading, torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        if not _in_go():
+            return a @ b
+        out = torch.empty(a.shape[0], b.shape[1], device=a.device)
+        def later():
+            torch.matmul(a, b, out=out)
+        threading.Timer(0.001, later).start()
+        return out
+""",
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(DEFERRED))
+def test_work_deferred_past_the_call_gets_no_speed(tmp_path, name):
+    """Each way is either wrong (the commitment, made once every stream is
+    quiet, summed outputs not yet written) or timed with its work inside
+    the clock: no more than the honest candidate beside it earns."""
+    imp = import_problem(str(KB / "level1" / "13_matmul_square.py"))
+    with Runner(imp, "cuda", cache_dir=str(tmp_path), spare=False) as runner:
+        honest = runner.evaluate("import torch\nclass ModelNew(torch.nn.Module):\n"
+                                 "    def forward(self, a, b):\n        return a @ b\n", seed=1)
+        res = runner.evaluate(DEFERRED[name], seed=1)
+    print(name, {k: res.get(k) for k in ("verdict", "feedback", "speedup", "reward")},
+          {k: honest.get(k) for k in ("speedup", "reward")})
+    assert res["verdict"] == "wrong" or (res["speedup"] or 0) < 1.2 * honest["speedup"], res
