@@ -4,6 +4,7 @@
  * offsets follow the PTX ABI: each parameter aligned to its .align (or its
  * element size), in order. The target line (`.target sm_90a`) names the arch. */
 #include "compile/kernels.h"
+#include "compile/ptx_code.h"
 #include "common/strbuf.h"
 
 #include <ctype.h>
@@ -11,15 +12,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Copies the text with comments blanked out, so the scanner below never
- * mistakes a commented-out `.entry` for a kernel. */
-static char *strip_comments(const char *text, size_t len)
+/* Comments blanked, so no scanner mistakes a commented-out `.entry` for a
+ * kernel (ptx_code.h). */
+char *kr__ptx_blank_comments(const char *text, size_t len)
 {
     char *out = kr__strndup(text, len);
     if (!out)
         return NULL;
     for (size_t i = 0; i < len; i++) {
-        if (out[i] == '/' && i + 1 < len && out[i + 1] == '/') {
+        if (out[i] == '"') {
+            for (i++; i < len && out[i] != '"' && out[i] != '\n'; i++)
+                ;
+        } else if (out[i] == '/' && i + 1 < len && out[i + 1] == '/') {
             while (i < len && out[i] != '\n')
                 out[i++] = ' ';
         } else if (out[i] == '/' && i + 1 < len && out[i + 1] == '*') {
@@ -134,7 +138,7 @@ static int read_params(kr__kernel *k, const char *open_paren, const char **after
 int kr__ptx_read_kernels(const unsigned char *image, size_t image_len, kr__kernel **list,
                          size_t *count, char *arch, size_t arch_size, char *why, size_t why_size)
 {
-    char *text = strip_comments((const char *)image, image_len);
+    char *text = kr__ptx_blank_comments((const char *)image, image_len);
     if (!text) {
         snprintf(why, why_size, "out of memory");
         return -1;
@@ -220,7 +224,7 @@ int kr__ptx_read_facts(const unsigned char *image, size_t len, kr__image_facts *
                        size_t why_size)
 {
     memset(f, 0, sizeof *f);
-    char *text = strip_comments((const char *)image, len);
+    char *text = kr__ptx_blank_comments((const char *)image, len);
     if (!text) {
         snprintf(why, why_size, "out of memory");
         return -1;

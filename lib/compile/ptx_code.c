@@ -59,32 +59,6 @@ static void function_free(function *f)
 
 /* ---- text ---- */
 
-/* A copy with comments blanked (strings kept: a `//` inside a .file path is
- * not a comment) and NUL bytes made spaces. */
-static char *blank_comments(const char *text, size_t len)
-{
-    char *out = kr__strndup(text, len);
-    if (!out)
-        return NULL;
-    for (size_t i = 0; i < len; i++) {
-        if (out[i] == '"') {
-            for (i++; i < len && out[i] != '"' && out[i] != '\n'; i++)
-                ;
-        } else if (out[i] == '/' && i + 1 < len && out[i + 1] == '/') {
-            while (i < len && out[i] != '\n')
-                out[i++] = ' ';
-        } else if (out[i] == '/' && i + 1 < len && out[i + 1] == '*') {
-            while (i < len && !(out[i] == '*' && i + 1 < len && out[i + 1] == '/'))
-                out[i++] = ' ';
-            if (i + 1 < len)
-                out[i] = out[i + 1] = ' ';
-        } else if (out[i] == '\0') {
-            out[i] = ' ';
-        }
-    }
-    return out;
-}
-
 static int ident_start(int c)
 {
     return isalpha(c) || c == '_' || c == '$';
@@ -640,7 +614,7 @@ int kr__ptx_code_read(const char *ptx, size_t len, kr__ptx_code *out, char *why,
     functions fs = {NULL, 0};
     scratch w;
     memset(&w, 0, sizeof w);
-    char *text = ptx ? blank_comments(ptx, len) : NULL;
+    char *text = ptx ? kr__ptx_blank_comments(ptx, len) : NULL;
     int rc = text ? 0 : -1;
     const char *end = text ? text + len : NULL;
     int depth = 0;
@@ -697,7 +671,7 @@ int kr__ptx_code_read(const char *ptx, size_t len, kr__ptx_code *out, char *why,
 
 size_t kr__ptx_statement_count(const char *ptx, size_t len)
 {
-    char *text = ptx ? blank_comments(ptx, len) : NULL;
+    char *text = ptx ? kr__ptx_blank_comments(ptx, len) : NULL;
     size_t n = 0;
     for (size_t i = 0; text && i < len; i++)
         n += text[i] == ';';

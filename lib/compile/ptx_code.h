@@ -58,4 +58,9 @@ double kr__ptx_similarity(const kr__ptx_kernel *a, const kr__ptx_kernel *b);
 #define KR__PTX_NEAR_COPY 0.9
 int kr__ptx_near_copy(const kr__ptx_kernel *k, const kr__ptx_kernel *ref);
 
+/* A copy of PTX text with comments blanked (strings kept: a `//` inside a
+ * .file path is not a comment) and NUL bytes made spaces; NULL when out of
+ * memory. Both PTX readers (ptx.c, ptx_code.c) scan this. */
+char *kr__ptx_blank_comments(const char *text, size_t len);
+
 #endif
