@@ -23,10 +23,7 @@ preset pays it for speed.
 The check runs the problem's file, so it runs in a subprocess of its own,
 as the importer's probes do (python -m kreward.kernelbench.soundness JSON):
 the caller never executes the file during an import."""
-import json
-import os
-import subprocess
-import sys
+from .. import json_process
 
 # inputs of other scales and offsets, tried in order: the first that breaks
 # every trivial answer and keeps the reference finite is kept
@@ -43,21 +40,9 @@ def check(imp, timeout_s=300):
     could not run (the import goes on, and says so)."""
     data = {"path": imp.path, "base": imp.base_probe, "cases": imp.cases, "atol": imp.atol,
             "rtol": imp.rtol}
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))] +
-        [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]),
-        CUDA_VISIBLE_DEVICES="")
-    try:
-        out = subprocess.run([sys.executable, "-m", "kreward.kernelbench.soundness"],
-                             input=json.dumps(data), capture_output=True, text=True, env=env,
-                             timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return {"error": f"the soundness check ran past {timeout_s} s"}
-    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-    if out.returncode != 0 or not lines:
-        tail = (out.stderr.strip().splitlines() or ["no output"])[-1][:300]
-        return {"error": f"the soundness check failed: {tail}"}
-    return json.loads(lines[-1])
+    result = json_process.call("kreward.kernelbench.soundness", data, timeout_s,
+                               "the soundness check", env={"CUDA_VISIBLE_DEVICES": ""})
+    return result
 
 
 # ---------------------------------------------------------- the subprocess
@@ -162,14 +147,5 @@ def run(data):
             "strong": None, "trivial": trivial, "case": imp.cases[case][0]}
 
 
-def main():
-    data = json.loads(sys.stdin.read())
-    try:
-        result = run(data)
-    except Exception as e:  # noqa: BLE001 - the importer says the check could not run
-        result = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"}
-    sys.stdout.write("\n" + json.dumps(result) + "\n")
-
-
 if __name__ == "__main__":
-    main()
+    json_process.serve(run)

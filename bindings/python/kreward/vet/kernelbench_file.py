@@ -1,14 +1,8 @@
 """Vetting one KernelBench-format file: the import (its probes and the
 soundness check run in subprocesses: kernelbench/importer.py,
 soundness.py), then measure.py in a subprocess on one device."""
-import json
-import os
-import subprocess
-import sys
-
+from .. import json_process
 from ..kernelbench.importer import ImportRefused, import_problem
-
-_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def vet(path, devices, atol, rtol, compile_too=True, timeout_s=600):
@@ -49,19 +43,5 @@ def vet(path, devices, atol, rtol, compile_too=True, timeout_s=600):
 
 
 def _measure(req, where, timeout_s):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [_PACKAGE_ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]),
-        CUDA_VISIBLE_DEVICES=where.visible_devices)
-    try:
-        out = subprocess.run([sys.executable, "-m", "kreward.vet.measure"],
-                             input=json.dumps(req), capture_output=True, text=True, env=env,
-                             timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return {"error": f"ran past {timeout_s} s"}
-    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-    if out.returncode != 0 or not lines:
-        tail = (out.stderr.strip().splitlines() or ["no output"])[-1][:300]
-        how = (f"exit {out.returncode}" if out.returncode >= 0 else
-               "killed: out of memory?" if out.returncode == -9 else f"signal {-out.returncode}")
-        return {"error": f"the measuring process ended ({how}): {tail}"}
-    return json.loads(lines[-1])
+    return json_process.call("kreward.vet.measure", req, timeout_s, "the measuring process",
+                             env={"CUDA_VISIBLE_DEVICES": where.visible_devices})

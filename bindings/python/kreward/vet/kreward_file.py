@@ -18,10 +18,8 @@ import hashlib
 import json
 import os
 import re
-import subprocess
-import sys
 
-_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from .. import json_process
 
 
 def vet(path, devices, timeout_s=600):
@@ -31,26 +29,15 @@ def vet(path, devices, timeout_s=600):
         path = os.path.join(path, "problem.json")
     record = {"kind": "kreward"}
     with devices.acquire() as where:
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [_PACKAGE_ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]),
-            CUDA_VISIBLE_DEVICES=where.visible_devices)
         req = {"path": path, "gpu": where.torch_device != "cpu"}
-        try:
-            out = subprocess.run([sys.executable, "-m", "kreward.vet.kreward_file"],
-                                 input=json.dumps(req), capture_output=True, text=True, env=env,
-                                 timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            record["import"] = {"ok": True, "error": None}
-            record["measure_error"] = f"ran past {timeout_s} s"
-            return record
-    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-    if out.returncode != 0 or not lines:
-        tail = (out.stderr.strip().splitlines() or ["no output"])[-1][:300]
-        how = f"exit {out.returncode}" if out.returncode >= 0 else f"signal {-out.returncode}"
+        result = json_process.call("kreward.vet.kreward_file", req, timeout_s,
+                                   "the checking process",
+                                   env={"CUDA_VISIBLE_DEVICES": where.visible_devices})
+    if "error" in result:  # the process ended, or run() raised: the spec itself was read
         record["import"] = {"ok": True, "error": None}
-        record["measure_error"] = f"the checking process ended ({how}): {tail}"
+        record["measure_error"] = result["error"]
         return record
-    record.update(json.loads(lines[-1]))
+    record.update(result)
     if not req["gpu"]:
         record["time_skipped"] = where.why_not_timed or "kreward problems are timed on a GPU"
         record.setdefault("notes", []).append("determinism, the soundness checks and the "
@@ -148,16 +135,5 @@ def _first_failure(summary):
     return "the soundness checks failed"
 
 
-def main():
-    req = json.loads(sys.stdin.read())
-    try:
-        result = run(req)
-    except Exception as e:  # noqa: BLE001 - the vetting process records why
-        text = str(e).splitlines()[0][:300] if str(e) else ""
-        result = {"import": {"ok": True, "error": None},
-                  "measure_error": f"{type(e).__name__}: {text}"}
-    sys.stdout.write("\n" + json.dumps(result) + "\n")
-
-
 if __name__ == "__main__":
-    main()
+    json_process.serve(run)

@@ -25,8 +25,9 @@ import hashlib
 import json
 import math
 import statistics
-import sys
 import time
+
+from .. import json_process
 
 FINGERPRINT_SEED = 0x5EED
 SAMPLE = 64              # output values kept per output for duplicates
@@ -233,15 +234,5 @@ def run(req):
     return out
 
 
-def main():
-    req = json.loads(sys.stdin.read())
-    try:
-        result = run(req)
-    except Exception as e:  # noqa: BLE001 - the vetting process records why
-        text = str(e).splitlines()[0][:300] if str(e) else ""
-        result = {"error": f"{type(e).__name__}: {text}"}
-    sys.stdout.write("\n" + json.dumps(result) + "\n")
-
-
 if __name__ == "__main__":
-    main()
+    json_process.serve(run)

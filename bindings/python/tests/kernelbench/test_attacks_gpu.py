@@ -14,6 +14,8 @@ torch = pytest.importorskip("torch", reason="needs torch with CUDA")
 from kreward.kernelbench import import_problem  # noqa: E402
 from kreward.kernelbench.runner import Runner  # noqa: E402
 
+from .test_attacks import _IN_GO  # noqa: E402 - the timed batch's marker, as the CPU half finds it
+
 KB = pathlib.Path(__file__).resolve().parents[4] / "examples" / "kernelbench"
 
 
@@ -137,16 +139,6 @@ def test_work_done_before_the_clock_gets_no_speedup_on_the_gpu(big_matmul, tmp_p
     assert all(r["verdict"] != "pass" or r["speedup"] < 2.0 for r in results), results
 
 
-_IN_GO = """
-import sys
-def _in_go():
-    f = sys._getframe(1)
-    while f is not None:
-        if f.f_code.co_name == "go":
-            return True
-        f = f.f_back
-    return False
-"""
 # Integrity round 3, item 1: in a timed batch the forward returns an output
 # the GPU has not written yet, the writing arranged for later: on another
 # stream behind a sleep, on another stream the candidate makes current
