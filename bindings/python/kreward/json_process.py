@@ -16,17 +16,38 @@ import sys
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def library_env():
+    """KREWARD_LIBRARY for a child: the libkreward this process uses, which
+    the child enters its sandbox through (kernelbench/file_process.py)."""
+    if os.environ.get("KREWARD_LIBRARY"):
+        return {}
+    try:
+        from . import _lib
+    except Exception:  # noqa: BLE001 - no libkreward here: the child says it ran unsandboxed
+        return {}
+    return {"KREWARD_LIBRARY": os.path.realpath(_lib.path)}
+
+
 def call(module, request, timeout_s, what, env=None):
     """Runs `python -m module` with request; its answer, or {"error": ...}
     naming `what` and how it ended. env: variables set for it (this
-    package is put first on its PYTHONPATH)."""
+    package is put first on its PYTHONPATH). The child runs in a session of
+    its own, and the whole session is killed at the timeout (a compiler or
+    a process the problem file started must not outlive it)."""
     path = [_PACKAGE_ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    full_env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), **(env or {}))
+    full_env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), **library_env(), **(env or {}))
+    proc = subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=full_env, start_new_session=True)
     try:
-        out = subprocess.run([sys.executable, "-m", module], input=json.dumps(request),
-                             capture_output=True, text=True, env=full_env, timeout=timeout_s)
+        stdout, stderr = proc.communicate(json.dumps(request), timeout=timeout_s)
     except subprocess.TimeoutExpired:
+        _kill_session(proc)
         return {"error": f"{what} ran past {timeout_s} s"}
+    except BaseException:
+        _kill_session(proc)
+        raise
+    out = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
     if out.returncode != 0 or not lines:
         tail = (out.stderr.strip().splitlines() or ["no output"])[-1][:300]
@@ -36,13 +57,27 @@ def call(module, request, timeout_s, what, env=None):
     return json.loads(lines[-1])
 
 
+def _kill_session(proc):
+    import signal
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.communicate()
+
+
 def serve(run):
     """The module's main: run(request) -> answer; an exception becomes
-    {"error": "Type: first line"}."""
+    {"error": "Type: first line"}. The answer goes out on a channel of its
+    own: whatever run's code prints (a problem file's prints, a forged
+    answer line) goes to stderr (kernelbench/file_process.py)."""
+    from .kernelbench.file_process import answer_channel
+    out = answer_channel()
     req = json.loads(sys.stdin.read())
     try:
         result = run(req)
     except Exception as e:  # noqa: BLE001 - the caller records why
         text = str(e).splitlines()[0][:300] if str(e) else ""
         result = {"error": f"{type(e).__name__}: {text}"}
-    sys.stdout.write("\n" + json.dumps(result) + "\n")
+    out.write("\n" + json.dumps(result) + "\n")
+    out.flush()

@@ -230,8 +230,9 @@ class Rail:
         report, error = None, None
         try:
             p = entry.problem
-            report = to_report(job.result, p.name, entry.spec["name"], entry.spec["source"],
-                               weak=getattr(p, "weak", None))
+            # the problem's soundness verdict travels in the result (the
+            # Runner's): asking the problem here would import it in this process
+            report = to_report(job.result, p.name, entry.spec["name"], entry.spec["source"])
             if entry.reward is not None and report.verdict not in UNSCORED:
                 entry.reward.score(report)
         except BaseException as e:  # noqa: B036 - raised from the call that collects it

@@ -32,7 +32,7 @@ def attribute_kernels(w, source, rng, res, timeout_s):
         res["notes"].append(f"attribution failed: {a['error']}")
         res["torch_fallback"] = None
         return
-    mine, other = attribute(a["kernels"], custom_kernel_names(source))
+    mine, other = attribute(a["kernels"], custom_kernel_names(source), source)
     res["kernels"] = {"custom": mine, "library": other}
     res["torch_fallback"] = not mine
     own = res["custom_share"] = custom_share(mine, other)

@@ -43,7 +43,9 @@ class ImportRefused(Exception):
 
 def run_probes(path, reqs, timeout_s=300):
     """Runs the probe process on a list of requests: one result each."""
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")  # the probe never needs a GPU
+    # the probe never needs a GPU; it enters its sandbox through libkreward
+    from ..json_process import library_env
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", **library_env())
     try:
         p = subprocess.run([sys.executable, PROBE, os.path.abspath(path), json.dumps(reqs)],
                            capture_output=True, text=True, timeout=timeout_s, env=env)

@@ -13,7 +13,8 @@ answered by one JSON line each, in order
 - determinism: the forward runs twice on the same CPU inputs and the
   outputs are compared (dropout and other randomness are refused).
 
-It imports nothing of kreward: only torch and the problem file."""
+It imports nothing of kreward: only torch, the problem file and, by path,
+file_process.py (its answer channel and sandbox) with confine.py."""
 import inspect
 import json
 import math
@@ -211,15 +212,30 @@ def arg_names(cls, n):
     return [names[i] if i < len(names) else f"x{i}" for i in range(n)]
 
 
+def _file_process():
+    import importlib.util
+    import os
+    spec = importlib.util.spec_from_file_location(
+        "kr_kb_file_process", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                           "file_process.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def main():
     path, reqs = sys.argv[1], json.loads(sys.argv[2])
+    # the answers on a channel of their own, the file sandboxed (file_process.py)
+    fp = _file_process()
+    out = fp.answer_channel()
+    fp.confine(path, gpu=False)
     for req in reqs:  # one process for all of a file's probes: torch is imported once
         try:
             result = {"ok": True, **probe(path, req)}
         except Exception as e:  # the importer turns this into a refusal with the reason
             result = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-        sys.stdout.write("\n" + json.dumps(result) + "\n")
-        sys.stdout.flush()
+        out.write("\n" + json.dumps(result) + "\n")
+        out.flush()
 
 
 if __name__ == "__main__":

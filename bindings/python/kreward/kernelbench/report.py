@@ -70,7 +70,9 @@ def _message(result, verdict):
 
 def to_report(result, problem_name=None, candidate_name=None, source=None, weak=None):
     """The kreward.Report of a Runner result. weak: why the problem cannot
-    tell fast from lazy (its soundness check), or None."""
+    tell fast from lazy (its soundness check), or None: then the result's
+    own "weak_problem" (the Runner puts its problem's there)."""
+    weak = weak or (result or {}).get("weak_problem")
     r = Report()
     try:
         _fill(r, result, problem_name, candidate_name, source, weak)

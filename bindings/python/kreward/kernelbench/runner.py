@@ -345,6 +345,8 @@ class Runner:
         with self._processes.lock, self._on_device():
             res = self._evaluation().run(source, seed, verify_seeds, batches, calls, checks, baseline,
                                          class_name, next_source)
+        # the problem's own verdict on itself (soundness.py): every report says it
+        res.setdefault("weak_problem", self.imp.weak)
         keep_warm(self._processes)
         return res
 

@@ -38,12 +38,87 @@ def luck_note(luck, share):
             "much of that factor (docs/kernelbench.md, timing noise)")
 
 
+_CUDA_GLOBAL = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?\w[\w\s:<>*]*?\b(\w+)\s*\(")
+_C_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_NAMESPACE = re.compile(r"\bnamespace\s+(\w+)")
+# the libraries' namespaces and kernel name families: a profiled kernel in
+# one of them, or named like one, is never the candidate's own, whatever
+# its source says
+_LIBRARY_NAMESPACES = {"at", "c10", "cutlass", "cute", "cub", "thrust", "cudnn", "cublas",
+                       "cublasLt", "flash", "pytorch_flash", "fmha", "triton", "torch", "std",
+                       "cooperative_groups", "nvcuda", "cuda"}
+_LIBRARY_NAMES = re.compile(r"^(sm\d+_|ampere_|volta_|turing_|hopper_|maxwell_|cutlass|cudnn|"
+                            r"cublas|xmma|gemv|gemmk?SN|splitKreduce|implicit_convolve|"
+                            r"nchwToNhwc|nhwcToNchw|vectorized_elementwise_kernel|"
+                            r"unrolled_elementwise_kernel|elementwise_kernel|reduce_kernel)")
+
+
+def _sources(source):
+    """(the Python code's tree, the string literals it uses as values): a
+    comment, a docstring or any other bare string statement is neither."""
+    import ast
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None, []
+    bare = {id(n.value) for n in ast.walk(tree)
+            if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+    strings = [n.value for n in ast.walk(tree)
+               if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in bare]
+    return tree, strings
+
+
+def _triton_kernels(tree):
+    import ast
+    names = set()
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for d in n.decorator_list:
+                d = d.func if isinstance(d, ast.Call) else d
+                text = ast.unparse(d)
+                if text in ("triton.jit", "jit", "tl.jit", "triton.autotune", "autotune",
+                            "triton.heuristics", "heuristics"):
+                    names.add(n.name)
+    return names
+
+
 def custom_kernel_names(source):
-    """Kernels the candidate defines: CUDA __global__ functions and
-    @triton.jit functions."""
-    cuda = re.findall(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?\w[\w\s:<>*]*?\b(\w+)\s*\(", source)
-    triton = re.findall(r"@triton\.jit[^\n]*\n(?:\s*@[^\n]*\n)*\s*def\s+(\w+)", source)
-    return sorted(set(cuda) | set(triton))
+    """Kernels the candidate defines: CUDA __global__ functions in the
+    string literals its code uses (its load_inline sources, C comments
+    removed) and @triton.jit functions of its code. Never a word of a
+    comment or a docstring (a commented `__global__ void native(` once
+    claimed every at::native kernel), never a library's kernel name."""
+    tree, strings = _sources(source)
+    if tree is None:
+        return []
+    cuda = set()
+    for s in strings:
+        cuda |= set(_CUDA_GLOBAL.findall(_C_COMMENT.sub(" ", s)))
+    return sorted(n for n in cuda | _triton_kernels(tree) if not _LIBRARY_NAMES.match(n))
+
+
+def _declared_namespaces(source):
+    _, strings = _sources(source)
+    return {m for s in strings for m in _NAMESPACE.findall(_C_COMMENT.sub(" ", s))}
+
+
+def kernel_identifier(name):
+    """(namespaces, identifier) of a profiled kernel's name: `void
+    at::native::vectorized_elementwise_kernel<4, ...>(int, ...)` is
+    (["at", "native"], "vectorized_elementwise_kernel")."""
+    head = name.split("(", 1)[0].strip()
+    depth, plain = 0, []
+    for ch in head:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            plain.append(ch)
+    words = "".join(plain).split()
+    qualified = words[-1] if words else ""
+    parts = [p for p in qualified.split("::") if p]
+    return (parts[:-1], parts[-1]) if parts else ([], "")
 
 
 # What moves or sets bytes without computing anything from the inputs is
@@ -59,11 +134,21 @@ def custom_kernel_names(source):
 _NO_WORK = re.compile(r"\bFillFunctor\b|^Memset\b|^Memcpy DtoD\b")
 
 
-def attribute(kernels, custom):
+def attribute(kernels, custom, source=""):
     """Splits profiled kernels into the candidate's own and everything else
-    (fills, memsets and device-to-device memcpys in neither)."""
+    (fills, memsets and device-to-device memcpys in neither). A kernel is
+    the candidate's when its identifier (the name without return type,
+    namespaces, template arguments and parameters) is one of `custom`, and
+    it sits in no library's namespace and in no namespace but those the
+    candidate's sources declare."""
     work = [k for k in kernels if not _NO_WORK.search(k["name"])]
-    mine = [k for k in work if any(re.search(rf"\b{re.escape(c)}\b", k["name"]) for c in custom)]
+    own_spaces = _declared_namespaces(source) - _LIBRARY_NAMESPACES
+    names = set(custom)
+
+    def is_mine(k):
+        spaces, ident = kernel_identifier(k["name"])
+        return ident in names and all(s in own_spaces for s in spaces)
+    mine = [k for k in work if is_mine(k)]
     other = [k for k in work if k not in mine]
     return mine, other
 

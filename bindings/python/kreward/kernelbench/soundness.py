@@ -119,7 +119,9 @@ def run(data):
     from . import inputs as inputs_mod
     from .importer import ImportedProblem
     from .reference import Reference
+    from .file_process import confine
     torch.set_grad_enabled(False)
+    confine(data["path"], gpu=False)  # before the file runs (file_process.py)
     imp = ImportedProblem(data["path"], data["base"], [tuple(c) for c in data["cases"]],
                           data["atol"], data["rtol"])
     ref = Reference(imp, "cpu")

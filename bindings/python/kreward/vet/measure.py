@@ -203,12 +203,16 @@ def run(req):
     from ..kernelbench.importer import ImportedProblem
     from ..kernelbench.reference import Reference
     from ..kernelbench.soundness import cheapest_case, input_layout
+    from ..kernelbench.file_process import confine
     torch.set_grad_enabled(False)
     device = req["device"]
+    sandbox = confine(req["path"], gpu=device != "cpu")  # before the file runs
     imp = ImportedProblem(req["path"], req["base"], [tuple(c) for c in req["cases"]],
                           req["atol"], req["rtol"])
     out = {"device": device if device == "cpu" else
            f"{device} ({torch.cuda.get_device_name(torch.device(device))})", "notes": []}
+    if not sandbox["applied"]:
+        out["notes"].append(f"measured without a sandbox: {sandbox['why']}")
     ref = Reference(imp, device)
     case = cheapest_case(imp)
     layout = input_layout(imp, case)

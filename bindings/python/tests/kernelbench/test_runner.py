@@ -228,6 +228,38 @@ def test_a_cuda_graph_of_its_own_kernels_is_its_own_work():
     assert custom_share(*attribute(transpose, ["touch_kernel"])) == 0.02
 
 
+def test_a_kernel_is_its_own_by_what_it_defines_not_by_a_word_in_its_text():
+    """A pure-torch candidate once claimed every at::native kernel with one
+    comment (`# __global__ void native(`): names come from the string
+    literals its code uses and its @triton.jit functions, never from a
+    comment or a docstring, and a profiled kernel is its own only by its
+    identifier, outside the libraries' namespaces and names."""
+    from kreward.kernelbench.scoring import kernel_identifier
+    torch_softmax = ("import torch\n# __global__ void native(\n"
+                     "class ModelNew(torch.nn.Module):\n"
+                     "    \"\"\"@triton.jit\n    def void(x): pass\n    __global__ void cutlass(\"\"\"\n"
+                     "    def forward(self, x):\n        return torch.softmax(x, -1)\n")
+    assert custom_kernel_names(torch_softmax) == []
+    profiled = [{"name": "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float*)",
+                 "calls": 1, "us": 9.0},
+                {"name": "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor>(int)",
+                 "calls": 1, "us": 3.0}]
+    assert attribute(profiled, ["native", "cunn_SoftMaxForward"], torch_softmax)[0] == []
+    # a kernel named like a library's, or defined in a library's namespace, is not its own
+    named_like = ('import torch\nsrc = """__global__ void vectorized_elementwise_kernel(float *x) {}\n'
+                  '__global__ void sm90_xmma_gemm_f32f32(float *x) {}\n'
+                  'namespace at { __global__ void relu_kernel(float *x) {} }"""\n')
+    assert custom_kernel_names(named_like) == ["relu_kernel"]
+    assert attribute([{"name": "void at::relu_kernel(float*)", "calls": 1, "us": 5.0}],
+                     ["relu_kernel"], named_like)[0] == []
+    # its own namespace is its own
+    own_space = 'src = """namespace mine { __global__ void relu_kernel(float *x) {} }"""\n'
+    assert attribute([{"name": "void mine::relu_kernel<float>(float*)", "calls": 1, "us": 5.0}],
+                     custom_kernel_names(own_space), own_space)[0] != []
+    assert kernel_identifier("relu_kernel(float const*, float*, long)") == ([], "relu_kernel")
+    assert kernel_identifier("softmax_kernel") == ([], "softmax_kernel")
+
+
 def test_kernel_share_says_how_launch_bound_a_call_is():
     # level2/02 on the H200: ~81 us of kernels in a ~300 us call
     kernels = [{"name": "conv", "calls": 1, "us": 51.2}, {"name": "add", "calls": 2, "us": 23.6},

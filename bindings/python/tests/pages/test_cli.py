@@ -31,7 +31,9 @@ def test_exit_codes(tmp_path):
     run = run_pages(src, "--bogus")
     assert run.returncode == 2 and "--bogus" in run.stderr
     run = run_pages(src, "--html", tmp_path / "p.html", "--quiet")
-    assert run.returncode == 0 and run.stdout == f"page: {tmp_path / 'p.html'}\n"
+    # (with a note where matplotlib is missing: the wheel's venv has none)
+    assert run.returncode == 0 and run.stdout.startswith(f"page: {tmp_path / 'p.html'}")
+    assert len(run.stdout.splitlines()) == 1
     run = run_pages("--preflight", tmp_path / "p.html")
     assert run.returncode == 0
     run = run_pages("--preflight", tmp_path / "missing" / "p.html")

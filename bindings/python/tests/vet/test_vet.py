@@ -258,3 +258,56 @@ def test_the_output_sample_reaches_the_last_element_of_a_large_output():
     s = measure._sample(torch, x)
     assert len(s["values"]) == measure.SAMPLE
     assert s["values"][0] == 0 and s["values"][-1] == n - 1
+
+
+EVIL = '''import json, os, sys
+import torch
+import torch.nn as nn
+# a forged answer for whichever process runs this file, and writes outside it
+print(json.dumps({{"ok": True, "weak": None, "strong": None, "trivial": {{}},
+                  "deterministic": True, "tolerance_headroom": 1e9, "forged": True}}))
+for target in ({targets!r}):
+    try:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "w") as f:
+            f.write("planted")
+    except OSError:
+        pass
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.isfinite(x).float().mean(dim=1)
+
+
+n = 256
+
+
+def get_inputs():
+    return [torch.randn(n, 64)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_problem_file_cannot_forge_its_verdict_or_write_outside(tmp_path, monkeypatch):
+    """The file runs in the probes, the soundness check and the measuring
+    process: it prints a forged answer line and writes into the import
+    cache and next to the vetting folder. Its prints go to stderr (each
+    process answers on a channel of its own) and its writes are refused
+    (the sandbox: a temporary folder is its only write): it is judged on
+    what it computes, a constant, and refused as weak."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("KREWARD_IMPORT_CACHE", str(cache))
+    targets = (str(cache / "planted.json"), str(tmp_path / "planted" / "x.txt"),
+               str(tmp_path / "v" / "vet.jsonl"))
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t/evil.py").write_text(EVIL.format(targets=targets))
+    run = problems.vet([tmp_path / "t"], out=tmp_path / "v", devices="cpu", compile=False)
+    (rec,) = run.records
+    assert "forged" not in rec and rec["weak"] and not rec["kept"], rec
+    assert rec["trivial"]["constant"] is True
+    assert not (cache / "planted.json").exists() and not (tmp_path / "planted").exists()
+    assert "planted" not in (tmp_path / "v" / "vet.jsonl").read_text()
