@@ -177,6 +177,11 @@ class ImportedProblem:
         if len(tensors) > MAX_TENSORS:
             self.device_only_reason = (f"{len(tensors)} tensors (lifted parameters included), the "
                                        f"library takes at most {MAX_TENSORS}")
+        if any(p.get("rescale") for _, _, p in self.cases):
+            self.device_only_reason = (
+                "inputs at scales and offsets drawn per call (the soundness check's recipe: a "
+                "trivial answer passes the file's own inputs): the library's generator cannot "
+                "make them, so only ModelNew candidates are evaluated")
 
     def init_for(self, case, tensor):
         """A tensor's generator distribution in one case. An integer input
@@ -187,7 +192,7 @@ class ImportedProblem:
         probe = self.cases[case][2]
         recipe = probe.get("rescale")
         if recipe and tensor["source"] == "input" and tensor["dtype"] in FLOAT_DTYPES:
-            # the "strong" case (soundness.py): other scales and offsets
+            # a problem strengthened by soundness.py: other scales and offsets
             return dict(tensor["init"], rescale=recipe)
         real = probe.get("real_inputs")
         if tensor["source"] != "input" or tensor["dtype"] not in INT_DTYPES or not real:
@@ -382,7 +387,7 @@ def import_problem(path, atol=DEFAULT_TOL, rtol=DEFAULT_TOL, scale=True, timeout
 
 def _check_soundness(path, meta, real, cases, notes, atol, rtol, timeout_s):
     """soundness.py on the import as probed: the result kept in meta (and so
-    in the cache), a "strong" case added where other scales and offsets
+    in the cache), every case's inputs rescaled where other scales and offsets
     break the trivial answers, notes saying what was found."""
     from . import soundness
     imp = ImportedProblem(path, real, [("base", {}, meta)] + cases, atol, rtol)
@@ -392,9 +397,13 @@ def _check_soundness(path, meta, real, cases, notes, atol, rtol, timeout_s):
         notes.append(f"soundness not checked: {result['error']}")
         return
     if result.get("strong"):
-        name = result["case"]
-        how, overrides, probe = next(c for c in [("base", {}, meta)] + cases if c[0] == name)
-        cases.append(("strong", overrides, dict(probe, rescale=result["strong"])))
+        # every case, the timed one too: a single extra case at other
+        # scales left the rest passable by a candidate that tells the
+        # file's own distribution from the recipe's (sampling its inputs)
+        # and answers the constant only there
+        meta["rescale"] = result["strong"]
+        for _, _, probe in cases:
+            probe["rescale"] = result["strong"]
         notes.append(f"soundness: {result['why']}")
     elif result.get("weak"):
         notes.append(f"weak problem: {result['weak']}: candidates get no speed credit")

@@ -52,7 +52,7 @@ def generate(shape, dtype, init, gen, device):
 
 def rescale(x, recipe, gen, device):
     """x at another scale and offset, drawn per call from the call's
-    generator (soundness.py: the "strong" case of a problem whose outputs
+    generator (soundness.py: every case of a problem whose outputs
     concentrate under its own inputs): a scale of 10^U(lo, hi) and an
     offset of up to `offset` times the scale, either way."""
     u = torch.rand((2,), generator=gen, device=device, dtype=torch.float64).tolist()

@@ -15,8 +15,9 @@ Where one passes every seed, inputs of other scales and offsets are tried
 its size, for the forward's floating-point inputs; the lifted weights and
 integer inputs keep theirs, which is within the Model's semantics): when
 under them every trivial answer fails on some seed and the reference stays
-finite, the problem keeps them as an extra verification case, "strong"
-(the cheapest case's sizes), which every candidate must pass; otherwise
+finite, every case of the problem draws its floating-point inputs so
+(fresh per call: the recipe, not one scale, is kept), the timed case too,
+so no candidate can tell checked inputs by their distribution; otherwise
 it is weak: the import says so, every report carries `weak_problem`, and no
 preset pays it for speed.
 
@@ -141,8 +142,8 @@ def run(data):
         if not still:
             return {"weak": None, "strong": recipe, "trivial": trivial, "case": imp.cases[case][0],
                     "why": (f"the trivial answer(s) {', '.join(passing)} pass the file's own "
-                            "inputs; inputs of other scales and offsets break them, so they "
-                            "are verified too (case 'strong')")}
+                            "inputs; inputs of other scales and offsets break them, so every "
+                            "case draws its inputs so")}
     return {"weak": (f"the trivial answer(s) {', '.join(passing)} pass the file's own inputs "
                      f"within atol/rtol {imp.atol:g}/{imp.rtol:g}, and inputs of other scales "
                      "and offsets did not break them"),

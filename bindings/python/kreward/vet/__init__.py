@@ -19,7 +19,7 @@ A record (one line of vet.jsonl):
   tensors, notes}, deterministic, bitwise, device, reference_ms {eager,
   compile}, compile_s, cases_ms {case: {eager_ms, host_ms, launch_bound}},
   launch_bound, launch_bound_cases, trivial {zeros, constant, input,
-  other_case: passes}, strengthened (the recipe of the 'strong' case),
+  other_case: passes}, strengthened (the recipe every case's inputs follow),
   weak, tolerance_headroom, kernel_us (kreward problems), duplicate_of,
   fingerprint, notes, measure_error, time_skipped, seconds, measure_key."""
 import concurrent.futures

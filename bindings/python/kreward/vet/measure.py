@@ -159,8 +159,6 @@ def _timing(torch, imp, device, compile_too):
     ref = Reference(imp, device)
     cases, compiled, notes = {}, None, []
     for c, (name, _, _) in enumerate(imp.cases):
-        if name == "strong":
-            continue  # the same sizes as another case
         tensors = inputs_mod.make_inputs(input_layout(imp, c), 1, device)
         model = ref.model(c)
         args = {t["index"]: tensors[t["name"]] for t in imp.tensors

@@ -52,7 +52,7 @@ def table(records, limits, devices, skipped=()):
             trivial = r.get("trivial") or {}
             passes = ", ".join(k for k, v in trivial.items() if v) or "-"
             if r.get("strengthened") and passes != "-":
-                passes += " (broken by 'strong')"
+                passes += " (broken: inputs rescaled)"
             head = r.get("tolerance_headroom")
             head = "-" if head is None else "exact" if head >= 1e9 else f"{head:.3g}"
             why = "; ".join(r["reasons"]).replace("|", "/")

@@ -2,7 +2,7 @@
 trivial answers (zeros, a constant fitted to the inputs' distribution, an
 input passed through, another seed's reference) are tried; where one passes
 and inputs of other scales and offsets break it, those inputs become a
-verification case ("strong") every candidate must pass; where nothing
+are how every case draws its inputs (the timed case too); where nothing
 breaks it, the problem is weak and every report says so (no speed credit).
 On the CPU with a real Runner."""
 import pathlib
@@ -81,7 +81,7 @@ def run(runner, source):
     return runner.evaluate(source, seed=5, batches=2, calls=2, checks=1, baseline=False)
 
 
-def test_a_constant_fitted_to_the_distribution_passes_without_the_strong_case(tmp_path,
+def test_a_constant_fitted_to_the_distribution_passes_without_the_check(tmp_path,
                                                                               monkeypatch):
     """The hole, as it was: without the soundness check the constant passes
     every case of the file's own sizes."""
@@ -94,18 +94,35 @@ def test_a_constant_fitted_to_the_distribution_passes_without_the_strong_case(tm
         assert run(runner, CONSTANT)["verdict"] == "pass"
 
 
+# the review's cheat: tell the file's own distribution (normal, mean 0, std
+# 1) from the rescaled one by sampling, and answer the constant only there
+DETECTS_THE_DISTRIBUTION = ("import torch\nclass ModelNew(torch.nn.Module):\n"
+                            "    def forward(self, a, b):\n"
+                            "        s = a.flatten()[:4096]\n"
+                            "        if abs(float(s.mean())) < 0.1 and abs(float(s.std()) - 1) < 0.05:\n"
+                            "            return torch.full((), 2.0)\n"
+                            "        d = a - b\n        return (d * d).mean()\n")
+
+
 def test_inputs_of_other_scales_catch_the_constant_and_keep_the_honest(tmp_path):
     (tmp_path / "mse.py").write_text(MSE)
     imp = import_problem(str(tmp_path / "mse.py"), cache_dir=None)
-    assert [c[0] for c in imp.cases] == ["base", "small", "odd", "strong"]
+    assert [c[0] for c in imp.cases] == ["base", "small", "odd"]
     assert imp.weak is None and imp.soundness["trivial"]["constant"] is True
-    assert any("case 'strong'" in n for n in imp.notes)
+    # every case draws its inputs at other scales and offsets, the timed one too
+    recipe = imp.soundness["strong"]
+    assert recipe and all(p.get("rescale") == recipe for _, _, p in imp.cases)
+    x = next(t for t in imp.tensors if t["source"] == "input")
+    assert all(imp.init_for(c, x).get("rescale") == recipe for c in range(len(imp.cases)))
+    assert imp.device_only_reason and "scales and offsets" in imp.device_only_reason
+    assert any("every case draws its inputs so" in n for n in imp.notes)
     with Runner(imp, "cpu", cache_dir=str(tmp_path / "ext"), timeout_s=120) as runner:
         cheat = run(runner, CONSTANT)
-        assert cheat["verdict"] == "wrong" and "case strong" in cheat["feedback"], cheat
+        assert cheat["verdict"] == "wrong", cheat
+        detector = run(runner, DETECTS_THE_DISTRIBUTION)
+        assert detector["verdict"] == "pass" and "sample" not in str(detector.get("feedback")), detector
         honest = run(runner, HONEST)
         assert honest["verdict"] == "pass", honest
-        assert [c["name"] for c in honest["cases"]] == ["base", "small", "odd", "strong"]
 
 
 def test_a_problem_nothing_can_strengthen_is_weak_in_every_report(tmp_path):
