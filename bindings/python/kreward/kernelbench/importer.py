@@ -375,13 +375,18 @@ def import_problem(path, atol=DEFAULT_TOL, rtol=DEFAULT_TOL, scale=True, timeout
     else:
         meta, real, cases, notes = _probe_all(path, scale, timeout_s)
         _check_soundness(path, meta, real, cases, notes, atol, rtol, timeout_s)
-        if k:
+        # a check that could not run is not kept: the next import tries again
+        if k and not meta["soundness"].get("error"):
             import_cache.write(cache_dir, k, meta, real, cases, notes)
     imported = ImportedProblem(path, real, [("base", {}, meta)] + cases, atol, rtol)
     imported.notes[:0] = notes
     imported.from_cache = bool(kept)
     imported.soundness = meta.get("soundness")
-    imported.weak = (imported.soundness or {}).get("weak")
+    sound = imported.soundness or {}
+    # a problem whose soundness is unknown is not paid for speed either: a
+    # file that fails the check (on the CPU, in time) must not pass for sound
+    imported.weak = sound.get("weak") or (
+        f"its soundness could not be checked ({sound['error']})" if sound.get("error") else None)
     return imported
 
 
@@ -394,7 +399,8 @@ def _check_soundness(path, meta, real, cases, notes, atol, rtol, timeout_s):
     result = soundness.check(imp, timeout_s)
     meta["soundness"] = result
     if result.get("error"):
-        notes.append(f"soundness not checked: {result['error']}")
+        notes.append(f"soundness not checked: {result['error']}: candidates get no speed credit "
+                     "(weak_problem) until it is")
         return
     if result.get("strong"):
         # every case, the timed one too: a single extra case at other

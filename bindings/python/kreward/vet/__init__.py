@@ -23,6 +23,7 @@ A record (one line of vet.jsonl):
   weak, tolerance_headroom, kernel_us (kreward problems), duplicate_of,
   fingerprint, notes, measure_error, time_skipped, seconds, measure_key."""
 import concurrent.futures
+import dataclasses
 import hashlib
 import json
 import os
@@ -60,16 +61,48 @@ class VetRun:
         return f"VetRun({len(self.kept)} kept of {len(self.records)})"
 
 
-def _measure_key(atol, rtol, compile_too, devices):
+# the code a record's measurements come from: vetting's own, and the
+# import's (probes, soundness check, inputs, reference)
+_CODE = [os.path.join(_HERE, n) for n in ("measure.py", "kernelbench_file.py", "kreward_file.py")] + \
+    [os.path.join(os.path.dirname(_HERE), "kernelbench", n)
+     for n in ("importer.py", "probe.py", "soundness.py", "inputs.py", "reference.py",
+               "file_process.py")] + [os.path.join(os.path.dirname(_HERE), "json_process.py")]
+
+
+def _measure_key(atol, rtol, compile_too, devices, timeout_s):
     """What a record's measurements depend on besides the file: a resumed
-    run reuses a record only under the same key."""
+    run reuses a record only under the same key (the code, torch's and
+    libkreward's versions, the devices, the tolerances, the limits on
+    time)."""
     h = hashlib.sha256()
-    for name in ("measure.py", "kernelbench_file.py", "kreward_file.py"):
-        with open(os.path.join(_HERE, name), "rb") as f:
+    for path in _CODE:
+        with open(path, "rb") as f:
             h.update(f.read())
     h.update(json.dumps({"atol": atol, "rtol": rtol, "compile": bool(compile_too),
-                         "where": devices.mode}).encode())
+                         "where": devices.mode, "devices": devices.describe(),
+                         "timeout_s": timeout_s, "versions": _versions()}).encode())
     return h.hexdigest()[:24]
+
+
+def _versions():
+    out = {}
+    try:
+        import torch
+        out["torch"] = torch.__version__
+    except Exception:  # noqa: BLE001 - vetting kreward problems needs no torch
+        out["torch"] = None
+    try:
+        from .. import _lib
+        out["libkreward"] = _lib.fn.version().decode()
+    except Exception:  # noqa: BLE001
+        out["libkreward"] = None
+    return out
+
+
+def _reusable(record):
+    """An earlier record stands unless a step of it did not finish: a
+    measurement that failed, ran out of time or memory is tried again."""
+    return not record.get("measure_error") and not record.get("soundness_error")
 
 
 def _vet_one(problem, sha, devices, atol, rtol, compile_too, timeout_s, key):
@@ -99,16 +132,16 @@ def run(paths, out=None, limits=None, jobs=None, devices=None, resume=True, comp
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     limits = limits or Limits()
-    problems, skipped = files.find([os.fspath(p) for p in paths])
+    problems, skipped = files.find([os.fspath(p) for p in paths], skip=[out] if out else ())
     devs = Devices(devices)
-    key = _measure_key(atol, rtol, compile, devs)
+    key = _measure_key(atol, rtol, compile, devs, timeout_s)
     folder = RunFolder(out) if out else None
     earlier = folder.earlier() if folder and resume else {}
     records, todo = [], []
     for p in problems:
         sha = p.sha256()
         r = earlier.get((p.path, sha, key))
-        if r is not None:
+        if r is not None and _reusable(r):
             r["problem"] = p.name
             records.append(r)
         else:
@@ -129,6 +162,9 @@ def run(paths, out=None, limits=None, jobs=None, devices=None, resume=True, comp
             if progress:
                 progress(done, len(problems), record)
     records.sort(key=lambda r: r["problem"])
+    alone = dataclasses.replace(limits, refuse_duplicates=False)
+    for r in records:
+        r["kept"] = judge(r, alone)[0]
     duplicates.mark(records)
     for r in records:
         r["kept"], r["reasons"], r["unchecked"] = judge(r, limits)

@@ -32,10 +32,12 @@ def _same_outputs(x, y):
 
 
 def mark(records):
-    """Sets duplicate_of on every record (None for originals); records in
-    the order that decides which is the original."""
+    """Sets duplicate_of on every record (None for originals). The original
+    is the first by name among those kept on every other count (their
+    "kept" before duplicates are judged), then among the rest: a problem
+    refused for a noisy reading must not take its copy down with it."""
     originals = {}
-    for r in records:
+    for r in sorted(records, key=lambda r: (not r.get("kept", True), r["problem"])):
         r["duplicate_of"] = None
         fp = r.get("fingerprint")
         if not fp or not (r.get("import") or {}).get("ok"):

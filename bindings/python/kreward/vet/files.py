@@ -24,11 +24,14 @@ class Problem:
     def sha256(self):
         h = hashlib.sha256()
         if self.kind == "kreward":
-            for root, dirs, files in os.walk(self.path):
+            for root, dirs, files in os.walk(self.path):  # links to folders are not followed
                 dirs.sort()
                 for f in sorted(files):
                     p = os.path.join(root, f)
                     h.update(os.path.relpath(p, self.path).encode() + b"\0")
+                    if os.path.islink(p) or not os.path.isfile(p):
+                        h.update(b"link:" + os.readlink(p).encode() if os.path.islink(p) else b"x")
+                        continue  # a FIFO or a device would hang or never end the read
                     with open(p, "rb") as fh:
                         h.update(hashlib.sha256(fh.read()).digest())
         else:
@@ -45,8 +48,14 @@ def _kernelbench_file(path):
         return False
 
 
-def find(paths):
-    """([Problem] named and sorted by name, [skipped path])."""
+MARK = ".kreward-vet"  # output.py: a vetting run's folder, never a problem set
+
+
+def find(paths, skip=()):
+    """([Problem] named and sorted by name, [skipped path]). skip: folders
+    not walked (a run's own output folder); a vetting run's folder (its
+    kept/ and refused/ copies) is never walked either."""
+    skip = {os.path.realpath(s) for s in skip}
     found, skipped = [], []
     for given in paths:
         if os.path.isfile(given):
@@ -58,6 +67,9 @@ def find(paths):
                 skipped.append(given)
         elif os.path.isdir(given):
             for root, dirs, files in os.walk(given):
+                if os.path.realpath(root) in skip or MARK in files:
+                    dirs[:] = []
+                    continue
                 dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
                 if "problem.json" in files:
                     found.append(Problem(root, "kreward"))
@@ -76,6 +88,12 @@ def find(paths):
         if p.path not in seen:
             seen.add(p.path)
             unique.append(p)
+    # a kreward problem inside another's folder (both given) is the outer's file
+    folders = [p.path for p in unique if p.kind == "kreward"]
+    inner = {p.path for p in unique
+             if any(p.path != f and p.path.startswith(f.rstrip("/") + "/") for f in folders)}
+    skipped += sorted(inner)
+    unique = [p for p in unique if p.path not in inner]
     _name(unique)
     return sorted(unique, key=lambda p: p.name), skipped
 

@@ -26,6 +26,7 @@ def vet(path, devices, atol, rtol, compile_too=True, timeout_s=600):
     record["weak"] = imp.weak
     if sound.get("error"):
         record.setdefault("notes", []).append(f"soundness not checked: {sound['error']}")
+        record["soundness_error"] = sound["error"]
     with devices.acquire() as where:
         req = {"path": imp.path, "base": imp.base_probe, "cases": imp.cases, "atol": atol,
                "rtol": rtol, "device": where.torch_device, "time": where.times,

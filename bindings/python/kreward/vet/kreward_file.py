@@ -46,9 +46,12 @@ def vet(path, devices, timeout_s=600):
 
 
 def _normalised_source(text):
+    """The source without comments and layout, its `// kreward:` launch
+    lines kept (two problems with one kernel launched otherwise differ)."""
+    directives = re.findall(r"//\s*kreward:[^\n]*", text)
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
     text = re.sub(r"//[^\n]*", " ", text)
-    return " ".join(text.split())
+    return " ".join(text.split() + [" ".join(d.split()) for d in directives])
 
 
 def _fingerprint(info, folder):

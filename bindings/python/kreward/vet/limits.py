@@ -45,6 +45,11 @@ def judge(record, limits):
         reasons.append("not deterministic: two runs on the same inputs differ beyond the tolerance")
     elif det is None and not record.get("measure_error"):
         unchecked.append("determinism")
+    if record.get("soundness_error"):
+        unchecked.append(f"soundness ({record['soundness_error']})")
+    elif (record.get("kind") == "kreward" and record.get("trivial") is None
+          and not record.get("measure_error")):
+        unchecked.append("soundness (the library's checks need a GPU)")
     if record.get("weak") and limits.refuse_weak:
         reasons.append(f"weak: {record['weak']}")
     ms = (record.get("reference_ms") or {}).get("eager")

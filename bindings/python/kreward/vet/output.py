@@ -15,7 +15,7 @@ import os
 import shutil
 import threading
 
-MARK = ".kreward-vet"
+from .files import MARK
 
 
 class RunFolder:
@@ -27,6 +27,8 @@ class RunFolder:
             raise ValueError(f"{self.path}: the folder holds files of something else; vetting "
                              "writes kept/ and refused/ in a folder of its own (a new one, or "
                              "one an earlier vetting run made)")
+        if os.path.exists(self.path) and not os.path.isdir(self.path):
+            raise ValueError(f"{self.path}: a file, not a folder for a vetting run")
         os.makedirs(self.path, exist_ok=True)
         with open(os.path.join(self.path, MARK), "w") as f:
             f.write("a kreward problems vet run's folder\n")
@@ -79,6 +81,11 @@ class RunFolder:
             dst = os.path.join(self.path, "kept" if r["kept"] else "refused", r["problem"])
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             if os.path.isdir(r["path"]):
-                shutil.copytree(r["path"], dst, ignore=shutil.ignore_patterns("__pycache__"))
+                # links stay links (one to / or ~ is not copied in), nothing but files and folders
+                shutil.copytree(r["path"], dst, symlinks=True,
+                                ignore=lambda d, names: [n for n in names if n == "__pycache__" or
+                                                         not (os.path.islink(os.path.join(d, n)) or
+                                                              os.path.isfile(os.path.join(d, n)) or
+                                                              os.path.isdir(os.path.join(d, n)))])
             elif os.path.exists(r["path"]):
                 shutil.copy2(r["path"], dst)

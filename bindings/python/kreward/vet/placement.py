@@ -5,6 +5,7 @@ Without a GPU the reference still runs on the CPU for what needs no clock
 reported unchecked, unless the CPU is asked for as the device (then it is
 timed there, one file at a time)."""
 import contextlib
+import os
 import threading
 
 
@@ -35,13 +36,28 @@ class Devices:
         elif not devices:
             self._free = None  # untimed CPU runs: any number at once
         else:
-            self._free = [int(d) for d in devices]
+            # torch's indices, as CUDA_VISIBLE_DEVICES of this process maps
+            # them (a scheduler's 2,3 is torch's 0,1): the child is given
+            # the device's own entry; one slot per device, so no two
+            # measurements share one
+            self._free = list(dict.fromkeys(int(d) for d in devices))
         self.names = (["cpu"] if not self._free or self._free == ["cpu"]
                       else [f"cuda:{d}" for d in self._free])
         # what the measurements depend on: a resumed run re-measures under another
         self.mode = ("untimed" if self._free is None else
                      "cpu" if self._free == ["cpu"] else "gpu")
         self._cond = threading.Condition()
+
+    def describe(self):
+        """The devices a run measures on, by name (a resumed run on other
+        GPUs measures again)."""
+        if self.mode != "gpu":
+            return [self.mode]
+        try:
+            import torch
+            return sorted({torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())})
+        except Exception:  # noqa: BLE001
+            return ["gpu"]
 
     @contextlib.contextmanager
     def acquire(self):
@@ -56,11 +72,23 @@ class Devices:
             if slot == "cpu":
                 yield Placement("cpu", "", times=True)
             else:
-                yield Placement("cuda:0", str(slot), times=True)
+                yield Placement("cuda:0", _visible_entry(slot), times=True)
         finally:
             with self._cond:
                 self._free.append(slot)
                 self._cond.notify()
+
+
+def _visible_entry(index):
+    """What CUDA_VISIBLE_DEVICES must say for a child to see this process's
+    device `index` as its only one."""
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    if "CUDA_VISIBLE_DEVICES" not in os.environ:
+        return str(index)
+    if index >= len(visible):
+        raise ValueError(f"device {index}: this process sees {len(visible)} GPU(s) "
+                         f"(CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']})")
+    return visible[index]
 
 
 def _gpu_count():

@@ -311,3 +311,89 @@ def test_a_problem_file_cannot_forge_its_verdict_or_write_outside(tmp_path, monk
     assert rec["trivial"]["constant"] is True
     assert not (cache / "planted.json").exists() and not (tmp_path / "planted").exists()
     assert "planted" not in (tmp_path / "v" / "vet.jsonl").read_text()
+
+
+def test_an_original_is_one_kept_on_every_other_count():
+    """A problem refused for another reason (a noisy reading, a failed
+    measurement) does not take its copy down with it."""
+    from kreward.vet import duplicates
+    fp = {"key": "k", "samples": [{"values": [1.0, 2.0], "sum": 3.0, "abs_sum": 3.0}]}
+    records = [{"problem": "a.py", "kind": "kernelbench", "import": {"ok": True}, "kept": False,
+                "fingerprint": fp},
+               {"problem": "b.py", "kind": "kernelbench", "import": {"ok": True}, "kept": True,
+                "fingerprint": fp},
+               {"problem": "c.py", "kind": "kernelbench", "import": {"ok": True}, "kept": True,
+                "fingerprint": fp}]
+    duplicates.mark(records)
+    assert [r["duplicate_of"] for r in records] == ["b.py", None, "b.py"]
+
+
+def test_gpus_are_named_as_this_process_sees_them(monkeypatch):
+    """Under a scheduler's CUDA_VISIBLE_DEVICES=2,3 torch's GPU 1 is the
+    machine's 3: the measuring process is given 3, and a GPU named twice
+    is one slot."""
+    from kreward.vet.placement import Devices
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    devs = Devices([1, 1])
+    with devs.acquire() as where:
+        assert where.visible_devices == "3" and where.times
+    assert devs.names == ["cuda:1"]
+    with pytest.raises(ValueError, match="sees 2 GPU"):
+        with Devices([5]).acquire():
+            pass
+
+
+def test_a_run_inside_its_own_input_does_not_vet_its_output(tmp_path, monkeypatch):
+    monkeypatch.setenv("KREWARD_IMPORT_CACHE", "")
+    (tmp_path / "relu.py").write_text(SET["relu.py"])
+    calls = []
+    real = kernelbench_file.vet
+    monkeypatch.setattr(kernelbench_file, "vet",
+                        lambda path, *a, **k: calls.append(path) or real(path, *a, **k))
+    first = problems.vet([tmp_path], out=tmp_path / "vetted", devices="cpu", compile=False)
+    again = problems.vet([tmp_path], out=tmp_path / "vetted", devices="cpu", compile=False)
+    assert [r["problem"] for r in first.records] == [r["problem"] for r in again.records] == ["relu.py"]
+    assert len(calls) == 1 and (tmp_path / "vetted" / "kept" / "relu.py").exists()
+
+
+def test_a_record_whose_measurement_failed_is_measured_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("KREWARD_IMPORT_CACHE", "")
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t/relu.py").write_text(SET["relu.py"])
+    real = kernelbench_file.vet
+    monkeypatch.setattr(kernelbench_file, "vet", lambda *a, **k: dict(
+        real(*a, **k), measure_error="the measuring process ended (killed: out of memory?)"))
+    failed = problems.vet([tmp_path / "t"], out=tmp_path / "v", devices="cpu", compile=False)
+    assert not failed.records[0]["kept"]
+    monkeypatch.setattr(kernelbench_file, "vet", real)
+    again = problems.vet([tmp_path / "t"], out=tmp_path / "v", devices="cpu", compile=False)
+    assert again.records[0]["kept"] and "measure_error" not in again.records[0]
+
+
+def test_kreward_problems_launched_otherwise_are_not_duplicates(tmp_path):
+    from kreward.vet.kreward_file import _normalised_source
+    a = "// kreward: launch k grid=(N) block=(256) args=(a, b, N)\n__global__ void k() {}\n"
+    b = "// kreward: launch k grid=(N) block=(256) args=(b, a, N)\n__global__ void k() {}\n"
+    c = "// a comment\n// kreward: launch k grid=(N)   block=(256) args=(a, b, N)\n__global__ void k()  {}\n"
+    assert _normalised_source(a) != _normalised_source(b)
+    assert _normalised_source(a) == _normalised_source(c)
+
+
+def test_a_soundness_check_that_could_not_run_is_no_pass(tmp_path, monkeypatch):
+    """Unknown soundness is not sound: the problem gets weak_problem (no
+    speed credit), vetting lists it as not checked, and the import is not
+    kept, so the next one checks again."""
+    from kreward.kernelbench import import_problem, soundness
+    calls = []
+    monkeypatch.setattr(soundness, "check", lambda imp, timeout_s=300: calls.append(1) or
+                        {"error": "the soundness check ran past 300 s"})
+    (tmp_path / "relu.py").write_text(SET["relu.py"])
+    for _ in range(2):
+        imp = import_problem(str(tmp_path / "relu.py"), cache_dir=str(tmp_path / "cache"))
+        assert imp.weak and "could not be checked" in imp.weak and not imp.from_cache
+    assert len(calls) == 2
+    rec = {"kind": "kernelbench", "import": {"ok": True}, "deterministic": True,
+           "reference_ms": {"eager": 1.0}, "tolerance_headroom": 10.0,
+           "soundness_error": "ran past 300 s", "weak": imp.weak}
+    kept, reasons, unchecked = judge(rec, Limits())
+    assert not kept and unchecked == ["soundness (ran past 300 s)"]
