@@ -32,7 +32,7 @@ STATS_LIMIT = 1 << 26  # elements per tensor whose statistics are computed exact
 def load(path, overrides):
     mod = types.ModuleType("kernelbench_problem")
     mod.__file__ = path
-    with open(path) as f:
+    with open(path, "rb") as f:  # bytes: Python honours a BOM or a coding line, as importing does
         code = compile(f.read(), path, "exec")
     exec(code, mod.__dict__)
     for k, v in overrides.items():

@@ -18,7 +18,7 @@ class Reference:
         kreward.vet's tolerance headroom); the caller casts the inputs."""
         self.imp, self.device, self.dtype = imported, device, dtype
         self._models = {}
-        with open(imported.path) as f:
+        with open(imported.path, "rb") as f:  # bytes: a BOM or a coding line, as importing does
             self._code = compile(f.read(), imported.path, "exec")
 
     def module(self, case):

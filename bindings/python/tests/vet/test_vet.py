@@ -397,3 +397,12 @@ def test_a_soundness_check_that_could_not_run_is_no_pass(tmp_path, monkeypatch):
            "soundness_error": "ran past 300 s", "weak": imp.weak}
     kept, reasons, unchecked = judge(rec, Limits())
     assert not kept and unchecked == ["soundness (ran past 300 s)"]
+
+
+def test_a_file_with_a_byte_order_mark_imports(tmp_path):
+    """Python imports a UTF-8 file with a BOM; the probes compiled its text
+    and refused it (U+FEFF): they compile its bytes now."""
+    from kreward.kernelbench import import_problem
+    (tmp_path / "bom.py").write_bytes(b"\xef\xbb\xbf" + SET["relu.py"].encode())
+    imp = import_problem(str(tmp_path / "bom.py"), cache_dir=None)
+    assert imp.weak is None and [c[0] for c in imp.cases][0] == "base"
