@@ -18,9 +18,9 @@ eats memory costs its subprocess only.
   and close samples compute the same function on the same inputs.
 - time: every case, eager (the Model with its own weights, KernelBench's
   way) and torch.compile on the file's own sizes; on a GPU, CUDA events per
-  call and the host's time to enqueue it: a forward whose enqueueing takes
-  at least LAUNCH_BOUND of its GPU time keeps the GPU waiting on Python, so
-  timing it measures launches, not kernels."""
+  call, and the same call with its launches queued behind a sleep kernel:
+  a call whose GPU time is at least LAUNCH_BOUND times the queued one keeps
+  the GPU waiting on Python, so timing it measures launches, not kernels."""
 import hashlib
 import json
 import math
@@ -31,7 +31,8 @@ from .. import json_process
 
 FINGERPRINT_SEED = 0x5EED
 SAMPLE = 64              # output values kept per output for duplicates
-LAUNCH_BOUND = 0.5       # host enqueue time / GPU time at or above which timing is launch-bound
+LAUNCH_BOUND = 2.0       # GPU time / GPU time with every launch queued ahead, at or above which timing is launch-bound
+QUEUED_REPS = 5
 MIN_REPS, MAX_REPS, TARGET_S = 5, 200, 0.25
 HEADROOM_CAP = 1e9       # "no measurable error" (JSON has no infinity)
 
@@ -39,6 +40,29 @@ HEADROOM_CAP = 1e9       # "no measurable error" (JSON has no infinity)
 def _sync(torch, device):
     if device.startswith("cuda"):
         torch.cuda.synchronize(device)
+
+
+def _queued_ms(torch, fn, host_ms):
+    """The GPU time of a call whose launches were all queued before it
+    starts: a sleep kernel holds the stream while the host enqueues the
+    call, so the events measure the kernels back to back, without the
+    gaps the host's launches leave (median of QUEUED_REPS). A forward
+    that synchronises (.item(), nonzero) waits for the sleep and goes on
+    in step with the host, as it does unqueued: it is not called
+    launch-bound for waiting on itself."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    khz = getattr(props, "clock_rate", 0) or 2_000_000  # cycles per ms
+    cycles = int(khz * (2 * host_ms + 0.1))
+    out = []
+    for _ in range(QUEUED_REPS):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(cycles)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        out.append(a.elapsed_time(b))
+    return statistics.median(out)
 
 
 def _time_calls(torch, fn, device):
@@ -172,8 +196,9 @@ def _timing(torch, imp, device, compile_too):
         ms, host = _time_calls(torch, eager, device)
         entry = {"eager_ms": round(ms, 5)}
         if host is not None:
-            entry["host_ms"] = round(host, 5)
-            entry["launch_bound"] = bool(host >= LAUNCH_BOUND * ms)
+            queued = _queued_ms(torch, eager, host)
+            entry.update(host_ms=round(host, 5), queued_ms=round(queued, 5),
+                         launch_bound=bool(ms >= LAUNCH_BOUND * max(queued, 1e-6)))
         cases[name] = entry
         if c == 0 and compile_too:
             t0 = time.perf_counter()
