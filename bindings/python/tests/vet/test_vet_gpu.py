@@ -62,11 +62,38 @@ def get_init_inputs():
 '''
 
 
+SYNCING = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """The positive entries' sum: a boolean mask (the host waits for its count), 64M elements."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x[x > 0].sum()
+
+
+n = 1 << 26
+
+
+def get_inputs():
+    return [torch.randn(n)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
 @pytest.mark.gpu
 def test_timing_on_the_gpu_tells_launch_bound_sizes(tmp_path):
     (tmp_path / "t").mkdir()
     (tmp_path / "t/tiny.py").write_text(TINY)
     (tmp_path / "t/big.py").write_text(BIG)
+    (tmp_path / "t/syncing.py").write_text(SYNCING)
     run = problems.vet([tmp_path / "t"], out=tmp_path / "v")
     r = {x["problem"]: x for x in run.records}
     tiny, big = r["tiny.py"], r["big.py"]
@@ -78,6 +105,8 @@ def test_timing_on_the_gpu_tells_launch_bound_sizes(tmp_path):
     # the small case of the big problem is much faster than its own sizes
     assert big["cases_ms"]["small"]["eager_ms"] < big["cases_ms"]["base"]["eager_ms"] / 8
     assert big["unchecked"] == []
+    # waiting for itself (a mask's count) is not waiting on launches
+    assert r["syncing.py"]["launch_bound"] is False, r["syncing.py"]["cases_ms"]
 
 
 @pytest.mark.gpu
