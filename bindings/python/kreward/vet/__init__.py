@@ -105,19 +105,51 @@ def _reusable(record):
     return not record.get("measure_error") and not record.get("soundness_error")
 
 
-def _vet_one(problem, sha, devices, atol, rtol, compile_too, timeout_s, key):
-    t0 = time.monotonic()
-    try:
-        if problem.kind == "kreward":
-            record = kreward_file.vet(problem.path, devices, timeout_s)
-        else:
-            record = kernelbench_file.vet(problem.path, devices, atol, rtol, compile_too, timeout_s)
-    except Exception as e:  # noqa: BLE001 - every problem gets its record, with why
-        record = {"kind": problem.kind, "import": {"ok": True, "error": None},
-                  "measure_error": f"vetting failed: {type(e).__name__}: {e}"}
-    record.update(problem=problem.name, path=problem.path, sha256=sha, measure_key=key,
-                  seconds=round(time.monotonic() - t0, 2))
-    return record
+class _Job:
+    """One problem through the two phases: its import (KernelBench files, on
+    the CPU), then its measurement (on a device)."""
+
+    def __init__(self, problem, sha, key):
+        self.problem, self.sha, self.key = problem, sha, key
+        self.record, self.imp, self.seconds = None, None, 0.0
+
+    def _step(self, fn):
+        t0 = time.monotonic()
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - every problem gets its record, with why
+            self.record = {"kind": self.problem.kind, "import": {"ok": True, "error": None},
+                           "measure_error": f"vetting failed: {type(e).__name__}: {e}"}
+            self.imp = None
+        self.seconds += time.monotonic() - t0
+
+    def import_it(self, atol, rtol, timeout_s):
+        def step():
+            if self.problem.kind == "kernelbench":
+                self.record, self.imp = kernelbench_file.import_step(self.problem.path, atol, rtol,
+                                                                     timeout_s)
+        self._step(step)
+        return self
+
+    @property
+    def done(self):
+        """Nothing left to measure (a refused import, a failed step)."""
+        return self.record is not None and self.imp is None
+
+    def measure_it(self, devices, atol, rtol, compile_too, timeout_s):
+        def step():
+            if self.problem.kind == "kreward":
+                self.record = kreward_file.vet(self.problem.path, devices, timeout_s)
+            else:
+                self.record = kernelbench_file.measure_step(self.record, self.imp, devices, atol,
+                                                            rtol, compile_too, timeout_s)
+        self._step(step)
+        return self
+
+    def finished(self):
+        self.record.update(problem=self.problem.name, path=self.problem.path, sha256=self.sha,
+                           measure_key=self.key, seconds=round(self.seconds, 2))
+        return self.record
 
 
 def run(paths, out=None, limits=None, jobs=None, devices=None, resume=True, compile=True,
@@ -149,18 +181,35 @@ def run(paths, out=None, limits=None, jobs=None, devices=None, resume=True, comp
     if folder:
         folder.start(records)
     done = len(records)
+
+    def finish(job):
+        nonlocal done
+        record = job.finished()
+        records.append(record)
+        if folder:
+            folder.append(record)
+        done += 1
+        if progress:
+            progress(done, len(problems), record)
+
+    # every import first, in parallel on the CPUs; then the measurements,
+    # one per device at a time: an import's CPU work next to a measurement
+    # would be in its clock (launch-bound readings, launch-heavy models)
     workers = max(1, jobs or os.cpu_count() or 1)
+    jobs_ = [_Job(p, sha, key) for p, sha in todo]
+    measured = []
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-        futures = [pool.submit(_vet_one, p, sha, devs, atol, rtol, compile, timeout_s, key)
-                   for p, sha in todo]
+        futures = [pool.submit(j.import_it, atol, rtol, timeout_s) for j in jobs_]
         for fut in concurrent.futures.as_completed(futures):
-            record = fut.result()
-            records.append(record)
-            if folder:
-                folder.append(record)
-            done += 1
-            if progress:
-                progress(done, len(problems), record)
+            job = fut.result()
+            if job.done:
+                finish(job)
+            else:
+                measured.append(job)
+    with concurrent.futures.ThreadPoolExecutor(devs.parallel(workers)) as pool:
+        futures = [pool.submit(j.measure_it, devs, atol, rtol, compile, timeout_s) for j in measured]
+        for fut in concurrent.futures.as_completed(futures):
+            finish(fut.result())
     records.sort(key=lambda r: r["problem"])
     alone = dataclasses.replace(limits, refuse_duplicates=False)
     for r in records:

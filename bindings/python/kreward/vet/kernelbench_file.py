@@ -1,13 +1,22 @@
-"""Vetting one KernelBench-format file: the import (its probes and the
-soundness check run in subprocesses: kernelbench/importer.py,
-soundness.py), then measure.py in a subprocess on one device."""
+"""Vetting one KernelBench-format file in two steps: the import (its probes
+and the soundness check run in subprocesses on the CPU:
+kernelbench/importer.py, soundness.py), then measure.py in a subprocess on
+one device. A run does every import first and measures after (vet/__init__),
+so no import's CPU work disturbs a measurement's clock."""
 from .. import json_process
 from ..kernelbench.importer import ImportRefused, import_problem
 
 
 def vet(path, devices, atol, rtol, compile_too=True, timeout_s=600):
-    """A record (kreward/vet/__init__.py documents its fields). devices: a
-    placement.Devices, where the file's reference is measured."""
+    """Both steps: a record (kreward/vet/__init__.py documents its fields).
+    devices: a placement.Devices, where the file's reference is measured."""
+    record, imp = import_step(path, atol, rtol, timeout_s)
+    return measure_step(record, imp, devices, atol, rtol, compile_too, timeout_s)
+
+
+def import_step(path, atol, rtol, timeout_s=600):
+    """(record, ImportedProblem or None when the import was refused: the
+    record is then complete)."""
     record = {"kind": "kernelbench"}
     try:
         imp = import_problem(path, atol=atol, rtol=rtol, timeout_s=timeout_s)
@@ -15,7 +24,7 @@ def vet(path, devices, atol, rtol, compile_too=True, timeout_s=600):
         record["import"] = {"ok": False, "error": e.reason}
         if "not deterministic" in e.reason:
             record["deterministic"] = False
-        return record
+        return record, None
     record["import"] = {"ok": True, "error": None, "cases": [c[0] for c in imp.cases],
                         "tensors": len(imp.tensors), "notes": list(imp.notes),
                         "device_only_reason": imp.device_only_reason,
@@ -27,6 +36,14 @@ def vet(path, devices, atol, rtol, compile_too=True, timeout_s=600):
     if sound.get("error"):
         record.setdefault("notes", []).append(f"soundness not checked: {sound['error']}")
         record["soundness_error"] = sound["error"]
+    return record, imp
+
+
+def measure_step(record, imp, devices, atol, rtol, compile_too=True, timeout_s=600):
+    """The record with what measure.py found on a device (as it is when the
+    import was refused)."""
+    if imp is None:
+        return record
     with devices.acquire() as where:
         req = {"path": imp.path, "base": imp.base_probe, "cases": imp.cases, "atol": atol,
                "rtol": rtol, "device": where.torch_device, "time": where.times,

@@ -48,6 +48,11 @@ class Devices:
                      "cpu" if self._free == ["cpu"] else "gpu")
         self._cond = threading.Condition()
 
+    def parallel(self, jobs):
+        """How many measurements can run at once: one per device, or `jobs`
+        where nothing is timed."""
+        return jobs if self._free is None else max(1, len(self._free))
+
     def describe(self):
         """The devices a run measures on, by name (a resumed run on other
         GPUs measures again)."""

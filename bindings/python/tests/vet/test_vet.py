@@ -162,8 +162,8 @@ def test_a_resumed_run_measures_only_what_changed(vetted, task_set, monkeypatch,
     subprocess.run(["cp", "-r", str(task_set), str(work)], check=True)
     first = problems.vet([work], out=tmp_path / "v", devices="cpu", compile=False, jobs=2)
     calls = []
-    real = kernelbench_file.vet
-    monkeypatch.setattr(kernelbench_file, "vet",
+    real = kernelbench_file.import_step
+    monkeypatch.setattr(kernelbench_file, "import_step",
                         lambda path, *a, **k: calls.append(os.path.basename(path)) or real(path, *a, **k))
     (work / "gelu.py").write_text(SET["gelu.py"].replace("n = 512", "n = 256"))
     again = problems.vet([work], out=tmp_path / "v", devices="cpu", compile=False, jobs=2)
@@ -199,7 +199,7 @@ def test_a_vetting_step_that_fails_still_gives_the_problem_a_refused_record(tmp_
 
     def explode(*a, **k):
         raise MemoryError("out of memory in the vetting process")
-    monkeypatch.setattr(kernelbench_file, "vet", explode)
+    monkeypatch.setattr(kernelbench_file, "import_step", explode)
     run = problems.vet([tmp_path / "t"], devices="cpu", compile=False)
     (rec,) = run.records
     assert not rec["kept"] and "out of memory" in rec["measure_error"]
@@ -347,8 +347,8 @@ def test_a_run_inside_its_own_input_does_not_vet_its_output(tmp_path, monkeypatc
     monkeypatch.setenv("KREWARD_IMPORT_CACHE", "")
     (tmp_path / "relu.py").write_text(SET["relu.py"])
     calls = []
-    real = kernelbench_file.vet
-    monkeypatch.setattr(kernelbench_file, "vet",
+    real = kernelbench_file.import_step
+    monkeypatch.setattr(kernelbench_file, "import_step",
                         lambda path, *a, **k: calls.append(path) or real(path, *a, **k))
     first = problems.vet([tmp_path], out=tmp_path / "vetted", devices="cpu", compile=False)
     again = problems.vet([tmp_path], out=tmp_path / "vetted", devices="cpu", compile=False)
@@ -360,12 +360,12 @@ def test_a_record_whose_measurement_failed_is_measured_again(tmp_path, monkeypat
     monkeypatch.setenv("KREWARD_IMPORT_CACHE", "")
     (tmp_path / "t").mkdir()
     (tmp_path / "t/relu.py").write_text(SET["relu.py"])
-    real = kernelbench_file.vet
-    monkeypatch.setattr(kernelbench_file, "vet", lambda *a, **k: dict(
+    real = kernelbench_file.measure_step
+    monkeypatch.setattr(kernelbench_file, "measure_step", lambda *a, **k: dict(
         real(*a, **k), measure_error="the measuring process ended (killed: out of memory?)"))
     failed = problems.vet([tmp_path / "t"], out=tmp_path / "v", devices="cpu", compile=False)
     assert not failed.records[0]["kept"]
-    monkeypatch.setattr(kernelbench_file, "vet", real)
+    monkeypatch.setattr(kernelbench_file, "measure_step", real)
     again = problems.vet([tmp_path / "t"], out=tmp_path / "v", devices="cpu", compile=False)
     assert again.records[0]["kept"] and "measure_error" not in again.records[0]
 
