@@ -346,6 +346,125 @@ static void no_state_in_constants_or_shared_memory(void **state)
     kr_problem_free(p);
 }
 
+/* Bytes past a global: a one-element __device__ array whose c[64] keeps a
+ * count, and a __constant__ whose generic address plus 64 bytes keeps
+ * another; the symbols themselves never change. Wrong on every other call
+ * when either count survives a call; the allocations holding the module's
+ * globals and banks are restored whole before every call, so never. */
+#define SLACK_COUNTER                                                                         \
+    "// kreward: launch k grid=(cdiv(N,256)) block=(256) args=(a, c, N)\n"                     \
+    "// kreward: launch tick grid=(1) block=(1) args=()\n"                                     \
+    "__device__ unsigned c[1];\n"                                                             \
+    "__constant__ unsigned calls;\n"                                                          \
+    "__device__ volatile unsigned *past_calls() {\n"                                          \
+    "  unsigned long long q; asm(\"cvta.const.u64 %0, calls;\" : \"=l\"(q));\n"               \
+    "  return (volatile unsigned *)q + 16; }\n"                                               \
+    "extern \"C\" __global__ void k(const float* a, float* c_out, long long n) {\n"           \
+    "  long long i = blockIdx.x * 256ll + threadIdx.x;\n"                                     \
+    "  unsigned odd = (((volatile unsigned *)c)[64] | *past_calls()) & 1;\n"                 \
+    "  if (i < n) c_out[i] = odd ? 0.f : a[i]; }\n"                                           \
+    "extern \"C\" __global__ void tick() {\n"                                                 \
+    "  ((volatile unsigned *)c)[64] += 1; *past_calls() += 1; }\n"
+
+static unsigned read_u32(CUdeviceptr at)
+{
+    unsigned v = 0;
+    CUresult r = kr__cuda()->cuMemcpyDtoH(&v, at, sizeof v);
+    if (r != CUDA_SUCCESS)
+        fail_msg("reading 0x%llx: CUresult %d", (unsigned long long)at, (int)r);
+    return v;
+}
+
+static void no_state_past_a_global(void **state)
+{
+    (void)state;
+    const kr__cuda_api *cu = kr__cuda();
+    /* first by hand: what the driver says, a tick, a restore */
+    kr_program *prog;
+    assert_int_equal(kr_compile(&prog, g_ctx, SLACK_COUNTER, 0, NULL), KR_OK);
+    assert_int_equal(kr__program_admissible(g_ctx, prog), KR_OK);
+    CUdeviceptr c = 0, calls = 0;
+    size_t bytes = 0;
+    assert_int_equal(cu->cuModuleGetGlobal(&c, &bytes, prog->module, "c"), CUDA_SUCCESS);
+    assert_int_equal(cu->cuModuleGetGlobal(&calls, &bytes, prog->module, "calls"), CUDA_SUCCESS);
+    for (size_t i = 0; i < prog->num_regions; i++)
+        printf("region 0x%llx + %zu (%zu nonzero spans)\n",
+               (unsigned long long)prog->regions[i].addr, prog->regions[i].bytes,
+               prog->regions[i].initial ? prog->regions[i].initial->num_spans : 0);
+    CUdeviceptr at[2] = {c + 256, calls + 64};
+    for (int i = 0; i < 2; i++) {
+        CUdeviceptr base = 0;
+        size_t size = 0;
+        CUresult r = cu->cuMemGetAddressRange(&base, &size, at[i]);
+        printf("%s: 0x%llx, in allocation 0x%llx + %zu (CUresult %d)\n",
+               i ? "calls + 64" : "c + 256", (unsigned long long)at[i],
+               (unsigned long long)base, size, (int)r);
+    }
+    CUfunction tick = prog->kernels[kr_program_find_kernel(prog, "tick")].fn;
+    assert_int_equal(cu->cuLaunchKernel(tick, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_SUCCESS);
+    assert_int_equal(cu->cuCtxSynchronize(), CUDA_SUCCESS);
+    assert_int_equal(read_u32(at[0]), 1);
+    assert_int_equal(read_u32(at[1]), 1);
+    assert_int_equal(kr__program_restore_globals(g_ctx, prog, NULL), KR_OK);
+    assert_int_equal(cu->cuCtxSynchronize(), CUDA_SUCCESS);
+    assert_int_equal(read_u32(at[0]), 0);
+    assert_int_equal(read_u32(at[1]), 0);
+    /* another module's regions are its own: restoring one program's
+     * allocations must not rewrite another's (a driver pooling modules' data
+     * in one allocation would fail here) */
+    kr_program *other;
+    assert_int_equal(kr_compile(&other, g_ctx, SLACK_COUNTER "// another module\n", 0, NULL), KR_OK);
+    for (size_t i = 0; i < prog->num_regions; i++)
+        for (size_t j = 0; j < other->num_regions; j++) {
+            const kr__global_region *x = &prog->regions[i], *y = &other->regions[j];
+            if (x->addr < y->addr + y->bytes && y->addr < x->addr + x->bytes)
+                fail_msg("two modules' regions overlap: 0x%llx + %zu and 0x%llx + %zu",
+                         (unsigned long long)x->addr, x->bytes, (unsigned long long)y->addr,
+                         y->bytes);
+        }
+    kr_program_free(other);
+    kr_program_free(prog);
+
+    /* then as a candidate, every call checked */
+    kr_problem *p = problem(SPEC("100003", "8*N", "c[i] = a[i]"));
+    kr_bench_options o;
+    kr_bench_options_init(&o, KR_BENCH_OPTIONS_VERSION, KR_BENCH_FAST);
+    o.check_fraction = 1.0;
+    kr_report *r = bench(p, SLACK_COUNTER, &o, NULL);
+    assert_false(kr_report_flags(r) & KR_FLAG_TIMED_OUTPUT_WRONG);
+    assert_true(metric(r, "timed_checks") >= 3);
+    kr_report_free(r);
+    kr_problem_free(p);
+}
+
+/* An honest program with a lone `static __constant__` table (internal
+ * linkage, alone in its bank: the driver may not find it by name, and no
+ * other symbol places it): admitted, and right on every call. */
+static void lone_static_constant_is_admitted(void **state)
+{
+    (void)state;
+    const char *honest =
+        "// kreward: launch k grid=(cdiv(N,256)) block=(256) args=(a, c, N)\n"
+        "static __constant__ float twice[4] = {2.f, 2.f, 2.f, 2.f};\n"
+        "extern \"C\" __global__ void k(const float* a, float* c, long long n) {\n"
+        "  long long i = blockIdx.x * 256ll + threadIdx.x; if (i < n) c[i] = twice[i & 3] * a[i]; }\n";
+    kr_program *prog;
+    assert_int_equal(kr_compile(&prog, g_ctx, honest, 0, NULL), KR_OK);
+    if (kr__program_admissible(g_ctx, prog) != KR_OK)
+        fail_msg("refused: %s", kr_context_errmsg(g_ctx));
+    kr_program_free(prog);
+    kr_problem *p = problem(SPEC("100003", "8*N", "c[i] = 2.0f * a[i]"));
+    kr_bench_options o;
+    kr_bench_options_init(&o, KR_BENCH_OPTIONS_VERSION, KR_BENCH_FAST);
+    o.check_fraction = 1.0;
+    kr_report *r = bench(p, honest, &o, NULL);
+    assert_false(kr_report_flags(r) & KR_FLAG_TIMED_OUTPUT_WRONG);
+    assert_int_not_equal(kr_report_verdict(r), KR_VERDICT_INCORRECT);
+    assert_true(metric(r, "timed_checks") >= 3);
+    kr_report_free(r);
+    kr_problem_free(p);
+}
+
 int main(void)
 {
     g_ctx = gpu_context_or_skip();
@@ -358,6 +477,10 @@ int main(void)
         cmocka_unit_test(skipping_reads_is_implausible),
         cmocka_unit_test(graph_mode_and_timed_checks),
         cmocka_unit_test(no_state_in_constants_or_shared_memory),
+        cmocka_unit_test(lone_static_constant_is_admitted),
+        /* last: where the bytes past a global are not the module's, the
+         * write may fault and poison the context */
+        cmocka_unit_test(no_state_past_a_global),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kr_context_free(g_ctx);
