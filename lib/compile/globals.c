@@ -1,33 +1,46 @@
 /* A program's writable device memory: every call of a candidate starts
  * from the module's state at load, so no `__device__` variable, no
- * `__constant__` written through its generic address, and no byte beside
- * them can carry a call counter, a cached result or anything else from one
- * call to the next.
+ * `__constant__` written through its generic address, and no byte of their
+ * sections beside them can carry a call counter, a cached result or
+ * anything else from one call to the next.
  *
  * The image says which globals and constants exist (and, for a CUBIN,
- * their section, offset and size, and the constant banks no symbol names);
- * after the module is loaded the driver says where each is and how large,
- * by name. A global the driver does not find by name (internal linkage can
- * hide it) is placed from its section's layout when two others of the
- * section agree on where the section starts.
+ * their section, offset and size, each section's size, and the constant
+ * banks no symbol names); after the module is loaded the driver says where
+ * each is and how large, by name. A global the driver does not find by name
+ * (internal linkage can hide it) is placed from its section's layout when
+ * two others of the section agree on where the section starts.
  *
- * What is restored is not the symbols but the allocations holding them: for
- * each located address the driver says which allocation contains it
- * (cuMemGetAddressRange), and that allocation is kept and restored whole,
- * each once. So a write past a symbol's end (`c[64]` of a one-element
- * array, a `__constant__`'s generic address plus an offset) lands in bytes
- * that are restored too: alignment padding, the rest of the section, other
- * sections and banks the driver put in the same allocation (a bank no
- * symbol names, e.g. nvcc 13's `.nv.constant4` of relocated pointers, is
- * restored only that way, or where the driver finds its section's name).
- * Where the driver does not answer for an address, or the allocation is
- * implausibly large (WHOLE_SLACK_MAX), the global's own region is restored,
- * as before allocations were: then the bytes past it escape.
+ * What is restored is the module's own sections, no more: a CUBIN section
+ * lies at a located symbol's address minus its offset in the section (one
+ * symbol found by name places it; all found in it must agree, and lie inside
+ * it as the image sizes it), and exactly its bytes, [start, start + size),
+ * are kept at load and written back before every call, cut to the
+ * allocation the driver says holds its symbols (cuMemGetAddressRange) where
+ * it answers. So a write past a symbol's end that stays in its section
+ * (`c[32]` of a one-element array into the alignment padding before the
+ * next variable, a `__constant__`'s generic address plus an offset within
+ * its bank) is restored too. Nothing outside the sections is: the driver
+ * may pool several modules' data in one allocation (the library's builtin
+ * kernels, the problem's reference, other candidates), and restoring bytes
+ * of another module to what they held at this program's load would revert
+ * its state, or overwrite the initialised data of a module loaded after this
+ * snapshot. So **a write beyond the module's sections escapes** (padding
+ * between sections, another module's data): its bytes keep what the last
+ * call left (docs/threat-model.md).
+ *
+ * A section no symbol found by name places (a bank no symbol names, e.g.
+ * nvcc 13's `.nv.constant4` of relocated pointers; a section whose symbols
+ * the driver does not find) is restored where the driver finds the section
+ * itself by its name, and not otherwise. A section whose symbols disagree
+ * with the image's layout, and every global of a PTX image (no section
+ * layout: each is its own group), is restored symbol by symbol: its own
+ * bytes, as the driver sizes it; the bytes past it escape.
  *
  * A writable global that cannot be located makes the program refused as a
  * candidate. A constant that cannot be located does not: it is restored
- * where its bank lies in an allocation restored through another symbol (or
- * its section's name), and escapes otherwise (docs/threat-model.md); an
+ * with its section where another symbol of it (or the section's name)
+ * places the section, and escapes otherwise (docs/threat-model.md); an
  * honest `static __constant__` table must not cost a candidate its reward.
  *
  * Each region's contents at load are copied to pageable host memory (out of
@@ -39,20 +52,17 @@
 #include "compile/program_impl.h"
 #include "driver/context_impl.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* What the module's allocations may hold beyond the globals that found
- * them, all together. An allocation is the module's own data as the driver
- * laid it out (sections, banks, alignment: kilobytes, or a page); one that
- * reaches far past its globals is not the module's alone (a pool the driver
- * shares among modules, say), and restoring it would revert memory of
- * others and cost a large memset before every call: the globals in it are
- * then restored one by one, as if the driver had not answered. 64 MiB is far
- * above any module's padding, and a memset of it per call is still cheap
- * (zeros are not copied). */
-#define WHOLE_SLACK_MAX ((size_t)64 << 20)
+/* A section's size needs no bound of its own: it is the module's memory,
+ * as large as the driver allocated it to load the image (a large
+ * `__device__` array's section costs its memset per call, as its symbol did
+ * before sections), and it is cut to the driver's allocation where the
+ * driver answers. */
+
 /* zeros shorter than this between two nonzero bytes are copied with them
  * (one copy call instead of two) */
 #define SPAN_GAP 4096
@@ -66,11 +76,10 @@ typedef struct {
 } piece;
 
 typedef struct {
-    piece *whole;        /* allocations to restore whole, each once */
-    size_t num_whole;
-    piece *own;          /* every located global's (or bank's) own region */
+    piece *section;      /* the module's sections placed, each cut to its allocation */
+    size_t num_section;
+    piece *own;          /* every located global's own region */
     size_t num_own;
-    size_t slack;        /* what the allocations hold beyond the globals that found them */
 } layout;
 
 static int contains(const piece *outer, CUdeviceptr start, size_t bytes)
@@ -79,26 +88,34 @@ static int contains(const piece *outer, CUdeviceptr start, size_t bytes)
            bytes <= outer->bytes - (start - outer->start);
 }
 
-/* One located region: its own extent, and the allocation holding it where
- * the driver says which and it is plausible. */
-static void locate(layout *l, CUdeviceptr addr, size_t bytes)
+/* One past p's last byte, or the top of the address space. */
+static CUdeviceptr end_of(piece p)
 {
-    if (bytes)
-        l->own[l->num_own++] = (piece){addr, bytes};
+    return p.bytes > (CUdeviceptr)-1 - p.start ? (CUdeviceptr)-1 : p.start + p.bytes;
+}
+
+/* The allocation the driver says holds [addr, addr + bytes): 1 with it in
+ * *a; 0 when the driver does not answer; -1 when its answer does not hold
+ * the region (a placement the driver contradicts). */
+static int allocation_of(CUdeviceptr addr, size_t bytes, piece *a)
+{
     CUdeviceptr base = 0;
     size_t size = 0;
     if (kr__cuda()->cuMemGetAddressRange(&base, &size, addr) != CUDA_SUCCESS || !size)
-        return; /* the driver does not say: the region alone */
-    piece range = {base, size};
-    if (!contains(&range, addr, bytes))
-        return; /* an answer that does not hold the region is no answer */
-    for (size_t i = 0; i < l->num_whole; i++)
-        if (contains(&l->whole[i], addr, bytes))
-            return; /* found through another global already */
-    if (size - bytes > WHOLE_SLACK_MAX - l->slack)
-        return; /* implausibly large (WHOLE_SLACK_MAX): the region alone */
-    l->slack += size - bytes;
-    l->whole[l->num_whole++] = range;
+        return 0;
+    *a = (piece){base, size};
+    return contains(a, addr, bytes) ? 1 : -1;
+}
+
+/* p cut to what of it lies in a; 0 when nothing does. */
+static int clamp(piece *p, piece a)
+{
+    CUdeviceptr start = p->start > a.start ? p->start : a.start;
+    CUdeviceptr end = end_of(*p) < end_of(a) ? end_of(*p) : end_of(a);
+    if (end <= start)
+        return 0;
+    *p = (piece){start, (size_t)(end - start)};
+    return 1;
 }
 
 /* The start of the next run of nonzero bytes at or after pos (n when
@@ -217,23 +234,43 @@ static int by_start(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* The regions: every plausible allocation, whole; then the globals' own
- * regions that no allocation kept holds (overlapping ones merged). */
+
+/* Sorts and merges overlapping or adjacent pieces (each the module's own:
+ * their union is too); returns how many are left. */
+static size_t merge(piece *p, size_t n)
+{
+    size_t kept = 0;
+    qsort(p, n, sizeof *p, by_start);
+    for (size_t i = 0; i < n; i++) {
+        piece *last = kept ? &p[kept - 1] : NULL;
+        if (last && p[i].start <= end_of(*last)) {
+            if (end_of(p[i]) > end_of(*last))
+                last->bytes = (size_t)(end_of(p[i]) - last->start);
+        } else {
+            p[kept++] = p[i];
+        }
+    }
+    return kept;
+}
+
+/* The regions: every section placed, whole; then the globals' own regions
+ * that no section kept holds (overlapping ones merged). */
 static int take_all(kr_program *prog, layout *l)
 {
     size_t kept = 0;
-    for (size_t i = 0; i < l->num_whole; i++) {
+    l->num_section = merge(l->section, l->num_section);
+    for (size_t i = 0; i < l->num_section; i++) {
         CUresult res;
-        int rc = take(prog, l->whole[i], &res);
+        int rc = take(prog, l->section[i], &res);
         if (rc != KR_OK)
             return rc;
         if (res == CUDA_SUCCESS)
-            l->whole[kept++] = l->whole[i];
+            l->section[kept++] = l->section[i];
         else if (kr__cuda_is_sticky(res))
             return kr__cuda_fail(prog->ctx, res, "reading a program's globals");
-        /* else the allocation cannot be read whole: its globals one by one */
+        /* else the section cannot be read whole: its globals one by one */
     }
-    l->num_whole = kept;
+    l->num_section = kept;
     qsort(l->own, l->num_own, sizeof *l->own, by_start);
     for (size_t i = 0; i < l->num_own;) {
         piece p = l->own[i++];
@@ -243,8 +280,8 @@ static int take_all(kr_program *prog, layout *l)
                 p.bytes = (size_t)(end - p.start);
         }
         int held = 0;
-        for (size_t w = 0; w < l->num_whole && !held; w++)
-            held = contains(&l->whole[w], p.start, p.bytes);
+        for (size_t s = 0; s < l->num_section && !held; s++)
+            held = contains(&l->section[s], p.start, p.bytes);
         if (held)
             continue;
         CUresult res;
@@ -295,30 +332,78 @@ static int is_constant(const kr__image_facts *f, const kr__image_global *g)
                   strncmp(gr->name, ".const", 6) == 0);
 }
 
-/* A CUBIN's sections with a global not placed, or with no global at all (a
- * bank only the compiler uses): the driver may know the section itself by
- * its name (the ELF's section symbol carries it), and then its allocation
- * is restored whole. Unverified on a driver: where it does not, such a
- * section is restored only inside an allocation found through another
- * symbol. */
-static void locate_sections(kr_program *prog, layout *l, const CUdeviceptr *placed)
+
+/* Where section gr of a CUBIN lies, from its symbols the driver found by
+ * name: each one's address minus its offset in the section (one is enough;
+ * all must agree and lie inside the section as the image sizes it), cut to
+ * the allocation the driver says holds each, where it answers. 0 when the
+ * section cannot be placed so (no symbol found, or a layout the driver
+ * contradicts: then its symbols are restored alone). */
+static int place_section(const kr_program *prog, const kr__image_group *gr,
+                         const CUdeviceptr *found, const size_t *bytes, piece *out)
+{
+    const kr__image_facts *f = &prog->facts;
+    CUdeviceptr base = 0;
+    int any = 0;
+    if (!gr->size || gr->size > SIZE_MAX)
+        return 0;
+    for (size_t i = 0; i < f->num_globals; i++) {
+        const kr__image_global *g = &f->globals[i];
+        if (g->group != gr->id || !found[i])
+            continue;
+        if (found[i] < g->offset || g->offset > gr->size || bytes[i] > gr->size - g->offset)
+            return 0;
+        CUdeviceptr b = found[i] - g->offset;
+        if (any && b != base)
+            return 0;
+        base = b;
+        any = 1;
+    }
+    if (!any || gr->size - 1 > (CUdeviceptr)-1 - base)
+        return 0;
+    *out = (piece){base, (size_t)gr->size};
+    for (size_t i = 0; i < f->num_globals; i++) {
+        piece a;
+        int r = f->globals[i].group == gr->id && found[i] ? allocation_of(found[i], bytes[i], &a) : 0;
+        if (r < 0 || (r > 0 && !clamp(out, a)))
+            return 0;
+    }
+    return 1;
+}
+
+/* A section no symbol found by name places (a bank no symbol names, or
+ * one whose symbols the driver does not find): the driver may know the
+ * section itself by its name (the ELF's section symbol carries it, at the
+ * section's start). Unverified on a driver: where it does not, the section
+ * is not restored. */
+static int place_section_by_name(const kr_program *prog, const kr__image_group *gr, piece *out)
+{
+    CUdeviceptr addr = 0;
+    size_t bytes = 0;
+    if (!gr->size || gr->size > SIZE_MAX ||
+        kr__cuda()->cuModuleGetGlobal(&addr, &bytes, prog->module, gr->name) != CUDA_SUCCESS ||
+        !addr || bytes > gr->size || gr->size - 1 > (CUdeviceptr)-1 - addr)
+        return 0;
+    *out = (piece){addr, (size_t)gr->size};
+    piece a;
+    int r = allocation_of(addr, bytes, &a);
+    return r == 0 || (r > 0 && clamp(out, a));
+}
+
+/* Every section of a CUBIN that can be placed (see the top). */
+static void place_sections(kr_program *prog, layout *l, const CUdeviceptr *found,
+                           const size_t *bytes)
 {
     const kr__image_facts *f = &prog->facts;
     for (size_t s = 0; s < f->num_groups; s++) {
         const kr__image_group *gr = &f->groups[s];
-        size_t members = 0, unplaced = 0;
-        for (size_t i = 0; i < f->num_globals; i++)
-            if (f->globals[i].group == gr->id) {
-                members++;
-                unplaced += !placed[i];
-            }
-        if (members && !unplaced)
-            continue;
-        CUdeviceptr addr = 0;
-        size_t bytes = 0;
-        if (kr__cuda()->cuModuleGetGlobal(&addr, &bytes, prog->module, gr->name) == CUDA_SUCCESS &&
-            addr)
-            locate(l, addr, bytes);
+        int any_found = 0;
+        for (size_t i = 0; i < f->num_globals && !any_found; i++)
+            any_found = f->globals[i].group == gr->id && found[i];
+        piece p;
+        if (any_found ? place_section(prog, gr, found, bytes, &p)
+                      : place_section_by_name(prog, gr, &p))
+            l->section[l->num_section++] = p;
     }
 }
 
@@ -329,11 +414,11 @@ int kr__program_locate_globals(kr_program *prog)
     if (!most)
         return KR_OK;
     const kr__cuda_api *cu = kr__cuda();
-    CUdeviceptr *found = calloc(n + 1, sizeof *found), *placed = calloc(n + 1, sizeof *placed);
+    CUdeviceptr *found = calloc(n + 1, sizeof *found);
     size_t *bytes = calloc(n + 1, sizeof *bytes);
-    layout l = {calloc(most, sizeof(piece)), 0, calloc(most, sizeof(piece)), 0, 0};
-    prog->regions = calloc(2 * most, sizeof *prog->regions);
-    int rc = found && placed && bytes && l.whole && l.own && prog->regions
+    layout l = {calloc(most, sizeof(piece)), 0, calloc(most, sizeof(piece)), 0};
+    prog->regions = calloc(most, sizeof *prog->regions);
+    int rc = found && bytes && l.section && l.own && prog->regions
                  ? KR_OK
                  : kr__fail(prog->ctx, KR_ENOMEM, "out of memory");
     /* first every global the driver knows by name, with the size it gives */
@@ -345,12 +430,11 @@ int kr__program_locate_globals(kr_program *prog)
         const kr__image_global *g = &f->globals[i];
         CUdeviceptr base = found[i] ? 0 : section_base(prog, g, found);
         if (found[i]) {
-            placed[i] = found[i];
-            locate(&l, found[i], bytes[i]);
+            if (bytes[i])
+                l.own[l.num_own++] = (piece){found[i], bytes[i]};
             prog->global_bytes += bytes[i];
         } else if (base && g->size) {
-            placed[i] = base + g->offset;
-            locate(&l, placed[i], (size_t)g->size);
+            l.own[l.num_own++] = (piece){base + g->offset, (size_t)g->size};
             prog->global_bytes += g->size;
         } else if (!is_constant(f, g) && !prog->refusal[0]) {
             snprintf(prog->refusal, sizeof prog->refusal,
@@ -358,17 +442,18 @@ int kr__program_locate_globals(kr_program *prog)
                      "find it by name): declare it at namespace scope without static",
                      g->name);
         }
-        /* a constant not located: restored with its bank's allocation
-         * where another symbol found it, else it escapes (see the top) */
+        /* a constant not located: restored with its section where another
+         * symbol or the section's name places it, else it escapes (see the
+         * top) */
     }
+    /* a PTX image has no section layout: its globals alone */
     if (rc == KR_OK && prog->kind == KR_BINARY_CUBIN)
-        locate_sections(prog, &l, placed);
+        place_sections(prog, &l, found, bytes);
     if (rc == KR_OK)
         rc = take_all(prog, &l);
     free(found);
-    free(placed);
     free(bytes);
-    free(l.whole);
+    free(l.section);
     free(l.own);
     return rc;
 }

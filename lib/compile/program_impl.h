@@ -19,10 +19,10 @@ typedef struct kr__global_snapshot {
     kr__global_span span[];
 } kr__global_snapshot;
 
-/* A writable region of a loaded module's device memory: a whole allocation
- * holding its globals or constant banks (or, where the driver does not say
- * which, one global), and what it held at load (every call of the program
- * starts from that). */
+/* A writable region of a loaded module's device memory: one of its own
+ * sections (a CUBIN's globals or constant bank, cut to the allocation the
+ * driver says holds it), or one global where no section is placed (PTX),
+ * and what it held at load (every call of the program starts from that). */
 typedef struct kr__global_region {
     CUdeviceptr addr;
     size_t bytes;
@@ -49,7 +49,7 @@ struct kr_program {
     kr__image_facts facts;     /* writable globals, heap use (read without a device) */
     size_t num_regions;        /* the globals on the device, once loaded */
     kr__global_region *regions;
-    uint64_t global_bytes;     /* the located globals' own bytes (not their allocations') */
+    uint64_t global_bytes;     /* the located globals' own bytes (not their sections') */
     char refusal[300];         /* why it may not run as a candidate; "" when it may */
     char *ptx;                 /* the PTX NVRTC wrote beside a CUBIN; NULL when there is none
                               * (and for a PTX image, which is its own) */
@@ -72,7 +72,7 @@ int kr__program_finish_unloaded(kr_program *prog);
 int kr__program_load(kr_program *prog);
 
 /* globals.c: finds the module's writable globals on the device, and the
- * allocations that hold them, and keeps their contents at load (called by
+ * sections that hold them, and keeps their contents at load (called by
  * kr__program_load); the program is refused as a candidate when a
  * writable global (not a constant) cannot be found. */
 int kr__program_locate_globals(kr_program *prog);

@@ -346,25 +346,32 @@ static void no_state_in_constants_or_shared_memory(void **state)
     kr_problem_free(p);
 }
 
-/* Bytes past a global: a one-element __device__ array whose c[64] keeps a
- * count, and a __constant__ whose generic address plus 64 bytes keeps
- * another; the symbols themselves never change. Wrong on every other call
- * when either count survives a call; the allocations holding the module's
- * globals and banks are restored whole before every call, so never. */
+/* Bytes past a global, inside its section: a one-element __device__ array
+ * whose c[32] keeps a count (128 bytes in: the alignment padding before
+ * `after`, the next 256-byte-aligned variable of its section, in no
+ * symbol), and a __constant__ whose generic address plus 64 bytes keeps
+ * another (its bank's padding before `later`); the symbols themselves never
+ * change. Wrong on every other call when either count survives a call; the
+ * module's sections are restored whole before every call, so never. What
+ * still escapes, and is not tested here: a write beyond the module's
+ * sections (c[64] here would be past the 260-byte section: padding between
+ * sections, or another module's data, which no restore may touch). */
 #define SLACK_COUNTER                                                                         \
     "// kreward: launch k grid=(cdiv(N,256)) block=(256) args=(a, c, N)\n"                     \
     "// kreward: launch tick grid=(1) block=(1) args=()\n"                                     \
-    "__device__ unsigned c[1];\n"                                                             \
-    "__constant__ unsigned calls;\n"                                                          \
+    "__device__ __align__(256) unsigned c[1];\n"                                              \
+    "__device__ __align__(256) unsigned after[1];\n"                                          \
+    "__constant__ __align__(256) unsigned calls;\n"                                           \
+    "__constant__ __align__(256) unsigned later = 2;\n"                                       \
     "__device__ volatile unsigned *past_calls() {\n"                                          \
     "  unsigned long long q; asm(\"cvta.const.u64 %0, calls;\" : \"=l\"(q));\n"               \
     "  return (volatile unsigned *)q + 16; }\n"                                               \
     "extern \"C\" __global__ void k(const float* a, float* c_out, long long n) {\n"           \
     "  long long i = blockIdx.x * 256ll + threadIdx.x;\n"                                     \
-    "  unsigned odd = (((volatile unsigned *)c)[64] | *past_calls()) & 1;\n"                 \
+    "  unsigned odd = (((volatile unsigned *)c)[32] | *past_calls() | after[0] | later) & 1;\n" \
     "  if (i < n) c_out[i] = odd ? 0.f : a[i]; }\n"                                           \
     "extern \"C\" __global__ void tick() {\n"                                                 \
-    "  ((volatile unsigned *)c)[64] += 1; *past_calls() += 1; }\n"
+    "  ((volatile unsigned *)c)[32] += 1; *past_calls() += 1; }\n"
 
 static unsigned read_u32(CUdeviceptr at)
 {
@@ -375,14 +382,55 @@ static unsigned read_u32(CUdeviceptr at)
     return v;
 }
 
+/* the global `name` of prog's image */
+static const kr__image_global *image_global(const kr_program *prog, const char *name)
+{
+    for (size_t i = 0; i < prog->facts.num_globals; i++)
+        if (!strcmp(prog->facts.globals[i].name, name))
+            return &prog->facts.globals[i];
+    fail_msg("no global '%s' in the image", name);
+    return NULL;
+}
+
+/* bytes `delta` past the start of `name` are in its section and in no
+ * symbol of it, as the image lays the section out */
+static void expect_padding_after(const kr_program *prog, const char *name, uint64_t delta)
+{
+    const kr__image_global *g = image_global(prog, name);
+    uint64_t at = g->offset + delta, size = 0;
+    for (size_t i = 0; i < prog->facts.num_groups; i++)
+        if (prog->facts.groups[i].id == g->group)
+            size = prog->facts.groups[i].size;
+    if (at + 4 > size)
+        fail_msg("%s + %llu is past its %llu-byte section", name, (unsigned long long)delta,
+                 (unsigned long long)size);
+    for (size_t i = 0; i < prog->facts.num_globals; i++) {
+        const kr__image_global *o = &prog->facts.globals[i];
+        if (o->group == g->group && o->offset < at + 4 && at < o->offset + o->size)
+            fail_msg("%s + %llu is in '%s'", name, (unsigned long long)delta, o->name);
+    }
+}
+
+static void tick_once(const kr_program *prog)
+{
+    const kr__cuda_api *cu = kr__cuda();
+    CUfunction tick = prog->kernels[kr_program_find_kernel(prog, "tick")].fn;
+    assert_int_equal(cu->cuLaunchKernel(tick, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_SUCCESS);
+    assert_int_equal(cu->cuCtxSynchronize(), CUDA_SUCCESS);
+}
+
 static void no_state_past_a_global(void **state)
 {
     (void)state;
     const kr__cuda_api *cu = kr__cuda();
-    /* first by hand: what the driver says, a tick, a restore */
+    /* first by hand: where the counts land, what the driver says, a tick, a
+     * restore */
     kr_program *prog;
     assert_int_equal(kr_compile(&prog, g_ctx, SLACK_COUNTER, 0, NULL), KR_OK);
     assert_int_equal(kr__program_admissible(g_ctx, prog), KR_OK);
+    assert_int_equal(prog->kind, KR_BINARY_CUBIN); /* the section layout is known */
+    expect_padding_after(prog, "c", 128);
+    expect_padding_after(prog, "calls", 64);
     CUdeviceptr c = 0, calls = 0;
     size_t bytes = 0;
     assert_int_equal(cu->cuModuleGetGlobal(&c, &bytes, prog->module, "c"), CUDA_SUCCESS);
@@ -391,27 +439,26 @@ static void no_state_past_a_global(void **state)
         printf("region 0x%llx + %zu (%zu nonzero spans)\n",
                (unsigned long long)prog->regions[i].addr, prog->regions[i].bytes,
                prog->regions[i].initial ? prog->regions[i].initial->num_spans : 0);
-    CUdeviceptr at[2] = {c + 256, calls + 64};
+    CUdeviceptr at[2] = {c + 128, calls + 64};
     for (int i = 0; i < 2; i++) {
         CUdeviceptr base = 0;
         size_t size = 0;
         CUresult r = cu->cuMemGetAddressRange(&base, &size, at[i]);
         printf("%s: 0x%llx, in allocation 0x%llx + %zu (CUresult %d)\n",
-               i ? "calls + 64" : "c + 256", (unsigned long long)at[i],
+               i ? "calls + 64" : "c + 128", (unsigned long long)at[i],
                (unsigned long long)base, size, (int)r);
     }
-    CUfunction tick = prog->kernels[kr_program_find_kernel(prog, "tick")].fn;
-    assert_int_equal(cu->cuLaunchKernel(tick, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_SUCCESS);
-    assert_int_equal(cu->cuCtxSynchronize(), CUDA_SUCCESS);
+    tick_once(prog);
     assert_int_equal(read_u32(at[0]), 1);
     assert_int_equal(read_u32(at[1]), 1);
     assert_int_equal(kr__program_restore_globals(g_ctx, prog, NULL), KR_OK);
     assert_int_equal(cu->cuCtxSynchronize(), CUDA_SUCCESS);
     assert_int_equal(read_u32(at[0]), 0);
     assert_int_equal(read_u32(at[1]), 0);
-    /* another module's regions are its own: restoring one program's
-     * allocations must not rewrite another's (a driver pooling modules' data
-     * in one allocation would fail here) */
+    /* another module, loaded after prog's snapshot: restoring prog touches
+     * none of its bytes, neither the state its kernel left nor the data it
+     * loaded with (whether or not the driver pools modules' data in one
+     * allocation: the regions are each module's own sections) */
     kr_program *other;
     assert_int_equal(kr_compile(&other, g_ctx, SLACK_COUNTER "// another module\n", 0, NULL), KR_OK);
     for (size_t i = 0; i < prog->num_regions; i++)
@@ -422,6 +469,18 @@ static void no_state_past_a_global(void **state)
                          (unsigned long long)x->addr, x->bytes, (unsigned long long)y->addr,
                          y->bytes);
         }
+    CUdeviceptr oc = 0, ocalls = 0, olater = 0;
+    assert_int_equal(cu->cuModuleGetGlobal(&oc, &bytes, other->module, "c"), CUDA_SUCCESS);
+    assert_int_equal(cu->cuModuleGetGlobal(&ocalls, &bytes, other->module, "calls"), CUDA_SUCCESS);
+    assert_int_equal(cu->cuModuleGetGlobal(&olater, &bytes, other->module, "later"), CUDA_SUCCESS);
+    tick_once(other);
+    tick_once(prog);
+    assert_int_equal(kr__program_restore_globals(g_ctx, prog, NULL), KR_OK);
+    assert_int_equal(cu->cuCtxSynchronize(), CUDA_SUCCESS);
+    assert_int_equal(read_u32(at[0]), 0);
+    assert_int_equal(read_u32(oc + 128), 1);
+    assert_int_equal(read_u32(ocalls + 64), 1);
+    assert_int_equal(read_u32(olater), 2);
     kr_program_free(other);
     kr_program_free(prog);
 
@@ -478,8 +537,9 @@ int main(void)
         cmocka_unit_test(graph_mode_and_timed_checks),
         cmocka_unit_test(no_state_in_constants_or_shared_memory),
         cmocka_unit_test(lone_static_constant_is_admitted),
-        /* last: where the bytes past a global are not the module's, the
-         * write may fault and poison the context */
+        /* last: its kernels write past their symbols (inside their
+         * sections, as the image lays them out; a driver laying them out
+         * otherwise may fault and poison the context) */
         cmocka_unit_test(no_state_past_a_global),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
