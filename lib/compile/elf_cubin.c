@@ -303,11 +303,12 @@ static int add_global(kr__image_facts *f, const char *name, uint32_t group, uint
     return 0;
 }
 
-/* The sections whose variables a kernel can change for the next call:
+/* The sections whose contents a kernel can change for the next call:
  * .nv.global* (__device__), and the constant banks other than the kernels'
- * parameters (.nv.constant0.<kernel>). A __constant__ variable is device
- * memory: its generic address (cvta.const) takes a plain store, so a
- * counter kept there outlived the call until the banks were restored too. */
+ * parameters (.nv.constant0.<kernel>), named by symbols or not (the
+ * compiler's own banks). A __constant__ variable is device memory: its
+ * generic address (cvta.const) takes a plain store, so a counter kept there
+ * outlived the call until the banks were restored too. */
 static int writable_across_calls(const char *sec)
 {
     if (strncmp(sec, ".nv.global", 10) == 0)
@@ -363,6 +364,14 @@ int kr__cubin_read_facts(const unsigned char *image, size_t len, kr__image_facts
         span s = {file.d + symtab->offset, (size_t)symtab->size};
         for (uint64_t off = 24; off + 24 <= symtab->size && rc == 0; off += 24)
             rc = read_symbol(&e, s, off, &e.sec[symtab->link], f);
+    }
+    /* the sections no symbol names (nvcc 13 keeps relocated pointers in
+     * `.nv.constant4`, which has none): a group without globals, which
+     * globals.c restores where the driver finds it */
+    for (uint32_t i = 1; i < e.nsec && rc == 0; i++) {
+        const char *sec = section_name(&e, &e.sec[i]);
+        if (sec && writable_across_calls(sec) && add_group(f, i, e.sec[i].size, sec) != 0)
+            rc = -2;
     }
     free(e.sec);
     if (rc != 0) {

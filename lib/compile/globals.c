@@ -1,49 +1,296 @@
-/* A program's writable device globals: every call of a candidate starts
- * from the module's state at load, so no `__device__` variable can carry a
- * call counter, a cached result or anything else from one call to the next.
+/* A program's writable device memory: every call of a candidate starts
+ * from the module's state at load, so no `__device__` variable, no
+ * `__constant__` written through its generic address, and no byte of their
+ * sections beside them can carry a call counter, a cached result or
+ * anything else from one call to the next.
  *
- * The image says which globals exist (and, for a CUBIN, their section,
- * offset and size); after the module is loaded the driver says where each
- * is and how large, by name. A global the driver does not find by name
+ * The image says which globals and constants exist (and, for a CUBIN,
+ * their section, offset and size, each section's size, and the constant
+ * banks no symbol names); after the module is loaded the driver says where
+ * each is and how large, by name. A global the driver does not find by name
  * (internal linkage can hide it) is placed from its section's layout when
- * two others of the section agree on where the section starts; else the
- * program is refused as a candidate. Each region's contents at load are copied to
- * pageable host memory (out of the device's reach) and written back before
- * every call: zeroed with a memset where they were all zero, copied where
- * they were not (initialised tables, relocated pointers). Device heap
- * blocks (malloc) and managed variables would outlive a call out of this
- * reach: programs that use them are refused as candidates. */
+ * two others of the section agree on where the section starts.
+ *
+ * What is restored is the module's own sections, no more: a CUBIN section
+ * lies at a located symbol's address minus its offset in the section (one
+ * symbol found by name places it; all found in it must agree, and lie inside
+ * it as the image sizes it), and exactly its bytes, [start, start + size),
+ * are kept at load and written back before every call, cut to the
+ * allocation the driver says holds its symbols (cuMemGetAddressRange) where
+ * it answers. So a write past a symbol's end that stays in its section
+ * (`c[32]` of a one-element array into the alignment padding before the
+ * next variable, a `__constant__`'s generic address plus an offset within
+ * its bank) is restored too. Nothing outside the sections is: the driver
+ * may pool several modules' data in one allocation (the library's builtin
+ * kernels, the problem's reference, other candidates), and restoring bytes
+ * of another module to what they held at this program's load would revert
+ * its state, or overwrite the initialised data of a module loaded after this
+ * snapshot. So **a write beyond the module's sections escapes** (padding
+ * between sections, another module's data): its bytes keep what the last
+ * call left (docs/threat-model.md).
+ *
+ * A section no symbol found by name places (a bank no symbol names, e.g.
+ * nvcc 13's `.nv.constant4` of relocated pointers; a section whose symbols
+ * the driver does not find) is restored where the driver finds the section
+ * itself by its name, and not otherwise. A section whose symbols disagree
+ * with the image's layout, and every global of a PTX image (no section
+ * layout: each is its own group), is restored symbol by symbol: its own
+ * bytes, as the driver sizes it; the bytes past it escape.
+ *
+ * A writable global that cannot be located makes the program refused as a
+ * candidate. A constant that cannot be located does not: it is restored
+ * with its section where another symbol of it (or the section's name)
+ * places the section, and escapes otherwise (docs/threat-model.md); an
+ * honest `static __constant__` table must not cost a candidate its reward.
+ *
+ * Each region's contents at load are copied to pageable host memory (out of
+ * the device's reach) and written back before every call: zeroed with a
+ * memset, then its nonzero spans copied (initialised tables, relocated
+ * pointers). Device heap blocks (malloc) and managed variables would outlive
+ * a call out of this reach: programs that use them are refused as
+ * candidates (program.c). */
 #include "compile/program_impl.h"
 #include "driver/context_impl.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int all_zero(const unsigned char *p, size_t n)
+/* A section's size needs no bound of its own: it is the module's memory,
+ * as large as the driver allocated it to load the image (a large
+ * `__device__` array's section costs its memset per call, as its symbol did
+ * before sections), and it is cut to the driver's allocation where the
+ * driver answers. */
+
+/* zeros shorter than this between two nonzero bytes are copied with them
+ * (one copy call instead of two) */
+#define SPAN_GAP 4096
+/* at most this many copies per region and call: beyond, the smallest gaps
+ * are bridged */
+#define SPANS_MAX 16
+
+typedef struct {
+    CUdeviceptr start;
+    size_t bytes;
+} piece;
+
+typedef struct {
+    piece *section;      /* the module's sections placed, each cut to its allocation */
+    size_t num_section;
+    piece *own;          /* every located global's own region */
+    size_t num_own;
+} layout;
+
+static int contains(const piece *outer, CUdeviceptr start, size_t bytes)
 {
-    for (size_t i = 0; i < n; i++)
-        if (p[i])
-            return 0;
+    return outer->start <= start && start - outer->start < outer->bytes &&
+           bytes <= outer->bytes - (start - outer->start);
+}
+
+/* One past p's last byte, or the top of the address space. */
+static CUdeviceptr end_of(piece p)
+{
+    return p.bytes > (CUdeviceptr)-1 - p.start ? (CUdeviceptr)-1 : p.start + p.bytes;
+}
+
+/* The allocation the driver says holds [addr, addr + bytes): 1 with it in
+ * *a; 0 when the driver does not answer; -1 when its answer does not hold
+ * the region (a placement the driver contradicts). */
+static int allocation_of(CUdeviceptr addr, size_t bytes, piece *a)
+{
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    if (kr__cuda()->cuMemGetAddressRange(&base, &size, addr) != CUDA_SUCCESS || !size)
+        return 0;
+    *a = (piece){base, size};
+    return contains(a, addr, bytes) ? 1 : -1;
+}
+
+/* p cut to what of it lies in a; 0 when nothing does. */
+static int clamp(piece *p, piece a)
+{
+    CUdeviceptr start = p->start > a.start ? p->start : a.start;
+    CUdeviceptr end = end_of(*p) < end_of(a) ? end_of(*p) : end_of(a);
+    if (end <= start)
+        return 0;
+    *p = (piece){start, (size_t)(end - start)};
     return 1;
 }
 
-static int snapshot(kr_program *prog, kr__global_region *r)
+/* The start of the next run of nonzero bytes at or after pos (n when
+ * none); *end is one past its last nonzero byte, gaps under SPAN_GAP
+ * bridged. */
+static size_t next_span(const unsigned char *c, size_t n, size_t pos, size_t *end)
 {
-    if (!r->bytes)
-        return KR_OK;
-    unsigned char *copy = malloc(r->bytes);
+    while (pos < n && !c[pos])
+        pos++;
+    if (pos == n)
+        return n;
+    size_t last = pos;
+    for (size_t i = pos; i < n && i - last < SPAN_GAP; i++)
+        if (c[i])
+            last = i;
+    *end = last + 1;
+    return pos;
+}
+
+static int by_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The snapshot of a region's host copy: NULL in *out when all zero.
+ * -1 when out of memory. */
+static int keep_spans(const unsigned char *c, size_t n, kr__global_snapshot **out)
+{
+    size_t count = 0, cap = 0, end = 0;
+    kr__global_span *spans = NULL;
+    *out = NULL;
+    for (size_t pos = 0, s; (s = next_span(c, n, pos, &end)) < n; pos = end) {
+        if (count == cap) {
+            cap = cap ? 2 * cap : 16;
+            kr__global_span *more = realloc(spans, cap * sizeof *more);
+            if (!more) {
+                free(spans);
+                return -1;
+            }
+            spans = more;
+        }
+        spans[count++] = (kr__global_span){s, end - s};
+    }
+    if (count > SPANS_MAX) {
+        /* bridge the smallest gaps, the fewest zeros copied for SPANS_MAX
+         * copies */
+        size_t *gap = malloc((count - 1) * sizeof *gap);
+        if (!gap) {
+            free(spans);
+            return -1;
+        }
+        for (size_t i = 0; i + 1 < count; i++)
+            gap[i] = spans[i + 1].offset - (spans[i].offset + spans[i].bytes);
+        qsort(gap, count - 1, sizeof *gap, by_size);
+        size_t bridged = gap[count - SPANS_MAX - 1], kept = 0;
+        free(gap);
+        for (size_t i = 0; i < count; i++) {
+            kr__global_span *last = kept ? &spans[kept - 1] : NULL;
+            if (last && spans[i].offset - (last->offset + last->bytes) <= bridged)
+                last->bytes = spans[i].offset + spans[i].bytes - last->offset;
+            else
+                spans[kept++] = spans[i];
+        }
+        count = kept;
+    }
+    size_t data = 0;
+    for (size_t i = 0; i < count; i++)
+        data += spans[i].bytes;
+    kr__global_snapshot *snap =
+        count ? malloc(sizeof *snap + count * sizeof(kr__global_span) + data) : NULL;
+    if (count && !snap) {
+        free(spans);
+        return -1;
+    }
+    if (snap) {
+        snap->num_spans = count;
+        unsigned char *to = (unsigned char *)(snap->span + count);
+        for (size_t i = 0; i < count; i++) {
+            snap->span[i] = spans[i];
+            memcpy(to, c + spans[i].offset, spans[i].bytes);
+            to += spans[i].bytes;
+        }
+    }
+    free(spans);
+    *out = snap;
+    return 0;
+}
+
+/* Reads a region's contents at load into a new region of prog. A driver
+ * error comes back in *res (the caller decides), KR_ENOMEM as a status. */
+static int take(kr_program *prog, piece p, CUresult *res)
+{
+    *res = CUDA_SUCCESS;
+    unsigned char *copy = malloc(p.bytes);
     if (!copy)
         return kr__fail(prog->ctx, KR_ENOMEM, "out of memory for a program's globals");
-    CUresult res = kr__cuda()->cuMemcpyDtoH(copy, r->addr, r->bytes);
-    if (res != CUDA_SUCCESS) {
-        free(copy);
-        return kr__cuda_fail(prog->ctx, res, "reading a program's globals");
+    *res = kr__cuda()->cuMemcpyDtoH(copy, p.start, p.bytes);
+    kr__global_snapshot *snap = NULL;
+    int rc = *res == CUDA_SUCCESS && keep_spans(copy, p.bytes, &snap) != 0
+                 ? kr__fail(prog->ctx, KR_ENOMEM, "out of memory for a program's globals")
+                 : KR_OK;
+    free(copy);
+    if (rc == KR_OK && *res == CUDA_SUCCESS) {
+        kr__global_region *r = &prog->regions[prog->num_regions++];
+        r->addr = p.start;
+        r->bytes = p.bytes;
+        r->initial = snap;
     }
-    if (all_zero(copy, r->bytes))
-        free(copy);
-    else
-        r->initial = copy;
+    return rc;
+}
+
+static int by_start(const void *a, const void *b)
+{
+    const piece *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+
+/* Sorts and merges overlapping or adjacent pieces (each the module's own:
+ * their union is too); returns how many are left. */
+static size_t merge(piece *p, size_t n)
+{
+    size_t kept = 0;
+    qsort(p, n, sizeof *p, by_start);
+    for (size_t i = 0; i < n; i++) {
+        piece *last = kept ? &p[kept - 1] : NULL;
+        if (last && p[i].start <= end_of(*last)) {
+            if (end_of(p[i]) > end_of(*last))
+                last->bytes = (size_t)(end_of(p[i]) - last->start);
+        } else {
+            p[kept++] = p[i];
+        }
+    }
+    return kept;
+}
+
+/* The regions: every section placed, whole; then the globals' own regions
+ * that no section kept holds (overlapping ones merged). */
+static int take_all(kr_program *prog, layout *l)
+{
+    size_t kept = 0;
+    l->num_section = merge(l->section, l->num_section);
+    for (size_t i = 0; i < l->num_section; i++) {
+        CUresult res;
+        int rc = take(prog, l->section[i], &res);
+        if (rc != KR_OK)
+            return rc;
+        if (res == CUDA_SUCCESS)
+            l->section[kept++] = l->section[i];
+        else if (kr__cuda_is_sticky(res))
+            return kr__cuda_fail(prog->ctx, res, "reading a program's globals");
+        /* else the section cannot be read whole: its globals one by one */
+    }
+    l->num_section = kept;
+    qsort(l->own, l->num_own, sizeof *l->own, by_start);
+    for (size_t i = 0; i < l->num_own;) {
+        piece p = l->own[i++];
+        for (; i < l->num_own && l->own[i].start - p.start < p.bytes; i++) {
+            CUdeviceptr end = l->own[i].start + l->own[i].bytes;
+            if (end > p.start + p.bytes)
+                p.bytes = (size_t)(end - p.start);
+        }
+        int held = 0;
+        for (size_t s = 0; s < l->num_section && !held; s++)
+            held = contains(&l->section[s], p.start, p.bytes);
+        if (held)
+            continue;
+        CUresult res;
+        int rc = take(prog, p, &res);
+        if (rc != KR_OK)
+            return rc;
+        if (res != CUDA_SUCCESS)
+            return kr__cuda_fail(prog->ctx, res, "reading a program's globals");
+    }
     return KR_OK;
 }
 
@@ -68,46 +315,146 @@ static CUdeviceptr section_base(const kr_program *prog, const kr__image_global *
     return agreeing >= 2 ? base : 0;
 }
 
-static int add_region(kr_program *prog, CUdeviceptr addr, size_t bytes)
+static const kr__image_group *group_of(const kr__image_facts *f, uint32_t id)
 {
-    kr__global_region *r = &prog->regions[prog->num_regions++];
-    r->addr = addr;
-    r->bytes = bytes;
-    prog->global_bytes += bytes;
-    return snapshot(prog, r);
+    for (size_t i = 0; i < f->num_groups; i++)
+        if (f->groups[i].id == id)
+            return &f->groups[i];
+    return NULL;
+}
+
+/* A constant bank's variable (ELF .nv.constant*, PTX .const), not a
+ * writable global (.nv.global*, PTX .global). */
+static int is_constant(const kr__image_facts *f, const kr__image_global *g)
+{
+    const kr__image_group *gr = group_of(f, g->group);
+    return gr && (strncmp(gr->name, ".nv.constant", 12) == 0 ||
+                  strncmp(gr->name, ".const", 6) == 0);
+}
+
+
+/* Where section gr of a CUBIN lies, from its symbols the driver found by
+ * name: each one's address minus its offset in the section (one is enough;
+ * all must agree and lie inside the section as the image sizes it), cut to
+ * the allocation the driver says holds each, where it answers. 0 when the
+ * section cannot be placed so (no symbol found, or a layout the driver
+ * contradicts: then its symbols are restored alone). */
+static int place_section(const kr_program *prog, const kr__image_group *gr,
+                         const CUdeviceptr *found, const size_t *bytes, piece *out)
+{
+    const kr__image_facts *f = &prog->facts;
+    CUdeviceptr base = 0;
+    int any = 0;
+    if (!gr->size || gr->size > SIZE_MAX)
+        return 0;
+    for (size_t i = 0; i < f->num_globals; i++) {
+        const kr__image_global *g = &f->globals[i];
+        if (g->group != gr->id || !found[i])
+            continue;
+        if (found[i] < g->offset || g->offset > gr->size || bytes[i] > gr->size - g->offset)
+            return 0;
+        CUdeviceptr b = found[i] - g->offset;
+        if (any && b != base)
+            return 0;
+        base = b;
+        any = 1;
+    }
+    if (!any || gr->size - 1 > (CUdeviceptr)-1 - base)
+        return 0;
+    *out = (piece){base, (size_t)gr->size};
+    for (size_t i = 0; i < f->num_globals; i++) {
+        piece a;
+        int r = f->globals[i].group == gr->id && found[i] ? allocation_of(found[i], bytes[i], &a) : 0;
+        if (r < 0 || (r > 0 && !clamp(out, a)))
+            return 0;
+    }
+    return 1;
+}
+
+/* A section no symbol found by name places (a bank no symbol names, or
+ * one whose symbols the driver does not find): the driver may know the
+ * section itself by its name (the ELF's section symbol carries it, at the
+ * section's start). Unverified on a driver: where it does not, the section
+ * is not restored. */
+static int place_section_by_name(const kr_program *prog, const kr__image_group *gr, piece *out)
+{
+    CUdeviceptr addr = 0;
+    size_t bytes = 0;
+    if (!gr->size || gr->size > SIZE_MAX ||
+        kr__cuda()->cuModuleGetGlobal(&addr, &bytes, prog->module, gr->name) != CUDA_SUCCESS ||
+        !addr || bytes > gr->size || gr->size - 1 > (CUdeviceptr)-1 - addr)
+        return 0;
+    *out = (piece){addr, (size_t)gr->size};
+    piece a;
+    int r = allocation_of(addr, bytes, &a);
+    return r == 0 || (r > 0 && clamp(out, a));
+}
+
+/* Every section of a CUBIN that can be placed (see the top). */
+static void place_sections(kr_program *prog, layout *l, const CUdeviceptr *found,
+                           const size_t *bytes)
+{
+    const kr__image_facts *f = &prog->facts;
+    for (size_t s = 0; s < f->num_groups; s++) {
+        const kr__image_group *gr = &f->groups[s];
+        int any_found = 0;
+        for (size_t i = 0; i < f->num_globals && !any_found; i++)
+            any_found = f->globals[i].group == gr->id && found[i];
+        piece p;
+        if (any_found ? place_section(prog, gr, found, bytes, &p)
+                      : place_section_by_name(prog, gr, &p))
+            l->section[l->num_section++] = p;
+    }
 }
 
 int kr__program_locate_globals(kr_program *prog)
 {
-    size_t n = prog->facts.num_globals;
-    if (!n)
+    const kr__image_facts *f = &prog->facts;
+    size_t n = f->num_globals, most = f->num_globals + f->num_groups;
+    if (!most)
         return KR_OK;
     const kr__cuda_api *cu = kr__cuda();
-    CUdeviceptr *found = calloc(n, sizeof *found);
-    size_t *bytes = calloc(n, sizeof *bytes);
-    prog->regions = calloc(n, sizeof *prog->regions);
-    int rc = found && bytes && prog->regions ? KR_OK
-                                            : kr__fail(prog->ctx, KR_ENOMEM, "out of memory");
+    CUdeviceptr *found = calloc(n + 1, sizeof *found);
+    size_t *bytes = calloc(n + 1, sizeof *bytes);
+    layout l = {calloc(most, sizeof(piece)), 0, calloc(most, sizeof(piece)), 0};
+    prog->regions = calloc(most, sizeof *prog->regions);
+    int rc = found && bytes && l.section && l.own && prog->regions
+                 ? KR_OK
+                 : kr__fail(prog->ctx, KR_ENOMEM, "out of memory");
     /* first every global the driver knows by name, with the size it gives */
     for (size_t i = 0; i < n && rc == KR_OK; i++)
-        if (cu->cuModuleGetGlobal(&found[i], &bytes[i], prog->module, prog->facts.globals[i].name) !=
+        if (cu->cuModuleGetGlobal(&found[i], &bytes[i], prog->module, f->globals[i].name) !=
             CUDA_SUCCESS)
             found[i] = 0;
     for (size_t i = 0; i < n && rc == KR_OK; i++) {
-        const kr__image_global *g = &prog->facts.globals[i];
+        const kr__image_global *g = &f->globals[i];
         CUdeviceptr base = found[i] ? 0 : section_base(prog, g, found);
-        if (found[i])
-            rc = add_region(prog, found[i], bytes[i]);
-        else if (base && g->size)
-            rc = add_region(prog, base + g->offset, (size_t)g->size);
-        else if (!prog->refusal[0])
+        if (found[i]) {
+            if (bytes[i])
+                l.own[l.num_own++] = (piece){found[i], bytes[i]};
+            prog->global_bytes += bytes[i];
+        } else if (base && g->size) {
+            l.own[l.num_own++] = (piece){base + g->offset, (size_t)g->size};
+            prog->global_bytes += g->size;
+        } else if (!is_constant(f, g) && !prog->refusal[0]) {
             snprintf(prog->refusal, sizeof prog->refusal,
                      "its device global '%s' cannot be reset between calls (the driver does not "
                      "find it by name): declare it at namespace scope without static",
                      g->name);
+        }
+        /* a constant not located: restored with its section where another
+         * symbol or the section's name places it, else it escapes (see the
+         * top) */
     }
+    /* a PTX image has no section layout: its globals alone */
+    if (rc == KR_OK && prog->kind == KR_BINARY_CUBIN)
+        place_sections(prog, &l, found, bytes);
+    if (rc == KR_OK)
+        rc = take_all(prog, &l);
     free(found);
     free(bytes);
+    free(l.section);
+    free(l.own);
     return rc;
 }
 
@@ -116,8 +463,16 @@ int kr__program_restore_globals(kr_context *ctx, const kr_program *prog, CUstrea
     const kr__cuda_api *cu = kr__cuda();
     for (size_t i = 0; i < prog->num_regions; i++) {
         const kr__global_region *r = &prog->regions[i];
-        CUresult res = r->initial ? cu->cuMemcpyHtoDAsync(r->addr, r->initial, r->bytes, stream)
-                                  : cu->cuMemsetD8Async(r->addr, 0, r->bytes, stream);
+        const kr__global_snapshot *s = r->initial;
+        int whole_copy = s && s->num_spans == 1 && s->span[0].offset == 0 &&
+                         s->span[0].bytes == r->bytes;
+        CUresult res = whole_copy ? CUDA_SUCCESS : cu->cuMemsetD8Async(r->addr, 0, r->bytes, stream);
+        const unsigned char *data = s ? (const unsigned char *)(s->span + s->num_spans) : NULL;
+        for (size_t k = 0; s && k < s->num_spans && res == CUDA_SUCCESS; k++) {
+            res = cu->cuMemcpyHtoDAsync(r->addr + s->span[k].offset, data, s->span[k].bytes,
+                                        stream);
+            data += s->span[k].bytes;
+        }
         if (res != CUDA_SUCCESS)
             return kr__cuda_fail(ctx, res, "restoring a program's globals");
     }

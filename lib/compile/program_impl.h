@@ -7,12 +7,26 @@
 #include "compile/ptx_code.h"
 #include "driver/cuda_api.h"
 
-/* A writable region of a loaded module's device globals, and what it held
- * at load (every call of the program starts from that). */
+/* What a region held at load: its nonzero spans (offset and length within
+ * the region), their bytes back to back after the spans; every byte outside
+ * them was zero. One block: free() releases it. */
+typedef struct kr__global_span {
+    size_t offset, bytes;
+} kr__global_span;
+
+typedef struct kr__global_snapshot {
+    size_t num_spans;
+    kr__global_span span[];
+} kr__global_snapshot;
+
+/* A writable region of a loaded module's device memory: one of its own
+ * sections (a CUBIN's globals or constant bank, cut to the allocation the
+ * driver says holds it), or one global where no section is placed (PTX),
+ * and what it held at load (every call of the program starts from that). */
 typedef struct kr__global_region {
     CUdeviceptr addr;
     size_t bytes;
-    unsigned char *initial;    /* pageable host copy; NULL when it was all zero */
+    kr__global_snapshot *initial; /* pageable host copy; NULL when it was all zero */
 } kr__global_region;
 
 struct kr_program {
@@ -35,7 +49,7 @@ struct kr_program {
     kr__image_facts facts;     /* writable globals, heap use (read without a device) */
     size_t num_regions;        /* the globals on the device, once loaded */
     kr__global_region *regions;
-    uint64_t global_bytes;
+    uint64_t global_bytes;     /* the located globals' own bytes (not their sections') */
     char refusal[300];         /* why it may not run as a candidate; "" when it may */
     char *ptx;                 /* the PTX NVRTC wrote beside a CUBIN; NULL when there is none
                               * (and for a PTX image, which is its own) */
@@ -57,9 +71,10 @@ int kr__program_finish_unloaded(kr_program *prog);
 /* Loads the module on the context's device (no-op when loaded). */
 int kr__program_load(kr_program *prog);
 
-/* globals.c: finds the module's writable globals on the device and keeps
- * their contents at load (called by kr__program_load); the program is
- * refused as a candidate when a region cannot be found. */
+/* globals.c: finds the module's writable globals on the device, and the
+ * sections that hold them, and keeps their contents at load (called by
+ * kr__program_load); the program is refused as a candidate when a
+ * writable global (not a constant) cannot be found. */
 int kr__program_locate_globals(kr_program *prog);
 /* Queues the restore of every global region to its contents at load. */
 int kr__program_restore_globals(kr_context *ctx, const kr_program *prog, CUstream stream);

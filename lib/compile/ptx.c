@@ -200,7 +200,9 @@ static size_t declared_name(const char *p, const char *end, const char **name)
     return (size_t)(stop - start);
 }
 
-static int add_ptx_global(kr__image_facts *f, const char *name, size_t len)
+/* A module-scope variable: a group of its own, named by its state space and
+ * itself (".global x", ".const y": globals.c tells a constant by it). */
+static int add_ptx_global(kr__image_facts *f, const char *space, const char *name, size_t len)
 {
     kr__image_global *g = realloc(f->globals, (f->num_globals + 1) * sizeof *g);
     kr__image_group *gr = g ? realloc(f->groups, (f->num_groups + 1) * sizeof *gr) : NULL;
@@ -214,7 +216,7 @@ static int add_ptx_global(kr__image_facts *f, const char *name, size_t len)
     if (!g[f->num_globals].name)
         return -1;
     gr[f->num_groups] = (kr__image_group){id, 0, ""};
-    snprintf(gr[f->num_groups].name, sizeof gr->name, "%.*s", (int)len, name);
+    snprintf(gr[f->num_groups].name, sizeof gr->name, "%s %.*s", space, (int)len, name);
     f->num_globals++;
     f->num_groups++;
     return 0;
@@ -258,7 +260,9 @@ int kr__ptx_read_facts(const unsigned char *image, size_t len, kr__image_facts *
                      !strstr(stmt, ".func")) {
                 const char *name;
                 size_t n = declared_name(stmt, stmt + strlen(stmt), &name);
-                if (n && add_ptx_global(f, name, n) != 0)
+                const char *glob = strstr(stmt, ".global "), *cst = strstr(stmt, ".const ");
+                const char *space = glob && (!cst || glob < cst) ? ".global" : ".const";
+                if (n && add_ptx_global(f, space, name, n) != 0)
                     rc = -1;
             }
             free(stmt);

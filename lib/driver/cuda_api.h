@@ -39,6 +39,7 @@
     X(cuMemAlloc, 3020)                               \
     X(cuMemFree, 3020)                                \
     X(cuMemGetInfo, 3020)                             \
+    X(cuMemGetAddressRange, 3020)                     \
     X(cuMemcpyHtoD, 3020)                             \
     X(cuMemcpyDtoH, 3020)                             \
     X(cuMemcpyDtoD, 3020)                             \

@@ -346,6 +346,184 @@ static void no_state_in_constants_or_shared_memory(void **state)
     kr_problem_free(p);
 }
 
+/* Bytes past a global, inside its section: a one-element __device__ array
+ * whose c[32] keeps a count (128 bytes in: the alignment padding before
+ * `after`, the next 256-byte-aligned variable of its section, in no
+ * symbol), and a __constant__ whose generic address plus 64 bytes keeps
+ * another (its bank's padding before `later`); the symbols themselves never
+ * change. Wrong on every other call when either count survives a call; the
+ * module's sections are restored whole before every call, so never. What
+ * still escapes, and is not tested here: a write beyond the module's
+ * sections (c[64] here would be past the 260-byte section: padding between
+ * sections, or another module's data, which no restore may touch). */
+#define SLACK_COUNTER                                                                         \
+    "// kreward: launch k grid=(cdiv(N,256)) block=(256) args=(a, c, N)\n"                     \
+    "// kreward: launch tick grid=(1) block=(1) args=()\n"                                     \
+    "__device__ __align__(256) unsigned c[1];\n"                                              \
+    "__device__ __align__(256) unsigned after[1];\n"                                          \
+    "__constant__ __align__(256) unsigned calls;\n"                                           \
+    "__constant__ __align__(256) unsigned later = 2;\n"                                       \
+    "__device__ volatile unsigned *past_calls() {\n"                                          \
+    "  unsigned long long q; asm(\"cvta.const.u64 %0, calls;\" : \"=l\"(q));\n"               \
+    "  return (volatile unsigned *)q + 16; }\n"                                               \
+    "extern \"C\" __global__ void k(const float* a, float* c_out, long long n) {\n"           \
+    "  long long i = blockIdx.x * 256ll + threadIdx.x;\n"                                     \
+    "  unsigned odd = (((volatile unsigned *)c)[32] | *past_calls() | after[0] | later) & 1;\n" \
+    "  if (i < n) c_out[i] = odd ? 0.f : a[i]; }\n"                                           \
+    "extern \"C\" __global__ void tick() {\n"                                                 \
+    "  ((volatile unsigned *)c)[32] += 1; *past_calls() += 1; }\n"
+
+static unsigned read_u32(CUdeviceptr at)
+{
+    unsigned v = 0;
+    CUresult r = kr__cuda()->cuMemcpyDtoH(&v, at, sizeof v);
+    if (r != CUDA_SUCCESS)
+        fail_msg("reading 0x%llx: CUresult %d", (unsigned long long)at, (int)r);
+    return v;
+}
+
+/* the global `name` of prog's image */
+static const kr__image_global *image_global(const kr_program *prog, const char *name)
+{
+    for (size_t i = 0; i < prog->facts.num_globals; i++)
+        if (!strcmp(prog->facts.globals[i].name, name))
+            return &prog->facts.globals[i];
+    fail_msg("no global '%s' in the image", name);
+    return NULL;
+}
+
+/* bytes `delta` past the start of `name` are in its section and in no
+ * symbol of it, as the image lays the section out */
+static void expect_padding_after(const kr_program *prog, const char *name, uint64_t delta)
+{
+    const kr__image_global *g = image_global(prog, name);
+    uint64_t at = g->offset + delta, size = 0;
+    for (size_t i = 0; i < prog->facts.num_groups; i++)
+        if (prog->facts.groups[i].id == g->group)
+            size = prog->facts.groups[i].size;
+    if (at + 4 > size)
+        fail_msg("%s + %llu is past its %llu-byte section", name, (unsigned long long)delta,
+                 (unsigned long long)size);
+    for (size_t i = 0; i < prog->facts.num_globals; i++) {
+        const kr__image_global *o = &prog->facts.globals[i];
+        if (o->group == g->group && o->offset < at + 4 && at < o->offset + o->size)
+            fail_msg("%s + %llu is in '%s'", name, (unsigned long long)delta, o->name);
+    }
+}
+
+static void tick_once(const kr_program *prog)
+{
+    const kr__cuda_api *cu = kr__cuda();
+    CUfunction tick = prog->kernels[kr_program_find_kernel(prog, "tick")].fn;
+    assert_int_equal(cu->cuLaunchKernel(tick, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_SUCCESS);
+    assert_int_equal(cu->cuCtxSynchronize(), CUDA_SUCCESS);
+}
+
+static void no_state_past_a_global(void **state)
+{
+    (void)state;
+    const kr__cuda_api *cu = kr__cuda();
+    /* first by hand: where the counts land, what the driver says, a tick, a
+     * restore */
+    kr_program *prog;
+    assert_int_equal(kr_compile(&prog, g_ctx, SLACK_COUNTER, 0, NULL), KR_OK);
+    assert_int_equal(kr__program_admissible(g_ctx, prog), KR_OK);
+    assert_int_equal(prog->kind, KR_BINARY_CUBIN); /* the section layout is known */
+    expect_padding_after(prog, "c", 128);
+    expect_padding_after(prog, "calls", 64);
+    CUdeviceptr c = 0, calls = 0;
+    size_t bytes = 0;
+    assert_int_equal(cu->cuModuleGetGlobal(&c, &bytes, prog->module, "c"), CUDA_SUCCESS);
+    assert_int_equal(cu->cuModuleGetGlobal(&calls, &bytes, prog->module, "calls"), CUDA_SUCCESS);
+    for (size_t i = 0; i < prog->num_regions; i++)
+        printf("region 0x%llx + %zu (%zu nonzero spans)\n",
+               (unsigned long long)prog->regions[i].addr, prog->regions[i].bytes,
+               prog->regions[i].initial ? prog->regions[i].initial->num_spans : 0);
+    CUdeviceptr at[2] = {c + 128, calls + 64};
+    for (int i = 0; i < 2; i++) {
+        CUdeviceptr base = 0;
+        size_t size = 0;
+        CUresult r = cu->cuMemGetAddressRange(&base, &size, at[i]);
+        printf("%s: 0x%llx, in allocation 0x%llx + %zu (CUresult %d)\n",
+               i ? "calls + 64" : "c + 128", (unsigned long long)at[i],
+               (unsigned long long)base, size, (int)r);
+    }
+    tick_once(prog);
+    assert_int_equal(read_u32(at[0]), 1);
+    assert_int_equal(read_u32(at[1]), 1);
+    assert_int_equal(kr__program_restore_globals(g_ctx, prog, NULL), KR_OK);
+    assert_int_equal(cu->cuCtxSynchronize(), CUDA_SUCCESS);
+    assert_int_equal(read_u32(at[0]), 0);
+    assert_int_equal(read_u32(at[1]), 0);
+    /* another module, loaded after prog's snapshot: restoring prog touches
+     * none of its bytes, neither the state its kernel left nor the data it
+     * loaded with (whether or not the driver pools modules' data in one
+     * allocation: the regions are each module's own sections) */
+    kr_program *other;
+    assert_int_equal(kr_compile(&other, g_ctx, SLACK_COUNTER "// another module\n", 0, NULL), KR_OK);
+    for (size_t i = 0; i < prog->num_regions; i++)
+        for (size_t j = 0; j < other->num_regions; j++) {
+            const kr__global_region *x = &prog->regions[i], *y = &other->regions[j];
+            if (x->addr < y->addr + y->bytes && y->addr < x->addr + x->bytes)
+                fail_msg("two modules' regions overlap: 0x%llx + %zu and 0x%llx + %zu",
+                         (unsigned long long)x->addr, x->bytes, (unsigned long long)y->addr,
+                         y->bytes);
+        }
+    CUdeviceptr oc = 0, ocalls = 0, olater = 0;
+    assert_int_equal(cu->cuModuleGetGlobal(&oc, &bytes, other->module, "c"), CUDA_SUCCESS);
+    assert_int_equal(cu->cuModuleGetGlobal(&ocalls, &bytes, other->module, "calls"), CUDA_SUCCESS);
+    assert_int_equal(cu->cuModuleGetGlobal(&olater, &bytes, other->module, "later"), CUDA_SUCCESS);
+    tick_once(other);
+    tick_once(prog);
+    assert_int_equal(kr__program_restore_globals(g_ctx, prog, NULL), KR_OK);
+    assert_int_equal(cu->cuCtxSynchronize(), CUDA_SUCCESS);
+    assert_int_equal(read_u32(at[0]), 0);
+    assert_int_equal(read_u32(oc + 128), 1);
+    assert_int_equal(read_u32(ocalls + 64), 1);
+    assert_int_equal(read_u32(olater), 2);
+    kr_program_free(other);
+    kr_program_free(prog);
+
+    /* then as a candidate, every call checked */
+    kr_problem *p = problem(SPEC("100003", "8*N", "c[i] = a[i]"));
+    kr_bench_options o;
+    kr_bench_options_init(&o, KR_BENCH_OPTIONS_VERSION, KR_BENCH_FAST);
+    o.check_fraction = 1.0;
+    kr_report *r = bench(p, SLACK_COUNTER, &o, NULL);
+    assert_false(kr_report_flags(r) & KR_FLAG_TIMED_OUTPUT_WRONG);
+    assert_true(metric(r, "timed_checks") >= 3);
+    kr_report_free(r);
+    kr_problem_free(p);
+}
+
+/* An honest program with a lone `static __constant__` table (internal
+ * linkage, alone in its bank: the driver may not find it by name, and no
+ * other symbol places it): admitted, and right on every call. */
+static void lone_static_constant_is_admitted(void **state)
+{
+    (void)state;
+    const char *honest =
+        "// kreward: launch k grid=(cdiv(N,256)) block=(256) args=(a, c, N)\n"
+        "static __constant__ float twice[4] = {2.f, 2.f, 2.f, 2.f};\n"
+        "extern \"C\" __global__ void k(const float* a, float* c, long long n) {\n"
+        "  long long i = blockIdx.x * 256ll + threadIdx.x; if (i < n) c[i] = twice[i & 3] * a[i]; }\n";
+    kr_program *prog;
+    assert_int_equal(kr_compile(&prog, g_ctx, honest, 0, NULL), KR_OK);
+    if (kr__program_admissible(g_ctx, prog) != KR_OK)
+        fail_msg("refused: %s", kr_context_errmsg(g_ctx));
+    kr_program_free(prog);
+    kr_problem *p = problem(SPEC("100003", "8*N", "c[i] = 2.0f * a[i]"));
+    kr_bench_options o;
+    kr_bench_options_init(&o, KR_BENCH_OPTIONS_VERSION, KR_BENCH_FAST);
+    o.check_fraction = 1.0;
+    kr_report *r = bench(p, honest, &o, NULL);
+    assert_false(kr_report_flags(r) & KR_FLAG_TIMED_OUTPUT_WRONG);
+    assert_int_not_equal(kr_report_verdict(r), KR_VERDICT_INCORRECT);
+    assert_true(metric(r, "timed_checks") >= 3);
+    kr_report_free(r);
+    kr_problem_free(p);
+}
+
 int main(void)
 {
     g_ctx = gpu_context_or_skip();
@@ -358,6 +536,11 @@ int main(void)
         cmocka_unit_test(skipping_reads_is_implausible),
         cmocka_unit_test(graph_mode_and_timed_checks),
         cmocka_unit_test(no_state_in_constants_or_shared_memory),
+        cmocka_unit_test(lone_static_constant_is_admitted),
+        /* last: its kernels write past their symbols (inside their
+         * sections, as the image lays them out; a driver laying them out
+         * otherwise may fault and poison the context) */
+        cmocka_unit_test(no_state_past_a_global),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kr_context_free(g_ctx);
