@@ -48,7 +48,7 @@ typedef struct kr__image_global {
 typedef struct kr__image_group {
     uint32_t id;
     uint64_t size;       /* 0: each global is its own group, sized by the driver (PTX) */
-    char name[48];       /* ".nv.global", ".nv.global.init", or the PTX symbol */
+    char name[48];       /* the section (".nv.global", ".nv.constant3", ...), or for PTX ".global NAME" / ".const NAME" */
 } kr__image_group;
 
 typedef struct kr__image_facts {
