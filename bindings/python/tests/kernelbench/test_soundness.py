@@ -147,3 +147,19 @@ def test_a_sound_problem_gets_no_extra_case(tmp_path):
     assert imp.weak is None and imp.soundness["strong"] is None
     assert not any(imp.soundness["trivial"].values())
     assert [c[0] for c in imp.cases] == ["base", "small", "odd"]
+
+
+def test_the_files_own_sizes_are_checked_too(tmp_path, monkeypatch):
+    """A loss can concentrate at the timed sizes only (its spread shrinks
+    with the elements it averages), and a candidate answering the constant
+    only at those sizes passed every check the cheapest case made: the
+    file's own sizes are checked too, up to OWN_CASE_ELEMENTS input
+    elements (the MSE's 2 x 1M here)."""
+    (tmp_path / "mse.py").write_text(MSE)
+    monkeypatch.setattr(soundness, "OWN_CASE_ELEMENTS", 0)
+    alone = import_problem(str(tmp_path / "mse.py"), cache_dir=None)
+    assert alone.soundness["cases"] == ["small"]
+    monkeypatch.setattr(soundness, "OWN_CASE_ELEMENTS", 1 << 25)
+    both = import_problem(str(tmp_path / "mse.py"), cache_dir=None)
+    assert both.soundness["cases"] == ["small", "base"]
+    assert both.soundness["trivial"]["constant"] is True and both.soundness["strong"]
