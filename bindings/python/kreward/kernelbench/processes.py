@@ -142,11 +142,16 @@ class Processes:
     def _folder(self, source):
         return folders.source_folder(self.cache_dir, source)
 
-    def _sandbox_config(self, ext, reads=()):
+    def _sandbox_config(self, ext):
         if not self.sandbox:
             return None
-        return {"library": library_path(), "write": ext, "gpu": self.device != "cpu",
-                "when": self.sandbox, "reads": list(reads)}
+        return {"library": library_path(),
+                "write": ext, "gpu": self.device != "cpu", "when": self.sandbox}
+
+    def _config_reading(self, ext, reads):
+        """_sandbox_config with the build's extra read folders (build_env)."""
+        c = self._sandbox_config(ext)
+        return dict(c, reads=list(reads)) if c is not None and reads else c
 
     def _shared_buffer(self):
         """A device buffer for one GPU worker to stage its batches' masked
@@ -199,7 +204,7 @@ class Processes:
         shared, why = self._shared_buffer() if region and self.staged else (None, None)
         try:
             w = WorkerProcess(None if env is None else {**env, **benv},
-                              self._sandbox_config(ext, reads) if self.sandbox == "start" else None,
+                              self._config_reading(ext, reads) if self.sandbox == "start" else None,
                               region_bytes=self.region_bytes if region else 0, shared=shared)
         except BaseException:
             if shared is not None:
@@ -228,7 +233,7 @@ class Processes:
                 "library": library_path(),
                 **self._problem, "cache_dir": self.cache_dir,
                 "env": {**folders.worker_env(ext), **benv},
-                "sandbox": self._sandbox_config(ext, reads)},
+                "sandbox": self._config_reading(ext, reads)},
                # (a source larger than the pipe waits for the worker's ready)
                timeout_s=self.timeout_s)
 
