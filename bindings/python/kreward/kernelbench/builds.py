@@ -52,22 +52,22 @@ def source_key(source):
 
 class BuildPool:
     def __init__(self, cache_dir, arch, workers=None, timeout_s=600.0, sandbox=True, use_pch=True,
-                 keep=KEEP, build=None):
+                 keep=KEEP, build=None, pch_root=None):
         """cache_dir: the Runners' (the build folders, and pch/ beside
         them); arch: TORCH_CUDA_ARCH_LIST for every build, the GPU lanes'
         (build_env.arch_list), or None: then nothing is staged; workers:
         builds at once (default: the host's CPUs); timeout_s: one build's
         limit, its worker's start included; sandbox: False only to debug
         (the GPU workers' own sandbox=None); use_pch: make and use the
-        precompiled header; build: one build's function (build_stage.build;
-        tests give fakes)."""
+        precompiled header (under pch_root, default <cache_dir>/pch); build:
+        one build's function (build_stage.build; tests give fakes)."""
         self.cache_dir, self.arch = cache_dir, arch
         self.workers = max(1, int(workers or os.cpu_count() or 1))
         self.timeout_s, self.sandbox, self.keep = float(timeout_s), bool(sandbox), int(keep)
         if build is None:
             from .build_stage import build  # (torch and the worker's side: not for a fake's tests)
         self._build = build
-        self.pch_root = os.path.join(cache_dir, "pch") if use_pch else None
+        self.pch_root = (pch_root or os.path.join(cache_dir, "pch")) if use_pch else None
         # where the header will be: builds use it once it exists (build_env)
         self.pch_dir = pch.folder(self.pch_root) if use_pch else None
         self.pch_error = None
