@@ -429,3 +429,24 @@ def test_a_cuda_candidate_is_built_once_for_its_gpu_worker(tmp_path):
     assert loaded["ok"] and loaded["cached"], loaded
     assert loaded["compile_seconds"] < 10, loaded   # the import, ninja's check: no build
     assert (os.stat(so).st_mtime_ns, open(log).read()) == before
+
+
+@sandboxed
+@needs_cxx
+def test_through_the_front_door(tmp_path):
+    """kreward.Evaluator on CPU lanes with the stage (an architecture given:
+    no GPU here to ask): a built candidate passes, its report carrying the
+    build's seconds; a broken build is compile_error with gcc's words."""
+    problem = os.path.join(KB, "level1", "01_relu.py")
+    good = tiny("kr_door_ok")
+    broken = tiny("kr_door_bad", body="return nonsense;")
+    with kreward.Evaluator(reward="kernelbench", gpus="none", cache_dir=str(tmp_path),
+                           kernelbench={"devices": ["cpu"], "builds": {"arch": ARCH, "pch": False},
+                                        "runner": {"timeout_s": 300, "call_timeout_s": 60}}) as ev:
+        reports = ev.evaluate_batch([problem, problem], [good, broken])
+    ok, bad = reports
+    assert ok.verdict == "passed", ok.feedback
+    assert ok["build_seconds"] > 0 and ok["build_wait_s"] >= 0 and ok["compile_cached"] == 1.0
+    assert bad.verdict == "compile_error" and bad.reward == 0.0 and "nonsense" in bad.feedback
+    for r in reports:
+        r.close()
