@@ -37,6 +37,9 @@ BUILD_FAILED = "RuntimeError: Error building extension"
 # the GPU worker's rules differ (its GPU grants), so not the candidate's verdict
 REFUSED = ("Permission denied", "Operation not permitted")
 FEEDBACK_CHARS = 16000  # of a failed build's log, kept in the verdict's feedback
+# builds run beside the GPU turns, whose clocks are the host's too (a
+# launch-bound candidate's time follows the CPU): the compilers yield to them
+NICENESS = 10
 
 
 def _config(ext, reads, sandbox):
@@ -46,7 +49,8 @@ def _config(ext, reads, sandbox):
             "reads": list(reads)}
 
 
-def build(source, cache_dir, arch, pch_dir=None, timeout_s=600.0, sandbox=True, on_start=None):
+def build(source, cache_dir, arch, pch_dir=None, timeout_s=600.0, sandbox=True, on_start=None,
+          niceness=NICENESS):
     """Imports source in a sandboxed CPU worker; the outcome, a dict:
     state: "built" (the import ran: its build, if any, is done),
     "compile_error" (the build failed: error has the log), "timeout"
@@ -54,7 +58,8 @@ def build(source, cache_dir, arch, pch_dir=None, timeout_s=600.0, sandbox=True, 
     "crash" (the worker died), "error" (anything else, the environment's
     included); error, seconds (wall, start to end), compile_seconds (the
     import's own), sandbox (what was applied). on_start(worker) is called
-    with the worker once it runs (close() ends it from another thread)."""
+    with the worker once it runs (close() ends it from another thread).
+    niceness: the build's processes' (WorkerProcess)."""
     t0 = time.monotonic()
     ext = folders.source_folder(cache_dir, source)
     env, reads = build_env(arch, pch_dir)
@@ -64,7 +69,7 @@ def build(source, cache_dir, arch, pch_dir=None, timeout_s=600.0, sandbox=True, 
            "sandbox": None, "arch": arch, "pch": env.get("CPATH")}
     w = None
     try:
-        w = WorkerProcess(env, config)
+        w = WorkerProcess(env, config, niceness=niceness)
         if on_start is not None:
             on_start(w)
         w.limit_until(t0 + timeout_s, f"the build ran past its limit of {timeout_s:g} s "
