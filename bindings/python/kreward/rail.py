@@ -16,7 +16,9 @@ What a caller sees is the same for both kinds:
   collects the report, with .report and .ticket;
 - GPUs are shared by turns: a kind's jobs are dispatched only while no job
   of the other kind is in flight, in submission order (a ModelNew lane and
-  a kreward-worker on one GPU would time candidates at the same moment).
+  a kreward-worker on one GPU would time candidates at the same moment);
+  a ModelNew candidate's build (load_inline) needs no GPU, so it starts at
+  submit, in the scheduler's compile stage, whosever turn it is.
 
 The C pool is collected by a thread of the rail's own (Pool.next), the
 scheduler calls back when a candidate is done: nothing waits on the wrong
@@ -157,7 +159,20 @@ class Rail:
             self._entries[entry.ticket] = entry
             self._held.append(entry)
             self._pump()
+            # (dispatched at once: the scheduler's submit started its build)
+            ahead = kind == _problems.KERNELBENCH and entry.state == "held"
+        if ahead:
+            self._build_ahead(spec["source"])
         return entry.ticket
+
+    def _build_ahead(self, source):
+        """A ModelNew source's build, started now in the scheduler's compile
+        stage (CPU workers), not at its GPU turn; nothing when the
+        scheduler cannot be made (its dispatch says why)."""
+        try:
+            self.scheduler.build_ahead(source)
+        except Exception:  # noqa: BLE001 - the job's dispatch reports what is wrong
+            pass
 
     def _pump(self):
         """Dispatches held entries in order while their kind may run (lock

@@ -87,10 +87,12 @@ def toolkit_reads():
 FILE_BYTES = 2 << 30
 
 
-def spec(write_dir, gpu, exec_allowed, first=True):
+def spec(write_dir, gpu, exec_allowed, first=True, reads=()):
     """The kr_sandbox_enter spec of a worker writing only under write_dir.
-    first: the first layer, which sets the limits (a later one cannot)."""
-    reads = set(python_reads()) | set(toolkit_reads()) | set(SYSTEM_READS)
+    first: the first layer, which sets the limits (a later one cannot).
+    reads: more folders it may read, never write (the library's
+    precompiled header: build_env.py)."""
+    reads = set(python_reads()) | set(toolkit_reads()) | set(SYSTEM_READS) | set(reads)
     reads |= set(COMPILER_READS)  # read in both phases: a compiled module may read headers
     out = {"read": sorted(p for p in reads if os.path.exists(p)),
            "write": [os.path.realpath(write_dir)], "exec": bool(exec_allowed), "gpu": bool(gpu)}

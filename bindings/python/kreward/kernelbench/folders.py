@@ -152,3 +152,37 @@ def sweep_orphan_spares(cache_dir):
         shutil.rmtree(path, ignore_errors=True)
         gone += not os.path.exists(path)
     return gone
+
+
+def clear_stale_locks(ext):
+    """Removes torch's build locks (`<ext>/<name>/lock`, its FileBaton) that a
+    worker killed mid-build left: the next load of the same source would
+    wait on one until its own deadline. Only once every process of that
+    worker is gone (a live build holds its lock). The folder is the
+    candidate's, so nothing here follows a link: each level is opened with
+    O_NOFOLLOW and the lock unlinked relative to it (a link named `lock`
+    goes, never what it points at). Returns how many went."""
+    gone = 0
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        # (the folder itself is the library's: a source's name may be its
+        # link to an adopted spare's folder; below it, the candidate's)
+        top = os.open(os.path.realpath(ext), flags)
+    except OSError:
+        return 0
+    try:
+        for name in os.listdir(top):
+            try:
+                sub = os.open(name, flags, dir_fd=top)
+            except OSError:  # not a folder, or a link
+                continue
+            try:
+                os.unlink("lock", dir_fd=sub)
+                gone += 1
+            except OSError:
+                pass
+            finally:
+                os.close(sub)
+    finally:
+        os.close(top)
+    return gone

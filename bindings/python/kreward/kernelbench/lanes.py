@@ -99,8 +99,19 @@ def make_scheduler(options=None, cache_dir=None, no_device=False):
     (default every GPU this process sees; ["cpu"] for tests: no kernel
     attribution there, so no speed pay), "runner" (Runner's options),
     "keep_warm" (8), "max_attempts" (3), "job_timeout_s" (the backstop:
-    default the Runner's evaluation limit plus its timeout). KrewardError
-    ENODEVICE, saying why, when there is no device to run on."""
+    default the Runner's evaluation limit plus its timeout), "builds" (the
+    compile stage, builds.py: False for none, or a dict of "workers"
+    (default the host's CPUs), "timeout_s" (the Runner's), "pch" (True),
+    "arch"). KrewardError ENODEVICE, saying why, when there is no device to
+    run on.
+
+    The stage's architectures (TORCH_CUDA_ARCH_LIST, given to the Runners
+    too so their workers find its builds current): "arch" if given, else
+    the Runner option "cuda_arch", else those of every GPU this process
+    sees (build_env.arch_list: what torch in a GPU worker would pick), else
+    the caller's TORCH_CUDA_ARCH_LIST; none of them (CPU lanes): no stage,
+    builds stay in the GPU workers as before (a guessed architecture would
+    be rebuilt there, or fail where the GPU's would not)."""
     from ..constants import Status
     from ..errors import KrewardError
     from .scheduler import Scheduler
@@ -118,8 +129,32 @@ def make_scheduler(options=None, cache_dir=None, no_device=False):
     runner = dict(o.get("runner") or {})
     if cache_dir is not None:
         runner.setdefault("cache_dir", os.path.join(cache_dir, "kernelbench"))
-    lanes = {str(d): RunnerLane(d, runner, o.get("keep_warm", 8)) for d in devices}
     timeout = float(runner.get("timeout_s", 600.0))
+    builds = _build_pool(o.get("builds", {}), devices, runner, timeout)
+    lanes = {str(d): RunnerLane(d, runner, o.get("keep_warm", 8)) for d in devices}
     limit = runner.get("eval_timeout_s")
     backstop = o.get("job_timeout_s", (2 * timeout if limit is None else float(limit)) + timeout)
-    return Scheduler(lanes, max_attempts=o.get("max_attempts", 3), job_timeout_s=backstop)
+    return Scheduler(lanes, max_attempts=o.get("max_attempts", 3), job_timeout_s=backstop,
+                     builds=builds)
+
+
+def _build_pool(options, devices, runner, timeout):
+    """The compile stage of make_scheduler (its docstring says how the
+    architectures are chosen), or None; sets the Runners' cuda_arch and
+    pch_dir to the stage's."""
+    if options is False or options is None:
+        return None
+    from .build_env import arch_list
+    from .builds import BuildPool
+    from .runner import DEFAULT_CACHE
+    b = dict(options)
+    arch = (b.get("arch") or runner.get("cuda_arch") or arch_list(devices)
+            or os.environ.get("TORCH_CUDA_ARCH_LIST"))
+    if not arch:
+        return None
+    pool = BuildPool(runner.get("cache_dir") or DEFAULT_CACHE, arch, workers=b.get("workers"),
+                     timeout_s=float(b.get("timeout_s", timeout)),
+                     sandbox=runner.get("sandbox", "auto") is not None, use_pch=b.get("pch", True))
+    runner["cuda_arch"] = arch
+    runner.setdefault("pch_dir", pool.pch_dir)
+    return pool

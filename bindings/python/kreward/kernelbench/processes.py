@@ -7,7 +7,9 @@
   (the first "start" worker that fails for the sandbox's reason turns
   every later one to "init", once);
 - their build folders (folders.py: a source's, or a "start" spare's fresh
-  one), their input region and shared device buffer (one per worker);
+  one) and what their builds depend on besides (build_env.py: the CUDA
+  architectures and the precompiled header, as the compile stage had
+  them), their input region and shared device buffer (one per worker);
 - ending them: close(), the baseline replaced, and the Runners past
   KEEP_WARM ending theirs (keep_warm).
 What the workers are asked once started is the evaluation's
@@ -23,6 +25,7 @@ import torch
 
 from .. import _lib
 from . import folders, triton_cache
+from .build_env import build_env
 from .cuda_ipc import OUT_OF_MEMORY, new_buffer
 from .worker_process import WorkerDied, WorkerProcess, WorkerTimeout, optional_number
 
@@ -90,14 +93,19 @@ class Processes:
     a shared device buffer where the driver allows); max_call_bytes: the
     largest case's inputs and outputs (a reply's bound); spare: start the
     next candidate's worker ahead; compile_baseline: the baseline is
-    torch.compile(Model); timeout_s: a start's or a load's limit."""
+    torch.compile(Model); timeout_s: a start's or a load's limit;
+    cuda_arch: TORCH_CUDA_ARCH_LIST for load_inline builds (None: torch's
+    own choice); pch_dir: the precompiled header's folder (pch.py), used
+    once it exists (None: none)."""
 
     def __init__(self, *, device, sandbox, staging, cache_dir, ref_source, problem, inputs_from, staged,
-                 region_bytes, max_call_bytes, spare, compile_baseline, timeout_s):
+                 region_bytes, max_call_bytes, spare, compile_baseline, timeout_s, cuda_arch=None,
+                 pch_dir=None):
         self.device, self.cache_dir, self._ref_source, self._problem = device, cache_dir, ref_source, problem
         self.inputs_from, self.staged, self.region_bytes = inputs_from, staged, region_bytes
         self.max_call_bytes, self.keep_spare, self.compile_baseline = max_call_bytes, spare, compile_baseline
         self.timeout_s = timeout_s
+        self.cuda_arch, self.pch_dir = cuda_arch, pch_dir
         self.sandbox = "start" if sandbox == "auto" else sandbox
         # "auto": why "start" gave way to "init" (None while it has not);
         # decided once, by the first candidate worker's ready, which runs no
@@ -140,6 +148,11 @@ class Processes:
         return {"library": library_path(),
                 "write": ext, "gpu": self.device != "cpu", "when": self.sandbox}
 
+    def _config_reading(self, ext, reads):
+        """_sandbox_config with the build's extra read folders (build_env)."""
+        c = self._sandbox_config(ext)
+        return dict(c, reads=list(reads)) if c is not None and reads else c
+
     def _shared_buffer(self):
         """A device buffer for one GPU worker to stage its batches' masked
         inputs from (cuda_ipc.CallerBuffer; transfer.py put): one per
@@ -175,6 +188,10 @@ class Processes:
         # built from TRITON_CACHE_DIR), and a candidate's folder holds what
         # its earlier worker left there (helper-33)
         env = folders.worker_env(ext) if ext is not None and self.sandbox == "start" else None
+        # decided once per worker, at its start: a "start" worker's sandbox
+        # is entered then, and a header that appears later, named at load
+        # but not granted, would go unused (build_env.py)
+        benv, reads = build_env(self.cuda_arch, self.pch_dir)
         if env is not None and source != self._ref_source and self.device != "cpu":
             # the mask's and the commitment's kernels as the reference's
             # worker compiled them: not again in every candidate's folder
@@ -186,12 +203,14 @@ class Processes:
         region = self.inputs_from == "caller"
         shared, why = self._shared_buffer() if region and self.staged else (None, None)
         try:
-            w = WorkerProcess(env, self._sandbox_config(ext) if self.sandbox == "start" else None,
+            w = WorkerProcess(None if env is None else {**env, **benv},
+                              self._config_reading(ext, reads) if self.sandbox == "start" else None,
                               region_bytes=self.region_bytes if region else 0, shared=shared)
         except BaseException:
             if shared is not None:
                 shared.close()
             raise
+        w.build_env = (benv, reads)
         if region and self.staged and w.shared is None and w.staging is None:
             w.staging = f"host ({why})"
         # a reply carries at most one call's outputs (a fetch): the caller
@@ -208,11 +227,13 @@ class Processes:
 
     def _send_load(self, w, source, class_name, ext=None):
         ext = ext or self._folder(source)
+        benv, reads = getattr(w, "build_env", None) or build_env(self.cuda_arch, self.pch_dir)
         w.send({"op": "load", "source": source, "class_name": class_name, "device": self.device,
                 "ext": ext,
                 "library": library_path(),
-                **self._problem, "cache_dir": self.cache_dir, "env": folders.worker_env(ext),
-                "sandbox": self._sandbox_config(ext)},
+                **self._problem, "cache_dir": self.cache_dir,
+                "env": {**folders.worker_env(ext), **benv},
+                "sandbox": self._config_reading(ext, reads)},
                # (a source larger than the pipe waits for the worker's ready)
                timeout_s=self.timeout_s)
 

@@ -96,7 +96,10 @@ def _fill(r, result, problem_name, candidate_name, source, weak):
                "kernel_share": "kernel_share", "launch_luck": "launch_luck",
                "calls": "timed_calls", "batches": "timed_batches", "event_us": "time_event_us",
                "prepare_us": "prepare_us", "baseline_prepare_us": "baseline_prepare_us",
-               "baseline_compile_seconds": "baseline_compile_seconds"}
+               "baseline_compile_seconds": "baseline_compile_seconds",
+               # the compile stage's (builds.py): its build's wall, and what
+               # the GPU turn waited for it
+               "build_seconds": "build_seconds", "build_wait_s": "build_wait_s"}
     for key, name in metrics.items():
         if _number(result.get(key)):
             r[name] = result[key]

@@ -118,7 +118,7 @@ class Runner:
 
     def __init__(self, imported, device="cuda", cache_dir=None, timeout_s=600.0, call_timeout_s=60.0,
                  sandbox="auto", batch_ms=10.0, batch_bytes=None, spare=True, baseline="eager",
-                 inputs=None, staging="auto", eval_timeout_s=None):
+                 inputs=None, staging="auto", eval_timeout_s=None, cuda_arch=None, pch_dir=None):
         """sandbox: "auto" (the default): "start" where a worker starts in
         it, else "init" from then on, said in every result's notes (CUDA
         failed to start inside the sandbox on driver 570+ until the grants
@@ -157,7 +157,12 @@ class Runner:
         evaluation, from the evaluation's start, whatever each request
         took (a candidate answering each of a batch's requests just inside
         call_timeout_s would otherwise hold the caller for hours); past it
-        the verdict is "timeout"."""
+        the verdict is "timeout".
+        cuda_arch: TORCH_CUDA_ARCH_LIST for the candidates' load_inline
+        builds (the compile stage's, builds.py, so their GPU workers find
+        its builds current; None: torch's own choice in the worker);
+        pch_dir: the precompiled torch/extension.h's folder (pch.py),
+        used once it exists."""
         if sandbox not in ("auto", "start", "init", None):
             raise ValueError(f"sandbox must be 'auto', 'start', 'init' or None, not {sandbox!r}")
         if staging not in ("auto", "host"):
@@ -227,7 +232,7 @@ class Runner:
             inputs_from=inputs, staged=staged,
             region_bytes=region_bytes(self.layouts, self.batch_bytes, self.max_call_bytes),
             max_call_bytes=self.max_call_bytes, spare=spare, compile_baseline=baseline == "compile",
-            timeout_s=timeout_s)
+            timeout_s=timeout_s, cuda_arch=cuda_arch, pch_dir=pch_dir)
 
     # ---- settings the workers' owner keeps (processes.Processes)
     @property

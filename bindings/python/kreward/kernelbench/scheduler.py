@@ -24,7 +24,13 @@ The rules are the C pool's (docs/pool.md), for the other kind of worker:
   thread, which ends the workers) and the candidate's result is
   `timeout`; the lane thread's late result is dropped;
 - close() aborts what runs and gives every candidate still pending its
-  `error` result ("the scheduler was closed"), so every ticket is answered.
+  `error` result ("the scheduler was closed"), so every ticket is answered;
+- with a compile stage (`builds`, builds.BuildPool), every source that
+  builds (load_inline) is handed to it when it is submitted (build_ahead:
+  the rail does so before the kind's GPU turn), so builds run on the CPUs
+  beside each other and beside the GPU turns; a lane that takes a
+  candidate waits for its build only if it is not done, and a build that
+  failed or ran past its time is the candidate's result without a GPU turn.
 
 Lanes are objects with evaluate(problem, source, next_source, options),
 abort(), healthy() and close(); RunnerLane is the real one, tests give
@@ -33,6 +39,9 @@ import collections
 import itertools
 import threading
 import time
+
+from .builds import note as builds_note
+from .builds import verdict as builds_verdict
 
 CLOSED_MESSAGE = "the scheduler was closed"
 NO_LANE_MESSAGE = "no GPU lane can evaluate ModelNew candidates"
@@ -67,14 +76,17 @@ def _retryable(result):
 
 class Scheduler:
     def __init__(self, lanes, max_attempts=3, job_timeout_s=None, affinity_s=30.0,
-                 watchdog_s=0.5):
+                 watchdog_s=0.5, builds=None):
         """lanes: {name: lane object}. job_timeout_s: the backstop per
-        candidate (None: none; RunnerLane's own deadlines decide)."""
+        candidate (None: none; RunnerLane's own deadlines decide), counted
+        from its GPU turn (after its build). builds: the compile stage (a
+        builds.BuildPool, closed with the scheduler), or None."""
         if not lanes:
             raise ValueError(NO_LANE_MESSAGE + ": none given")
         self.max_attempts = max(1, int(max_attempts))
         self.job_timeout_s = job_timeout_s
         self.affinity_s = affinity_s
+        self.builds = builds
         self._cond = threading.Condition()
         self._queue = collections.deque()   # jobs not yet taken, oldest first
         self._jobs = {}                     # ticket -> Job, until collected
@@ -103,12 +115,26 @@ class Scheduler:
                 raise ValueError("the scheduler is closed")
             job = Job(next(self._tickets), problem, source, dict(options or {}), on_done)
             self._jobs[job.ticket] = job
-            if self._live_lanes():
+            live = bool(self._live_lanes())
+            if live:
                 self._queue.append(job)
                 self._cond.notify_all()
-                return job.ticket
+        if live:
+            self.build_ahead(source)
+            return job.ticket
         self._finish(job, _error(self._no_lane_message()))
         return job.ticket
+
+    def build_ahead(self, source):
+        """Starts source's build in the compile stage now, if it builds
+        (the rail calls this at submit, before its kind's GPU turn; the
+        same source again is one build)."""
+        if self.builds is None:
+            return
+        try:
+            self.builds.submit(source)
+        except Exception:  # noqa: BLE001 - then its lane's wait builds it, or its GPU worker does
+            pass
 
     def wait(self, ticket, timeout=None):
         """The result of a ticket (the job is then forgotten); TimeoutError
@@ -149,6 +175,7 @@ class Scheduler:
                                                  for j in self._jobs.values())}
                               for name in self._lanes},
                     "queued": len(self._queue), "pending": len(self._jobs),
+                    **({"builds": self.builds.status()} if self.builds is not None else {}),
                     **dict(self.counters)}
 
     # ---- the lanes ----
@@ -204,12 +231,36 @@ class Scheduler:
                 job.held_by, job.lane, job.started = name, name, time.monotonic()
                 job.attempts += 1
                 self._last_problem[name] = job.problem.key
-            try:
-                result = lane.evaluate(job.problem, job.source,
-                                       nxt.source if nxt is not None else None, job.options)
-            except Exception as e:  # noqa: BLE001 - the lane's failure: never the trainer's
-                result = _error(f"the lane on {name} failed: {type(e).__name__}: {e}")
+            built = self._await_build(job)
+            if job.done.is_set():  # the backstop or close() answered it while it waited
+                continue
+            result = builds_verdict(built)
+            if result is None:
+                try:
+                    result = lane.evaluate(job.problem, job.source,
+                                           nxt.source if nxt is not None else None, job.options)
+                except Exception as e:  # noqa: BLE001 - the lane's failure: never the trainer's
+                    result = _error(f"the lane on {name} failed: {type(e).__name__}: {e}")
+                builds_note(result, built)
+            else:
+                with self._cond:
+                    self.counters["settled_by_build"] += 1
             self._lane_done(name, lane, job, result)
+
+    def _await_build(self, job):
+        """The job's build outcome, waited for if it is not done (None: not
+        staged); the backstop then counts the GPU turn from now."""
+        if self.builds is None:
+            return None
+        try:
+            built = self.builds.wait(job.source)
+        except Exception as e:  # noqa: BLE001 - the stage's failure: the GPU worker builds
+            built = {"state": "error", "error": f"the compile stage failed: {type(e).__name__}: {e}"}
+        if built is not None:
+            with self._cond:
+                if job.started is not None:
+                    job.started = time.monotonic()
+        return built
 
     def _lane_done(self, name, lane, job, result):
         with self._cond:
@@ -335,6 +386,8 @@ class Scheduler:
             self._cond.notify_all()
         for job in pending:
             self._finish(job, _error(CLOSED_MESSAGE))
+        if self.builds is not None:
+            self.builds.close()  # (a lane waiting on a build gets "closed", then sees its job done)
         for name, lane in self._lanes.items():
             try:
                 lane.abort()

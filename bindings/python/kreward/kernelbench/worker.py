@@ -120,7 +120,7 @@ class Sandbox:
             first = self.status
             self.status = self.confine.enter(
                 c["library"], self.confine.spec(c["write"], c["gpu"], exec_allowed,
-                                                first=first is None))
+                                                first=first is None, reads=c.get("reads") or ()))
             if first is not None and "started before" not in first.get("landlock_why", ""):
                 # the seal's layer counts the threads started before it
                 # (CUDA's, the candidate's), but when the first layer had

@@ -12,6 +12,7 @@ import math
 import mmap
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -188,9 +189,12 @@ class WorkerProcess:
     request has a deadline. Requests can be sent ahead of their replies
     (send, then receive in order)."""
 
-    def __init__(self, env=None, sandbox=None, region_bytes=0, shared=None):
+    def __init__(self, env=None, sandbox=None, region_bytes=0, shared=None, niceness=0):
         """region_bytes: an input region of that size shared with the
         worker (inputs.py; self.region, the caller's mapping), or none.
+        niceness: the supervisor, the worker and all they start run that
+        much nicer (the compile stage's builds: the GPU turns' timing
+        processes go first), through nice(1) so nothing races the fork.
         shared: the caller's device buffer for this worker's stage
         (cuda_ipc.CallerBuffer), this worker's alone: a descriptor of it
         goes to the worker at its start (none stays here), and end()
@@ -218,6 +222,9 @@ class WorkerProcess:
         keep.setdefault("USER", "kreward")
         keep.setdefault("LOGNAME", keep["USER"])
         argv = [sys.executable, WORKER, str(to_w), str(from_w), json.dumps(sandbox) if sandbox else ""]
+        nice = shutil.which("nice") if niceness else None
+        if nice:
+            argv = [nice, "-n", str(int(niceness))] + argv
         fds, self.region, region_fd = [to_w, from_w], None, None
         if region_bytes:  # sparse: pages exist once written
             # sealed at its size: the worker (which holds a descriptor of it:
