@@ -25,6 +25,8 @@ import os
 import re
 import threading
 
+from .kernelbench.source_kind import looks_like_kernelbench  # noqa: F401 - the front doors' test, here too
+
 KREWARD, KERNELBENCH = "kreward", "kernelbench"
 DEFAULT_TOL = 1e-2  # KernelBench's eval: torch.allclose(atol=1e-02, rtol=1e-02)
 SOURCES_ENV = "KREWARD_KERNELBENCH_SOURCES"
@@ -32,8 +34,6 @@ DEFAULT_SOURCES = os.path.join(os.path.expanduser("~"), ".cache", "kreward",
                                "kernelbench-sources")
 MAX_SOURCE_BYTES = 4 << 20  # a problem file larger than this is not a problem file
 
-_MODEL = re.compile(r"^class\s+Model\s*\(", re.M)
-_INPUTS = re.compile(r"^def\s+get_inputs\s*\(", re.M)
 
 
 class ProblemError(ValueError):
@@ -43,13 +43,6 @@ class ProblemError(ValueError):
     def __init__(self, message, status=400):
         super().__init__(message)
         self.status = status
-
-
-def looks_like_kernelbench(text):
-    """Whether a text is a KernelBench problem file: a top-level `class
-    Model(` and `def get_inputs(`."""
-    return (isinstance(text, str) and _MODEL.search(text) is not None
-            and _INPUTS.search(text) is not None)
 
 
 class KernelBenchProblem:

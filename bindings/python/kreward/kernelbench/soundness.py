@@ -23,8 +23,9 @@ it is weak: the import says so, every report carries `weak_problem`, and no
 preset pays it for speed.
 
 The check runs the problem's file, so it runs in a subprocess of its own,
-as the importer's probes do (python -m kreward.kernelbench.soundness JSON):
-the caller never executes the file during an import."""
+sandboxed, as the importer's probes do (soundness_check.py): the caller
+never executes the file during an import. This file is what both sides
+share: the recipes, the seeds, which cases are checked, their inputs."""
 from .. import json_process
 
 # inputs of other scales and offsets, tried in order: the first that breaks
@@ -43,12 +44,11 @@ def check(imp, timeout_s=300):
     could not run (the import goes on, and says so)."""
     data = {"path": imp.path, "base": imp.base_probe, "cases": imp.cases, "atol": imp.atol,
             "rtol": imp.rtol, "own_case_elements": OWN_CASE_ELEMENTS}
-    result = json_process.call("kreward.kernelbench.soundness", data, timeout_s,
+    result = json_process.call("kreward.kernelbench.soundness_check", data, timeout_s,
                                "the soundness check", env={"CUDA_VISIBLE_DEVICES": ""})
     return result
 
 
-# ---------------------------------------------------------- the subprocess
 
 def cheapest_case(imp):
     """The case of the fewest input elements."""
@@ -93,90 +93,3 @@ def input_layout(imp, case, recipe=None):
             init = dict(init, rescale=recipe)
         out.append(dict(t, shape=s, init=init))
     return out
-
-
-def _outputs(ref, inputs_mod, imp, case, layout, seed):
-    tensors = inputs_mod.make_inputs(layout, seed, "cpu")
-    return tensors, [o.float() for o in ref(case, tensors)]
-
-
-def _passes(torch, answer, expected, atol, rtol):
-    return (answer.shape == expected.shape and
-            bool(torch.allclose(answer.float(), expected, atol=atol, rtol=rtol)))
-
-
-def _trivials(torch, imp, runs):
-    """{name: passes every seed} for runs [(inputs, outputs)] of one case."""
-    names = ["zeros", "constant", "input", "other_case"]
-    passed = dict.fromkeys(names, True)
-    float_inputs = [t["name"] for t in imp.tensors
-                    if t["role"] == "in" and t["source"] == "input"
-                    and t["dtype"] in ("f32", "f16", "bf16", "f64")]
-    for i, (tensors, outs) in enumerate(runs):
-        other = runs[(i + 1) % len(runs)][1]
-        for k, expected in enumerate(outs):
-            tries = {
-                "zeros": torch.zeros_like(expected),
-                "constant": torch.full_like(expected, float(other[k].mean())),
-                "other_case": other[k],
-            }
-            for name, answer in tries.items():
-                passed[name] = passed[name] and _passes(torch, answer, expected, imp.atol, imp.rtol)
-            passed["input"] = passed["input"] and any(
-                _passes(torch, tensors[n], expected, imp.atol, imp.rtol) for n in float_inputs)
-    return passed
-
-
-def _finite(torch, runs):
-    return all(bool(torch.isfinite(o).all()) for _, outs in runs for o in outs)
-
-
-def run(data):
-    import torch
-
-    from . import inputs as inputs_mod
-    from .importer import ImportedProblem
-    from .reference import Reference
-    from .file_process import confine
-    torch.set_grad_enabled(False)
-    confine(data["path"], gpu=False)  # before the file runs (file_process.py)
-    imp = ImportedProblem(data["path"], data["base"], [tuple(c) for c in data["cases"]],
-                          data["atol"], data["rtol"])
-    ref = Reference(imp, "cpu")
-    checked = cases_checked(imp, data.get("own_case_elements"))
-    names = [imp.cases[c][0] for c in checked]
-    trivial = {}
-    for case in checked:
-        own = [_outputs(ref, inputs_mod, imp, case, input_layout(imp, case), s) for s in SEEDS[:2]]
-        for name, ok in _trivials(torch, imp, own).items():
-            trivial[name] = trivial.get(name, False) or ok
-    passing = sorted(n for n, ok in trivial.items() if ok)
-    if not passing:
-        return {"weak": None, "strong": None, "trivial": trivial, "case": names[0], "cases": names,
-                "why": "no trivial answer passes the file's own inputs"}
-    for recipe in RECIPES:
-        if _breaks_every_trivial(torch, ref, inputs_mod, imp, checked, recipe):
-            return {"weak": None, "strong": recipe, "trivial": trivial, "case": names[0],
-                    "cases": names,
-                    "why": (f"the trivial answer(s) {', '.join(passing)} pass the file's own "
-                            "inputs; inputs of other scales and offsets break them, so every "
-                            "case draws its inputs so")}
-    return {"weak": (f"the trivial answer(s) {', '.join(passing)} pass the file's own inputs "
-                     f"within atol/rtol {imp.atol:g}/{imp.rtol:g}, and inputs of other scales "
-                     "and offsets did not break them"),
-            "strong": None, "trivial": trivial, "case": names[0], "cases": names}
-
-
-def _breaks_every_trivial(torch, ref, inputs_mod, imp, checked, recipe):
-    """Whether under the recipe every trivial answer fails on some seed in
-    every case checked, the reference staying finite."""
-    for case in checked:
-        layout = input_layout(imp, case, recipe)
-        runs = [_outputs(ref, inputs_mod, imp, case, layout, s) for s in SEEDS]
-        if not _finite(torch, runs) or any(_trivials(torch, imp, runs).values()):
-            return False
-    return True
-
-
-if __name__ == "__main__":
-    json_process.serve(run)

@@ -10,7 +10,7 @@ kept/ and refused/ folders."""
 import hashlib
 import os
 
-from ..problems import looks_like_kernelbench
+from ..kernelbench.source_kind import looks_like_kernelbench
 
 
 class Problem:
