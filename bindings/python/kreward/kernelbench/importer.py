@@ -179,6 +179,7 @@ class ImportedProblem:
                                        f"library takes at most {MAX_TENSORS}")
         if any(p.get("rescale") for _, _, p in self.cases):
             self.device_only_reason = (
+                (self.device_only_reason + "; and " if self.device_only_reason else "") +
                 "inputs at scales and offsets drawn per call (the soundness check's recipe: a "
                 "trivial answer passes the file's own inputs): the library's generator cannot "
                 "make them, so only ModelNew candidates are evaluated")
@@ -254,7 +255,10 @@ class ImportedProblem:
     def _init_for_every_case(self, tensor):
         """The library problem has one distribution per tensor: an integer
         input's range valid in every case (the narrowest)."""
-        inits = [self.init_for(c, tensor) for c in range(len(self.cases))]
+        # the library's generator has no rescale: a problem that needs it is
+        # device-only, and its ModelNew inputs come from init_for per case
+        inits = [{k: v for k, v in self.init_for(c, tensor).items() if k != "rescale"}
+                 for c in range(len(self.cases))]
         if tensor["dtype"] not in INT_DTYPES or any(i.get("dist") != "int" for i in inits):
             return inits[0]
         low, high = max(i["low"] for i in inits), min(i["high"] for i in inits)

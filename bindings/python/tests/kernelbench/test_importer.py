@@ -17,6 +17,9 @@ REFUSED = {"28_dropout": "not deterministic"}
 KB_27 = ROOT / "examples" / "kernelbench" / "level1" / "27_cross_entropy.py"
 STRUCTURED = {"17_matmul_symmetric": "symmetric", "18_matmul_lower_triangular": "lower_triangular",
               "26_kldiv": "softmax_last"}
+# files whose own inputs let a trivial answer pass (soundness.py): every case
+# rescaled, so only ModelNew candidates are evaluated (docs/vetting.md)
+RESCALED = {"26_kldiv", "27_cross_entropy", "04_gemm_gelu_softmax"}
 _cache = {}
 
 
@@ -49,10 +52,13 @@ def test_import_corpus(path):
         assert prob.num_cases == len(imp.cases)
         for c, (_, _, probe) in enumerate(imp.cases):
             assert [list(prob.shape(t, c)) for t in range(len(imp.tensors))] == imp.shapes(probe)
+    assert all(bool(p.get("rescale")) == (path.stem in RESCALED) for _, _, p in imp.cases)
+    if path.stem in RESCALED:
+        assert "soundness check's recipe" in imp.device_only_reason
     if path.stem in STRUCTURED:
         assert STRUCTURED[path.stem] in imp.device_only_reason
         assert any(t["transform"] == STRUCTURED[path.stem] for t in imp.tensors)
-    else:
+    if path.stem not in STRUCTURED and path.stem not in RESCALED:
         assert imp.device_only_reason is None
 
 
