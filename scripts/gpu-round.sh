@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# A GPU round in one device call (under the device tool's 10 minutes): builds
+# the tree (scripts/device-build.sh's sysroot), then runs the steps GR_STEPS
+# names, in this order, each under a limit of its own cut to what is left of
+# GR_TOTAL_S (default 570 s), so a slow step cannot take the others' logs with
+# it when the call is killed:
+#   gpu          the meson gpu suite's C tests and the bundled suite (GR_GPU_TESTS)
+#   adversarial  tests/adversarial/run.py --require-gpu (GR_ADV_ONLY: one case)
+#   py           the C path's Python GPU tests (not kernelbench/, not vet/)
+#   kb           the KernelBench GPU tests: sandbox, attacks, region, corpus
+#   vet          the vetting GPU tests
+#   pool         bench_pool --per-problem 16 (and GR_POOL_ARGS)
+#   timing       bench_timing (error against CUPTI, run-to-run CV)
+#   kbbench      bench/bench_kernelbench.py with the time left (GR_KB_ARGS)
+# Every step's log goes to $OUT/<step>.log; the last lines are a summary per
+# step. Default steps: "gpu adversarial py kb vet".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-$PWD/gpu-round-out}; mkdir -p "$out"
+# shellcheck source=scripts/device-build.sh
+. scripts/device-build.sh
+b=${BUILD_DIR:-/tmp/build-round-$(pwd | md5sum | cut -c1-8)}
+t0=$(date +%s)
+total=${GR_TOTAL_S:-570}
+steps=" ${GR_STEPS:-gpu adversarial py kb vet} "
+elapsed() { echo $(( $(date +%s) - t0 )); }
+limit() { local left=$(( total - $(elapsed) - 10 )); echo $(( left < $1 ? (left > 1 ? left : 1) : $1 )); }
+want() { [[ "$steps" == *" $1 "* ]]; }
+commit=$(cat .device/commit 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)
+summary=()
+note() { summary+=("$1"); echo "== $1"; }
+device_build "$b" || exit 1
+note "built $commit in $(elapsed) s on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
+export KREWARD_LIBRARY=$(ls $b/lib/libkreward.so.1) PYTHONPATH=bindings/python
+pyt() {  # pyt STEP LIMIT ARGS...: pytest -m gpu, its last line into the summary
+  local step=$1 lim; lim=$(limit "$2"); shift 2
+  timeout -k 5 "$lim" python3 -m pytest -q -s -m gpu -p no:cacheprovider "$@" > "$out/$step.log" 2>&1
+  local rc=$?
+  grep -E "^(FAILED|ERROR) " "$out/$step.log" | cut -c1-300
+  note "$step (rc $rc, limit $lim s, at $(elapsed) s): $(grep -E '(passed|failed|skipped|error)' "$out/$step.log" | tail -1)"
+}
+if want gpu; then
+  lim=$(limit 240)
+  # shellcheck disable=SC2046
+  timeout -k 5 "$lim" meson test -C "$b" --no-rebuild --print-errorlogs --num-processes 1 \
+    ${GR_GPU_TESTS:-$(for t in program generator verify bench sanity fault hang pool counters; do printf 'gpu_%s ' $t; done) gpu_suite} \
+    > "$out/gpu.log" 2>&1
+  rc=$?
+  grep -E "^ *[0-9]+/[0-9]+ " "$out/gpu.log" | grep -v " OK " | cut -c1-200
+  note "gpu suite (rc $rc, limit $lim s, at $(elapsed) s): $(grep -E '^(Ok|Fail|Skipped|Timeout):' "$out/gpu.log" | tr -s ' ' | tr '\n' ' ')"
+fi
+if want adversarial; then
+  lim=$(limit 240)
+  timeout -k 5 "$lim" python3 tests/adversarial/run.py "$b/tools/kreward" . --require-gpu \
+    ${GR_ADV_ONLY:+--only "$GR_ADV_ONLY"} > "$out/adversarial.log" 2>&1
+  rc=$?
+  grep -viE "^ok|^pass" "$out/adversarial.log" | cut -c1-300 | tail -25
+  note "adversarial (rc $rc, limit $lim s, at $(elapsed) s): $(tail -1 "$out/adversarial.log")"
+fi
+if want py; then
+  pyt py 200 bindings/python/tests --ignore=bindings/python/tests/kernelbench --ignore=bindings/python/tests/vet
+fi
+if want kb; then
+  pyt kb 300 bindings/python/tests/kernelbench
+fi
+if want vet; then
+  pyt vet 200 bindings/python/tests/vet/test_vet_gpu.py
+fi
+if want pool; then
+  lim=$(limit 150)
+  # shellcheck disable=SC2086
+  timeout -k 5 "$lim" "$b/bench/bench_pool" --per-problem 16 ${GR_POOL_ARGS:-} > "$out/pool.log" 2>&1
+  rc=$?; tail -25 "$out/pool.log"
+  note "pool (rc $rc, at $(elapsed) s): $(grep -iE "candidates/s" "$out/pool.log" | head -3 | tr -s ' ' | tr '\n' ';')"
+fi
+if want timing; then
+  lim=$(limit 120)
+  timeout -k 5 "$lim" "$b/bench/bench_timing" > "$out/timing.log" 2>&1
+  rc=$?; tail -20 "$out/timing.log"
+  note "timing (rc $rc, at $(elapsed) s)"
+fi
+left=$(( total - $(elapsed) - 30 ))
+if want kbbench && [ $left -gt 30 ]; then
+  # shellcheck disable=SC2086
+  timeout $(( left + 20 )) python3 bench/bench_kernelbench.py --budget-s $left --json "$out/kb.json" \
+    ${GR_KB_ARGS:-} > "$out/kbbench.log" 2>&1
+  rc=$?; tail -30 "$out/kbbench.log"
+  note "kbbench (rc $rc, at $(elapsed) s)"
+fi
+echo "== summary ($commit, $(elapsed) s)"
+printf '%s\n' "${summary[@]}"
