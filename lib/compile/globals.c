@@ -17,7 +17,13 @@
  * it as the image sizes it), and exactly its bytes, [start, start + size),
  * are kept at load and written back before every call, cut to the
  * allocation the driver says holds its symbols (cuMemGetAddressRange) where
- * it answers. So a write past a symbol's end that stays in its section
+ * it answers. An answer that is one variable's own bytes says nothing of
+ * the section around it: the H200's driver registers each `.nv.global`
+ * variable alone, and its copies refuse the padding between them, which a
+ * kernel's stores reach all the same. Such a section is read variable by
+ * variable (its padding taken as zero, as a NOBITS section and the
+ * compiler's padding are) and written back by the engine's kernel
+ * (ctx->device_write, kr_device_write), padding and all. So a write past a symbol's end that stays in its section
  * (`c[32]` of a one-element array into the alignment padding before the
  * next variable, a `__constant__`'s generic address plus an offset within
  * its bank) is restored too. Nothing outside the sections is: the driver
@@ -73,6 +79,7 @@
 typedef struct {
     CUdeviceptr start;
     size_t bytes;
+    int by_kernel; /* a section whose padding the driver's copies refuse */
 } piece;
 
 typedef struct {
@@ -103,7 +110,7 @@ static int allocation_of(CUdeviceptr addr, size_t bytes, piece *a)
     size_t size = 0;
     if (kr__cuda()->cuMemGetAddressRange(&base, &size, addr) != CUDA_SUCCESS || !size)
         return 0;
-    *a = (piece){base, size};
+    *a = (piece){base, size, 0};
     return contains(a, addr, bytes) ? 1 : -1;
 }
 
@@ -114,7 +121,7 @@ static int clamp(piece *p, piece a)
     CUdeviceptr end = end_of(*p) < end_of(a) ? end_of(*p) : end_of(a);
     if (end <= start)
         return 0;
-    *p = (piece){start, (size_t)(end - start)};
+    *p = (piece){start, (size_t)(end - start), p->by_kernel};
     return 1;
 }
 
@@ -205,15 +212,35 @@ static int keep_spans(const unsigned char *c, size_t n, kr__global_snapshot **ou
     return 0;
 }
 
-/* Reads a region's contents at load into a new region of prog. A driver
- * error comes back in *res (the caller decides), KR_ENOMEM as a status. */
-static int take(kr_program *prog, piece p, CUresult *res)
+/* What a section the driver's copies read only variable by variable held
+ * at load: each located global inside it read alone, its padding zero (a
+ * NOBITS section is zeroed at load, an initialised one's padding is the
+ * compiler's zeros; no honest program reads padding either way). */
+static CUresult read_by_variables(unsigned char *copy, piece p, const piece *own, size_t num_own)
+{
+    memset(copy, 0, p.bytes);
+    for (size_t i = 0; i < num_own; i++) {
+        if (!contains(&p, own[i].start, own[i].bytes))
+            continue;
+        CUresult r = kr__cuda()->cuMemcpyDtoH(copy + (own[i].start - p.start), own[i].start,
+                                             own[i].bytes);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Reads a region's contents at load into a new region of prog (own: the
+ * located globals, for a section read by its variables). A driver error
+ * comes back in *res (the caller decides), KR_ENOMEM as a status. */
+static int take(kr_program *prog, piece p, const piece *own, size_t num_own, CUresult *res)
 {
     *res = CUDA_SUCCESS;
-    unsigned char *copy = malloc(p.bytes);
+    unsigned char *copy = malloc(p.bytes ? p.bytes : 1);
     if (!copy)
         return kr__fail(prog->ctx, KR_ENOMEM, "out of memory for a program's globals");
-    *res = kr__cuda()->cuMemcpyDtoH(copy, p.start, p.bytes);
+    *res = p.by_kernel ? read_by_variables(copy, p, own, num_own)
+                       : kr__cuda()->cuMemcpyDtoH(copy, p.start, p.bytes);
     kr__global_snapshot *snap = NULL;
     int rc = *res == CUDA_SUCCESS && keep_spans(copy, p.bytes, &snap) != 0
                  ? kr__fail(prog->ctx, KR_ENOMEM, "out of memory for a program's globals")
@@ -224,6 +251,7 @@ static int take(kr_program *prog, piece p, CUresult *res)
         r->addr = p.start;
         r->bytes = p.bytes;
         r->initial = snap;
+        r->by_kernel = p.by_kernel;
     }
     return rc;
 }
@@ -243,7 +271,9 @@ static size_t merge(piece *p, size_t n)
     qsort(p, n, sizeof *p, by_start);
     for (size_t i = 0; i < n; i++) {
         piece *last = kept ? &p[kept - 1] : NULL;
-        if (last && p[i].start <= end_of(*last)) {
+        /* a section read by its variables stays apart from one read whole:
+         * each is read and written its own way */
+        if (last && p[i].start <= end_of(*last) && p[i].by_kernel == last->by_kernel) {
             if (end_of(p[i]) > end_of(*last))
                 last->bytes = (size_t)(end_of(p[i]) - last->start);
         } else {
@@ -261,7 +291,7 @@ static int take_all(kr_program *prog, layout *l)
     l->num_section = merge(l->section, l->num_section);
     for (size_t i = 0; i < l->num_section; i++) {
         CUresult res;
-        int rc = take(prog, l->section[i], &res);
+        int rc = take(prog, l->section[i], l->own, l->num_own, &res);
         if (rc != KR_OK)
             return rc;
         if (res == CUDA_SUCCESS)
@@ -285,7 +315,7 @@ static int take_all(kr_program *prog, layout *l)
         if (held)
             continue;
         CUresult res;
-        int rc = take(prog, p, &res);
+        int rc = take(prog, p, NULL, 0, &res);
         if (rc != KR_OK)
             return rc;
         if (res != CUDA_SUCCESS)
@@ -361,11 +391,20 @@ static int place_section(const kr_program *prog, const kr__image_group *gr,
     }
     if (!any || gr->size - 1 > (CUdeviceptr)-1 - base)
         return 0;
-    *out = (piece){base, (size_t)gr->size};
+    *out = (piece){base, (size_t)gr->size, 0};
     for (size_t i = 0; i < f->num_globals; i++) {
         piece a;
         int r = f->globals[i].group == gr->id && found[i] ? allocation_of(found[i], bytes[i], &a) : 0;
-        if (r < 0 || (r > 0 && !clamp(out, a)))
+        if (r < 0)
+            return 0;
+        if (r > 0 && a.start == found[i] && a.bytes == bytes[i] && !contains(&a, out->start, out->bytes)) {
+            /* the driver registers this variable alone (the H200's driver
+             * does so for .nv.global): its answer says nothing of the
+             * section around it, and its copies refuse the padding there */
+            out->by_kernel = 1;
+            continue;
+        }
+        if (r > 0 && !clamp(out, a))
             return 0;
     }
     return 1;
@@ -384,7 +423,7 @@ static int place_section_by_name(const kr_program *prog, const kr__image_group *
         kr__cuda()->cuModuleGetGlobal(&addr, &bytes, prog->module, gr->name) != CUDA_SUCCESS ||
         !addr || bytes > gr->size || gr->size - 1 > (CUdeviceptr)-1 - addr)
         return 0;
-    *out = (piece){addr, (size_t)gr->size};
+    *out = (piece){addr, (size_t)gr->size, 0};
     piece a;
     int r = allocation_of(addr, bytes, &a);
     return r == 0 || (r > 0 && clamp(out, a));
@@ -431,10 +470,10 @@ int kr__program_locate_globals(kr_program *prog)
         CUdeviceptr base = found[i] ? 0 : section_base(prog, g, found);
         if (found[i]) {
             if (bytes[i])
-                l.own[l.num_own++] = (piece){found[i], bytes[i]};
+                l.own[l.num_own++] = (piece){found[i], bytes[i], 0};
             prog->global_bytes += bytes[i];
         } else if (base && g->size) {
-            l.own[l.num_own++] = (piece){base + g->offset, (size_t)g->size};
+            l.own[l.num_own++] = (piece){base + g->offset, (size_t)g->size, 0};
             prog->global_bytes += g->size;
         } else if (!is_constant(f, g) && !prog->refusal[0]) {
             snprintf(prog->refusal, sizeof prog->refusal,
@@ -458,11 +497,35 @@ int kr__program_locate_globals(kr_program *prog)
     return rc;
 }
 
+/* A section the driver's copies read only variable by variable: zeroed and
+ * its nonzero spans written by the engine's kernel (ctx->device_write). */
+static int restore_by_kernel(kr_context *ctx, const kr__global_region *r, CUstream stream)
+{
+    if (!ctx->device_write)
+        return kr__fail(ctx, KR_ECUDA, "restoring a program's globals needs the engine's kernels "
+                                       "(its sections' padding is out of the driver's copies)");
+    const kr__global_snapshot *s = r->initial;
+    int whole = s && s->num_spans == 1 && s->span[0].offset == 0 && s->span[0].bytes == r->bytes;
+    int rc = whole ? KR_OK : ctx->device_write(ctx, r->addr, NULL, r->bytes, stream);
+    const unsigned char *data = s ? (const unsigned char *)(s->span + s->num_spans) : NULL;
+    for (size_t k = 0; s && k < s->num_spans && rc == KR_OK; k++) {
+        rc = ctx->device_write(ctx, r->addr + s->span[k].offset, data, s->span[k].bytes, stream);
+        data += s->span[k].bytes;
+    }
+    return rc;
+}
+
 int kr__program_restore_globals(kr_context *ctx, const kr_program *prog, CUstream stream)
 {
     const kr__cuda_api *cu = kr__cuda();
     for (size_t i = 0; i < prog->num_regions; i++) {
         const kr__global_region *r = &prog->regions[i];
+        if (r->by_kernel) {
+            int rc = restore_by_kernel(ctx, r, stream);
+            if (rc != KR_OK)
+                return rc;
+            continue;
+        }
         const kr__global_snapshot *s = r->initial;
         int whole_copy = s && s->num_spans == 1 && s->span[0].offset == 0 &&
                          s->span[0].bytes == r->bytes;

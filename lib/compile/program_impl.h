@@ -27,6 +27,7 @@ typedef struct kr__global_region {
     CUdeviceptr addr;
     size_t bytes;
     kr__global_snapshot *initial; /* pageable host copy; NULL when it was all zero */
+    int by_kernel; /* the driver's copies refuse its padding: written by a kernel (globals.c) */
 } kr__global_region;
 
 struct kr_program {

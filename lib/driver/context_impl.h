@@ -40,6 +40,11 @@ struct kr_context {
      * calls upward */
     void *engine;
     void (*engine_free)(kr_context *ctx);
+    /* bytes written by a kernel on stream (src NULL: zeros), where the
+     * driver's copies do not reach (a module's padding between the variables
+     * it registers: compile/globals.c); set by the engine when it exists */
+    int (*device_write)(kr_context *ctx, CUdeviceptr dst, const void *src, size_t bytes,
+                        CUstream stream);
 };
 
 /* Sets the error text and returns code. */

@@ -26,7 +26,7 @@ static int load_builtins(kr_context *ctx, kr__engine *e)
                {&e->f_bitdiff, "kr_bitdiff"},     {&e->f_spin_until, "kr_spin_until"},
                {&e->f_spin_cycles, "kr_spin_cycles"}, {&e->f_fma_peak, "kr_fma_peak"},
                {&e->f_mma_peak, "kr_mma_peak"},   {&e->f_mask, "kr_mask"},
-               {&e->f_scrub_shared, "kr_scrub_shared"}};
+               {&e->f_scrub_shared, "kr_scrub_shared"}, {&e->f_device_write, "kr_device_write"}};
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
         KR__CU(ctx, kr__cuda()->cuModuleGetFunction(fns[i].fn, e->builtins->module, fns[i].name),
            "cuModuleGetFunction (builtins)");
@@ -77,6 +77,7 @@ static void engine_free(kr_context *ctx)
         return;
     ctx->engine = NULL;
     ctx->engine_free = NULL;
+    ctx->device_write = NULL;
     if (e->f_spin_until)
         kr__trace_unregister_marker(e->f_spin_until);
     if (e->f_spin_cycles)
@@ -95,6 +96,8 @@ static void engine_free(kr_context *ctx)
         cu->cuStreamDestroy(e->stream);
     if (e->slots_dev)
         cu->cuMemFree(e->slots_dev);
+    if (e->write_staging)
+        cu->cuMemFree(e->write_staging);
     if (e->slots)
         cu->cuMemFreeHost(e->slots);
     if (e->flag)
@@ -115,6 +118,7 @@ int kr__engine_get(kr_context *ctx, kr__engine **out)
             return kr__fail(ctx, KR_ENOMEM, "out of memory");
         ctx->engine = e;
         ctx->engine_free = engine_free;
+        ctx->device_write = kr__k_device_write;
         if ((rc = create(ctx, e)) != KR_OK) {
             engine_free(ctx);
             return rc;

@@ -63,7 +63,7 @@ typedef struct kr__engine {
     CUstream stream;
     kr_program *builtins;
     CUfunction f_generate, f_compare, f_hash, f_check_bytes, f_bitdiff, f_spin_until,
-        f_spin_cycles, f_fma_peak, f_mma_peak, f_mask, f_scrub_shared;
+        f_spin_cycles, f_fma_peak, f_mma_peak, f_mask, f_scrub_shared, f_device_write;
     double peak_bytes_per_s;    /* measured device copy bandwidth (read + write), 0 until measured */
     double peak_flops;          /* measured fp32 FMA rate */
     double peak_mma_flops;      /* measured bf16 tensor-core rate (mma.sync); 0 below sm_80 */
@@ -72,6 +72,8 @@ typedef struct kr__engine {
     size_t slots_used;
     int *flag;                  /* the flag page (host side) */
     CUdeviceptr flag_dev;
+    CUdeviceptr write_staging;  /* kr__k_device_write's source bytes, grown as needed */
+    size_t write_staging_bytes;
     void *pinned;               /* host staging for copies, grown as needed; scrubbed after use */
     size_t pinned_bytes;
     int sm_count;
@@ -122,6 +124,10 @@ int kr__k_compare(kr_context *ctx, CUdeviceptr got, CUdeviceptr want, uint64_t n
 int kr__k_mask(kr_context *ctx, CUdeviceptr p, uint64_t bytes, const kr_chacha_key *key,
                uint32_t nonce0, uint32_t nonce1);
 /* Counts elements of elem bytes whose bits differ. */
+/* bytes written at dst by a kernel on stream (src NULL: zeros): the
+ * context's device_write (context_impl.h) */
+int kr__k_device_write(kr_context *ctx, CUdeviceptr dst, const void *src, size_t bytes,
+                       CUstream stream);
 /* Every SM's shared memory filled with fresh random words (kr_scrub_shared). */
 int kr__k_scrub_shared(kr_context *ctx);
 int kr__k_bitdiff(kr_context *ctx, CUdeviceptr a, CUdeviceptr b, uint64_t n, uint32_t elem,

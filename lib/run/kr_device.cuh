@@ -248,6 +248,17 @@ extern "C" __global__ void kr_scrub_shared(kr_u64 seed, kr_u32 words)
     }
 }
 
+/* Writes bytes at dst from src (a staging buffer of the engine's), or zeros
+ * when src is 0: a module's sections restored where the driver's copies
+ * refuse the bytes between the variables it registers (compile/globals.c);
+ * a kernel's store reaches whatever the module's own kernels can. */
+extern "C" __global__ void kr_device_write(kr_u8 *dst, const kr_u8 *src, kr_u64 bytes)
+{
+    for (kr_u64 i = blockIdx.x * (kr_u64)blockDim.x + threadIdx.x; i < bytes;
+         i += (kr_u64)gridDim.x * blockDim.x)
+        dst[i] = src ? src[i] : (kr_u8)0;
+}
+
 /* Blocks the stream until the host writes a non-zero value to *flag (host
  * mapped memory), so the launches queued behind it start back to back and
  * host launch latency stays out of the timed interval (as nvbench does).

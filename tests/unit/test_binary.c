@@ -2,6 +2,7 @@
 #include "helpers.h"
 
 #include "compile/program_impl.h"
+#include "driver/context_impl.h"
 
 static const char *SRC =
     "extern \"C\" __global__ void mix(const double* a, char c, float s, long long n, short h) {}\n"
@@ -410,9 +411,13 @@ static size_t fake_nsyms;
 static struct {
     CUdeviceptr base;
     size_t bytes;
-} fake_allocs[4];
+} fake_allocs[24];
 static size_t fake_nallocs;
 static int fake_ranges; /* 0: the driver answers no range query */
+/* 1: the driver's copies refuse bytes outside the allocations it answers
+ * for (the H200's driver registers each .nv.global variable alone) */
+static int fake_strict;
+static size_t fake_kernel_writes_made; /* fake_device_write calls */
 static kr__cuda_api fake_saved;
 
 static unsigned char *fake_at(CUdeviceptr a, size_t n)
@@ -446,8 +451,34 @@ static CUresult fake_range(CUdeviceptr *base, size_t *size, CUdeviceptr p)
     return CUDA_ERROR_INVALID_VALUE;
 }
 
+/* Under fake_strict, whether [a, a + n) lies in one answered allocation. */
+static int fake_copyable(CUdeviceptr a, size_t n)
+{
+    for (size_t i = 0; fake_strict && i < fake_nallocs; i++)
+        if (a >= fake_allocs[i].base && a - fake_allocs[i].base <= fake_allocs[i].bytes &&
+            n <= fake_allocs[i].bytes - (a - fake_allocs[i].base))
+            return 1;
+    return !fake_strict;
+}
+
+/* The engine's kernel write (ctx->device_write): reaches every byte. */
+static int fake_device_write(kr_context *ctx, CUdeviceptr dst, const void *src, size_t n,
+                             CUstream s)
+{
+    (void)ctx;
+    (void)s;
+    fake_kernel_writes_made++;
+    if (src)
+        memcpy(fake_at(dst, n), src, n);
+    else
+        memset(fake_at(dst, n), 0, n);
+    return KR_OK;
+}
+
 static CUresult fake_dtoh(void *dst, CUdeviceptr src, size_t n)
 {
+    if (!fake_copyable(src, n))
+        return CUDA_ERROR_INVALID_VALUE;
     memcpy(dst, fake_at(src, n), n);
     return CUDA_SUCCESS;
 }
@@ -455,6 +486,8 @@ static CUresult fake_dtoh(void *dst, CUdeviceptr src, size_t n)
 static CUresult fake_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s)
 {
     (void)s;
+    if (!fake_copyable(dst, n))
+        return CUDA_ERROR_INVALID_VALUE;
     memcpy(fake_at(dst, n), src, n);
     return CUDA_SUCCESS;
 }
@@ -462,6 +495,8 @@ static CUresult fake_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s
 static CUresult fake_memset(CUdeviceptr dst, unsigned char v, size_t n, CUstream s)
 {
     (void)s;
+    if (!fake_copyable(dst, n))
+        return CUDA_ERROR_INVALID_VALUE;
     memset(fake_at(dst, n), v, n);
     return CUDA_SUCCESS;
 }
@@ -478,6 +513,8 @@ static void fake_driver_on(void)
     memset(fake_mem, 0, sizeof fake_mem);
     fake_nsyms = fake_nallocs = 0;
     fake_ranges = 1;
+    fake_strict = 0;
+    fake_kernel_writes_made = 0;
     fake_allocs[fake_nallocs].base = FAKE_G;
     fake_allocs[fake_nallocs++].bytes = 0x3e000;
     fake_allocs[fake_nallocs].base = FAKE_K;
@@ -606,7 +643,9 @@ static kr_program *fake_prepare(kr_context *ctx, const char *src, CUmodule mod,
 static void fake_locate(kr_program *p, CUmodule mod)
 {
     p->module = mod; /* never used but by the fake */
-    assert_int_equal(kr__program_locate_globals(p), KR_OK);
+    int rc_ = kr__program_locate_globals(p);
+    if (rc_ != KR_OK)
+        fail_msg("locating: %s", kr_context_errmsg(p->ctx));
 }
 
 static kr_program *fake_load(kr_context *ctx, const char *src, CUmodule mod, const fake_where *w,
@@ -808,6 +847,53 @@ static void sections_within_what_the_driver_says(void **state)
     kr_context_free(ctx);
 }
 
+/* The driver answers each writable global's own bytes as its allocation
+ * and its copies refuse the padding around them (as the H200's does): the
+ * section is placed all the same, read variable by variable, and restored
+ * by the engine's kernel, padding and all; without the engine, a clear
+ * error, never a silent partial restore. */
+static void sections_the_driver_registers_variable_by_variable(void **state)
+{
+    (void)state;
+    kr_context *ctx = test_context(NULL);
+    fake_where w = {FAKE_G, FAKE_G + 0x100, FAKE_K, FAKE_K + 0x800, 1};
+    fake_driver_on();
+    kr_program *p = fake_prepare(ctx, STATE, MOD_A, &w, NULL, 0);
+    fake_nallocs = 0;
+    for (size_t i = 0; i < fake_nsyms; i++)
+        if (fake_syms[i].addr >= FAKE_G && fake_syms[i].bytes) {
+            fake_allocs[fake_nallocs].base = fake_syms[i].addr;
+            fake_allocs[fake_nallocs++].bytes = fake_syms[i].bytes;
+        }
+    fake_allocs[fake_nallocs].base = FAKE_K;
+    fake_allocs[fake_nallocs++].bytes = 0x1000;
+    fake_strict = 1;
+    ctx->device_write = fake_device_write;
+    fake_locate(p, MOD_A);
+    assert_string_equal(p->refusal, "");
+    expect_inside_sections(p, &w);
+    CUdeviceptr c = fake_addr_of(MOD_A, "c");
+    int covered = 0;
+    for (size_t i = 0; i < p->num_regions; i++)
+        covered |= p->regions[i].by_kernel && p->regions[i].addr <= c + 128 &&
+                   c + 132 <= p->regions[i].addr + p->regions[i].bytes;
+    assert_true(covered); /* c[32], in the padding the driver's copies refuse */
+    fake_kernel_writes(MOD_A, &w);
+    fake_set_u32(fake_addr_of(MOD_A, "after"), 3);
+    assert_int_equal(kr__program_restore_globals(ctx, p, NULL), KR_OK);
+    assert_true(fake_kernel_writes_made > 0);
+    expect_at_load(p, MOD_A, &w, 0, 1);
+    assert_int_equal(fake_u32(fake_addr_of(MOD_A, "after")), 0);
+    /* no engine to write with: an error that says so */
+    ctx->device_write = NULL;
+    fake_set_u32(c + 128, 1);
+    assert_int_equal(kr__program_restore_globals(ctx, p, NULL), KR_ECUDA);
+    assert_non_null(strstr(kr_context_errmsg(ctx), "engine"));
+    fake_unload(p);
+    fake_driver_off();
+    kr_context_free(ctx);
+}
+
 /* A large section's snapshot: its nonzero spans, each copied (a memset
  * first), too many bridged. 128 KiB of table: its first word alone (one
  * span); a word far from it (two); 20 words 4 KiB apart far from it (more
@@ -932,6 +1018,7 @@ int main(void)
         cmocka_unit_test(constants_and_slack_facts),
         cmocka_unit_test(restores_own_sections),
         cmocka_unit_test(sections_within_what_the_driver_says),
+        cmocka_unit_test(sections_the_driver_registers_variable_by_variable),
         cmocka_unit_test(restores_nonzero_spans),
         cmocka_unit_test(unlocated_constants_are_not_refused),
     };
