@@ -43,10 +43,6 @@ b=${BUILD_DIR:-/tmp/build-kb-$(pwd | md5sum | cut -c1-8)}
 t0=$(date +%s)
 total=${KB_TOTAL_S:-540}
 steps=" ${KB_STEPS:-probe sandbox attacks noise bench} "
-elapsed() { echo $(( $(date +%s) - t0 )); }
-# limit N: N seconds, or what is left of the total less 10 s if that is less
-limit() { local left=$(( total - $(elapsed) - 10 )); echo $(( left < $1 ? (left > 1 ? left : 1) : $1 )); }
-want() { [[ "$steps" == *" $1 "* ]]; }
 device_build "$b" || exit 1
 echo "== built $(cat .device/commit 2>/dev/null || git rev-parse --short HEAD) in $(elapsed) s"
 export KREWARD_LIBRARY=$(ls $b/lib/libkreward.so.1) PYTHONPATH=bindings/python

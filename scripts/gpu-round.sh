@@ -23,9 +23,6 @@ b=${BUILD_DIR:-/tmp/build-round-$(pwd | md5sum | cut -c1-8)}
 t0=$(date +%s)
 total=${GR_TOTAL_S:-570}
 steps=" ${GR_STEPS:-gpu adversarial py kb vet} "
-elapsed() { echo $(( $(date +%s) - t0 )); }
-limit() { local left=$(( total - $(elapsed) - 10 )); echo $(( left < $1 ? (left > 1 ? left : 1) : $1 )); }
-want() { [[ "$steps" == *" $1 "* ]]; }
 commit=$(cat .device/commit 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)
 summary=()
 note() { summary+=("$1"); echo "== $1"; }
