@@ -7,8 +7,9 @@
 #   gpu          the meson gpu suite's C tests and the bundled suite (GR_GPU_TESTS)
 #   adversarial  tests/adversarial/run.py --require-gpu (GR_ADV_ONLY: one case)
 #   py           the C path's Python GPU tests (not kernelbench/, not vet/)
-#   kb           the KernelBench GPU tests: sandbox, attacks, region, corpus
 #   vet          the vetting GPU tests
+#   kb           the KernelBench GPU tests: sandbox, attacks, region, corpus
+#                (GR_KB_TESTS: a selection of them)
 #   pool         bench_pool --per-problem 16 (and GR_POOL_ARGS)
 #   timing       bench_timing (error against CUPTI, run-to-run CV)
 #   kbbench      bench/bench_kernelbench.py with the time left (GR_KB_ARGS)
@@ -57,11 +58,12 @@ fi
 if want py; then
   pyt py 200 bindings/python/tests --ignore=bindings/python/tests/kernelbench --ignore=bindings/python/tests/vet
 fi
-if want kb; then
-  pyt kb 300 bindings/python/tests/kernelbench
-fi
 if want vet; then
   pyt vet 200 bindings/python/tests/vet/test_vet_gpu.py
+fi
+if want kb; then
+  # shellcheck disable=SC2086
+  pyt kb 300 ${GR_KB_TESTS:-bindings/python/tests/kernelbench}
 fi
 if want pool; then
   lim=$(limit 150)

@@ -49,6 +49,10 @@ def confine(problem_path, gpu=False):
     for var in ("TMPDIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "XDG_CACHE_HOME"):
         os.environ[var] = scratch
     tempfile.tempdir = scratch
+    # getpass.getuser() reads the password file (refused) without them:
+    # torch.compile names its caches by user ("uid not found: 0")
+    os.environ.setdefault("USER", "kreward")
+    os.environ.setdefault("LOGNAME", os.environ["USER"])
     if not library or not os.path.exists(library):
         return {"applied": False, "why": "no libkreward ($KREWARD_LIBRARY) to enter the sandbox through"}
     c = _confine_module()

@@ -99,7 +99,7 @@ def run(req):
         source = f.read()
     report = ctx.evaluate(problem, source, preset="precise", name=ref["source"])
     verdict = report.verdict
-    out["deterministic"] = verdict == "pass" or None
+    out["deterministic"] = verdict == "passed" or None
     if verdict != "pass":
         out["measure_error"] = (f"the reference against itself: {verdict}: "
                                 f"{(report.message or '')[:200]}")

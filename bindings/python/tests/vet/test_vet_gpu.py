@@ -101,7 +101,8 @@ def test_timing_on_the_gpu_tells_launch_bound_sizes(tmp_path):
     assert tiny["launch_bound"] is True and not tiny["kept"]
     assert any(x.startswith("launch-bound") for x in tiny["reasons"])
     assert big["launch_bound"] is False and big["kept"], big["reasons"]
-    assert big["reference_ms"]["eager"] > 0.1 and big["reference_ms"]["compile"] > 0
+    assert big["reference_ms"]["eager"] > 0.1, big
+    assert (big["reference_ms"]["compile"] or 0) > 0, big["notes"]
     # the small case of the big problem is much faster than its own sizes
     assert big["cases_ms"]["small"]["eager_ms"] < big["cases_ms"]["base"]["eager_ms"] / 8
     assert big["unchecked"] == []
@@ -114,7 +115,7 @@ def test_a_kreward_problem_is_checked_and_timed_through_the_library(tmp_path):
     run = problems.vet([ROOT / "examples/problems/l1_gelu", ROOT / "examples/problems/l2_sum"],
                        out=tmp_path / "v")
     for rec in run.records:
-        assert rec["import"]["ok"] and rec["deterministic"] is True, rec
+        assert rec["import"]["ok"] and rec["deterministic"] is True, (rec.get("measure_error"), rec)
         assert rec["reference_ms"]["eager"] > 0 and rec["kernel_us"] > 0
         assert rec["weak"] is None and rec["trivial"]["zeros"] is False
         assert rec["kept"], rec["reasons"]
