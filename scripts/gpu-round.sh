@@ -8,6 +8,7 @@
 #   adversarial  tests/adversarial/run.py --require-gpu (GR_ADV_ONLY: one case)
 #   py           the C path's Python GPU tests (not kernelbench/, not vet/)
 #   vet          the vetting GPU tests
+#   rail         both kinds in one batch through the Evaluator, TRL and verl
 #   kb           the KernelBench GPU tests: sandbox, attacks, region, corpus
 #                (GR_KB_TESTS: a selection of them)
 #   pool         bench_pool --per-problem 16 (and GR_POOL_ARGS)
@@ -60,6 +61,9 @@ if want py; then
 fi
 if want vet; then
   pyt vet 200 bindings/python/tests/vet/test_vet_gpu.py
+fi
+if want rail; then
+  pyt rail 240 bindings/python/tests/test_rail_gpu.py
 fi
 if want kb; then
   # shellcheck disable=SC2086
