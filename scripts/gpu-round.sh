@@ -7,8 +7,8 @@
 #   gpu          the meson gpu suite's C tests and the bundled suite (GR_GPU_TESTS)
 #   adversarial  tests/adversarial/run.py --require-gpu (GR_ADV_ONLY: one case)
 #   py           the C path's Python GPU tests (not kernelbench/, not vet/)
-#   vet          the vetting GPU tests
 #   rail         both kinds in one batch through the Evaluator, TRL and verl
+#   vet          the vetting GPU tests
 #   kb           the KernelBench GPU tests: sandbox, attacks, region, corpus
 #                (GR_KB_TESTS: a selection of them)
 #   pool         bench_pool --per-problem 16 (and GR_POOL_ARGS)
@@ -59,11 +59,11 @@ fi
 if want py; then
   pyt py 200 bindings/python/tests --ignore=bindings/python/tests/kernelbench --ignore=bindings/python/tests/vet
 fi
-if want vet; then
-  pyt vet 200 bindings/python/tests/vet/test_vet_gpu.py
-fi
 if want rail; then
   pyt rail 240 bindings/python/tests/test_rail_gpu.py
+fi
+if want vet; then
+  pyt vet 200 bindings/python/tests/vet/test_vet_gpu.py
 fi
 if want kb; then
   # shellcheck disable=SC2086
