@@ -7,7 +7,8 @@
 #   gpu          the meson gpu suite's C tests and the bundled suite (GR_GPU_TESTS)
 #   adversarial  tests/adversarial/run.py --require-gpu (GR_ADV_ONLY: one case)
 #   py           the C path's Python GPU tests (not kernelbench/, not vet/)
-#   rail         both kinds in one batch through the Evaluator, TRL and verl
+#   rail         both kinds in one batch through the Evaluator, TRL and verl,
+#                and behind kreward serve (OpenRLHF, slime, KernelGYM's reference_code)
 #   vet          the vetting GPU tests
 #   kb           the KernelBench GPU tests: sandbox, attacks, region, corpus
 #                (GR_KB_TESTS: a selection of them)
@@ -31,6 +32,12 @@ note() { summary+=("$1"); echo "== $1"; }
 device_build "$b" || exit 1
 note "built $commit in $(elapsed) s on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
 export KREWARD_LIBRARY=$(ls $b/lib/libkreward.so.1) PYTHONPATH=bindings/python
+# pure-Python wheels the GPU image lacks (starlette, uvicorn: kreward serve)
+# travel in .wheels/ (device-snapshot.sh copies it)
+if [ -d .wheels ] && python3 -m pip install -q --no-index --no-deps --target /tmp/pyext .wheels/*.whl \
+     >/dev/null 2>&1; then
+  export PYTHONPATH=$PYTHONPATH:/tmp/pyext
+fi
 pyt() {  # pyt STEP LIMIT ARGS...: pytest -m gpu, its last line into the summary
   local step=$1 lim; lim=$(limit "$2"); shift 2
   timeout -k 5 "$lim" python3 -m pytest -q -s -m gpu -p no:cacheprovider "$@" > "$out/$step.log" 2>&1
@@ -60,7 +67,8 @@ if want py; then
   pyt py 200 bindings/python/tests --ignore=bindings/python/tests/kernelbench --ignore=bindings/python/tests/vet
 fi
 if want rail; then
-  pyt rail 240 bindings/python/tests/test_rail_gpu.py
+  pyt rail 300 bindings/python/tests/test_rail_gpu.py \
+    bindings/python/tests/test_serve_gpu.py::test_server_both_kinds_on_the_gpu
 fi
 if want vet; then
   pyt vet 200 bindings/python/tests/vet/test_vet_gpu.py

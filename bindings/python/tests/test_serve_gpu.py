@@ -75,3 +75,39 @@ def test_ray_two_gpus_throughput_and_killed_actor():
         assert [r.verdict for r in out["r"]] == ["passed"] * n
         assert p.resubmitted >= 1
         assert wait_alive(p.gpu[0])["gpus"] == 1
+
+
+def test_server_both_kinds_on_the_gpu():
+    """One rail behind the server: OpenRLHF, slime and a KernelGYM client
+    sending `reference_code`, each with ModelNew candidates (honest,
+    wrong) beside a kreward CUDA one, on a real GPU."""
+    pytest.importorskip("uvicorn")
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    from test_rail_gpu import FAST_CU, HONEST, SOFTMAX, WRONG
+    softmax = open(SOFTMAX).read()
+    prompt = "Write it.\n"
+    with live_server("--require-gpu", gpus=None) as s:
+        c = Client(s.url)
+        body = {"query": [prompt + "```python\n" + HONEST + "```",
+                          prompt + "```cuda\n" + FAST_CU + "```",
+                          prompt + "```python\n" + WRONG + "```"],
+                "prompts": [prompt] * 3, "labels": [softmax, "vector_add", softmax]}
+        status, payload = c.request("POST", "/openrlhf", body)
+        d = json.loads(payload)
+        print("openrlhf", status, d)
+        assert status == 200 and d["extra_logs"]["passed"] == [1.0, 1.0, 0.0]
+        assert d["rewards"][0] > d["rewards"][2] and d["rewards"][1] > d["rewards"][2]
+        status, payload = c.request("POST", "/slime?detail=1",
+                                    {"prompt": "go", "response": "```python\n" + HONEST + "```",
+                                     "label": softmax})
+        d = json.loads(payload)
+        print("slime", status, d)
+        assert status == 200 and d["verdict"] == "passed"
+        status, payload = c.request("POST", "/evaluate", {"task_id": "kg-mn", "kernel_code": HONEST,
+                                                          "reference_code": softmax})
+        d = json.loads(payload)
+        print("kernelgym", status, {k: d.get(k) for k in ("status", "correctness", "speedup")})
+        assert status == 200 and d["status"] == "completed" and d["correctness"] is True
+        assert d["speedup"] > 0
+    assert torch.cuda.is_available()
