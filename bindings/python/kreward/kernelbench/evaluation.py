@@ -17,7 +17,7 @@ from .scoring import (LAUNCH_BOUND, MOSTLY_TORCH_SHARE, attribute, custom_kernel
                       kernel_share, launch_luck, luck_note)
 from .timing import median
 from .verification import check_baseline_paths
-from .worker_process import CandidateDenied, WorkerDied, WorkerTimeout
+from .worker_process import CandidateDenied, CandidateFailed, WorkerDied, WorkerTimeout, _failure
 
 
 def attribute_kernels(w, source, rng, res, timeout_s):
@@ -157,6 +157,8 @@ class Evaluation:
             res.update(verdict="crash", feedback=str(e))
         except CandidateDenied as e:
             res.update(verdict="denied", feedback=f"refused by the sandbox: {e}")
+        except CandidateFailed as e:  # its own code's outcome: judged
+            res.update(verdict="crash", feedback=str(e))
         except RuntimeError as e:
             res.update(verdict="error", feedback=str(e))
         except Exception as e:  # noqa: BLE001 - a reply the checks let through, read wrongly here
@@ -287,7 +289,7 @@ class Evaluation:
     def _seal(self, w, res):
         s, _ = w.request({"op": "seal"}, self.call_timeout_s)
         if not s["ok"]:
-            raise RuntimeError(s["error"])
+            raise _failure(s)
         res["sandbox"] = s["sandbox"]  # now with exec refused
         res["gpu_paths"] = {"candidate_reported": s["gpu_paths"]}
 

@@ -16,7 +16,7 @@ import random
 import time
 
 from .inputs import REGION_ALIGN
-from .worker_process import _failure
+from .worker_process import CandidateFailed, _failure
 
 MIN_CALLS = 2             # per timed batch, unless the memory budget allows fewer
 MAX_CALLS = 1024
@@ -96,7 +96,7 @@ class Timing:
         if not r["ok"]:
             raise _failure(r)
         if len(r.get("committed") or ()) != len(seeds):
-            raise RuntimeError("the batch committed to no outputs")
+            raise CandidateFailed("the batch committed to no outputs")
         if committed is not None:
             committed.update(zip(seeds, r["committed"]))
         t, _ = w.request({"op": "times"}, self.call_timeout_s)

@@ -40,13 +40,24 @@ class CandidateDenied(Exception):
     """The candidate did something the sandbox refuses."""
 
 
-class WorkerProtocolError(RuntimeError):
+class CandidateFailed(RuntimeError):
+    """A candidate's worker failed what it was asked (an exception in
+    ModelNew(...) or forward, a device-side assert, an output that is not a
+    tensor). The candidate's code runs in that process and can make any of
+    its operations fail, so this is the candidate's own outcome, judged
+    (verdict `crash`, scored as a failure): were it `error` (not judged, no
+    number), failing on purpose would escape the penalty of a wrong answer,
+    and a trainer that stops on a streak of unjudged samples could be
+    stopped by its own policy. A RuntimeError: the baseline's failures are
+    caught as before."""
+
+
+class WorkerProtocolError(CandidateFailed):
     """A reply that is not what the request asks for. The worker runs the
     candidate's code, which can write on the worker's pipe (the fd is in its
     argv) or replace the worker's methods: a reply is data to check, like an
-    output. A RuntimeError, so the runner's verdict is `error` (reward 0),
-    never an exception out of evaluate or a caller that allocates what the
-    candidate claims."""
+    output. The candidate's outcome (CandidateFailed), never an exception
+    out of evaluate or a caller that allocates what the candidate claims."""
 
 
 # what each request's reply carries (worker.py), checked before the runner
@@ -166,10 +177,15 @@ def check_reply(op, reply, max_payload, ipc_asked=False):
 
 
 def _failure(reply):
-    """The exception for a worker's failed reply."""
+    """The exception for a worker's failed reply: the sandbox refusing the
+    candidate (CandidateDenied), the sandbox not applicable (the
+    environment's failure: RuntimeError), else what the worker's code did
+    (CandidateFailed)."""
     if reply.get("denied"):
         return CandidateDenied(reply["error"])
-    return RuntimeError(reply["error"])
+    if reply.get("sandbox_failed"):
+        return RuntimeError(reply["error"])
+    return CandidateFailed(reply["error"])
 
 
 def printable(text):

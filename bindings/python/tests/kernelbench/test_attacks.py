@@ -129,12 +129,42 @@ class ModelNew(nn.Module):
     (WRITES_REPLY.format(line=b'{"ok": true, "event_us": "0"}\n'), None),
     (FORGED_FETCH.format(dtype="load"), "reply to fetch has no valid outputs"),
 ], ids=["10TB", "not_an_object", "not_json", "desynchronised", "bad_dtype"])
-def test_a_forged_reply_is_an_error_not_an_exception(relu_runner, source, why):
+def test_a_forged_reply_is_the_candidates_failure_not_an_exception(relu_runner, source, why):
     """Before worker_process checked replies: MemoryError (10 TB claimed),
-    AttributeError / JSONDecodeError / KeyError / TypeError out of evaluate."""
+    AttributeError / JSONDecodeError / KeyError / TypeError out of evaluate.
+    Judged, as the candidate's own failure (crash, reward 0): as `error`
+    (not judged, no number) a forged reply escaped a wrong answer's penalty."""
     res = run(relu_runner, source, calls=4)
-    assert res["verdict"] == "error" and res["reward"] is None, res  # not judged: no number
+    assert res["verdict"] == "crash" and res["reward"] == 0, res
     assert why is None or why in res["feedback"], res
+
+
+RAISES = """
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        if {init}:
+            raise RuntimeError("CUDA error: device-side assert triggered (as a candidate's own)")
+
+    def forward(self, x):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+"""
+
+
+@pytest.mark.parametrize("init", [True, False], ids=["in_init", "in_forward"])
+def test_a_candidate_that_raises_is_judged_its_own_failure(relu_runner, init):
+    """An exception out of ModelNew(...) or its forward (a device-side
+    assert on the H200 at bc5b6d8) was `error`, not judged, no number: a
+    policy could escape a wrong answer's penalty by failing on purpose
+    (and stop a trainer that halts on unjudged streaks). It is the
+    candidate's own outcome: crash, reward 0."""
+    res = run(relu_runner, RAISES.format(init=init), calls=4)
+    assert res["verdict"] == "crash" and res["reward"] == 0, res
+    assert "device-side assert" in res["feedback"] if init else "illegal memory" in res["feedback"]
 
 
 def test_an_endless_reply_line_is_bounded(relu_runner, monkeypatch):
@@ -144,7 +174,7 @@ def test_an_endless_reply_line_is_bounded(relu_runner, monkeypatch):
     monkeypatch.setattr(worker_process, "MAX_LINE", 1 << 20)
     src = WRITES_REPLY.format(line=b"x" * (4 << 20))
     res = run(relu_runner, src, calls=4)
-    assert res["verdict"] == "error" and "longer than" in res["feedback"], res
+    assert res["verdict"] == "crash" and "longer than" in res["feedback"], res
 
 
 # ------------------------------------------------------- after the clock
@@ -351,7 +381,7 @@ def test_a_fetch_carries_no_more_than_a_calls_outputs(relu_runner):
     bound = 2 * relu_runner.max_call_bytes + (1 << 20)
     assert bound < 1 << 30  # far under the 4 GiB default
     res = run(relu_runner, BIG_FETCH.format(size=bound + 4096), calls=4)
-    assert res["verdict"] == "error" and res["reward"] is None, res  # not judged: no number
+    assert res["verdict"] == "crash" and res["reward"] == 0, res  # its own failure: judged
     assert f"at most {bound}" in res["feedback"], res
 
 
@@ -896,7 +926,7 @@ def test_an_ipc_fetch_reply_is_checked_before_anything_is_allocated(staged_relu_
     against the reference's before the caller allocates its copy: a
     candidate cannot make the trainer allocate what it claims."""
     res = run(staged_relu_runner, IPC_CLAIM.format(change=change), baseline=False)
-    assert res["verdict"] in ("error", "wrong") and not res["reward"], res  # 0, or None (error)
+    assert res["verdict"] in ("crash", "wrong") and res["reward"] == 0, res  # judged
     assert why in res["feedback"], res
 
 
@@ -964,7 +994,7 @@ def test_a_reply_through_the_buffer_unasked_is_refused(relu_runner):
     feedback printed a number of the trainer's heap). ipc_bytes is taken
     only when the request asked for it."""
     res = run(relu_runner, PIPE_REPLY_SAYS_IPC, calls=4)
-    assert res["verdict"] == "error" and "no valid ipc_bytes" in res["feedback"], res
+    assert res["verdict"] == "crash" and "no valid ipc_bytes" in res["feedback"], res
 
 
 def test_an_output_of_many_dimensions_is_refused_at_once():
@@ -1049,4 +1079,4 @@ def test_a_forged_load_reply_never_escapes_evaluate(relu_runner):
     """A load reply the checks let through (a refusal without its why) used
     to raise KeyError out of evaluate."""
     res = run(relu_runner, FORGED_LOAD, calls=4)
-    assert res["verdict"] in ("error", "wrong") and not res["reward"], res  # 0, or None (error)
+    assert res["verdict"] in ("crash", "wrong", "compile_error") and res["reward"] == 0, res
