@@ -20,10 +20,12 @@
  * it answers. An answer that is one variable's own bytes says nothing of
  * the section around it: the H200's driver registers each `.nv.global`
  * variable alone, and its copies refuse the padding between them, which a
- * kernel's stores reach all the same. Such a section is read variable by
- * variable (its padding taken as zero, as a NOBITS section and the
- * compiler's padding are) and written back by the engine's kernel
- * (ctx->device_write, kr_device_write), padding and all. So a write past a symbol's end that stays in its section
+ * kernel's stores reach all the same. Such a section, where the driver
+ * finds each of its variables by name, is read variable by variable (its
+ * padding taken as zero, as a NOBITS section and the compiler's padding
+ * are), cut to the span from its first variable to its last, and written
+ * back by the engine's kernel (ctx->device_write, kr_device_write),
+ * padding and all. So a write past a symbol's end that stays in its section
  * (`c[32]` of a one-element array into the alignment padding before the
  * next variable, a `__constant__`'s generic address plus an offset within
  * its bank) is restored too. Nothing outside the sections is: the driver
@@ -369,6 +371,33 @@ static int is_constant(const kr__image_facts *f, const kr__image_global *g)
  * the allocation the driver says holds each, where it answers. 0 when the
  * section cannot be placed so (no symbol found, or a layout the driver
  * contradicts: then its symbols are restored alone). */
+/* A section written by the kernel: only where the driver found every one
+ * of its variables by name (a variable it does not find, a static table,
+ * would be read as zeros and restored so), and cut to the span from the
+ * first variable's start to the last one's end, bytes the driver placed
+ * on both sides (the padding between them is what the kernel restores).
+ * 0: not so (its variables are then restored alone). */
+static int kernel_span(const kr__image_facts *f, const kr__image_group *gr,
+                       const CUdeviceptr *found, const size_t *bytes, piece *out)
+{
+    CUdeviceptr lo = (CUdeviceptr)-1, hi = 0;
+    for (size_t i = 0; i < f->num_globals; i++) {
+        if (f->globals[i].group != gr->id)
+            continue;
+        if (!found[i])
+            return 0;
+        if (found[i] < lo)
+            lo = found[i];
+        if (found[i] + bytes[i] > hi)
+            hi = found[i] + bytes[i];
+    }
+    if (hi <= lo || lo < out->start || hi > end_of(*out))
+        return 0;
+    out->start = lo;
+    out->bytes = (size_t)(hi - lo);
+    return 1;
+}
+
 static int place_section(const kr_program *prog, const kr__image_group *gr,
                          const CUdeviceptr *found, const size_t *bytes, piece *out)
 {
@@ -407,7 +436,7 @@ static int place_section(const kr_program *prog, const kr__image_group *gr,
         if (r > 0 && !clamp(out, a))
             return 0;
     }
-    return 1;
+    return !out->by_kernel || kernel_span(f, gr, found, bytes, out);
 }
 
 /* A section no symbol found by name places (a bank no symbol names, or

@@ -192,7 +192,12 @@ class Evaluation:
             if loaded.get("denied"):
                 res.update(verdict="denied", feedback=f"refused by the sandbox: {loaded['error']}")
             else:
-                res.update(verdict="error" if loaded.get("sandbox_failed") else "compile_error",
+                # the sandbox not applicable is the environment's failure
+                # only where load enters it ("init"); a "start" worker
+                # answered ready inside it, so a load reply saying otherwise
+                # was written by the candidate's code (it runs during load)
+                env_failed = loaded.get("sandbox_failed") and self.processes.sandbox == "init"
+                res.update(verdict="error" if env_failed else "compile_error",
                            feedback=loaded["error"])
             return False
         res["compile_seconds"], res["compile_cached"] = loaded["compile_seconds"], loaded["cached"]

@@ -27,7 +27,7 @@ from .. import _lib
 from . import folders, triton_cache
 from .build_env import build_env
 from .cuda_ipc import OUT_OF_MEMORY, new_buffer
-from .worker_process import WorkerDied, WorkerProcess, WorkerTimeout, optional_number
+from .worker_process import WorkerDied, WorkerProcess, WorkerProtocolError, WorkerTimeout, optional_number
 
 KEEP_WARM = 8             # Runners whose workers stay between evaluations (the most recent)
 # a GPU worker's own device buffer (cuda_ipc.py), through which a masked
@@ -366,7 +366,8 @@ class Processes:
             return f"the reference's worker did not start: {failed}"
         try:
             replies = [w.receive(self.timeout_s)[0] for _ in range(w.pending)]
-        except (WorkerDied, WorkerTimeout) as e:
+        except (WorkerDied, WorkerTimeout, WorkerProtocolError) as e:
+            # the reference's worker: never the candidate's outcome
             self.end_baseline()
             return str(e)
         failed = [r for r in replies if not r["ok"]]

@@ -48,10 +48,10 @@ class Verification:
         for case, (name, _, _) in enumerate(self.imp.cases):
             b, _ = w.request({"op": "build", "case": case}, self.timeout_s)
             if not b["ok"]:
-                # ModelNew(...) raised: the candidate's outcome; the sandbox
-                # not applicable: the environment's
-                res.update(verdict="denied" if b.get("denied") else
-                           "error" if b.get("sandbox_failed") else "crash",
+                # ModelNew(...) raised: the candidate's outcome (a claim of
+                # the sandbox failing is its to write by now: worker_process
+                # _failure)
+                res.update(verdict="denied" if b.get("denied") else "crash",
                            feedback=("refused by the sandbox: " if b.get("denied") else "") +
                            f"case {name}: ModelNew(...): {b['error']}")
                 return None

@@ -178,13 +178,14 @@ def check_reply(op, reply, max_payload, ipc_asked=False):
 
 def _failure(reply):
     """The exception for a worker's failed reply: the sandbox refusing the
-    candidate (CandidateDenied), the sandbox not applicable (the
-    environment's failure: RuntimeError), else what the worker's code did
-    (CandidateFailed)."""
+    candidate (CandidateDenied), else what the worker's code did
+    (CandidateFailed). A reply's own `sandbox_failed` is not taken here: the
+    sandbox is entered before the candidate's code runs (at start, or at
+    load: evaluation.py reads it there), and any later reply is the
+    candidate's to write (a field of the worker it can set, or a line on
+    its pipe)."""
     if reply.get("denied"):
         return CandidateDenied(reply["error"])
-    if reply.get("sandbox_failed"):
-        return RuntimeError(reply["error"])
     return CandidateFailed(reply["error"])
 
 

@@ -167,6 +167,34 @@ def test_a_candidate_that_raises_is_judged_its_own_failure(relu_runner, init):
     assert "device-side assert" in res["feedback"] if init else "illegal memory" in res["feedback"]
 
 
+CLAIMS_SANDBOX_FAILED = """
+import os, sys
+import torch
+import torch.nn as nn
+
+_LINE = b'{{"ok": false, "error": "the sandbox could not be applied: x", "sandbox_failed": true}}\\n'
+if {at_load}:
+    os.write(int(sys.argv[2]), _LINE)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        os.write(int(sys.argv[2]), _LINE)
+        return torch.relu(x)
+"""
+
+
+@pytest.mark.parametrize("at_load", [True, False], ids=["at_load", "in_forward"])
+def test_a_candidate_cannot_claim_the_sandbox_failed(relu_runner, at_load):
+    """A failed reply saying the sandbox could not be applied is the
+    environment's failure (`error`, no number) only where load enters the
+    sandbox ("init"); the candidate's code runs during load and after, and
+    can write that line on its pipe, so anywhere else it is judged."""
+    assert relu_runner.sandbox != "init"
+    res = run(relu_runner, CLAIMS_SANDBOX_FAILED.format(at_load=at_load), calls=4)
+    assert res["verdict"] in ("compile_error", "crash") and res["reward"] == 0, res
+
+
 def test_an_endless_reply_line_is_bounded(relu_runner, monkeypatch):
     """A reply line without its end: the caller stops reading at MAX_LINE
     (it used to grow its buffer until the request's deadline)."""
