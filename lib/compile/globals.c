@@ -526,47 +526,40 @@ int kr__program_locate_globals(kr_program *prog)
     return rc;
 }
 
-/* A section the driver's copies read only variable by variable: zeroed and
- * its nonzero spans written by the engine's kernel (ctx->device_write). */
-static int restore_by_kernel(kr_context *ctx, const kr__global_region *r, CUstream stream)
-{
-    if (!ctx->device_write)
-        return kr__fail(ctx, KR_ECUDA, "restoring a program's globals needs the engine's kernels "
-                                       "(its sections' padding is out of the driver's copies)");
-    const kr__global_snapshot *s = r->initial;
-    int whole = s && s->num_spans == 1 && s->span[0].offset == 0 && s->span[0].bytes == r->bytes;
-    int rc = whole ? KR_OK : ctx->device_write(ctx, r->addr, NULL, r->bytes, stream);
-    const unsigned char *data = s ? (const unsigned char *)(s->span + s->num_spans) : NULL;
-    for (size_t k = 0; s && k < s->num_spans && rc == KR_OK; k++) {
-        rc = ctx->device_write(ctx, r->addr + s->span[k].offset, data, s->span[k].bytes, stream);
-        data += s->span[k].bytes;
-    }
-    return rc;
-}
-
-int kr__program_restore_globals(kr_context *ctx, const kr_program *prog, CUstream stream)
+/* Bytes written through the driver's copies (src NULL: zeros), the
+ * context's device_write's twin for a region the driver's copies reach. */
+static int driver_write(kr_context *ctx, CUdeviceptr dst, const void *src, size_t bytes,
+                        CUstream stream)
 {
     const kr__cuda_api *cu = kr__cuda();
+    CUresult res = src ? cu->cuMemcpyHtoDAsync(dst, src, bytes, stream)
+                       : cu->cuMemsetD8Async(dst, 0, bytes, stream);
+    return res == CUDA_SUCCESS ? KR_OK : kr__cuda_fail(ctx, res, "restoring a program's globals");
+}
+
+/* Every region as at load: zeroed (unless one span covers it), then its
+ * nonzero spans written; a section the driver's copies read only variable
+ * by variable through the engine's kernel (ctx->device_write). */
+int kr__program_restore_globals(kr_context *ctx, const kr_program *prog, CUstream stream)
+{
     for (size_t i = 0; i < prog->num_regions; i++) {
         const kr__global_region *r = &prog->regions[i];
-        if (r->by_kernel) {
-            int rc = restore_by_kernel(ctx, r, stream);
-            if (rc != KR_OK)
-                return rc;
-            continue;
-        }
+        int (*write)(kr_context *, CUdeviceptr, const void *, size_t, CUstream) =
+            r->by_kernel ? ctx->device_write : driver_write;
+        if (!write)
+            return kr__fail(ctx, KR_ECUDA, "restoring a program's globals needs the engine's "
+                                           "kernels (its sections' padding is out of the "
+                                           "driver's copies)");
         const kr__global_snapshot *s = r->initial;
-        int whole_copy = s && s->num_spans == 1 && s->span[0].offset == 0 &&
-                         s->span[0].bytes == r->bytes;
-        CUresult res = whole_copy ? CUDA_SUCCESS : cu->cuMemsetD8Async(r->addr, 0, r->bytes, stream);
+        int whole = s && s->num_spans == 1 && s->span[0].offset == 0 && s->span[0].bytes == r->bytes;
+        int rc = whole ? KR_OK : write(ctx, r->addr, NULL, r->bytes, stream);
         const unsigned char *data = s ? (const unsigned char *)(s->span + s->num_spans) : NULL;
-        for (size_t k = 0; s && k < s->num_spans && res == CUDA_SUCCESS; k++) {
-            res = cu->cuMemcpyHtoDAsync(r->addr + s->span[k].offset, data, s->span[k].bytes,
-                                        stream);
+        for (size_t k = 0; s && k < s->num_spans && rc == KR_OK; k++) {
+            rc = write(ctx, r->addr + s->span[k].offset, data, s->span[k].bytes, stream);
             data += s->span[k].bytes;
         }
-        if (res != CUDA_SUCCESS)
-            return kr__cuda_fail(ctx, res, "restoring a program's globals");
+        if (rc != KR_OK)
+            return rc;
     }
     return KR_OK;
 }
