@@ -8,13 +8,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-$PWD/gpu-check-out}
 mkdir -p "$out"
-S=/tmp/sysroot
-if [ -d .device/debs ]; then
-  mkdir -p $S
-  for f in .device/debs/*.deb; do dpkg -x "$f" $S; done
-  export PKG_CONFIG_PATH=$S/usr/lib/x86_64-linux-gnu/pkgconfig PKG_CONFIG_SYSROOT_DIR=$S
-  export LD_LIBRARY_PATH=$S/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-fi
+# shellcheck source=scripts/device-build.sh
+. scripts/device-build.sh
 # a build dir of its own per source tree: a warm machine may hold another tree's
 build=${BUILD_DIR:-/tmp/build-$(pwd | md5sum | cut -c1-8)}
 # the commit: recorded in .device/commit by device-snapshot.sh (the device copy
@@ -45,11 +40,7 @@ for c in fast wrong; do
 done
 logs=("$build/meson-logs/testlog.json")
 # KR_PYTEST_ARGS="-k 'not kernelbench' bindings/python/tests": another selection
-# pure-Python wheels the GPU image lacks (starlette, uvicorn) travel in .wheels/
-if [ -d .wheels ] && [ "${KR_GPU_TESTS:-1}" != 0 ]; then
-  python3 -m pip install -q --no-index --no-deps --find-links .wheels --target /tmp/pyext .wheels/*.whl >/dev/null 2>&1 &&
-    export PYTHONPATH=/tmp/pyext${PYTHONPATH:+:$PYTHONPATH}
-fi
+[ "${KR_GPU_TESTS:-1}" = 0 ] || device_wheels
 if [ "${KR_GPU_TESTS:-1}" != 0 ] && [ -d bindings/python/tests ] &&
    python3 -c 'import pytest' 2>/dev/null; then
   KREWARD_LIBRARY=$(ls "$build"/lib/libkreward.so.1) PYTHONPATH=bindings/python${PYTHONPATH:+:$PYTHONPATH} \

@@ -40,7 +40,6 @@ out=${OUT:-$PWD/gpu-kernelbench-out}; mkdir -p "$out"
 # shellcheck source=scripts/device-build.sh
 . scripts/device-build.sh
 b=${BUILD_DIR:-/tmp/build-kb-$(pwd | md5sum | cut -c1-8)}
-t0=$(date +%s)
 total=${KB_TOTAL_S:-540}
 steps=" ${KB_STEPS:-probe sandbox attacks noise bench} "
 device_build "$b" || exit 1

@@ -23,7 +23,6 @@ out=${OUT:-$PWD/gpu-round-out}; mkdir -p "$out"
 # shellcheck source=scripts/device-build.sh
 . scripts/device-build.sh
 b=${BUILD_DIR:-/tmp/build-round-$(pwd | md5sum | cut -c1-8)}
-t0=$(date +%s)
 total=${GR_TOTAL_S:-570}
 steps=" ${GR_STEPS:-gpu adversarial py kb vet} "
 commit=$(cat .device/commit 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -32,12 +31,7 @@ note() { summary+=("$1"); echo "== $1"; }
 device_build "$b" || exit 1
 note "built $commit in $(elapsed) s on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
 export KREWARD_LIBRARY=$(ls $b/lib/libkreward.so.1) PYTHONPATH=bindings/python
-# pure-Python wheels the GPU image lacks (starlette, uvicorn: kreward serve)
-# travel in .wheels/ (device-snapshot.sh copies it)
-if [ -d .wheels ] && python3 -m pip install -q --no-index --no-deps --target /tmp/pyext .wheels/*.whl \
-     >/dev/null 2>&1; then
-  export PYTHONPATH=$PYTHONPATH:/tmp/pyext
-fi
+device_wheels
 pyt() {  # pyt STEP LIMIT ARGS...: pytest -m gpu, its last line into the summary
   local step=$1 lim; lim=$(limit "$2"); shift 2
   timeout -k 5 "$lim" python3 -m pytest -q -s -m gpu -p no:cacheprovider "$@" > "$out/$step.log" 2>&1
