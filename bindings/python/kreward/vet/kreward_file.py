@@ -100,7 +100,7 @@ def run(req):
     report = ctx.evaluate(problem, source, preset="precise", name=ref["source"])
     verdict = report.verdict
     out["deterministic"] = verdict == "passed" or None
-    if verdict != "pass":
+    if verdict != "passed":
         out["measure_error"] = (f"the reference against itself: {verdict}: "
                                 f"{(report.message or '')[:200]}")
         return out
