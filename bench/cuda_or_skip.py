@@ -1,4 +1,4 @@
-"""The GPU experiments' common start (bench_staging, gpu_idle_clock,
+"""The GPU experiments' common start (bench_staging, gpu_idle_clock, profiler_start_cost,
 kernelbench_timing_noise, process_placement, profiler_after_cost): torch
 with a CUDA device, or a line saying why not, after which the experiment
 exits 0 (CI and this project's machine have no GPU). Imported as a sibling:
