@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""A GRPO-like batch of fresh ModelNew candidates through kreward.Evaluator:
+candidates per second on one GPU, and whether every report is present and
+right (issue 31's batch target: 8 problems x 16 candidates, a third wrong,
+>= 4 candidates/s on one H200).
+
+Candidates are made fresh for every run (a nonce in each source, so no
+build or import cache of an earlier run helps):
+- elementwise problems (relu, sigmoid, tanh, swish, gelu): a Triton kernel
+  of the problem's function, its block size varied per candidate;
+- other problems: the problem's own Model as ModelNew (torch-only: it
+  passes, flagged torch_fallback, as a model that copied the reference
+  would);
+- a third of each problem's candidates wrong: the honest answer with its
+  outputs shifted (`* 1.1 + 0.1`), far outside the tolerance.
+
+Every variant (`--variant NAME=JSON`, the Evaluator's `kernelbench` options
+merged over the defaults; several to compare mechanisms in one run) gets a
+fresh Evaluator and the same batch, submitted at once
+(`Evaluator.evaluate_batch`); the first variant is the ratio's base.
+Printed: per variant the wall, candidates/s, the ratio, reports right,
+and the medians of each evaluation phase (the reports' phase_*_s).
+
+    KREWARD_LIBRARY=build/lib/libkreward.so.1 python3 bench/bench_kernelbench_batch.py \\
+        [--problems 8] [--per-problem 16] [--variant one='{"in_flight": 1}'] ...
+
+Without a GPU it says so and exits 0; `--cpu` runs the torch-only
+candidates on the CPU device (no timing credit there: a smoke test of the
+bench itself, small counts advised)."""
+import argparse
+import json
+import pathlib
+import secrets
+import statistics
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+KB = ROOT / "examples" / "kernelbench"
+sys.path.insert(0, str(ROOT / "bindings" / "python"))
+
+# the problems of the batch, in order (the first --problems of them)
+PROBLEMS = ["level1/01_relu.py", "level1/03_sigmoid.py", "level1/04_tanh.py", "level1/07_swish.py",
+            "level1/02_gelu.py", "level1/05_softmax.py", "level1/22_layernorm.py",
+            "level2/01_gemm_bias_relu.py", "level1/13_matmul_square.py", "level1/23_rmsnorm.py"]
+
+# the Triton expression of each elementwise problem's function of x
+ELEMENTWISE = {
+    "01_relu": "tl.maximum(x, 0.0)",
+    "03_sigmoid": "tl.sigmoid(x)",
+    "04_tanh": "2.0 * tl.sigmoid(2.0 * x) - 1.0",
+    "07_swish": "x * tl.sigmoid(x)",
+    "02_gelu": "0.5 * x * (1.0 + tl.math.erf(x * 0.7071067811865476))",
+}
+
+TRITON_TEMPLATE = '''# candidate {nonce}
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def elementwise_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = {expr}
+    tl.store(y_ptr + offs, y{wrong}, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        elementwise_kernel[(triton.cdiv(n, {block}),)](x, y, n, BLOCK={block})
+        return y
+'''
+
+TORCH_WRONG = '''
+
+class ModelNew(Model):
+    def forward(self, *args, **kwargs):
+        return super().forward(*args, **kwargs) * 1.1 + 0.1
+'''
+
+
+def candidates(problem, count, wrong_every, triton_ok):
+    """[(source, expected verdict)] for one problem: fresh sources, one in
+    wrong_every wrong."""
+    stem = pathlib.Path(problem).stem
+    text = (KB / problem).read_text()
+    out = []
+    for i in range(count):
+        wrong = i % wrong_every == wrong_every - 1
+        nonce = f"{stem}-{i}-{secrets.token_hex(6)}"
+        if triton_ok and stem in ELEMENTWISE:
+            src = TRITON_TEMPLATE.format(nonce=nonce, expr=ELEMENTWISE[stem], block=(256, 512, 1024, 2048)[i % 4],
+                                         wrong=" * 1.1 + 0.1" if wrong else "")
+        else:
+            src = f"# candidate {nonce}\n{text}\n" + (TORCH_WRONG if wrong else "\nModelNew = Model\n")
+        out.append((src, "incorrect" if wrong else "passed"))
+    return out
+
+
+def run_variant(name, options, problems, batch, reward):
+    import kreward
+    paths = [str(KB / p) for p, _, _ in batch]
+    sources = [src for _, src, _ in batch]
+    with kreward.Evaluator(reward=reward, kernelbench=options) as ev:
+        # each problem's setup (import, the baseline's worker) before the
+        # clock: the batch measures candidates, the per-problem cost apart
+        t0 = time.perf_counter()
+        for p in problems:
+            ev.problem(str(KB / p))
+        setup = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        reports = ev.evaluate_batch(paths, sources)
+        wall = time.perf_counter() - t0
+    wrong = [(p, r.verdict, want, (r.message or "")[:160]) for (p, _, want), r in zip(batch, reports)
+             if r.verdict != want]
+    phases = {}
+    for r in reports:
+        for key, value in r.metrics().items():
+            if key.startswith("phase_") and key.endswith("_s"):
+                phases.setdefault(key[6:-2], []).append(value)
+    return {"name": name, "options": options, "setup_s": setup, "wall_s": wall, "n": len(reports),
+            "rate": len(reports) / wall if wall > 0 else float("inf"), "wrong": wrong,
+            "phases": {k: statistics.median(v) for k, v in phases.items()}}
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--problems", type=int, default=8, help="how many problems of the list (default 8)")
+    p.add_argument("--per-problem", type=int, default=16, help="fresh candidates per problem (16)")
+    p.add_argument("--wrong-every", type=int, default=3, help="one candidate in this many is wrong (3)")
+    p.add_argument("--reward", default="kernelbench")
+    p.add_argument("--variant", action="append", default=[],
+                   help="NAME=JSON: the Evaluator's kernelbench options for one run (repeatable; "
+                        "default one run with none)")
+    p.add_argument("--cpu", action="store_true",
+                   help="the CPU device, torch-only candidates (a smoke test of the bench)")
+    p.add_argument("--json", help="write the variants' results to this file")
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    a = parse_args(argv)
+    if not a.cpu:
+        try:
+            import torch
+            ok = torch.cuda.is_available()
+        except ImportError:
+            ok = False
+        if not ok:
+            print("bench_kernelbench_batch: needs a GPU (skipped); --cpu for a smoke run")
+            return 0
+    variants = []
+    for v in a.variant or ["default={}"]:
+        name, _, js = v.partition("=")
+        variants.append((name, json.loads(js or "{}")))
+    problems = PROBLEMS[:a.problems]
+    # interleaved as a trainer submits a GRPO step: every problem's k-th
+    # candidate before any (k+1)-th
+    per = {p: candidates(p, a.per_problem, a.wrong_every, not a.cpu) for p in problems}
+    batch = [(p, *per[p][i]) for i in range(a.per_problem) for p in problems]
+    rows = []
+    for name, options in variants:
+        if a.cpu:
+            options = {**options, "devices": ["cpu"]}
+        rows.append(run_variant(name, options, problems, batch, a.reward))
+        r = rows[-1]
+        print(f"{name}: {r['n']} candidates in {r['wall_s']:.1f} s, {r['rate']:.2f}/s, "
+              f"{r['n'] - len(r['wrong'])} right", flush=True)
+    base = rows[0]["rate"]
+    print(f"\n{'variant':<14} {'setup s':>8} {'wall s':>8} {'cand/s':>8} {'vs first':>8} {'right':>9}  options")
+    for r in rows:
+        print(f"{r['name']:<14} {r['setup_s']:8.1f} {r['wall_s']:8.1f} {r['rate']:8.2f} "
+              f"{r['rate'] / base:8.2f} {r['n'] - len(r['wrong']):>4}/{r['n']:<4}  {json.dumps(r['options'])}")
+    names = sorted({k for r in rows for k in r["phases"]})
+    if names:
+        print(f"\nmedian seconds per phase\n{'variant':<14} " + " ".join(f"{k[:14]:>14}" for k in names))
+        for r in rows:
+            print(f"{r['name']:<14} " + " ".join(f"{r['phases'].get(k, float('nan')):14.3f}" for k in names))
+    for r in rows:
+        for p, got, want, msg in r["wrong"][:10]:
+            print(f"  {r['name']}: {p} {got} (expected {want}): {msg}")
+    if a.json:
+        pathlib.Path(a.json).write_text(json.dumps(rows, indent=1))
+    return 1 if any(r["wrong"] for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
