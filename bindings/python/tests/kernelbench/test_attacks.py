@@ -320,10 +320,21 @@ class ModelNew(nn.Module):
         _Later((out, a, b))
         return out
 """
+# the output written when the worker's process ends: never before the fetch
+DEFER_ATEXIT = _IN_GO + """
+import atexit, torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        if not _in_go():
+            return a @ b
+        out = torch.empty(a.shape[0], b.shape[1])
+        atexit.register(lambda: torch.matmul(a, b, out=out))
+        return out
+"""
 
 
-@pytest.mark.parametrize("source", [DEFER_THREAD, DEFER_GC_HOOK, DEFER_DEL],
-                         ids=["thread", "gc_callback", "del_in_a_cycle"])
+@pytest.mark.parametrize("source", [DEFER_THREAD, DEFER_GC_HOOK, DEFER_DEL, DEFER_ATEXIT],
+                         ids=["thread", "gc_callback", "del_in_a_cycle", "atexit"])
 def test_work_deferred_past_the_call_is_wrong(matmul_runner, source):
     """Integrity round 3, item 1, on the CPU: each way of finishing an
     output after the call returned is caught by the commitment, or earns
