@@ -6,13 +6,15 @@
  *
  *   bench_pool [--problems N] [--per-problem M] [--gpus LIST] [--soak K]
  *              [--fault-percent F] [--hang-percent H] [--skip-in-process]
- *              [--scaling] [--hang-timeout S]
+ *              [--scaling] [--hang-timeout S] [--profile]
  *
  * --scaling: also runs the clean batch on a pool of GPU 0 alone and prints
  * the ratio (the all-GPU pool over the one-GPU pool), for the multi-GPU
  * target. --hang-timeout: the verification deadline of every job (default
  * 2 s; a hanging candidate costs that much GPU time, so a soak of thousands
- * with 5 % hanging needs it short). */
+ * with 5 % hanging needs it short). --profile: the workers report where their
+ * time goes (KR_PROFILE=metrics) and a table per batch prints it, with the
+ * batch's floor (issue 34's split). */
 #include <kreward/kreward.h>
 
 #include "common/clock.h"
@@ -81,7 +83,44 @@ typedef struct {
     /* where a passed candidate's time goes: sums over passed reports */
     size_t passed;
     double compile_s, bench_s;
+    /* --profile: the workers' split (KR_PROFILE=metrics), sums over passed
+     * reports, and over every report of the phases' total and GPU waits */
+    size_t profiled, profiled_all;
+    double prof[16], worker_ms_all, wait_ms_all;
 } outcome;
+
+/* The parts of a GPU worker's evaluation that --profile prints (report
+ * metrics of lib/evaluate/evaluate.c's profile), and the phases whose sum is
+ * the worker's time for a candidate. */
+static const char *const PROF_KEYS[] = {
+    "profile_verify_ms", "profile_weak_ms", "profile_bench_ms", "profile_facts_ms",
+    "profile_plan_ms", "profile_score_ms", "profile_engine_reference_ms", "profile_engine_wait_ms",
+    "profile_engine_alloc_ms", "profile_engine_free_ms", "profile_engine_open_ms",
+    "profile_generated_mb"};
+#define NUM_PROF_KEYS (sizeof PROF_KEYS / sizeof PROF_KEYS[0])
+static const char *const PHASE_KEYS[] = {"profile_facts_ms", "profile_compile_ms", "profile_plan_ms",
+                                         "profile_verify_ms", "profile_weak_ms", "profile_bench_ms",
+                                         "profile_score_ms"};
+
+static void add_profile(outcome *o, const kr_report *r, int passed)
+{
+    double v, total = 0;
+    if (kr_report_get(&v, r, "profile_verify_ms") != KR_OK)
+        return; /* not profiled (a verdict before the worker ran it) */
+    for (size_t k = 0; k < sizeof PHASE_KEYS / sizeof PHASE_KEYS[0]; k++)
+        if (kr_report_get(&v, r, PHASE_KEYS[k]) == KR_OK)
+            total += v;
+    o->profiled_all++;
+    o->worker_ms_all += total;
+    if (kr_report_get(&v, r, "profile_engine_wait_ms") == KR_OK)
+        o->wait_ms_all += v;
+    if (!passed)
+        return;
+    o->profiled++;
+    for (size_t k = 0; k < NUM_PROF_KEYS; k++)
+        if (kr_report_get(&v, r, PROF_KEYS[k]) == KR_OK)
+            o->prof[k] += v;
+}
 
 static const char *verdict(const kr_report *r)
 {
@@ -141,6 +180,8 @@ static void run_pool(kr_pool *pool, const corpus *c, size_t problems, size_t per
                     kr_report_text(reports[i], "message") ? kr_report_text(reports[i], "message") : "");
         o->right += ok;
         double v;
+        if (reports[i])
+            add_profile(o, reports[i], kr_report_verdict(reports[i]) == KR_VERDICT_PASSED);
         if (reports[i] && kr_report_verdict(reports[i]) == KR_VERDICT_PASSED) {
             o->passed++;
             if (kr_report_get(&v, reports[i], "compile_seconds") == KR_OK)
@@ -238,6 +279,26 @@ static void print_phases(const char *what, const outcome *o)
            1e3 * o->compile_s / (double)o->passed, 1e3 * o->bench_s / (double)o->passed);
 }
 
+/* --profile: where a GPU worker's time goes per passed candidate, and the
+ * batch's floor: one GPU worker cannot do better than its own time per
+ * candidate, nor the GPU than its waits (the engine waiting on the device:
+ * an estimate of the GPU's busy time, host work overlapped away). */
+static void print_profile(const char *what, const outcome *o)
+{
+    if (!o->profiled)
+        return;
+    printf("\n| %s: a passed candidate's GPU-worker time (mean of %zu) | ms |\n|---|---|\n", what,
+           o->profiled);
+    for (size_t k = 0; k < NUM_PROF_KEYS; k++)
+        printf("| %s | %.2f |\n", PROF_KEYS[k] + 8, o->prof[k] / (double)o->profiled);
+    double per = o->worker_ms_all / (double)o->profiled_all, wait = o->wait_ms_all / (double)o->profiled_all;
+    printf("  %s, every profiled report (%zu): worker %.1f ms a candidate (at most %.1f candidates/s "
+           "with one GPU worker), GPU waits %.1f ms (floor: %.1f candidates/s if all host work "
+           "overlapped); measured %.1f ms of batch wall a candidate (%.2f/s)\n",
+           what, o->profiled_all, per, per > 0 ? 1e3 / per : 0, wait, wait > 0 ? 1e3 / wait : 0,
+           1e3 * o->wall / (double)o->total, (double)o->total / o->wall);
+}
+
 static double status(kr_pool *pool, const char *key)
 {
     char *text = NULL;
@@ -273,6 +334,8 @@ int main(int argc, char **argv)
             skip_in_process = 1;
         else if (!strcmp(argv[i], "--scaling"))
             scaling = 1;
+        else if (!strcmp(argv[i], "--profile"))
+            setenv("KR_PROFILE", "metrics", 1); /* the workers inherit it (lib/pool/spawn.c) */
         else if (!strcmp(argv[i], "--hang-timeout") && i + 1 < argc)
             hang_timeout_s = atof(argv[++i]);
     }
@@ -334,6 +397,10 @@ int main(int argc, char **argv)
     print_phases("pool", &clean);
     if (!skip_in_process)
         print_phases("in this process", &inproc);
+    print_profile("pool", &clean);
+    print_profile("pool, faulting + hanging", &mixed);
+    if (!skip_in_process)
+        print_profile("in this process", &inproc);
     if (scaling) {
         kr_pool_options po1 = po;
         po1.gpus = "0";

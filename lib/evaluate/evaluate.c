@@ -112,13 +112,15 @@ static void flag_weak_problem(kr_context *ctx, const kr_problem *problem, kr_rep
     kr__clear_error(ctx);
 }
 
-/* KR_PROFILE: one line on stderr per evaluation saying where its wall time
- * went (the phases here and the engine's counters, profile.h). */
+/* KR_PROFILE: where each evaluation's wall time went (the phases here and
+ * the engine's counters, profile.h), as report metrics profile_<part>_ms
+ * (so a pool's caller sees its workers' split: bench_pool --profile) and,
+ * unless KR_PROFILE=metrics, one line on stderr. */
 enum { PH_FACTS, PH_COMPILE, PH_PLAN, PH_VERIFY, PH_WEAK, PH_BENCH, PH_SCORE, PH_N };
 static const char *const phase_names[PH_N] = {"facts", "compile", "plan", "verify", "weak",
                                               "bench", "score"};
 typedef struct {
-    int on;
+    int on, line;
     double start, mark, phase[PH_N], engine0[KR__PROF_N];
     unsigned long waits0;
     double generated0;
@@ -129,6 +131,7 @@ static void profile_begin(profile *pr, kr_context *ctx)
     memset(pr, 0, sizeof *pr);
     const char *v = getenv("KR_PROFILE");
     pr->on = v && *v && strcmp(v, "0") != 0;
+    pr->line = pr->on && strcmp(v, "metrics") != 0;
     pr->start = pr->mark = kr__now();
     if (pr->on && kr__engine_of(ctx)) {
         memcpy(pr->engine0, kr__engine_of(ctx)->prof, sizeof pr->engine0);
@@ -144,9 +147,29 @@ static void profile_phase(profile *pr, int phase)
     pr->mark = now;
 }
 
-static void profile_end(const profile *pr, kr_context *ctx, const kr_report *r)
+static void profile_metrics(const profile *pr, const kr__engine *e, kr_report *r)
+{
+    char key[64];
+    for (int i = 0; i < PH_N; i++) {
+        snprintf(key, sizeof key, "profile_%s_ms", phase_names[i]);
+        kr_report_set(r, key, 1e3 * pr->phase[i]);
+    }
+    for (int i = 0; e && i < KR__PROF_N; i++) {
+        snprintf(key, sizeof key, "profile_engine_%s_ms", kr__prof_names[i]);
+        kr_report_set(r, key, 1e3 * (e->prof[i] - pr->engine0[i]));
+    }
+    if (e) {
+        kr_report_set(r, "profile_waits", (double)(e->waits - pr->waits0));
+        kr_report_set(r, "profile_generated_mb", (e->generated_bytes - pr->generated0) / 1e6);
+    }
+}
+
+static void profile_end(const profile *pr, kr_context *ctx, kr_report *r)
 {
     if (!pr->on)
+        return;
+    profile_metrics(pr, kr__engine_of(ctx), r);
+    if (!pr->line)
         return;
     char line[600];
     int n = snprintf(line, sizeof line, "kreward profile: %s %s: total %.1f ms;",

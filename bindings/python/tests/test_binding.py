@@ -203,3 +203,17 @@ def test_evaluate_with_compile_options(ctx, vadd, vadd_fast):
         ctx.evaluate(vadd, vadd_fast, compile_options={"extra_options": ["--no-such-flag"]})
     assert e.value.code == kreward.Status.EINVAL and "--no-such-flag" in e.value.message
     assert e.value.report.verdict == "error"
+
+
+def test_kr_profile_metrics_put_the_split_in_the_report(monkeypatch, vadd, vadd_fast):
+    """KR_PROFILE=metrics (bench_pool --profile): every evaluation's parts
+    as report metrics, so a pool's caller sees where its workers' time went;
+    without it, none."""
+    with kreward.Context(no_device=True) as c:
+        plain = c.evaluate(c.problem(vadd), vadd_fast)
+        assert plain.get("profile_compile_ms") is None
+        monkeypatch.setenv("KR_PROFILE", "metrics")
+        r = c.evaluate(c.problem(vadd), vadd_fast + "\n// another\n")
+        for part in ("facts", "compile", "plan", "verify", "weak", "bench", "score"):
+            assert r.get(f"profile_{part}_ms") is not None, part
+        assert r["profile_compile_ms"] > 0  # it compiled: a cache miss, NVRTC's time
