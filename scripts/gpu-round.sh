@@ -12,8 +12,9 @@
 #   vet          the vetting GPU tests
 #   kb           the KernelBench GPU tests: sandbox, attacks, region, corpus
 #                (GR_KB_TESTS: a selection of them)
-#   pool         bench_pool --per-problem 16 (and GR_POOL_ARGS)
+#   pool         bench_pool --per-problem 16 --profile (and GR_POOL_ARGS)
 #   timing       bench_timing (error against CUPTI, run-to-run CV)
+#   kbbatch      bench/bench_kernelbench_batch.py (GR_KBBATCH_ARGS: its variants, sizes)
 #   kbbench      bench/bench_kernelbench.py with the time left (GR_KB_ARGS)
 # Every step's log goes to $OUT/<step>.log; the last lines are a summary per
 # step. Default steps: "gpu adversarial py kb vet".
@@ -74,7 +75,7 @@ fi
 if want pool; then
   lim=$(limit 150)
   # shellcheck disable=SC2086
-  timeout -k 5 "$lim" "$b/bench/bench_pool" --per-problem 16 ${GR_POOL_ARGS:-} > "$out/pool.log" 2>&1
+  timeout -k 5 "$lim" "$b/bench/bench_pool" --per-problem 16 --profile ${GR_POOL_ARGS:-} > "$out/pool.log" 2>&1
   rc=$?; tail -25 "$out/pool.log"
   note "pool (rc $rc, at $(elapsed) s): $(grep -iE "candidates/s" "$out/pool.log" | head -3 | tr -s ' ' | tr '\n' ';')"
 fi
@@ -83,6 +84,14 @@ if want timing; then
   timeout -k 5 "$lim" "$b/bench/bench_timing" > "$out/timing.log" 2>&1
   rc=$?; tail -20 "$out/timing.log"
   note "timing (rc $rc, at $(elapsed) s)"
+fi
+if want kbbatch; then
+  lim=$(limit 300)
+  # shellcheck disable=SC2086
+  timeout -k 5 "$lim" python3 bench/bench_kernelbench_batch.py --json "$out/kbbatch.json" \
+    ${GR_KBBATCH_ARGS:-} > "$out/kbbatch.log" 2>&1
+  rc=$?; tail -30 "$out/kbbatch.log"
+  note "kbbatch (rc $rc, limit $lim s, at $(elapsed) s): $(grep -E '/s, ' "$out/kbbatch.log" | tr '\n' ';')"
 fi
 left=$(( total - $(elapsed) - 30 ))
 if want kbbench && [ $left -gt 30 ]; then
