@@ -8,7 +8,10 @@ the same run, one after the other on the same GPU.
                caller's clock, checked calls drawn after the batch, input
                digests, kernel attribution (torch_fallback), the reference
                re-timed after every candidate by the same procedure in a
-               worker kept per problem (no candidate process alive then).
+               worker kept per problem (no candidate process alive then; with
+               the baseline memo, the default, 3 fresh batches counted with the
+               memo's when they agree: --no-baseline-memo times it in full, so
+               two runs show what the memo saves in the baseline_timed phase).
                Importing the problem and building the Runner happen once per
                problem and are reported apart ("setup").
   KernelBench  its eval_kernel_against_ref as scripts/eval_from_generations.py
@@ -72,6 +75,9 @@ def parse_args(argv=None):
     p.add_argument("--problems-dir", type=pathlib.Path, default=None,
                    help="problems from this folder's level*/*.py instead of the corpus (e.g. a "
                         "KernelBench checkout's KernelBench/): their Models only")
+    p.add_argument("--no-baseline-memo", action="store_true",
+                   help="kreward times the baseline in full after every candidate "
+                        "(Runner(baseline_memo=False)), not 3 fresh batches with its memo's")
     p.add_argument("--no-kernelbench", action="store_true",
                    help="kreward's side only (KernelBench's eval is not run)")
     p.add_argument("--json", help="write every row, with feedback, to this file (rewritten after "
@@ -244,6 +250,20 @@ def phases_report(rows):
         f"{name} {sums[name] / counts[name]:.2f}" for name in sums)
 
 
+def memo_report(rows, off):
+    """How often kreward's baseline memo stood in for most of the
+    baseline's batches (evaluation.py's baseline_memo)."""
+    if off:
+        return "kreward baseline memo: off (--no-baseline-memo): the baseline timed in full every time"
+    memos = [r["kreward_baseline_memo"] for r in rows if r.get("kreward_baseline_memo")]
+    if not memos:
+        return "kreward baseline memo: no baseline timed"
+    used = sum(1 for m in memos if m["used"])
+    disagreed = sum(1 for m in memos if m["compared"] and not m["used"])
+    return (f"kreward baseline memo: used in {used} of {len(memos)} baseline timings "
+            f"({disagreed} fell back to the full schedule: their fresh batches disagreed)")
+
+
 def cheats_report(rows):
     lines = []
     for r in rows:
@@ -305,7 +325,7 @@ def main(argv=None):
                 imp = import_problem(str(root / problem))
                 # no spare worker: its start would overlap KernelBench's timing
                 runners[problem] = Runner(imp, "cuda", cache_dir=kr_ext, spare=False,
-                                          staging=args.staging)
+                                          staging=args.staging, baseline_memo=not args.no_baseline_memo)
             except ImportRefused as e:
                 runners[problem] = f"not imported ({e.reason})"
             except Exception as e:  # noqa: BLE001 - a problem the Runner cannot take is a row, not the end
@@ -331,6 +351,7 @@ def main(argv=None):
                "kreward_compile_s": kr_res.get("compile_seconds"), "kreward_speedup": kr_res.get("speedup"),
                "kreward_phases_s": kr_res.get("phases_s"), "kreward_ops_s": kr_res.get("ops_s"),
                "kreward_staging": kr_res.get("staging"), "kreward_notes": kr_res.get("notes"),
+               "kreward_baseline_memo": kr_res.get("baseline_memo"),
                "kb_verdict": kb_verdict(kb_res, kb_err) if ran_kb else "not run",
                "kb_caught": ran_kb and kb_caught(kb_res, kb_err),
                "kb_s": kb_s, "kb_feedback": kb_feedback(kb_res, kb_err) if ran_kb else None,
@@ -350,6 +371,7 @@ def main(argv=None):
     print()
     print(totals(rows, setup_s))
     print(phases_report(rows))
+    print(memo_report(rows, args.no_baseline_memo))
     print(cheats_report(rows))
     if skipped:
         print(f"not run (past --budget-s {args.budget_s:.0f}): " + ", ".join(skipped))

@@ -222,6 +222,21 @@ def test_a_table_without_kernelbench_runs(bench):
     assert bench.totals(rows, 2.0) == ("totals over 1 candidates: kreward 4.0 s (4.00 s/candidate); "
                                        "problem setup (import + reference) 2.0 s in all")
 
+def test_the_baseline_memo_line(bench):
+    """--no-baseline-memo, and how often the memo stood in (the results'
+    baseline_memo; a row without a baseline timed counts for nothing)."""
+    assert bench.parse_args(["--no-baseline-memo"]).no_baseline_memo and not bench.parse_args([]).no_baseline_memo
+    memo = {"used": False, "compared": False, "fresh": 5, "memo": 0, "why": "no samples for this schedule yet"}
+    rows = [{"kreward_baseline_memo": memo},
+            {"kreward_baseline_memo": dict(memo, used=True, compared=True, fresh=3, memo=5)},
+            {"kreward_baseline_memo": dict(memo, compared=True)},
+            {"kreward_baseline_memo": None}]
+    assert bench.memo_report(rows, False) == ("kreward baseline memo: used in 1 of 3 baseline timings (1 fell "
+                                              "back to the full schedule: their fresh batches disagreed)")
+    assert bench.memo_report(rows, True).startswith("kreward baseline memo: off")
+    assert bench.memo_report(rows[3:], False) == "kreward baseline memo: no baseline timed"
+
+
 def test_verdicts_and_the_table(bench, kbe):
     wrong = run(kbe, (RELU / "cheat_constant.py").read_text())
     ok = run(kbe, HONEST)

@@ -5,12 +5,14 @@ beside it), verify (verification.py: every case), seal, baseline_ready,
 timed (timing.py: a warmup batch, then the timed batches with their checks),
 attribute (the profiler's kernels: scoring.py says what they mean),
 end_candidate (its whole process tree ended before the baseline runs),
-baseline_timed (the reference on the candidate's schedule); the verdict
+baseline_timed (the reference on the candidate's schedule, or its first
+batches and the baseline memo's: baseline_memo.py); the verdict
 from whatever ended it, and the reward. An Evaluation composes the
 components it is given; it owns no worker."""
 import random
 import time
 
+from .baseline_memo import MemoUse
 from .confine import missing
 from .report import reward_of
 from .scoring import (LAUNCH_BOUND, MOSTLY_TORCH_SHARE, attribute, custom_kernel_names, custom_share,
@@ -82,7 +84,7 @@ class Evaluation:
         self.timeout_s, self.call_timeout_s, self.eval_timeout_s = timeout_s, call_timeout_s, eval_timeout_s
 
     def run(self, source, seed, verify_seeds, batches, calls, checks, baseline, class_name,
-            next_source=None):
+            next_source=None, baseline_memo=True):
         """One candidate (Runner.evaluate says what the arguments mean): the
         result dict. Never raises for anything the candidate did."""
         # the inputs' seeds: from the OS unless the caller asked for
@@ -146,7 +148,10 @@ class Evaluation:
                                     "they were ended before the baseline was timed")
             if why_no_baseline is None:
                 warm, n = schedule
-                self._time_baseline(res, warm, batches, n, checks, rng, lifted[0])
+                # (the candidate's processes were all ended, but one that
+                # left some running gives the memo nothing: see share)
+                self._time_baseline(res, warm, batches, n, checks, rng, lifted[0],
+                                    disturbed=bool(ended["strays"]), use_memo=baseline_memo)
                 phase("baseline_timed")
                 self._launch_luck(res)
             elif baseline:
@@ -242,12 +247,29 @@ class Evaluation:
         res["timing_mismatch"] = sum(events) * n > 1.05 * sum(wall) * n + 1000.0
         return warm, n
 
-    def _time_baseline(self, res, warm, batches, calls, checks, rng, lifted):
+    def _baseline_key(self, warm, calls, checks, lifted, staging):
+        """What the baseline memo's samples are kept by: everything that
+        changes the baseline's time per call (the schedule, the weights'
+        way, what is timed, how its inputs reach it)."""
+        return (warm, calls, checks, bool(lifted), self.baseline_kind, self.staged,
+                self.timing.inputs_from, staging)
+
+    def _time_baseline(self, res, warm, batches, calls, checks, rng, lifted, disturbed=False,
+                       use_memo=True):
         """The reference on the candidate's schedule, in its own worker, the
-        candidate gone: baseline_us and the speedup."""
+        candidate gone: baseline_us and the speedup. With a memo of this
+        schedule the first FRESH batches may be enough (baseline_memo.py):
+        each is timed and checked as in the full schedule, after the same
+        launch probe and warmup. disturbed: the candidate left processes
+        running (ended before this), so its samples stay out of the memo.
+        use_memo: False, this evaluation neither uses the memo nor adds to it."""
         if not check_baseline_paths(self.processes, self.expected_paths, res):
             return
         b = self.processes.baseline
+        staging = b.staging
+        key = self._baseline_key(warm, calls, checks, lifted, staging)
+        memo = MemoUse(self.processes.baseline_memo if use_memo else None, key, batches,
+                       off="Runner(baseline_memo=False)" if use_memo else "evaluate(baseline_memo=False)")
         preps = []
         try:
             # its launch time now, the candidate gone: its ready's was taken
@@ -256,17 +278,30 @@ class Evaluation:
             self.processes.note_baseline(launch_us=r["launch_us"] if r["ok"] else None)
             self.timing.clocks_reset(b)
             self.timing.warmup(b, warm, rng, lifted)
-            wall, _, _ = self.timing.timed(b, batches, calls, checks, rng, lifted, preps=preps)
+            wall, _, _ = self.timing.timed(b, batches, calls, checks, rng, lifted, preps=preps,
+                                           until=memo.enough)
         except (WorkerDied, WorkerTimeout, CandidateDenied, RuntimeError) as e:
-            self.processes.end_baseline()
+            self.processes.end_baseline()  # (its memo with it)
             res["notes"].append(f"the baseline could not be timed: {e}")
             return
         facts = self.processes.baseline_facts
-        res["baseline_us"] = median(wall)
+        res["baseline_us"] = median(memo.samples(wall))
+        res["baseline_memo"] = memo.record(wall)
+        if memo.note():
+            res["notes"].append(memo.note())
+        # only an evaluation that found nothing wrong adds to the memo: a
+        # candidate flagged for its clock, or one that left processes, may
+        # have disturbed these batches (a staging that changed mid-way
+        # measured another key)
+        clean = (res["verdict"] == "pass" and not res.get("timing_mismatch") and not disturbed
+                 and b.staging == staging)
+        memo.share(wall, clean)
         res["baseline_kind"] = self.baseline_kind
         if facts.get("compile_seconds") is not None:
             res["baseline_compile_seconds"] = round(facts["compile_seconds"], 3)
-        res.setdefault("batches_us", {})["baseline"] = [round(x, 3) for x in wall]
+        res.setdefault("batches_us", {})["baseline"] = [round(x, 3) for x in wall]  # (this evaluation's)
+        if memo.stand_ins(wall):
+            res["batches_us"]["baseline_memo"] = [round(x, 3) for x in memo.stand_ins(wall)]
         res.setdefault("ops_s", {})["baseline"] = self.timing.clocks_read(b)
         if self.staged:
             res.setdefault("staging", {})["baseline"] = b.staging or "host"

@@ -14,10 +14,11 @@ import threading
 
 # The evaluation options a scheduler job may carry (Runner.evaluate's).
 EVALUATE_OPTIONS = ("seed", "verify_seeds", "batches", "calls", "checks", "baseline",
-                    "class_name")
+                    "class_name", "baseline_memo")
 # What each timing preset asks of an evaluation (the C path's "fast" and
-# "precise", docs/api.md): more verified seeds and timed batches.
-PRESETS = {"fast": {}, "precise": {"verify_seeds": 3, "batches": 9}}
+# "precise", docs/api.md): more verified seeds and timed batches, and the
+# baseline timed in full (as the C path's precise never shares its samples).
+PRESETS = {"fast": {}, "precise": {"verify_seeds": 3, "batches": 9, "baseline_memo": False}}
 
 
 def visible_devices():

@@ -11,7 +11,9 @@
   architectures and the precompiled header, as the compile stage had
   them), their input region and shared device buffer (one per worker);
 - ending them: close(), the baseline replaced, and the Runners past
-  KEEP_WARM ending theirs (keep_warm).
+  KEEP_WARM ending theirs (keep_warm);
+- the baseline memo (baseline_memo.py): the baseline worker's recent
+  times, forgotten whenever that worker ends or is replaced.
 What the workers are asked once started is the evaluation's
 (evaluation.py, timing.py, verification.py)."""
 import collections
@@ -25,6 +27,7 @@ import torch
 
 from .. import _lib
 from . import folders, triton_cache
+from .baseline_memo import BaselineMemo
 from .build_env import build_env
 from .cuda_ipc import OUT_OF_MEMORY, new_buffer
 from .worker_process import WorkerDied, WorkerProcess, WorkerProtocolError, WorkerTimeout, optional_number
@@ -96,11 +99,13 @@ class Processes:
     torch.compile(Model); timeout_s: a start's or a load's limit;
     cuda_arch: TORCH_CUDA_ARCH_LIST for load_inline builds (None: torch's
     own choice); pch_dir: the precompiled header's folder (pch.py), used
-    once it exists (None: none)."""
+    once it exists (None: none); baseline_memo: keep the baseline's recent
+    times for the next evaluations (False: every evaluation times it in
+    full)."""
 
     def __init__(self, *, device, sandbox, staging, cache_dir, ref_source, problem, inputs_from, staged,
                  region_bytes, max_call_bytes, spare, compile_baseline, timeout_s, cuda_arch=None,
-                 pch_dir=None):
+                 pch_dir=None, baseline_memo=True):
         self.device, self.cache_dir, self._ref_source, self._problem = device, cache_dir, ref_source, problem
         self.inputs_from, self.staged, self.region_bytes = inputs_from, staged, region_bytes
         self.max_call_bytes, self.keep_spare, self.compile_baseline = max_call_bytes, spare, compile_baseline
@@ -117,6 +122,10 @@ class Processes:
         self.lock = threading.Lock()
         self.baseline = None       # the baseline worker, once started
         self.baseline_facts = {}   # ready, lifted, gpu_paths, launch_us, per_call_us, ...
+        # the baseline worker's recent times (None: off); its samples were
+        # measured in that one process (its memory, its compiled graphs),
+        # so they go with it: _baseline_gone
+        self.baseline_memo = BaselineMemo() if baseline_memo else None
         self.spare = None
         self.candidate = None      # the candidate's worker of the evaluation in progress
         self.spare_source = None   # "start": the source the spare was started for
@@ -133,7 +142,8 @@ class Processes:
             if w is not None:
                 w.end()
         folders.discard(self.spare_folder)
-        self.candidate, self.baseline, self.spare, self.baseline_facts = None, None, None, {}
+        self.candidate, self.baseline, self.spare = None, None, None
+        self._baseline_gone()
         self.spare_source = self.spare_folder = None
         with _warm_lock:
             _warm.pop(id(self), None)
@@ -338,6 +348,7 @@ class Processes:
             return
         if self.baseline is not None:
             self.baseline.end()
+        self._baseline_gone()  # (a worker that died: its replacement starts without its times)
         self.baseline = w = self._spawn(self._ref_source)
         self.baseline_facts = {"ready": False}
         try:
@@ -391,4 +402,12 @@ class Processes:
     def end_baseline(self):
         if self.baseline is not None:
             self.baseline.end()
-        self.baseline, self.baseline_facts = None, {}
+        self.baseline = None
+        self._baseline_gone()
+
+    def _baseline_gone(self):
+        """What was known of the baseline worker forgotten: its facts and
+        its memo."""
+        self.baseline_facts = {}
+        if self.baseline_memo is not None:
+            self.baseline_memo.clear()

@@ -34,9 +34,12 @@ def speedup_interval(result):
     slowest baseline batch over the fastest candidate one and the reverse,
     widened by RESOLUTION; None without both sides' batches. A launch-bound
     candidate's batches spread, so its interval is wide: presets that read
-    speedup_low pay it on its conservative end."""
+    speedup_low pay it on its conservative end. The baseline memo's
+    samples that stood in for batches not timed count as batches
+    (baseline_memo.py), so every candidate's interval spans as many
+    baseline batches as the schedule has."""
     b = result.get("batches_us") or {}
-    cand, base = b.get("candidate") or [], b.get("baseline") or []
+    cand, base = b.get("candidate") or [], (b.get("baseline") or []) + (b.get("baseline_memo") or [])
     if not cand or not base or min(cand) <= 0:
         return None
     low = min(base) / max(cand) * (1 - RESOLUTION)
@@ -103,6 +106,10 @@ def _fill(r, result, problem_name, candidate_name, source, weak):
     for key, name in metrics.items():
         if _number(result.get(key)):
             r[name] = result[key]
+    memo = result.get("baseline_memo")
+    if isinstance(memo, dict) and _number(memo.get("memo")):
+        # (the C path's name: how many baseline samples came from earlier evaluations)
+        r["baseline_shared_samples"] = memo["memo"]
     if isinstance(result.get("compile_cached"), bool):
         r["compile_cached"] = float(result["compile_cached"])
     cases = result.get("cases") or []

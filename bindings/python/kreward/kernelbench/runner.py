@@ -42,7 +42,9 @@ worker of its own that lives as long as the Runner, and is timed in every
 evaluation right after the candidate, with the candidate's schedule (a
 warmup batch, discarded, then `batches` batches of the same number of
 calls, each followed by the same fetches); the speedup is the ratio of the
-medians. Batches grow until they take `batch_ms` (the request's own
+medians. Once that worker has clean recent batches of the same schedule
+(baseline_memo.py), it times 3 fresh ones and counts the memo's with them
+when they agree, else the whole schedule. Batches grow until they take `batch_ms` (the request's own
 overhead small beside them), within `batch_bytes` of fresh inputs and
 outputs. No process of the candidate is alive while the baseline runs: its
 supervisor (worker.py) kills the candidate's whole process tree first, and
@@ -118,7 +120,8 @@ class Runner:
 
     def __init__(self, imported, device="cuda", cache_dir=None, timeout_s=600.0, call_timeout_s=60.0,
                  sandbox="auto", batch_ms=10.0, batch_bytes=None, spare=True, baseline="eager",
-                 inputs=None, staging="auto", eval_timeout_s=None, cuda_arch=None, pch_dir=None):
+                 inputs=None, staging="auto", eval_timeout_s=None, cuda_arch=None, pch_dir=None,
+                 baseline_memo=True):
         """sandbox: "auto" (the default): "start" where a worker starts in
         it, else "init" from then on, said in every result's notes (CUDA
         failed to start inside the sandbox on driver 570+ until the grants
@@ -162,7 +165,12 @@ class Runner:
         builds (the compile stage's, builds.py, so their GPU workers find
         its builds current; None: torch's own choice in the worker);
         pch_dir: the precompiled torch/extension.h's folder (pch.py),
-        used once it exists."""
+        used once it exists.
+        baseline_memo: keep the baseline's recent batch times per schedule
+        (baseline_memo.py), so a later evaluation times 3 fresh baseline
+        batches and counts the memo's with them when they agree (every
+        result's baseline_memo says what happened); False: the baseline
+        is timed in full every evaluation (to measure what it saves)."""
         if sandbox not in ("auto", "start", "init", None):
             raise ValueError(f"sandbox must be 'auto', 'start', 'init' or None, not {sandbox!r}")
         if staging not in ("auto", "host"):
@@ -232,7 +240,7 @@ class Runner:
             inputs_from=inputs, staged=staged,
             region_bytes=region_bytes(self.layouts, self.batch_bytes, self.max_call_bytes),
             max_call_bytes=self.max_call_bytes, spare=spare, compile_baseline=baseline == "compile",
-            timeout_s=timeout_s, cuda_arch=cuda_arch, pch_dir=pch_dir)
+            timeout_s=timeout_s, cuda_arch=cuda_arch, pch_dir=pch_dir, baseline_memo=baseline_memo)
 
     # ---- settings the workers' owner keeps (processes.Processes)
     @property
@@ -339,17 +347,21 @@ class Runner:
                           call_timeout_s=self.call_timeout_s, eval_timeout_s=self.eval_timeout_s)
 
     def evaluate(self, source, seed=None, verify_seeds=2, batches=5, calls=None, checks=2,
-                 baseline=True, class_name="ModelNew", next_source=None):
+                 baseline=True, class_name="ModelNew", next_source=None, baseline_memo=True):
         """calls: per timed batch; None sizes batches to batch_ms (both
         sides get the same number). seed: None (the default) takes every
         input seed from the OS; an integer makes the inputs reproducible
         (tests, debugging) and so predictable to a candidate that recovers
         the generator from the seeds it sees: not for training.
         next_source: the source evaluated next, if known, so its worker can
-        start ahead in the "start" sandbox (evaluate_many passes it)."""
+        start ahead in the "start" sandbox (evaluate_many passes it).
+        baseline_memo: False, this evaluation times the baseline in full
+        and adds nothing to the memo (the "precise" preset: the C path's
+        precise never shares either); Runner(baseline_memo=False) turns it
+        off for every evaluation."""
         with self._processes.lock, self._on_device():
             res = self._evaluation().run(source, seed, verify_seeds, batches, calls, checks, baseline,
-                                         class_name, next_source)
+                                         class_name, next_source, baseline_memo)
         # the problem's own verdict on itself (soundness.py): every report says it
         res.setdefault("weak_problem", self.imp.weak)
         keep_warm(self._processes)

@@ -26,6 +26,15 @@ MAX_CALLS = 1024
 _PICKS = random.SystemRandom()
 
 
+def on_grid(n):
+    """n rounded up to the next of 1, 2, ..., 8, 10, 12, 14, 16, 20, 24, ...
+    (four steps an octave, none over 25 %)."""
+    if n <= 8:
+        return n
+    step = 1 << (n.bit_length() - 3)
+    return -(-n // step) * step
+
+
 def median(xs):
     xs = sorted(xs)
     return xs[len(xs) // 2]
@@ -61,9 +70,12 @@ class Timing:
 
     def calls_for(self, per_call_us):
         """Calls per timed batch: enough for batch_us at per_call_us, within
-        the memory budget."""
+        the memory budget. Rounded up to a step (on_grid): per_call_us is a
+        measurement, and the exact count would follow its noise from one
+        evaluation to the next, and with it the schedule the baseline
+        memo's samples are kept by (baseline_memo.py)."""
         want = MIN_CALLS if not per_call_us else math.ceil(self.batch_us / max(per_call_us, 0.1))
-        return max(1, min(max(want, MIN_CALLS), MAX_CALLS, self.batch_bytes // self.call_bytes))
+        return max(1, min(on_grid(max(want, MIN_CALLS)), MAX_CALLS, self.batch_bytes // self.call_bytes))
 
     def batch(self, w, case, seeds, lifted=None, committed=None, preps=None):
         """One batch: fresh inputs made (untimed), then the calls on the
@@ -115,22 +127,24 @@ class Timing:
             raise
         return wall  # the region's pages stay for the timed batches (timed frees them)
 
-    def timed(self, w, batches, calls, checks, rng, lifted=None, check=None, preps=None):
+    def timed(self, w, batches, calls, checks, rng, lifted=None, check=None, preps=None, until=None):
         """Timed batches, each followed by `checks` fetches of calls drawn
         after it ran (check(seed, batch, committed) says what is wrong with
         one, or None; without check the outputs are fetched and not
         compared, so both sides run the same requests). (wall, events,
-        why). The input region's pages are freed at the end, not after
+        why). until(wall so far), asked after each batch with its checks,
+        True: no more batches (the baseline memo's fresh ones agreed:
+        baseline_memo.py). The input region's pages are freed at the end, not after
         each batch: a page the kernel must find again costs 7x a resident
         one's write (0.33 s/GiB against 0.047 on this project's machine),
         and was most of a large batch's staging on the H200 (16b7c39:
         write_region 10.7 s of the 4096^2 relu's 16.2 s timed phase)."""
         try:
-            return self._timed_batches(w, batches, calls, checks, rng, lifted, check, preps)
+            return self._timed_batches(w, batches, calls, checks, rng, lifted, check, preps, until)
         finally:
             w.release_region()
 
-    def _timed_batches(self, w, batches, calls, checks, rng, lifted, check, preps):
+    def _timed_batches(self, w, batches, calls, checks, rng, lifted, check, preps, until):
         wall, events = [], []
         for i in range(batches):
             seeds = [rng.getrandbits(62) for _ in range(calls)]
@@ -149,6 +163,8 @@ class Timing:
                 else:
                     self.transfer.fetch_unchecked(w, s)
             w.request({"op": "drop"}, self.call_timeout_s)
+            if until is not None and until(wall):
+                break
         return wall, events, None
 
     def clocks_reset(self, w):

@@ -401,3 +401,7 @@ def test_a_timing_alone_runs_a_batch_and_sizes_the_next(monkeypatch):
     assert [q["op"] for q in w.sent] == ["prepare", "go", "times", "drop"] * 2
     assert t.calls_for(None) == timing.MIN_CALLS
     assert t.calls_for(1000.0) == 10 and t.calls_for(0.001) == (64 << 10) // 256 < timing.MAX_CALLS
+    # rounded up to a step, so a per-call time's noise does not change the
+    # schedule (the baseline memo's key): 100 and 106 calls both make 112
+    assert t.calls_for(100.0) == t.calls_for(94.5) == 112 == timing.on_grid(100)
+    assert [timing.on_grid(n) for n in (7, 8, 9, 17, 33, 513, 1000)] == [7, 8, 10, 20, 40, 640, 1024]
