@@ -80,6 +80,11 @@ def parse_args(argv=None):
                         "(Runner(baseline_memo=False)), not 3 fresh batches with its memo's")
     p.add_argument("--no-kernelbench", action="store_true",
                    help="kreward's side only (KernelBench's eval is not run)")
+    p.add_argument("--no-spare-ahead", action="store_true",
+                   help="kreward's spare worker (the next candidate's) started once a candidate is "
+                        "done, not while it runs (Runner(spare_ahead=False)): with KernelBench's eval "
+                        "run too, no spare at all, as before (its start would overlap KernelBench's "
+                        "timing), so each candidate's start_and_load pays the worker's start")
     p.add_argument("--json", help="write every row, with feedback, to this file (rewritten after "
                                   "each candidate, so a run cut short keeps what it did)")
     args = p.parse_args(argv)
@@ -123,6 +128,17 @@ def problems_root(args):
 
 def model_as_candidate(problem_src):
     return problem_src + "\nModelNew = Model\n"
+
+
+def spare_options(args):
+    """The Runner's spare options: the next candidate's worker started while
+    a candidate runs, its start over before that one's timed batches (the
+    default); --no-spare-ahead: started once a candidate is done, or, with
+    KernelBench's eval run after each candidate, none (that start would
+    overlap KernelBench's timing)."""
+    if not args.no_spare_ahead:
+        return {"spare": True, "spare_ahead": True}
+    return {"spare": True, "spare_ahead": False} if args.no_kernelbench else {"spare": False}
 
 
 def is_cheat(cand):
@@ -179,7 +195,11 @@ def kb_feedback(res, err):
 
 # ---- the two sides ----
 
-def run_kreward(runner, src, seed, cache):
+def run_kreward(runner, src, seed, cache, quiet_after=False):
+    """quiet_after: KernelBench's eval runs next, so a spare worker still
+    starting (one started at the evaluation's end: its candidate failed
+    before its timed batches) is waited for first, inside kreward's time
+    (the next candidate would wait for it in its start_and_load)."""
     # the runner gives each candidate's worker a Triton cache of its own
     # inside its sandbox (a shared one would let a candidate plant kernels
     # for another); `cache` is the KernelBench side's, kept for symmetry of
@@ -187,6 +207,10 @@ def run_kreward(runner, src, seed, cache):
     del cache
     t0 = time.perf_counter()
     res = runner.evaluate(src, seed=seed)
+    if quiet_after and runner.spare:
+        t1 = time.perf_counter()
+        runner.wait_spare()
+        res["spare_wait_s"] = round(time.perf_counter() - t1, 4)
     return res, time.perf_counter() - t0
 
 
@@ -296,8 +320,8 @@ def main(argv=None):
     kb_triton = os.path.join(tmp, "kb-triton")
     print(f"bench_kernelbench: {len(work)} candidates on {torch.cuda.get_device_name(0)}; KernelBench "
           f"{kbe.KERNELBENCH_COMMIT[:12]} (atol=rtol={kbe.TOLERANCE[torch.float32]} fp32, "
-          f"{kbe.NUM_CORRECT_TRIALS} trials, {args.kb_trials or kbe.NUM_PERF_TRIALS} timed); caches in {tmp}",
-          flush=True)
+          f"{kbe.NUM_CORRECT_TRIALS} trials, {args.kb_trials or kbe.NUM_PERF_TRIALS} timed); caches in {tmp}; "
+          f"kreward {spare_options(args)}", flush=True)
     t_start = time.perf_counter()
     root = problems_root(args)
     runners, setup_s, rows, skipped, refused = {}, 0.0, [], [], []
@@ -306,6 +330,7 @@ def main(argv=None):
         if args.json:
             with open(args.json, "w") as f:
                 json.dump({"rows": rows, "setup_s": setup_s, "not_run": skipped, "not_set_up": refused,
+                           "spare": spare_options(args),
                            "kernelbench_commit": kbe.KERNELBENCH_COMMIT}, f, indent=1, default=str)
 
     for problem, cand, expect in work:
@@ -323,9 +348,11 @@ def main(argv=None):
             t0 = time.perf_counter()
             try:
                 imp = import_problem(str(root / problem))
-                # no spare worker: its start would overlap KernelBench's timing
-                runners[problem] = Runner(imp, "cuda", cache_dir=kr_ext, spare=False,
-                                          staging=args.staging, baseline_memo=not args.no_baseline_memo)
+                # a spare worker only where its start is over before either
+                # side's timing (spare_options)
+                runners[problem] = Runner(imp, "cuda", cache_dir=kr_ext, staging=args.staging,
+                                          baseline_memo=not args.no_baseline_memo,
+                                          **spare_options(args))
             except ImportRefused as e:
                 runners[problem] = f"not imported ({e.reason})"
             except Exception as e:  # noqa: BLE001 - a problem the Runner cannot take is a row, not the end
@@ -338,7 +365,7 @@ def main(argv=None):
             save()
             continue
         src = (KB / "candidates" / cand).read_text() if cand else model_as_candidate(problem_src)
-        kr_res, kr_s = run_kreward(runner, src, args.seed, kr_triton)
+        kr_res, kr_s = run_kreward(runner, src, args.seed, kr_triton, quiet_after=not args.no_kernelbench)
         if args.no_kernelbench:
             kb_res, kb_err, kb_s = None, None, 0.0
         else:
@@ -350,6 +377,9 @@ def main(argv=None):
                "kreward_s": kr_s, "kreward_feedback": kr_res.get("feedback"),
                "kreward_compile_s": kr_res.get("compile_seconds"), "kreward_speedup": kr_res.get("speedup"),
                "kreward_phases_s": kr_res.get("phases_s"), "kreward_ops_s": kr_res.get("ops_s"),
+               "kreward_started_ahead": kr_res.get("started_ahead"),
+               "kreward_worker_warm_s": kr_res.get("worker_warm_s"),
+               "kreward_spare_wait_s": kr_res.get("spare_wait_s"),
                "kreward_staging": kr_res.get("staging"), "kreward_notes": kr_res.get("notes"),
                "kreward_baseline_memo": kr_res.get("baseline_memo"),
                "kb_verdict": kb_verdict(kb_res, kb_err) if ran_kb else "not run",

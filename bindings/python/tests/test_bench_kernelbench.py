@@ -213,6 +213,16 @@ def test_selection_follows_the_manifest(bench):
     assert {p for p, _, _ in other} == {f"level3/{p.name}" for p in (upstream / "level3").glob("*.py")}
 
 
+def test_the_spare_switch(bench):
+    """--no-spare-ahead: the spare started once a candidate is done, or none
+    where KernelBench's timing follows each candidate (that start would
+    overlap it); the default starts it while the candidate runs."""
+    assert bench.spare_options(bench.parse_args([])) == {"spare": True, "spare_ahead": True}
+    assert bench.spare_options(bench.parse_args(["--no-spare-ahead"])) == {"spare": False}
+    assert bench.spare_options(bench.parse_args(["--no-spare-ahead", "--no-kernelbench"])) == \
+        {"spare": True, "spare_ahead": False}
+
+
 def test_a_table_without_kernelbench_runs(bench):
     rows = [{"problem": "level1/23_Softmax.py", "candidate": "Model (itself)", "cand_path": None,
              "expected": "torch_fallback", "kreward_verdict": "pass (torch_fallback)",

@@ -113,6 +113,9 @@ class Evaluation:
             phase("start_and_load")
             if not self._loaded(loaded, res):
                 return res
+            if self.processes.starts_ahead:
+                self._start_spare(next_source, res)
+                phase("start_spare")
             lifted = self.verification.verify(w, rng, verify_seeds, res)
             phase("verify")
             if lifted is None:
@@ -125,6 +128,9 @@ class Evaluation:
             why_no_baseline = self.processes.baseline_ready() if baseline else "not asked for"
             phase("baseline_ready")
             base_us = self.processes.baseline_facts.get("per_call_us") if not why_no_baseline else None
+            if self.processes.starts_ahead:
+                self._spare_ready(w, res)
+                phase("spare_ready")
             schedule = self._time_candidate(w, rng, lifted, base_us, batches, calls, checks, res)
             if schedule is None:
                 return res
@@ -179,12 +185,40 @@ class Evaluation:
                 res["notes"].append(f"no spare worker: {e}")
         return res
 
+    def _start_spare(self, next_source, res):
+        """The next candidate's worker, started while this one runs (its
+        verify: nothing timed): its torch, CUDA and libraries come up
+        beside this candidate instead of in the next one's start_and_load.
+        A spare that cannot start is noted; the candidate goes on."""
+        try:
+            self.processes.start_spare(next_source, ahead=True)
+        except Exception as e:  # noqa: BLE001 - the spare is the harness's: never this candidate's outcome
+            res["notes"].append(f"no spare worker: {type(e).__name__}: {e}"[:500])
+
+    def _spare_ready(self, w, res):
+        """The spare's start over before the first timed batch (no timed
+        phase runs beside a starting worker). The wait is the harness's:
+        the candidate's own limit (eval_timeout_s) moves by as much."""
+        t0 = time.monotonic()
+        why = self.processes.spare_ready()
+        if w.deadline is not None:
+            w.deadline += time.monotonic() - t0
+        if why:
+            res["notes"].append(f"no spare worker: it did not start ({why}); the next candidate's "
+                                "worker starts at its turn")
+
     def _loaded(self, loaded, res):
         """The start_and_load phase's results and notes in res; False (with
         the verdict) when the candidate did not load."""
         # the candidate's worker was the spare (torch and CUDA up before
         # it was asked for): start_and_load is then mostly the load
         res["started_ahead"] = loaded["started_ahead"]
+        # what its ready paid for the libraries' first use (cuBLAS, cuDNN,
+        # Triton), before any candidate code: before, the candidate's verify did
+        res["worker_warm_s"] = loaded.get("warm_s")
+        if loaded.get("spare_failed"):
+            res["notes"].append(f"the spare worker did not start ({loaded['spare_failed']}): this "
+                                "candidate's worker was started at its turn")
         res["launch_us"] = {"candidate": loaded.get("launch_us")}
         if loaded["launch_overlapped"]:
             res["launch_us"]["overlapped"] = True

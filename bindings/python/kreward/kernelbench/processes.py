@@ -1,6 +1,8 @@
 """The life of a Runner's ModelNew workers (worker_process.WorkerProcess):
 - starting them: the candidate's (the spare, if one started ahead can
-  take its source), the spare for the next candidate, and the baseline's,
+  take its source), the spare for the next candidate (started while the
+  candidate before it runs, its start over before that one's timed
+  batches, or once that one is done), and the baseline's,
   which loads Model, builds, seals and calibrates while the candidate is
   verified and lives as long as the Runner;
 - the sandbox each starts in: "start" or "init", and the "auto" decision
@@ -21,6 +23,7 @@ import os
 import random
 import re
 import threading
+import time
 import weakref
 
 import torch
@@ -30,7 +33,8 @@ from . import folders, triton_cache
 from .baseline_memo import BaselineMemo
 from .build_env import build_env
 from .cuda_ipc import OUT_OF_MEMORY, new_buffer
-from .worker_process import WorkerDied, WorkerProcess, WorkerProtocolError, WorkerTimeout, optional_number
+from .worker_process import (WorkerDied, WorkerProcess, WorkerProtocolError, WorkerTimeout, optional_number,
+                             printable)
 
 KEEP_WARM = 8             # Runners whose workers stay between evaluations (the most recent)
 # a GPU worker's own device buffer (cuda_ipc.py), through which a masked
@@ -95,7 +99,9 @@ class Processes:
     staged: whether a worker stages its inputs to its device (then it gets
     a shared device buffer where the driver allows); max_call_bytes: the
     largest case's inputs and outputs (a reply's bound); spare: start the
-    next candidate's worker ahead; compile_baseline: the baseline is
+    next candidate's worker ahead; spare_ahead: start it while the
+    candidate before it runs, once that one is loaded (else once it is
+    done); compile_baseline: the baseline is
     torch.compile(Model); timeout_s: a start's or a load's limit;
     cuda_arch: TORCH_CUDA_ARCH_LIST for load_inline builds (None: torch's
     own choice); pch_dir: the precompiled header's folder (pch.py), used
@@ -105,10 +111,11 @@ class Processes:
 
     def __init__(self, *, device, sandbox, staging, cache_dir, ref_source, problem, inputs_from, staged,
                  region_bytes, max_call_bytes, spare, compile_baseline, timeout_s, cuda_arch=None,
-                 pch_dir=None, baseline_memo=True):
+                 pch_dir=None, baseline_memo=True, spare_ahead=True):
         self.device, self.cache_dir, self._ref_source, self._problem = device, cache_dir, ref_source, problem
         self.inputs_from, self.staged, self.region_bytes = inputs_from, staged, region_bytes
         self.max_call_bytes, self.keep_spare, self.compile_baseline = max_call_bytes, spare, compile_baseline
+        self.spare_ahead = spare_ahead
         self.timeout_s = timeout_s
         self.cuda_arch, self.pch_dir = cuda_arch, pch_dir
         self.sandbox = "start" if sandbox == "auto" else sandbox
@@ -202,14 +209,7 @@ class Processes:
         # is entered then, and a header that appears later, named at load
         # but not granted, would go unused (build_env.py)
         benv, reads = build_env(self.cuda_arch, self.pch_dir)
-        if env is not None and source != self._ref_source and self.device != "cpu":
-            # the mask's and the commitment's kernels as the reference's
-            # worker compiled them: not again in every candidate's folder
-            try:
-                triton_cache.plant(os.path.join(self._folder(self._ref_source), "triton"),
-                                   os.path.realpath(ext))  # (a source's name may link a spare's folder)
-            except Exception:  # noqa: BLE001 - then its worker compiles them, as before
-                pass
+        self._plant(ext if env is not None else None, source)
         region = self.inputs_from == "caller"
         shared, why = self._shared_buffer() if region and self.staged else (None, None)
         try:
@@ -221,6 +221,8 @@ class Processes:
                 shared.close()
             raise
         w.build_env = (benv, reads)
+        w.folder = ext  # its build folder, where known now ("start": the one it may write)
+        w.beside = False  # whether its ready ran beside another candidate (start_spare)
         if region and self.staged and w.shared is None and w.staging is None:
             w.staging = f"host ({why})"
         # a reply carries at most one call's outputs (a fetch): the caller
@@ -228,12 +230,34 @@ class Processes:
         # (a scaled case may grow a size: "odd" rounds up)
         w.max_payload = 2 * self.max_call_bytes + (1 << 20)
         try:
+            # Triton's driver loads its helper module from the worker's Triton
+            # cache in ready, before the isolation filter: only where no
+            # candidate can have written that cache (the caller's own, a
+            # fresh folder, the reference's), never a source's folder (an
+            # earlier worker of that source, its build in the compile stage,
+            # or a candidate running now may have put a module there)
+            trusted_cache = env is None or source is None or source == self._ref_source
             w.send({"op": "ready", "device": self.device, "library": library_path(),
-                    "shared_bytes": w.shared.nbytes if w.shared is not None else None})
+                    "shared_bytes": w.shared.nbytes if w.shared is not None else None,
+                    "triton_driver": trusted_cache})
         except BaseException:
             w.end()
             raise
         return w
+
+    def _plant(self, ext, source):
+        """The mask's and the commitment's Triton kernels as the reference's
+        worker compiled them, copied into a "start" candidate worker's
+        folder ext (its Triton cache), so they are not compiled again in
+        every candidate's folder; nothing where ext is None (the worker's
+        cache is not a folder of its own) or on the CPU."""
+        if ext is None or source == self._ref_source or self.device == "cpu":
+            return
+        try:
+            triton_cache.plant(os.path.join(self._folder(self._ref_source), "triton"),
+                               os.path.realpath(ext))  # (a source's name may link a spare's folder)
+        except Exception:  # noqa: BLE001 - then its worker compiles them, as before
+            pass
 
     def _send_load(self, w, source, class_name, ext=None):
         ext = ext or self._folder(source)
@@ -271,15 +295,26 @@ class Processes:
             w.end()
             w = None
         ahead = w is not None
-        # a worker started now beside the baseline's own start measures its
+        # a spare whose ready ran beside the candidate before it measured its
+        # launch time against that one's work: it is measured again now,
+        # before its load, with that candidate gone
+        again = ahead and w.beside
+        # a worker measured now beside the baseline's own start measures its
         # launch time against that start's load (launch_luck: none then)
-        overlapped = not ahead and self.baseline is not None and not self.baseline_facts.get("ready")
+        overlapped = (again or not ahead) and self.baseline is not None and not self.baseline_facts.get("ready")
+        if ahead:
+            # (a spare started beside the first candidate may have come
+            # before the reference's worker compiled the library's kernels)
+            self._plant(w.folder if self.sandbox == "start" else None, source)
         w = w or self._spawn(source)
         self.candidate = w  # close() from another thread ends it
         w.limit_until(*limit)
         try:
+            if again:
+                w.send({"op": "launch"}, timeout_s=self.timeout_s)
             self._send_load(w, source, class_name, ext)
-            ready, _ = w.receive(self.timeout_s)
+            # (read already where the evaluation before waited for it)
+            ready = w.receive_ready(self.timeout_s)
             if not ready["ok"] and self.sandbox == "start" and self._may_fall_back and \
                     start_sandbox_refused(ready):
                 # the worker failed in its ready, before it ran any source
@@ -290,15 +325,27 @@ class Processes:
                 w.end()
                 self._fall_back_to_init(ready["error"])
                 return self.start_candidate(source, class_name, limit)
+            if not ready["ok"] and ahead:
+                # a spare that did not start is the harness's loss, never the
+                # candidate's: it gets a worker of its own, started now
+                w.end()
+                w, loaded = self.start_candidate(source, class_name, limit)
+                loaded["spare_failed"] = printable(ready["error"])[:400]
+                return w, loaded
             if not ready["ok"]:
                 raise RuntimeError(f"the worker did not start: {ready['error']}")
             if self.sandbox == "start":
                 self._may_fall_back = False  # decided: it starts here
+            launch_us = ready.get("launch_us")
+            if again:
+                probe = w.receive(self.timeout_s)[0]
+                launch_us = probe["launch_us"] if probe["ok"] else None
             loaded = w.receive(self.timeout_s)[0]
             loaded["no_subreaper"] = ready.get("no_subreaper")
-            loaded["launch_us"] = ready.get("launch_us")
+            loaded["launch_us"] = launch_us
             loaded["launch_overlapped"] = overlapped
             loaded["started_ahead"] = ahead
+            loaded["warm_s"] = optional_number(ready.get("warm_s"))
             return w, loaded
         except BaseException:
             w.end()
@@ -310,21 +357,20 @@ class Processes:
         the baseline's too (started again)."""
         self.sandbox, self._may_fall_back = "init", False
         self.sandbox_fallback = str(why)[:400]
-        if self.spare is not None:
-            self.spare.end()
-        folders.discard(self.spare_folder)
-        self.spare, self.spare_source, self.spare_folder = None, None, None
+        self._end_spare()
         if self.baseline is not None:
             self.end_baseline()
             self.start_baseline()
 
-    def start_spare(self, next_source=None):
+    def start_spare(self, next_source=None, ahead=False):
         """The next candidate's worker, started now: any source's in the
         "init" sandbox (it gets its write folder at load); in the "start"
         one next_source's, or, none named, one with a fresh folder that the
         next source without a folder of its own takes (a new candidate, as
-        nearly every one in training is)."""
-        if not self.keep_spare or self.spare is not None:
+        nearly every one in training is). ahead: asked while a candidate
+        runs, after its load (only where spare_ahead is on): its ready is
+        waited for before that candidate's timed batches (spare_ready)."""
+        if not self.keep_spare or self.spare is not None or (ahead and not self.spare_ahead):
             return
         if self.sandbox != "start":
             self.spare = self._spawn()
@@ -338,6 +384,42 @@ class Processes:
                 folders.discard(ext)
                 raise
             self.spare_folder = ext
+        self.spare.beside = ahead
+
+    def spare_ready(self):
+        """Waits for the spare's ready reply (kept by its handle for the
+        candidate that takes it), at most until its start's limit
+        (timeout_s from its start): the evaluation asks before its
+        candidate's first timed batch, so a spare started ahead is never
+        starting during a timed phase (its own, the attribution's or the
+        baseline's). None, or why there is no spare now: one that failed or
+        took too long is ended (the next candidate starts a worker of its
+        own), never the candidate's outcome."""
+        w = self.spare
+        if w is None:
+            return None
+        try:
+            ready = w.receive_ready(max(w.started + self.timeout_s - time.monotonic(), 0.1))
+            why = None if ready["ok"] else f"its ready failed: {printable(ready['error'])[:400]}"
+        except (WorkerDied, WorkerTimeout, WorkerProtocolError) as e:
+            why = printable(e)[:400]
+        if why:
+            self._end_spare()
+        return why
+
+    def _end_spare(self):
+        """Ends the spare and removes its fresh folder, if it has one (it ran
+        no candidate code)."""
+        if self.spare is not None:
+            self.spare.end()
+        folders.discard(self.spare_folder)
+        self.spare, self.spare_source, self.spare_folder = None, None, None
+
+    @property
+    def starts_ahead(self):
+        """Whether an evaluation starts the next candidate's worker while its
+        own candidate runs (start_spare ahead, then spare_ready)."""
+        return bool(self.keep_spare and self.spare_ahead)
 
     # ---- the baseline's worker
     def start_baseline(self):

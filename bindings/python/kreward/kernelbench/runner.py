@@ -121,7 +121,7 @@ class Runner:
     def __init__(self, imported, device="cuda", cache_dir=None, timeout_s=600.0, call_timeout_s=60.0,
                  sandbox="auto", batch_ms=10.0, batch_bytes=None, spare=True, baseline="eager",
                  inputs=None, staging="auto", eval_timeout_s=None, cuda_arch=None, pch_dir=None,
-                 baseline_memo=True):
+                 baseline_memo=True, spare_ahead=True):
         """sandbox: "auto" (the default): "start" where a worker starts in
         it, else "init" from then on, said in every result's notes (CUDA
         failed to start inside the sandbox on driver 570+ until the grants
@@ -139,9 +139,16 @@ class Runner:
         batch_ms: a timed batch grows until it takes this long (at least
         MIN_CALLS calls), within batch_bytes of fresh inputs and outputs
         (default 1 GiB on the CPU, 4 GiB on a GPU).
-        spare: start the next candidate's worker (torch imported, CUDA up)
-        at the end of each evaluation, so the next one does not wait for it
-        (in the "start" sandbox only when the next source is known).
+        spare: start the next candidate's worker (torch imported, CUDA up,
+        cuBLAS, cuDNN and Triton warmed) ahead, so the next one does not
+        wait for it (in the "start" sandbox for the next source if named,
+        else with a fresh folder the next new source takes).
+        spare_ahead (with spare): start it while the candidate before it
+        runs, as soon as that one is loaded, its start over (its ready
+        read) before that candidate's first timed batch, so no timed phase
+        runs beside a starting worker; False: once that candidate is done
+        (its baseline timed), as before (to measure the gain: results'
+        phases_s start_and_load).
         baseline: what the speedup is against: "eager" (the reference Model
         as written, KernelBench's default) or "compile" (torch.compile of
         it, compiled in the baseline worker before its seal; the result's
@@ -240,7 +247,8 @@ class Runner:
             inputs_from=inputs, staged=staged,
             region_bytes=region_bytes(self.layouts, self.batch_bytes, self.max_call_bytes),
             max_call_bytes=self.max_call_bytes, spare=spare, compile_baseline=baseline == "compile",
-            timeout_s=timeout_s, cuda_arch=cuda_arch, pch_dir=pch_dir, baseline_memo=baseline_memo)
+            timeout_s=timeout_s, cuda_arch=cuda_arch, pch_dir=pch_dir, baseline_memo=baseline_memo,
+            spare_ahead=spare_ahead)
 
     # ---- settings the workers' owner keeps (processes.Processes)
     @property
@@ -277,6 +285,15 @@ class Runner:
     @spare.setter
     def spare(self, value):
         self._processes.keep_spare = value
+
+    @property
+    def spare_ahead(self):
+        """Whether the spare starts while the candidate before it runs."""
+        return self._processes.spare_ahead
+
+    @spare_ahead.setter
+    def spare_ahead(self, value):
+        self._processes.spare_ahead = value
 
     @property
     def sandbox(self):
@@ -369,11 +386,25 @@ class Runner:
 
     def evaluate_many(self, sources, **kw):
         """evaluate() for each source in turn, a result each in order; each
-        candidate's worker starts while the one before finishes (its
-        baseline timed, its processes ended) in either sandbox."""
+        candidate's worker starts while the one before runs (spare_ahead;
+        else while it finishes: its baseline timed, its processes ended) in
+        either sandbox."""
         sources = list(sources)
         return [self.evaluate(src, next_source=sources[i + 1] if i + 1 < len(sources) else None, **kw)
                 for i, src in enumerate(sources)]
+
+    def wait_spare(self):
+        """Waits until the spare worker's start is over (its ready read and
+        kept for the candidate that takes it), for a caller about to time
+        something else on this device (bench/bench_kernelbench.py: a spare
+        started at an evaluation's end, after a candidate that failed
+        before its timed batches, would start beside KernelBench's timing).
+        None, or why there is no spare (none kept, or it failed and was
+        ended)."""
+        with self._processes.lock:
+            if self._processes.spare is None:
+                return "no spare worker"
+            return self._processes.spare_ready()
 
     def baseline_us(self, batches=5, calls=None):
         """The reference Model alone in the baseline worker, on evaluate's

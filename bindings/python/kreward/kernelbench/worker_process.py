@@ -288,6 +288,11 @@ class WorkerProcess:
         self.deadline, self.deadline_why = None, None
         self.max_payload = MAX_PAYLOAD    # processes.py sets a tighter bound (the outputs' size)
         self.ended = self.exited = None
+        # when it was started (time.monotonic), and the reply to the ready
+        # request its starter sent first, once read (receive_ready): a spare
+        # started ahead has it read before its candidate's timed batches
+        self.started = time.monotonic()
+        self.ready_reply = None
         self._end_lock = threading.Lock()
         self.ctl_closed = False
         # seconds spent in request() per op (the caller's wall time: the
@@ -397,6 +402,15 @@ class WorkerProcess:
                 raise WorkerTimeout(self.deadline_why) from None
             raise
         return reply, payload
+
+    def receive_ready(self, timeout_s):
+        """The reply to the worker's ready request (the first it was sent),
+        read once and kept: whoever asks later (the candidate's start, after
+        the evaluation before it waited for the spare) gets the same reply
+        without a second read, which would take the next request's."""
+        if self.ready_reply is None:
+            self.ready_reply = self.receive(timeout_s)[0]
+        return self.ready_reply
 
     def request(self, obj, timeout_s, max_payload=None):
         t0 = time.perf_counter()

@@ -1,0 +1,193 @@
+"""The next candidate's worker started while the one before runs (issue 31),
+on the CPU: started once the candidate is loaded, its start over (its ready
+read) before the candidate's first timed batch and nothing asked of it
+after that until its own candidate comes; that ready read once; a spare that
+fails to start never the candidate's outcome; spare_ahead=False starting it
+once the candidate is done, spare=False starting none. The order is read
+from every request and reply of every worker (a log around WorkerProcess's
+send and receive)."""
+import os
+import pathlib
+import signal
+
+import pytest
+
+pytest.importorskip("torch", reason="the ModelNew runner needs torch")
+
+from kreward.kernelbench import import_problem  # noqa: E402
+from kreward.kernelbench.processes import Processes  # noqa: E402
+from kreward.kernelbench.runner import Runner  # noqa: E402
+from kreward.kernelbench.worker_process import WorkerProcess  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[4]
+KB = ROOT / "examples" / "kernelbench"
+HONEST = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x.clamp_min(0)\n"
+OTHER = HONEST.replace("clamp_min(0)", "relu()")
+WRONG = HONEST.replace("clamp_min(0)", "clamp_min(0) + 1")
+KW = {"seed": 3, "verify_seeds": 1, "batches": 2, "calls": 2, "checks": 1, "baseline": False}
+
+
+@pytest.fixture(scope="module")
+def relu():
+    return import_problem(str(KB / "level1" / "01_relu.py"))
+
+
+def runner(relu, tmp_path, **kw):
+    return Runner(relu, "cpu", cache_dir=str(tmp_path / "cache"), timeout_s=120, call_timeout_s=30, **kw)
+
+
+@pytest.fixture
+def log(monkeypatch):
+    """Every request and reply of every worker, in order:
+    (what, the worker's supervisor pid, op, class_name of a load)."""
+    events = []
+    send, receive = WorkerProcess.send, WorkerProcess.receive
+
+    def logged_send(self, obj, *a, **k):
+        out = send(self, obj, *a, **k)
+        events.append(("send", self.proc.pid, obj["op"], obj.get("class_name")))
+        return out
+
+    def logged_receive(self, *a, **k):
+        op = self._asked[0][0] if self._asked else None
+        out = receive(self, *a, **k)
+        events.append(("receive", self.proc.pid, op, None))
+        return out
+
+    monkeypatch.setattr(WorkerProcess, "send", logged_send)
+    monkeypatch.setattr(WorkerProcess, "receive", logged_receive)
+    return events
+
+
+def at(events, what, pid, op, start=0):
+    """The index of the first such event from index `start` on."""
+    return next(i for i, e in enumerate(events) if i >= start and e[:3] == (what, pid, op))
+
+
+def candidate_pid(events, start=0):
+    """The worker the first ModelNew load from index `start` on was sent to."""
+    return next(e[1] for i, e in enumerate(events) if i >= start and e[2] == "load" and e[3] == "ModelNew")
+
+
+def test_the_spare_starts_once_the_candidate_loaded_and_is_ready_before_its_timed_batches(relu, tmp_path, log):
+    with runner(relu, tmp_path) as r:
+        first = r.evaluate(HONEST, **dict(KW, baseline=True))
+        assert first["verdict"] == "pass", first
+        assert first["started_ahead"] is False and first["worker_warm_s"] == 0.0  # (nothing to warm on the CPU)
+        cand, spare = candidate_pid(log), r._processes.spare.proc.pid
+        base = next(e[1] for e in log if e[2] == "load" and e[3] == "Model")
+        assert len({cand, spare, base}) == 3
+        mine = [i for i, e in enumerate(log) if e[1] == spare]
+        # started after the candidate's load reply, not at the evaluation's end
+        assert log[mine[0]][:3] == ("send", spare, "ready")
+        assert mine[0] > at(log, "receive", cand, "load")
+        # its ready read before the first timed batch (the first request after seal)
+        timed = next(i for i, e in enumerate(log) if i > at(log, "receive", cand, "seal") and e[:2] == ("send", cand))
+        assert mine[1] == at(log, "receive", spare, "ready") < timed
+        # and nothing else of it while the candidate, then the baseline, are timed
+        assert len(mine) == 2 and at(log, "send", base, "go", timed) > timed
+        assert list(first["phases_s"])[:2] == ["start_and_load", "start_spare"]
+        assert first["phases_s"]["spare_ready"] >= 0
+        assert r._processes.spare.ready_reply["ok"] is True  # kept for its candidate
+
+        n = len(log)
+        second = r.evaluate(OTHER, **KW)
+        assert second["verdict"] == "pass" and second["started_ahead"] is True, second
+        assert candidate_pid(log, n) == spare
+        # its ready was read once, in the evaluation before; its launch time
+        # measured again before its load (its ready's ran beside the first
+        # candidate's verify)
+        assert [e for e in log if e[:3] == ("receive", spare, "ready")] == [("receive", spare, "ready", None)]
+        assert at(log, "send", spare, "launch", n) < at(log, "send", spare, "load", n)
+        assert second["launch_us"]["candidate"] > 0 and "overlapped" not in second["launch_us"]
+        # torch was imported in the first candidate's start, not in this one's
+        assert second["phases_s"]["start_and_load"] < first["phases_s"]["start_and_load"]
+
+
+def test_spare_ahead_off_starts_the_spare_once_the_candidate_is_done(relu, tmp_path, log):
+    with runner(relu, tmp_path, spare_ahead=False) as r:
+        assert r.spare_ahead is False
+        res = r.evaluate(HONEST, **KW)
+        assert res["verdict"] == "pass", res
+        assert "start_spare" not in res["phases_s"] and "spare_ready" not in res["phases_s"]
+        cand, spare = candidate_pid(log), r._processes.spare.proc.pid
+        last = max(i for i, e in enumerate(log) if e[1] == cand)
+        assert min(i for i, e in enumerate(log) if e[1] == spare) > last
+        # its start over on request (the bench, before KernelBench's timing)
+        assert r.wait_spare() is None and r._processes.spare.ready_reply["ok"] is True
+        again = r.evaluate(OTHER, **KW)
+        assert again["verdict"] == "pass" and again["started_ahead"] is True, again
+        assert ("send", spare, "launch", None) not in log  # its ready ran with nothing beside it
+
+
+def test_no_spare_asked_for_starts_none(relu, tmp_path, log):
+    with runner(relu, tmp_path, spare=False) as r:
+        res = r.evaluate(HONEST, **KW)
+        assert res["verdict"] == "pass", res
+        assert r._processes.spare is None
+        assert {e[1] for e in log if e[2] == "ready"} == {candidate_pid(log)}  # its worker alone
+        assert "start_spare" not in res["phases_s"] and "spare_ready" not in res["phases_s"]
+        assert r.evaluate(OTHER, **KW)["started_ahead"] is False
+        assert r.wait_spare() == "no spare worker"
+
+
+def ahead_spares(monkeypatch, spoil):
+    """Runs spoil(worker) on every spare started ahead, right after its start."""
+    start_spare = Processes.start_spare
+
+    def spoiled(self, next_source=None, ahead=False):
+        start_spare(self, next_source, ahead)
+        if ahead and self.spare is not None:
+            spoil(self.spare)
+
+    monkeypatch.setattr(Processes, "start_spare", spoiled)
+
+
+def test_a_spare_that_dies_leaves_the_candidate_alone(relu, tmp_path, monkeypatch):
+    # its supervisor killed: the worker goes with it (PR_SET_PDEATHSIG)
+    ahead_spares(monkeypatch, lambda w: os.killpg(w.proc.pid, signal.SIGKILL))
+    with runner(relu, tmp_path) as r:
+        res = r.evaluate(HONEST, **KW)
+        assert res["verdict"] == "pass" and res["reward"] > 0, res
+        assert any(n.startswith("no spare worker: it did not start") for n in res["notes"]), res["notes"]
+        wrong = r.evaluate(WRONG, **KW)
+        assert wrong["verdict"] == "wrong", wrong  # judged as ever
+        # the spare started at the end instead (the dead one ended) served it
+        assert wrong["started_ahead"] is True
+
+
+def test_a_spare_whose_ready_failed_leaves_the_candidates_alone(relu, tmp_path, monkeypatch):
+    """Its ready fails (a device it cannot get up): read before the timed
+    batches, it is ended and noted; left unread (the candidate before it
+    failed its verify first), the next candidate gets a worker of its own
+    instead of an error."""
+    send = WorkerProcess.send
+    spoiled = []  # the spares started ahead (None until its ready is sent)
+
+    def spoil_next_ready(self, obj, *a, **k):
+        if obj["op"] == "ready" and spoiled and spoiled[-1] is None:
+            spoiled[-1] = self
+            obj = dict(obj, device="cuda:999")
+        return send(self, obj, *a, **k)
+
+    start_spare = Processes.start_spare
+
+    def ahead_with_no_device(self, next_source=None, ahead=False):
+        if ahead:
+            spoiled.append(None)
+        start_spare(self, next_source, ahead)
+
+    monkeypatch.setattr(WorkerProcess, "send", spoil_next_ready)
+    monkeypatch.setattr(Processes, "start_spare", ahead_with_no_device)
+    with runner(relu, tmp_path) as r:
+        res = r.evaluate(HONEST, **KW)
+        assert res["verdict"] == "pass", res
+        assert spoiled and spoiled[0].ended is not None  # it was started, failed, and is gone
+        assert any("its ready failed" in n for n in res["notes"]), res["notes"]
+        # a candidate wrong in its verify: its spare's failed ready is left unread
+        wrong = r.evaluate(WRONG, **KW)
+        assert wrong["verdict"] == "wrong", wrong
+        assert r._processes.spare is spoiled[-1] and spoiled[-1].ready_reply is None
+        after = r.evaluate(OTHER, **KW)
+        assert after["verdict"] == "pass" and after["started_ahead"] is False, after
+        assert any("the spare worker did not start" in n for n in after["notes"]), after["notes"]
