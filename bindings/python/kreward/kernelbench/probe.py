@@ -49,15 +49,21 @@ def constants(mod):
 
 
 def stats(t):
+    """min, max, mean, std (unbiased) and kurtosis of the first STATS_LIMIT
+    elements, in float64."""
     flat = t.detach().reshape(-1)
     if flat.numel() > STATS_LIMIT:
         flat = flat[:STATS_LIMIT]
-    f = flat.double()
+    f = flat.to(torch.float64, copy=True)  # a copy even of float64: z is made in place on it
     s = {"min": f.min().item(), "max": f.max().item(), "mean": f.mean().item(),
          "std": f.std().item() if f.numel() > 1 else 0.0}
     if s["std"] > 0 and f.numel() > 3:
-        z = (f - s["mean"]) / s["std"]
-        s["kurtosis"] = (z ** 4).mean().item()
+        # z ** 4 as two squares, in place on f (no longer needed): the
+        # same mean of z^4; torch's pow with exponent 4 on float64 and the
+        # temporaries of 512 MB each took 5.8 s of a probe for a prefix
+        # of 2^26 elements on 2 cores, the squares 0.2 s
+        z = f.sub_(s["mean"]).div_(s["std"])
+        s["kurtosis"] = z.square_().square_().mean().item()
     return s
 
 

@@ -11,9 +11,31 @@ def _outputs(ref, inputs_mod, imp, case, layout, seed):
     return tensors, [o.float() for o in ref(case, tensors)]
 
 
+# elements compared at a time: torch.allclose on a whole output made four
+# temporaries of its size (3.3 s a call on 100M floats, 30 of the 49 s this
+# check took on an upstream level 1 problem); a chunk stays in the cache,
+# and an answer out of tolerance is known at its first chunk that is
+CHUNK = 1 << 20
+
+
+def _chunks(x):
+    flat = x.reshape(-1)
+    return (flat[lo:lo + CHUNK] for lo in range(0, flat.numel(), CHUNK))
+
+
 def _passes(torch, answer, expected, atol, rtol):
-    return (answer.shape == expected.shape and
-            bool(torch.allclose(answer.float(), expected, atol=atol, rtol=rtol)))
+    """torch.allclose(answer.float(), expected, atol, rtol) (isclose on
+    every element, all of them true: the same predicate, element by
+    element), a chunk at a time, stopping at the first chunk with an element
+    out of tolerance. answer: a tensor, or a number (a constant answer of
+    expected's shape, never made whole)."""
+    if not isinstance(answer, (int, float)):
+        if answer.shape != expected.shape:
+            return False
+        pieces = zip(_chunks(answer), _chunks(expected))
+    else:
+        pieces = ((torch.full_like(e, answer), e) for e in _chunks(expected))
+    return all(bool(torch.isclose(a.float(), e, rtol=rtol, atol=atol).all()) for a, e in pieces)
 
 
 def _trivials(torch, imp, runs):
@@ -27,19 +49,23 @@ def _trivials(torch, imp, runs):
         other = runs[(i + 1) % len(runs)][1]
         for k, expected in enumerate(outs):
             tries = {
-                "zeros": torch.zeros_like(expected),
-                "constant": torch.full_like(expected, float(other[k].mean())),
-                "other_case": other[k],
+                "zeros": lambda: 0.0,
+                "constant": lambda: float(other[k].mean()),
+                "other_case": lambda: other[k],
             }
+            # an answer that failed once fails the problem's "every seed":
+            # not tried again (the verdict is the same, its time is not)
             for name, answer in tries.items():
-                passed[name] = passed[name] and _passes(torch, answer, expected, imp.atol, imp.rtol)
+                passed[name] = passed[name] and _passes(torch, answer(), expected, imp.atol, imp.rtol)
             passed["input"] = passed["input"] and any(
                 _passes(torch, tensors[n], expected, imp.atol, imp.rtol) for n in float_inputs)
     return passed
 
 
 def _finite(torch, runs):
-    return all(bool(torch.isfinite(o).all()) for _, outs in runs for o in outs)
+    """Every output element finite (a chunk at a time: isfinite on a whole
+    output made a boolean temporary of its size)."""
+    return all(bool(torch.isfinite(c).all()) for _, outs in runs for o in outs for c in _chunks(o))
 
 
 def run(data):
