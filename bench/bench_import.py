@@ -5,12 +5,13 @@ first import of an upstream level 1 file took 28-61 s, the soundness check
 of a weak one more).
 
 Phases are the importer's own seams, timed from this process:
-  meta      the first probe process (torch's import, the file on the meta
-            device for shapes and constants)
+  meta      the first probe call (its process's start and torch's import,
+            the file on the meta device for shapes and constants)
   probes    the later probe calls (value statistics, the scaled cases, the
             determinism check, integer inputs per case), summed
-  sound     the soundness check (its own process: trivial answers against
-            the reference, inputs at other scales where one passes)
+  sound     the soundness check (trivial answers against the reference,
+            inputs at other scales where one passes; before the import's
+            one process, its own process's start too)
   total     import_problem's wall, the rest included
 Where a probe result carries "seconds" (the probe's own timer per
 request), the requests are printed under the row.
@@ -42,29 +43,43 @@ DEFAULT_FILES = ("19_ReLU.py", "23_Softmax.py", "47_Sum_reduction_over_a_dimensi
 
 def measure(path, timeout_s):
     """{phase: seconds, "result": ..., "requests": [...]} of one import in
-    this process, cache off."""
+    this process, cache off. The seams: ImportProcess.probes/.soundness
+    where the importer has them (one process for the import), else
+    run_probes and soundness.check (a process each)."""
     from kreward.kernelbench import importer, soundness
     times = {"meta": 0.0, "probes": 0.0, "sound": 0.0}
     requests = []
-    run_probes, check = importer.run_probes, soundness.check
+    calls = {"probes": 0}
 
-    def timed_probes(p, reqs, timeout=300):
-        t = time.perf_counter()
-        out = run_probes(p, reqs, timeout)
-        first = not times["meta"] and reqs == [{"overrides": {}, "real": False, "determinism": False}]
-        times["meta" if first else "probes"] += time.perf_counter() - t
-        for req, res in zip(reqs, out):
-            if "seconds" in res:
-                requests.append((req, res["seconds"]))
-        return out
+    def probes_timer(fn):
+        def timed(*args):
+            t = time.perf_counter()
+            out = fn(*args)
+            times["probes" if calls["probes"] else "meta"] += time.perf_counter() - t
+            calls["probes"] += 1
+            reqs = next(a for a in args if isinstance(a, list))
+            requests.extend((req, res["seconds"]) for req, res in zip(reqs, out) if "seconds" in res)
+            return out
+        return timed
 
-    def timed_check(imp, timeout=300):
-        t = time.perf_counter()
-        out = check(imp, timeout)
-        times["sound"] += time.perf_counter() - t
-        return out
+    def sound_timer(fn):
+        def timed(*args):
+            t = time.perf_counter()
+            out = fn(*args)
+            times["sound"] += time.perf_counter() - t
+            return out
+        return timed
 
-    importer.run_probes, soundness.check = timed_probes, timed_check
+    if hasattr(importer, "ImportProcess"):
+        owner, names = importer.ImportProcess, ("probes", "soundness")
+    else:
+        owner, names = None, ()
+    saved = {n: getattr(owner, n) for n in names}
+    saved_fns = importer.run_probes, soundness.check
+    if owner:
+        owner.probes, owner.soundness = probes_timer(saved["probes"]), sound_timer(saved["soundness"])
+    else:
+        importer.run_probes, soundness.check = probes_timer(saved_fns[0]), sound_timer(saved_fns[1])
     t = time.perf_counter()
     try:
         imp = importer.import_problem(path, cache_dir=None, timeout_s=timeout_s)
@@ -74,7 +89,9 @@ def measure(path, timeout_s):
     except importer.ImportRefused as e:
         result = "refused: " + e.reason[:80]
     finally:
-        importer.run_probes, soundness.check = run_probes, check
+        for n, fn in saved.items():
+            setattr(owner, n, fn)
+        importer.run_probes, soundness.check = saved_fns
     times["total"] = time.perf_counter() - t
     return dict(times, result=result, requests=requests)
 

@@ -274,14 +274,11 @@ def _sibling(name):
     return _SIBLINGS[name]
 
 
-def main():
-    path, reqs = sys.argv[1], json.loads(sys.argv[2])
-    # the answers on a channel of their own, the file sandboxed (file_process.py)
-    fp = _sibling("file_process")
-    out = fp.answer_channel()
-    fp.confine(path, gpu=False)
+def answer_all(path, reqs, out):
+    """Each request's answer, in order, as one JSON line on `out` (a
+    request with unless_ok is answered "not run" where that one succeeded)."""
     results = []
-    for req in reqs:  # one process for all of a file's probes: torch is imported once
+    for req in reqs:
         t = time.perf_counter()
         try:
             if results[req["unless_ok"]]["ok"] if "unless_ok" in req else False:
@@ -295,6 +292,15 @@ def main():
         results.append(result)
         out.write("\n" + json.dumps(result) + "\n")
         out.flush()
+
+
+def main():
+    path, reqs = sys.argv[1], json.loads(sys.argv[2])
+    # the answers on a channel of their own, the file sandboxed (file_process.py)
+    fp = _sibling("file_process")
+    out = fp.answer_channel()
+    fp.confine(path, gpu=False)
+    answer_all(path, reqs, out)  # one process for all of a file's probes: torch is imported once
 
 
 if __name__ == "__main__":

@@ -84,14 +84,28 @@ def _finite(torch, runs):
 
 
 def run(data):
+    from .file_process import confine
+    confine(data["path"], gpu=False)  # before the file runs (file_process.py)
+    return check(data)
+
+
+def check(data):
+    """The check in a process already confined to the file (run, or
+    import_process.py's, which probed it first)."""
     import torch
 
     from . import inputs as inputs_mod
     from .importer import ImportedProblem
     from .reference import Reference
-    from .file_process import confine
+    grad = torch.is_grad_enabled()
     torch.set_grad_enabled(False)
-    confine(data["path"], gpu=False)  # before the file runs (file_process.py)
+    try:
+        return _check(torch, inputs_mod, ImportedProblem, Reference, data)
+    finally:
+        torch.set_grad_enabled(grad)
+
+
+def _check(torch, inputs_mod, ImportedProblem, Reference, data):
     imp = ImportedProblem(data["path"], data["base"], [tuple(c) for c in data["cases"]],
                           data["atol"], data["rtol"])
     ref = Reference(imp, "cpu")
