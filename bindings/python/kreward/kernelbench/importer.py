@@ -412,7 +412,7 @@ def _check_soundness(path, meta, real, cases, notes, atol, rtol, timeout_s, proc
     break the trivial answers, notes saying what was found."""
     from . import soundness
     imp = ImportedProblem(path, real, [("base", {}, meta)] + cases, atol, rtol)
-    result = soundness.check(imp, timeout_s, proc)
+    result = soundness.check(imp, timeout_s, process=proc)
     meta["soundness"] = result
     if result.get("error"):
         notes.append(f"soundness not checked: {result['error']}: candidates get no speed credit "

@@ -86,8 +86,8 @@ def test_a_constant_fitted_to_the_distribution_passes_without_the_check(tmp_path
     """The hole, as it was: without the soundness check the constant passes
     every case of the file's own sizes."""
     (tmp_path / "mse.py").write_text(MSE)
-    monkeypatch.setattr(soundness, "check", lambda imp, timeout_s=300: {"weak": None,
-                                                                         "strong": None})
+    monkeypatch.setattr(soundness, "check", lambda imp, timeout_s=300, process=None: {
+        "weak": None, "strong": None})
     imp = import_problem(str(tmp_path / "mse.py"), cache_dir=None)
     assert [c[0] for c in imp.cases] == ["base", "small", "odd"]
     with Runner(imp, "cpu", cache_dir=str(tmp_path / "ext"), timeout_s=120) as runner:
