@@ -36,8 +36,8 @@ def key(path, scale, atol, rtol):
         h.update(f.read())
     h.update(json.dumps({"scale": bool(scale), "atol": float(atol), "rtol": float(rtol),
                         "torch": _torch_version(), "format": FORMAT}).encode())
-    for name in ("importer.py", "probe.py", "import_cache.py", "soundness.py", "soundness_check.py",
-                 "inputs.py"):
+    for name in ("importer.py", "probe.py", "prefix_inputs.py", "import_process.py",
+                 "import_cache.py", "soundness.py", "soundness_check.py", "inputs.py"):
         with open(os.path.join(_HERE, name), "rb") as f:
             h.update(hashlib.sha256(f.read()).digest())
     return h.hexdigest()

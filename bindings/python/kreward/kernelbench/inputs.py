@@ -39,12 +39,15 @@ def generate(shape, dtype, init, gen, device):
                              device=device).to(dt)
     if dist == "bernoulli":
         return (torch.rand(shape, generator=gen, device=device) < init.get("p", 0.5)).to(dt)
+    # scaled and shifted in place: the same operations on the same values
+    # (the same bits as x * a + b), without two temporaries of the tensor's
+    # size (0.8 s for 100M floats on 2 cores, the soundness check's inputs)
     if dist == "uniform":
         lo, hi = init.get("low", -1.0), init.get("high", 1.0)
-        x = torch.rand(shape, generator=gen, device=device, dtype=torch.float32) * (hi - lo) + lo
+        x = torch.rand(shape, generator=gen, device=device, dtype=torch.float32).mul_(hi - lo).add_(lo)
     else:
         x = torch.randn(shape, generator=gen, device=device, dtype=torch.float32)
-        x = x * init.get("std", 1.0) + init.get("mean", 0.0)
+        x = x.mul_(init.get("std", 1.0)).add_(init.get("mean", 0.0))
     if init.get("rescale"):
         x = rescale(x, init["rescale"], gen, device)
     return x.to(dt)
@@ -58,7 +61,7 @@ def rescale(x, recipe, gen, device):
     u = torch.rand((2,), generator=gen, device=device, dtype=torch.float64).tolist()
     lo, hi = recipe.get("log10_scale", [0.0, 0.0])
     scale = 10.0 ** (lo + (hi - lo) * u[0])
-    return x * scale + (2 * u[1] - 1) * recipe.get("offset", 0.0) * scale
+    return x.mul_(scale).add_((2 * u[1] - 1) * recipe.get("offset", 0.0) * scale)  # x * scale + offset, in place
 
 
 def make_inputs(layout, seed, device):

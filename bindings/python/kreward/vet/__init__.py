@@ -65,8 +65,8 @@ class VetRun:
 # import's (probes, soundness check, inputs, reference)
 _CODE = [os.path.join(_HERE, n) for n in ("measure.py", "kernelbench_file.py", "kreward_file.py")] + \
     [os.path.join(os.path.dirname(_HERE), "kernelbench", n)
-     for n in ("importer.py", "probe.py", "soundness.py", "soundness_check.py", "inputs.py",
-               "reference.py", "file_process.py")] + \
+     for n in ("importer.py", "probe.py", "prefix_inputs.py", "import_process.py", "soundness.py",
+               "soundness_check.py", "inputs.py", "reference.py", "file_process.py")] + \
     [os.path.join(os.path.dirname(_HERE), "json_process.py")]
 
 

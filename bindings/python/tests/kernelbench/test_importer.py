@@ -337,6 +337,7 @@ def test_an_import_is_kept_by_content_and_not_run_again(tmp_path, monkeypatch):
 
     with monkeypatch.context() as m:
         m.setattr(importer, "run_probes", no_probe)
+        m.setattr(importer.ImportProcess, "_start", no_probe)  # the import's own process
         again = import_problem(str(path), cache_dir=str(cache))
         assert again.from_cache and _same_import(first, again)
         path.write_text(SMALL.format(batch=48))  # another file: probed

@@ -86,8 +86,8 @@ def test_a_constant_fitted_to_the_distribution_passes_without_the_check(tmp_path
     """The hole, as it was: without the soundness check the constant passes
     every case of the file's own sizes."""
     (tmp_path / "mse.py").write_text(MSE)
-    monkeypatch.setattr(soundness, "check", lambda imp, timeout_s=300: {"weak": None,
-                                                                         "strong": None})
+    monkeypatch.setattr(soundness, "check", lambda imp, timeout_s=300, process=None: {
+        "weak": None, "strong": None})
     imp = import_problem(str(tmp_path / "mse.py"), cache_dir=None)
     assert [c[0] for c in imp.cases] == ["base", "small", "odd"]
     with Runner(imp, "cpu", cache_dir=str(tmp_path / "ext"), timeout_s=120) as runner:
@@ -163,3 +163,52 @@ def test_the_files_own_sizes_are_checked_too(tmp_path, monkeypatch):
     both = import_problem(str(tmp_path / "mse.py"), cache_dir=None)
     assert both.soundness["cases"] == ["small", "base"]
     assert both.soundness["trivial"]["constant"] is True and both.soundness["strong"]
+
+
+def _cases_for_the_comparison():
+    """(answer, expected) pairs over more than one chunk, the odd ones
+    decided by one element in the last chunk."""
+    from kreward.kernelbench.soundness_check import CHUNK
+    g = torch.Generator().manual_seed(7)
+    expected = torch.randn(2 * CHUNK + 37, generator=g)
+    near = expected + 0.005
+    last_off = near.clone()
+    last_off[-1] += 1.0
+    nan = near.clone()
+    nan[CHUNK + 3] = float("nan")
+    inf = expected.clone()
+    inf[5] = float("inf")
+    return [(near, expected), (last_off, expected), (nan, expected), (inf.clone(), inf),
+            (near.half(), expected), (near[:-1], expected), (near.reshape(-1, 1), expected),
+            (0.0, expected * 1e-3), (0.0, expected), (0.5, torch.full((CHUNK + 1,), 0.504))]
+
+
+def test_the_chunked_comparison_is_allclose():
+    """soundness_check._passes compares a chunk at a time and stops at the
+    first chunk out of tolerance: the verdict is torch.allclose's on the
+    whole output (the shape first, NaN never close, equal infinities close)."""
+    from kreward.kernelbench.soundness_check import _passes
+    for answer, expected in _cases_for_the_comparison():
+        whole = (torch.full_like(expected, answer) if isinstance(answer, float) else answer.float())
+        want = whole.shape == expected.shape and torch.allclose(whole, expected, atol=1e-2, rtol=1e-2)
+        assert _passes(torch, answer, expected, 1e-2, 1e-2) == want
+
+
+def test_inputs_scaled_in_place_are_the_same_bits():
+    """inputs.generate scales and shifts in place: the bits of x * a + b,
+    which the worker and the caller must agree on."""
+    from kreward.kernelbench.inputs import generate
+    recipe = {"log10_scale": [-1.0, 1.0], "offset": 1.0}
+    for init in ({"dist": "uniform", "low": -0.3, "high": 0.7}, {"dist": "normal", "mean": 0.2, "std": 1.37},
+                 {"dist": "normal", "mean": 0.2, "std": 1.37, "rescale": recipe}):
+        got = generate([33, 1000], "f32", init, torch.Generator().manual_seed(3), "cpu")
+        g = torch.Generator().manual_seed(3)
+        if init["dist"] == "uniform":
+            want = torch.rand([33, 1000], generator=g) * (0.7 - -0.3) + -0.3
+        else:
+            want = torch.randn([33, 1000], generator=g) * 1.37 + 0.2
+        if "rescale" in init:
+            u = torch.rand((2,), generator=g, dtype=torch.float64).tolist()
+            scale = 10.0 ** (-1.0 + 2.0 * u[0])
+            want = want * scale + (2 * u[1] - 1) * 1.0 * scale
+        assert torch.equal(got, want)

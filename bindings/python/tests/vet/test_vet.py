@@ -385,7 +385,7 @@ def test_a_soundness_check_that_could_not_run_is_no_pass(tmp_path, monkeypatch):
     kept, so the next one checks again."""
     from kreward.kernelbench import import_problem, soundness
     calls = []
-    monkeypatch.setattr(soundness, "check", lambda imp, timeout_s=300: calls.append(1) or
+    monkeypatch.setattr(soundness, "check", lambda imp, timeout_s=300, process=None: calls.append(1) or
                         {"error": "the soundness check ran past 300 s"})
     (tmp_path / "relu.py").write_text(SET["relu.py"])
     for _ in range(2):

@@ -1,0 +1,142 @@
+"""One process for all of an import's runs of the problem file: the probes
+(probe.py) and the soundness check (soundness_check.py), in turn, over
+pipes. Each was a process of its own, each importing torch (2-3 s on 2
+idle cores, 12 s under a load of 11: three of them were a third of an
+upstream level 1 import's time). The process enters the file's sandbox
+before the file first runs and answers on a channel of its own
+(file_process.py), as each of them did. What a file could do to the
+process it runs in, it could do before too: the soundness check's
+process ran the file (its Reference) before checking it.
+
+A run that times out or dies (out of memory) costs the process: the
+caller's next request starts a fresh one, as each call did before.
+
+    python -m kreward.kernelbench.import_process FILE
+then one JSON request a line on stdin: {"probes": [request, ...]} (one
+answer line each, probe.py's) or {"soundness": data} (one answer line,
+soundness_check.check's); {"ready": true} first, once torch is in."""
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+
+
+class ImportProcess:
+    """The caller's side: .probes(reqs, timeout_s) and .soundness(data,
+    timeout_s), answers as run_probes and json_process.call gave them."""
+
+    def __init__(self, path):
+        self.path = os.path.abspath(path)
+        self.proc = None
+        self.started = 0  # processes started, for the tests
+
+    def _start(self):
+        from ..json_process import _PACKAGE_ROOT, library_env
+        pythonpath = [_PACKAGE_ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        # the file never needs a GPU; it enters its sandbox through libkreward
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(pythonpath), CUDA_VISIBLE_DEVICES="",
+                   **library_env())
+        self.stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([sys.executable, "-m", "kreward.kernelbench.import_process",
+                                     self.path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=self.stderr, text=True, env=env, start_new_session=True)
+        self.started += 1
+        self.lines = queue.Queue()
+        threading.Thread(target=self._read, args=(self.proc, self.lines), daemon=True).start()
+
+    @staticmethod
+    def _read(proc, lines):
+        for line in proc.stdout:
+            if line.startswith("{"):
+                lines.put(line)
+        lines.put(None)  # the process ended
+
+    def _answers(self, request, n, timeout_s, what):
+        """n answer lines to request, or an error for each one missing."""
+        import time
+        if self.proc is None:
+            self._start()
+        deadline = time.monotonic() + timeout_s
+        out = []
+        try:
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+            while len(out) < n:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+                if line is None:
+                    break
+                answer = json.loads(line)
+                if not answer.get("ready"):
+                    out.append(answer)
+        except queue.Empty:
+            self.close()
+            return out + [{"ok": False, "error": f"{what} ran over {timeout_s} s"}] * (n - len(out))
+        except (BrokenPipeError, OSError):
+            pass
+        if len(out) < n:  # the process ended before answering
+            why = f"{what} exited {self._end()}: {self._stderr_tail()}"
+            out += [{"ok": False, "error": why}] * (n - len(out))
+        return out
+
+    def probes(self, reqs, timeout_s=300):
+        return self._answers({"probes": reqs}, len(reqs), timeout_s, "the probe")
+
+    def soundness(self, data, timeout_s=300):
+        answer = self._answers({"soundness": data}, 1, timeout_s, "the soundness check")[0]
+        if answer.get("ok") is False and "error" in answer:
+            return {"error": answer["error"]}
+        return answer
+
+    def _end(self):
+        code = self.proc.wait()
+        self.proc = None
+        return code
+
+    def _stderr_tail(self):
+        self.stderr.seek(0)
+        lines = self.stderr.read().decode(errors="replace").strip().splitlines()
+        return " | ".join(lines[-3:])
+
+    def close(self):
+        """Ends the process (its whole session: a compiler the file started
+        must not outlive it)."""
+        if self.proc is None:
+            return
+        import signal
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        self.proc = None
+
+
+def main():
+    path = sys.argv[1]
+    from .file_process import answer_channel, confine
+    out = answer_channel()
+    confine(path, gpu=False)  # before the file first runs
+    import torch  # noqa: F401 - before "ready": the caller's clock for the first request starts here
+
+    from . import probe, soundness_check
+    out.write(json.dumps({"ready": True}) + "\n")
+    out.flush()
+    for line in sys.stdin:
+        request = json.loads(line)
+        if "probes" in request:
+            probe.answer_all(path, request["probes"], out)
+            continue
+        try:
+            answer = soundness_check.check(request["soundness"])
+        except Exception as e:  # noqa: BLE001 - the caller records why, as json_process did
+            text = str(e).splitlines()[0][:300] if str(e) else ""
+            answer = {"error": f"{type(e).__name__}: {text}"}
+        out.write("\n" + json.dumps(answer) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()
