@@ -58,7 +58,8 @@ def measure(path, timeout_s):
             times["probes" if calls["probes"] else "meta"] += time.perf_counter() - t
             calls["probes"] += 1
             reqs = next(a for a in args if isinstance(a, list))
-            requests.extend((req, res["seconds"]) for req, res in zip(reqs, out) if "seconds" in res)
+            requests.extend((dict(req, skipped=res.get("skipped")), res["seconds"])
+                            for req, res in zip(reqs, out) if "seconds" in res)
             return out
         return timed
 
@@ -84,7 +85,8 @@ def measure(path, timeout_s):
     try:
         imp = importer.import_problem(path, cache_dir=None, timeout_s=timeout_s)
         sound = imp.soundness or {}
-        result = ("weak" if imp.weak else "strengthened" if sound.get("strong") else "sound") + \
+        result = ("weak (not checked: " + sound["error"][:60] + ")" if sound.get("error") else
+                  "weak" if imp.weak else "strengthened" if sound.get("strong") else "sound") + \
             f", {len(imp.cases)} cases"
     except importer.ImportRefused as e:
         result = "refused: " + e.reason[:80]
@@ -98,7 +100,8 @@ def measure(path, timeout_s):
 
 def _describe(req):
     kinds = [k for k in ("real", "determinism") if req.get(k)]
-    return f"{'+'.join(kinds) or 'meta'} {json.dumps(req.get('overrides') or {})}"
+    skipped = " (not run: its first choice succeeded)" if req.get("skipped") else ""
+    return f"{'+'.join(kinds) or 'meta'} {json.dumps(req.get('overrides') or {})}{skipped}"
 
 
 def table(label, rows):
