@@ -1,0 +1,136 @@
+"""A lane's GPU gate (in_flight.py): several ModelNew candidates in flight
+on one GPU, their timed phases one at a time.
+
+A readers-writer gate with writer preference:
+- shared steps (readers): a verify case (build, a batch, its checks: the
+  worker's requests and this process's golden outputs and masking on the
+  GPU), the seal, a Runner's construction. Any number at once;
+- the exclusive phase (the writer): a candidate's timed batches, its
+  attribution, its end and its baseline's timing. One at a time, in the
+  order they asked; it waits for the shared steps in progress to end (each
+  ends with its worker synchronized: no GPU work of theirs is queued), and
+  from its request on, no new shared step starts;
+- while it runs, every other worker of the lane is frozen (freezer.py:
+  SIGSTOP to its whole process tree), since a candidate's own threads can
+  work between requests; then an optional probe (gpu_idle_probe) waits
+  for what a frozen process had already queued on the device to drain.
+Time a worker spends waiting at the gate or frozen is added back to its
+evaluation limit (freezer.extend_limit): it is the lane's, not the
+candidate's.
+
+The exclusive phase belongs to a thread; that thread's own shared steps
+(a baseline replaced inside its phase) pass straight through. NO_GATE is
+what an evaluation without one (in_flight 1: the Runner's lock already
+makes it alone) uses: every call does nothing."""
+import collections
+import contextlib
+import threading
+import time
+
+from .freezer import extend_limit
+
+
+class Gate:
+    def __init__(self, freezer=None, probe=None):
+        """freezer: a freezer.Freezer (or a fake with freeze(keep) and
+        thaw()), or None (no freeze); probe: called after the freeze, before
+        the exclusive phase is granted; returns None or a note (the GPU did
+        not look idle in time)."""
+        self.freezer, self.probe = freezer, probe
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._owner = None                  # the thread in the exclusive phase
+        self._queue = collections.deque()   # threads waiting for it, in order
+        self._local = threading.local()     # this thread's shared-step depth
+        self.counters = collections.Counter()
+
+    @contextlib.contextmanager
+    def shared(self, worker=None):
+        """A shared step: waits while an exclusive phase runs or is asked
+        for. worker: the evaluation's candidate worker, whose limit gets the
+        wait back."""
+        me = threading.get_ident()
+        depth = getattr(self._local, "depth", 0)
+        if self._owner == me or depth:
+            yield  # inside its own exclusive phase, or a step already in progress
+            return
+        t0 = time.monotonic()
+        with self._cond:
+            while self._owner is not None or self._queue:
+                self._cond.wait()
+            self._readers += 1
+        extend_limit(worker, time.monotonic() - t0)
+        self._local.depth = 1
+        try:
+            yield
+        finally:
+            self._local.depth = 0
+            with self._cond:
+                self._readers -= 1
+                self._cond.notify_all()
+
+    def enter_exclusive(self, keep=()):
+        """Waits for the exclusive phase (this thread's turn, no shared step
+        in progress), then freezes the lane's other workers (all but keep:
+        this evaluation's candidate worker and its baseline). Facts for the
+        result: seconds waited, processes stopped, the probe's note."""
+        me = threading.get_ident()
+        t0 = time.monotonic()
+        with self._cond:
+            if self._owner == me:
+                raise RuntimeError("this thread is already in the exclusive phase")
+            self._queue.append(me)
+            try:
+                while self._owner is not None or self._readers or self._queue[0] != me:
+                    self._cond.wait()
+            finally:
+                self._queue.remove(me)
+            self._owner = me
+            self.counters["exclusive"] += 1
+        waited = time.monotonic() - t0
+        for w in keep:
+            extend_limit(w, waited)
+        facts = {"waited_s": round(waited, 4)}
+        try:
+            if self.freezer is not None:
+                facts["stopped"] = self.freezer.freeze(keep)
+            if self.probe is not None:
+                note = self.probe()
+                if note:
+                    facts["probe"] = note
+        except BaseException:
+            self.leave_exclusive()
+            raise
+        return facts
+
+    def leave_exclusive(self):
+        """Ends this thread's exclusive phase (the others thawed); nothing if
+        it holds none."""
+        if self._owner != threading.get_ident():
+            return
+        try:
+            if self.freezer is not None:
+                self.freezer.thaw()
+        finally:
+            with self._cond:
+                self._owner = None
+                self._cond.notify_all()
+
+    def holder(self):
+        """The thread ident in the exclusive phase, or None."""
+        return self._owner
+
+
+class _NoGate:
+    @contextlib.contextmanager
+    def shared(self, worker=None):
+        yield
+
+    def enter_exclusive(self, keep=()):
+        return None
+
+    def leave_exclusive(self):
+        pass
+
+
+NO_GATE = _NoGate()
