@@ -132,6 +132,7 @@ class Freezer:
         with self._lock:
             self._workers.add(worker)
             if self._stopped is not None and worker not in self._kept:
+                pause(worker)
                 self._stop_trees([worker])
                 self._frozen_workers.append(worker)
 
@@ -145,6 +146,8 @@ class Freezer:
                 time.monotonic()
             others = [w for w in list(self._workers) if w not in self._kept and _alive(w)]
             self._frozen_workers = others
+            for w in others:
+                pause(w)
             self._stop_trees(others)
             self.counters["freezes"] += 1
             self.counters["stopped"] += len(self._stopped)
@@ -173,8 +176,7 @@ class Freezer:
 
     def thaw(self):
         """Continues every process the freeze stopped; the seconds frozen
-        are added to each frozen worker's evaluation limit (its deadline:
-        WorkerProcess.limit_until), which it did not use."""
+        are the lane's, not the candidates' (resume); the seconds frozen."""
         with self._lock:
             stopped, self._stopped = self._stopped, None
             workers, self._frozen_workers, self._kept = self._frozen_workers, [], ()
@@ -183,17 +185,51 @@ class Freezer:
             for s in stopped.values():
                 s.signal(signal.SIGCONT)
                 s.close()
-            frozen_s = time.monotonic() - self._since
             for w in workers:
-                extend_limit(w, frozen_s)
-            return frozen_s
+                resume(w)
+            return time.monotonic() - self._since
 
 
-def extend_limit(worker, seconds):
-    """Moves a worker's evaluation limit later by seconds it spent frozen or
-    waiting at the gate (not its own time)."""
-    if worker is not None and getattr(worker, "deadline", None) is not None:
-        worker.deadline += seconds
+_lost_lock = threading.Lock()
+
+
+def pause(worker):
+    """The lane's time starts for this worker (it waits at the gate, or is
+    frozen): not the candidate's. Paired with resume; nested pauses count
+    once."""
+    if worker is None:
+        return
+    with _lost_lock:
+        depth = getattr(worker, "lost_depth", 0)
+        if depth == 0:
+            worker.lost_since = time.monotonic()
+        worker.lost_depth = depth + 1
+
+
+def resume(worker):
+    """The lane's time ends: what it took is added to the worker's lost
+    seconds and moves its evaluation limit (WorkerProcess.limit_until)
+    later by as much."""
+    if worker is None:
+        return
+    with _lost_lock:
+        worker.lost_depth = getattr(worker, "lost_depth", 1) - 1
+        if worker.lost_depth:
+            return
+        seconds = time.monotonic() - worker.lost_since
+        worker.lost_s = getattr(worker, "lost_s", 0.0) + seconds
+        if getattr(worker, "deadline", None) is not None:
+            worker.deadline += seconds
+
+
+def lost_seconds(worker):
+    """Seconds this worker has spent waiting at the gate or frozen, so far
+    (the scheduler's backstop does not count them)."""
+    if worker is None:
+        return 0.0
+    with _lost_lock:
+        ongoing = time.monotonic() - worker.lost_since if getattr(worker, "lost_depth", 0) else 0.0
+        return getattr(worker, "lost_s", 0.0) + ongoing
 
 
 def _alive(w):

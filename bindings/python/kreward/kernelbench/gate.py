@@ -15,7 +15,8 @@ A readers-writer gate with writer preference:
   work between requests; then an optional probe (gpu_idle_probe) waits
   for what a frozen process had already queued on the device to drain.
 Time a worker spends waiting at the gate or frozen is added back to its
-evaluation limit (freezer.extend_limit): it is the lane's, not the
+evaluation limit, and the scheduler's backstop does not count it
+(freezer.pause, resume, lost_seconds): it is the lane's, not the
 candidate's.
 
 The exclusive phase belongs to a thread; that thread's own shared steps
@@ -27,7 +28,7 @@ import contextlib
 import threading
 import time
 
-from .freezer import extend_limit
+from .freezer import pause, resume
 
 
 class Gate:
@@ -48,18 +49,20 @@ class Gate:
     def shared(self, worker=None):
         """A shared step: waits while an exclusive phase runs or is asked
         for. worker: the evaluation's candidate worker, whose limit gets the
-        wait back."""
+        wait back (freezer.resume)."""
         me = threading.get_ident()
         depth = getattr(self._local, "depth", 0)
         if self._owner == me or depth:
             yield  # inside its own exclusive phase, or a step already in progress
             return
-        t0 = time.monotonic()
-        with self._cond:
-            while self._owner is not None or self._queue:
-                self._cond.wait()
-            self._readers += 1
-        extend_limit(worker, time.monotonic() - t0)
+        pause(worker)
+        try:
+            with self._cond:
+                while self._owner is not None or self._queue:
+                    self._cond.wait()
+                self._readers += 1
+        finally:
+            resume(worker)
         self._local.depth = 1
         try:
             yield
@@ -76,20 +79,24 @@ class Gate:
         result: seconds waited, processes stopped, the probe's note."""
         me = threading.get_ident()
         t0 = time.monotonic()
-        with self._cond:
-            if self._owner == me:
-                raise RuntimeError("this thread is already in the exclusive phase")
-            self._queue.append(me)
-            try:
-                while self._owner is not None or self._readers or self._queue[0] != me:
-                    self._cond.wait()
-            finally:
-                self._queue.remove(me)
-            self._owner = me
-            self.counters["exclusive"] += 1
-        waited = time.monotonic() - t0
         for w in keep:
-            extend_limit(w, waited)
+            pause(w)
+        try:
+            with self._cond:
+                if self._owner == me:
+                    raise RuntimeError("this thread is already in the exclusive phase")
+                self._queue.append(me)
+                try:
+                    while self._owner is not None or self._readers or self._queue[0] != me:
+                        self._cond.wait()
+                finally:
+                    self._queue.remove(me)
+                self._owner = me
+                self.counters["exclusive"] += 1
+        finally:
+            for w in keep:
+                resume(w)
+        waited = time.monotonic() - t0
         facts = {"waited_s": round(waited, 4)}
         try:
             if self.freezer is not None:

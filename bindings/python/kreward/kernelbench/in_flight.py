@@ -34,7 +34,7 @@ hold up to keep_warm x (1 + K) workers, each with a CUDA context: lower
 keep_warm with a larger K."""
 import threading
 
-from .freezer import Freezer
+from .freezer import Freezer, lost_seconds
 from .gate import Gate
 from .worker_process import watch_starts
 
@@ -114,6 +114,7 @@ class InFlightRunner:
             if slot is None:
                 slot = Slot(self.runner.slot_processes(), self.runner._processes, self.baseline_lock)
             slot._seen, slot.thread = None, threading.get_ident()
+            slot.own.candidate = None  # (the last evaluation's, ended: lost_s reads this one's)
             self._busy[token] = slot
             return slot
 
@@ -141,6 +142,13 @@ class InFlightRunner:
                                         **options)
         finally:
             self._release(token)
+
+    def lost_s(self, token):
+        """Seconds the evaluation's candidate worker waited at the gate or
+        was frozen (freezer.lost_seconds)."""
+        with self._lock:
+            slot = self._busy.get(token)
+        return lost_seconds(slot.own.candidate) if slot is not None else 0.0
 
     def abort(self, token):
         """Ends one evaluation's workers (its candidate's, its spare); if it

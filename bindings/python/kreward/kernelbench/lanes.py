@@ -131,6 +131,13 @@ class RunnerLane:
                 else:
                     runner.abort(token)
 
+    def lost_s(self, token):
+        """Seconds token's evaluation (in flight) waited at the gate or was
+        frozen: the scheduler's backstop does not count them."""
+        with self._lock:
+            runner = self._busy.get(token)
+        return runner.lost_s(token) if self.gate is not None and runner is not None else 0.0
+
     def healthy(self):
         """True, or why this process cannot compute on the lane's device."""
         if self.device == "cpu":

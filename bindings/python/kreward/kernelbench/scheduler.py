@@ -43,7 +43,9 @@ failure, whatever its evaluation then said.
 
 Lanes are objects with evaluate(problem, source, next_source, options),
 abort(), healthy() and close() (with in_flight > 1: evaluate(...,
-token=ticket) and abort(ticket) too); RunnerLane is the real one, tests
+token=ticket) and abort(ticket) too, and optionally lost_s(ticket): the
+seconds it waited at the gate or was frozen, which the backstop does not
+count); RunnerLane is the real one, tests
 give fakes (`lane_factory`) to test the rules on the CPU."""
 import collections
 import itertools
@@ -89,8 +91,8 @@ class Scheduler:
                  watchdog_s=0.5, builds=None, in_flight=1):
         """lanes: {name: lane object}. job_timeout_s: the backstop per
         candidate (None: none; RunnerLane's own deadlines decide), counted
-        from its GPU turn (after its build; with in_flight > 1 its waits at
-        the gate count too). builds: the compile stage (a builds.BuildPool,
+        from its GPU turn (after its build; with in_flight > 1, less its
+        waits at the gate and its time frozen: the lane's lost_s). builds: the compile stage (a builds.BuildPool,
         closed with the scheduler), or None. in_flight: candidates each lane
         evaluates at once (1: one at a time)."""
         if not lanes:
@@ -369,7 +371,8 @@ class Scheduler:
                 if self.job_timeout_s is not None:
                     now = time.monotonic()
                     late = [j for j in self._jobs.values() if j.lane is not None and
-                            not j.done.is_set() and now - j.started > self.job_timeout_s]
+                            not j.done.is_set() and
+                            now - j.started - self._lost_s(j) > self.job_timeout_s]
                 for j in late:
                     self.counters["backstop_timeouts"] += 1
                 self._cond.wait(every_s)
@@ -384,6 +387,17 @@ class Scheduler:
                         lane.abort(j.ticket) if self.in_flight > 1 else lane.abort()
                     except Exception:  # noqa: BLE001
                         pass
+
+    def _lost_s(self, job):
+        """In flight: the seconds the job's evaluation waited at its lane's
+        gate or was frozen (the lane's, not its own: lost_s), else 0."""
+        lane = self._lanes.get(job.lane)
+        if self.in_flight == 1 or not hasattr(lane, "lost_s"):
+            return 0.0
+        try:
+            return lane.lost_s(job.ticket)
+        except Exception:  # noqa: BLE001 - then the backstop counts it all
+            return 0.0
 
     # ---- one result per job ----
     def _finish(self, job, result):
