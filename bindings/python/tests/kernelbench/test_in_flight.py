@@ -184,11 +184,11 @@ class InFlightFakeLane:
         self.abort()
 
 
-def _collect(s):
+def _collect(s, timeout=60):
     got = []
     while True:
         try:
-            got.append(s.next(timeout=60))
+            got.append(s.next(timeout=timeout))
         except LookupError:
             return got
 
@@ -371,7 +371,12 @@ def test_two_candidates_in_flight_through_the_real_runner_on_the_cpu(tmp_path):
         freezes.append(n)
         return n
     lane.gate.freezer.freeze = freeze
-    problem = KernelBenchProblem(str(KB / "level1" / "01_relu.py"))
+    # KernelBench's ReLU at a size the CPU checks in moments (4096 x 4096
+    # takes minutes on a busy two-core host)
+    tiny = tmp_path / "relu_small.py"
+    tiny.write_text((KB / "level1" / "01_relu.py").read_text()
+                    .replace("batch_size = 4096", "batch_size = 16").replace("dim = 4096", "dim = 256"))
+    problem = KernelBenchProblem(str(tiny))
     good = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
             "        return x.clamp_min(0)\n")
     wrong = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
@@ -379,7 +384,7 @@ def test_two_candidates_in_flight_through_the_real_runner_on_the_cpu(tmp_path):
     opts = {"seed": 3, "batches": 3, "calls": 4, "checks": 2}
     with Scheduler({"cpu": lane}, in_flight=2) as s:
         tickets = [s.submit(problem, src, opts) for src in (good, wrong, good)]
-        got = _collect(s)
+        got = _collect(s, timeout=600)
     assert [t for t, _ in got] == tickets
     assert [r["verdict"] for _, r in got] == ["pass", "wrong", "pass"], [r.get("feedback") for _, r in got]
     for _, r in (got[0], got[2]):
