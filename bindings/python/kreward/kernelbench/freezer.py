@@ -123,15 +123,18 @@ class Freezer:
         self._stopped = None      # {pid: _Stopped} while frozen, else None
         self._kept = ()
         self._since = None
+        self._by = None           # the thread that froze the others
         self._frozen_workers = []
         self.counters = {"freezes": 0, "stopped": 0}
 
     def track(self, worker):
         """A worker started by one of the lane's evaluations; stopped at once
-        if a freeze is in progress (it was started after the walk)."""
+        if a freeze is in progress (it was started after the walk), unless
+        the thread that froze the others started it (a baseline replaced
+        inside its own timed phase: verification.check_baseline_paths)."""
         with self._lock:
             self._workers.add(worker)
-            if self._stopped is not None and worker not in self._kept:
+            if self._stopped is not None and threading.get_ident() != self._by:
                 pause(worker)
                 self._stop_trees([worker])
                 self._frozen_workers.append(worker)
@@ -144,6 +147,7 @@ class Freezer:
                 raise RuntimeError("already frozen")
             self._stopped, self._kept, self._since = {}, tuple(k for k in keep if k is not None), \
                 time.monotonic()
+            self._by = threading.get_ident()
             others = [w for w in list(self._workers) if w not in self._kept and _alive(w)]
             self._frozen_workers = others
             for w in others:

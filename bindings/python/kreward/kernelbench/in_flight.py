@@ -62,6 +62,9 @@ class Slot:
         return got
 
     def start_baseline(self):
+        b = self.shared.baseline
+        if b is not None and b.alive():
+            return  # (not waiting for the lock another evaluation holds in baseline_ready)
         with self.lock:
             self.shared.start_baseline()
 
