@@ -391,3 +391,37 @@ def test_two_candidates_in_flight_through_the_real_runner_on_the_cpu(tmp_path):
         assert r["baseline_us"] > 0 and "gate" in r and "gate" in r["phases_s"]
     assert len(freezes) == 2          # one timed phase per passing candidate
     assert lane.gate.counters["exclusive"] == 2
+
+
+def test_a_worker_started_during_a_freeze_is_stopped_unless_the_freezing_thread_started_it():
+    class Worker:
+        ended, deadline = None, None
+
+        def __init__(self):
+            # (a supervisor's place, with the worker below it)
+            self.proc = subprocess.Popen(["sh", "-c", "sleep 30 & wait"], start_new_session=True)
+
+    f = freezer_mod.Freezer()
+    workers = []
+    try:
+        f.freeze(keep=())
+        mine = Worker()                       # a baseline replaced inside its own timed phase
+        workers.append(mine)
+        theirs = Worker()                     # another evaluation's, started meanwhile
+        workers.append(theirs)
+        for w in workers:
+            deadline = time.monotonic() + 5
+            while not freezer_mod.descendants(w.proc.pid) and time.monotonic() < deadline:
+                time.sleep(0.01)
+        f.track(mine)
+        t = threading.Thread(target=f.track, args=(theirs,))
+        t.start()
+        t.join(10)
+        state = lambda w: {freezer_mod._stat(p)[0] for p, _ in freezer_mod.descendants(w.proc.pid)}  # noqa: E731
+        assert state(theirs) == {"T"} and "T" not in state(mine)
+        f.thaw()
+        assert "T" not in state(theirs)
+    finally:
+        for w in workers:
+            os.killpg(w.proc.pid, signal.SIGKILL)
+            w.proc.wait()
