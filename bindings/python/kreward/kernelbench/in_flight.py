@@ -24,7 +24,9 @@ The shared baseline:
 - a Slot's `baseline` is the worker this evaluation saw ready: if it died
   and another evaluation started a new one meanwhile, this one's requests
   fail (no baseline time, said in its notes) rather than read the new
-  worker's start replies.
+  worker's start replies, and ending it leaves the new one alone (without
+  waiting for the lock, which the evaluation waiting for the new one's
+  start holds while that start is frozen by this one's phase).
 While any evaluation is in flight the Runner's own lock is held, so
 keep_warm (processes.py) does not end its baseline under it; a Runner
 closed by the lane closes every slot.
@@ -74,15 +76,21 @@ class Slot:
             self._seen = self.shared.baseline if why is None else None
             return why
 
+    # (inside the exclusive phase, neither call waits for the lock where the
+    # baseline it saw was replaced: the evaluation holding the lock may be
+    # waiting for the new one's start, frozen until this phase ends)
     def note_baseline(self, **facts):
-        with self.lock:
-            if self.shared.baseline is self._seen:
-                self.shared.note_baseline(**facts)
+        if self.shared.baseline is self._seen:
+            self.shared.note_baseline(**facts)
 
     def end_baseline(self):
+        seen, self._seen = self._seen, None
+        if seen is not None and self.shared.baseline is not seen:
+            seen.end()  # a newer one is another evaluation's to use
+            return
         with self.lock:
-            self.shared.end_baseline()
-            self._seen = None
+            if seen is None or self.shared.baseline is seen:
+                self.shared.end_baseline()
 
     @property
     def baseline(self):

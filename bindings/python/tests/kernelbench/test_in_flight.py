@@ -425,3 +425,60 @@ def test_a_worker_started_during_a_freeze_is_stopped_unless_the_freezing_thread_
         for w in workers:
             os.killpg(w.proc.pid, signal.SIGKILL)
             w.proc.wait()
+
+
+def test_a_slot_times_the_baseline_it_saw_ready_and_leaves_a_newer_one_alone():
+    from kreward.kernelbench.in_flight import Slot
+
+    class B:
+        def __init__(self):
+            self.ended = False
+
+        def end(self):
+            self.ended = True
+
+        def alive(self):
+            return not self.ended
+
+    class Shared:
+        sandbox = "init"
+
+        def __init__(self):
+            self.baseline, self.baseline_facts, self.starts = None, {}, 0
+
+        def start_baseline(self):
+            if self.baseline is None or not self.baseline.alive():
+                self.baseline, self.starts = B(), self.starts + 1
+
+        def baseline_ready(self):
+            self.baseline_facts = {"ready": True}
+
+        def note_baseline(self, **facts):
+            self.baseline_facts.update(facts)
+
+        def end_baseline(self):
+            self.baseline.end()
+            self.baseline, self.baseline_facts = None, {}
+
+    shared, lock = Shared(), threading.RLock()
+    a, b = Slot(object(), shared, lock), Slot(object(), shared, lock)
+    a.start_baseline()
+    b.start_baseline()
+    assert shared.starts == 1                        # one baseline for both slots
+    assert a.baseline_ready() is None and a.baseline is shared.baseline
+    first = a.baseline
+    first.end()                                      # it died; b starts a new one
+    b.start_baseline()
+    assert shared.starts == 2 and a.baseline is first and shared.baseline is not first
+    a.note_baseline(per_call_us=5.0)                 # facts of a dead worker: not the new one's
+    assert "per_call_us" not in shared.baseline_facts
+    held = threading.Event()
+    release = threading.Event()
+    t = threading.Thread(target=lambda: (lock.acquire(), held.set(), release.wait(10), lock.release()))
+    t.start()
+    held.wait(5)
+    t0 = time.monotonic()
+    a.end_baseline()                                 # no wait for the lock another holds
+    assert time.monotonic() - t0 < 1 and not shared.baseline.ended
+    release.set()
+    t.join(5)
