@@ -45,8 +45,8 @@ class Slot:
     start_spare, the sandbox) from `own`, the baseline from the Runner's
     `shared` Processes, under `lock`."""
 
-    def __init__(self, own, shared, lock):
-        self.own, self.shared, self.lock = own, shared, lock
+    def __init__(self, own, shared, lock, gate=None):
+        self.own, self.shared, self.lock, self.gate = own, shared, lock, gate
         self._seen = None   # the baseline worker this evaluation saw ready
         self.thread = None  # the thread of the evaluation using the slot
 
@@ -62,6 +62,14 @@ class Slot:
                 if self.shared.sandbox == "start":
                     self.shared._fall_back_to_init(self.own.sandbox_fallback)
         return got
+
+    def start_spare(self, next_source=None):
+        # a shared step: its start (a fork of this process, a staging
+        # buffer allocated on the GPU here) never during another's timed phase
+        if self.gate is None:
+            return self.own.start_spare(next_source)
+        with self.gate.shared():
+            return self.own.start_spare(next_source)
 
     def start_baseline(self):
         b = self.shared.baseline
@@ -123,7 +131,8 @@ class InFlightRunner:
                 self.runner._processes.lock.acquire()
             slot = self._idle.pop() if self._idle else None
             if slot is None:
-                slot = Slot(self.runner.slot_processes(), self.runner._processes, self.baseline_lock)
+                slot = Slot(self.runner.slot_processes(), self.runner._processes, self.baseline_lock,
+                            self.gate)
             slot._seen, slot.thread = None, threading.get_ident()
             slot.own.candidate = None  # (the last evaluation's, ended: lost_s reads this one's)
             self._busy[token] = slot
