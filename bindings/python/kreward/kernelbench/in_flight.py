@@ -119,12 +119,9 @@ class InFlightRunner:
         self._lock = threading.Lock()
         self._idle = []        # slots no evaluation uses now
         self._busy = {}        # token -> Slot
-        self._closed = False
 
     def _acquire(self, token):
         with self._lock:
-            if self._closed:
-                raise RuntimeError("the Runner is closed")
             if not self._busy:
                 # keep_warm leaves a Runner whose lock is held alone: its
                 # baseline serves every evaluation in flight
@@ -141,10 +138,8 @@ class InFlightRunner:
     def _release(self, token):
         with self._lock:
             slot = self._busy.pop(token, None)
-            if slot is not None and not self._closed:
+            if slot is not None:
                 self._idle.append(slot)
-            elif slot is not None:
-                slot.own.close()
             if not self._busy:
                 self.runner._processes.lock.release()
 
@@ -185,9 +180,9 @@ class InFlightRunner:
 
     def close(self):
         """Ends every slot's workers and the Runner's (in-flight evaluations
-        end: their workers die)."""
+        end: their workers die); as Runner.close, a later evaluation starts
+        them again."""
         with self._lock:
-            self._closed = True
             slots = self._idle + list(self._busy.values())
             self._idle = []
         for slot in slots:
