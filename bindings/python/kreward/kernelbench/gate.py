@@ -9,11 +9,14 @@ A readers-writer gate with writer preference:
   attribution, its end and its baseline's timing. One at a time, in the
   order they asked; it waits for the shared steps in progress to end (each
   ends with its worker synchronized: no GPU work of theirs is queued), and
-  from its request on, no new shared step starts;
+  from its request on, no new shared step starts; a candidate's step
+  that has run longer than OVERDUE_S is not waited for (below);
 - while it runs, every other worker of the lane is frozen (freezer.py:
   SIGSTOP to its whole process tree), since a candidate's own threads can
-  work between requests; then an optional probe (gpu_idle_probe) waits
-  for what a frozen process had already queued on the device to drain.
+  work between requests (an overdue step's worker too, its request in
+  flight: its own timeout keeps running, which a hang meets anyway); then
+  an optional probe (gpu_probe.py) waits for what a frozen process had
+  already queued on the device to drain.
 Time a worker spends waiting at the gate or frozen is added back to its
 evaluation limit, and the scheduler's backstop does not count it
 (freezer.pause, resume, lost_seconds): it is the lane's, not the
@@ -30,26 +33,39 @@ import time
 
 from .freezer import pause, resume
 
+# how long the exclusive phase waits for a candidate's shared step in
+# progress: a candidate that hangs in verify (a loop in forward, a
+# ModelNew(...) that sleeps) would otherwise hold every timed phase of the
+# lane for its whole request timeout (a minute, or ten for a build); past
+# this, its worker is frozen with the others and the phase goes on. Longer
+# than a first call's Triton compiles, which a shared step may hold.
+OVERDUE_S = 5.0
+
 
 class Gate:
-    def __init__(self, freezer=None, probe=None):
+    def __init__(self, freezer=None, probe=None, overdue_s=OVERDUE_S):
         """freezer: a freezer.Freezer (or a fake with freeze(keep) and
         thaw()), or None (no freeze); probe: called after the freeze, before
         the exclusive phase is granted; returns None or a note (the GPU did
-        not look idle in time)."""
+        not look idle in time); overdue_s: how long the exclusive phase
+        waits for a candidate's shared step (below)."""
         self.freezer, self.probe = freezer, probe
+        self.overdue_s = overdue_s
         self._cond = threading.Condition()
-        self._readers = 0
+        self._reading = {}                  # each shared step in progress -> (start, overdue_s)
         self._owner = None                  # the thread in the exclusive phase
         self._queue = collections.deque()   # threads waiting for it, in order
         self._local = threading.local()     # this thread's shared-step depth
         self.counters = collections.Counter()
 
     @contextlib.contextmanager
-    def shared(self, worker=None):
+    def shared(self, worker=None, candidate=True):
         """A shared step: waits while an exclusive phase runs or is asked
         for. worker: the evaluation's candidate worker, whose limit gets the
-        wait back (freezer.resume)."""
+        wait back (freezer.resume). candidate: the step runs a candidate's
+        code (it can hang: waited for overdue_s at most); False: this
+        process's own (a Runner's construction, a spare's start), always
+        waited for."""
         me = threading.get_ident()
         depth = getattr(self._local, "depth", 0)
         if self._owner == me or depth:
@@ -60,7 +76,8 @@ class Gate:
             with self._cond:
                 while self._owner is not None or self._queue:
                     self._cond.wait()
-                self._readers += 1
+                key = object()
+                self._reading[key] = (time.monotonic(), self.overdue_s if candidate else None)
         finally:
             resume(worker)
         self._local.depth = 1
@@ -69,8 +86,18 @@ class Gate:
         finally:
             self._local.depth = 0
             with self._cond:
-                self._readers -= 1
+                del self._reading[key]
                 self._cond.notify_all()
+
+    def _young(self, now):
+        """Seconds until the shared steps in progress are all overdue (lock
+        held): 0 when none is left to wait for, None to wait for a notify."""
+        left = 0.0
+        for start, overdue in self._reading.values():
+            if overdue is None:
+                return None
+            left = max(left, start + overdue - now)
+        return left
 
     def enter_exclusive(self, keep=()):
         """Waits for the exclusive phase (this thread's turn, no shared step
@@ -87,17 +114,27 @@ class Gate:
                     raise RuntimeError("this thread is already in the exclusive phase")
                 self._queue.append(me)
                 try:
-                    while self._owner is not None or self._readers or self._queue[0] != me:
-                        self._cond.wait()
+                    while True:
+                        if self._owner is None and self._queue[0] == me:
+                            left = self._young(time.monotonic())
+                            if left is not None and left <= 0:
+                                break
+                            self._cond.wait(left)
+                        else:
+                            self._cond.wait()
                 finally:
                     self._queue.remove(me)
                 self._owner = me
+                overdue = len(self._reading)
                 self.counters["exclusive"] += 1
+                self.counters["overdue_steps"] += overdue
         finally:
             for w in keep:
                 resume(w)
         waited = time.monotonic() - t0
         facts = {"waited_s": round(waited, 4)}
+        if overdue:
+            facts["overdue_steps"] = overdue  # frozen mid-request (their workers' time given back)
         try:
             if self.freezer is not None:
                 facts["stopped"] = self.freezer.freeze(keep)
@@ -130,7 +167,7 @@ class Gate:
 
 class _NoGate:
     @contextlib.contextmanager
-    def shared(self, worker=None):
+    def shared(self, worker=None, candidate=True):
         yield
 
     def enter_exclusive(self, keep=()):

@@ -68,7 +68,7 @@ class Slot:
         # buffer allocated on the GPU here) never during another's timed phase
         if self.gate is None:
             return self.own.start_spare(next_source)
-        with self.gate.shared():
+        with self.gate.shared(candidate=False):
             return self.own.start_spare(next_source)
 
     def start_baseline(self):

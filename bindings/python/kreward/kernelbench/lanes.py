@@ -85,7 +85,7 @@ class RunnerLane:
         if self.gate is None:
             return Runner(problem.imported(), self.device, **self.runner_options)
         from .in_flight import InFlightRunner
-        with self.gate.shared():  # (it computes on the GPU: not during a timed phase)
+        with self.gate.shared(candidate=False):  # (it computes on the GPU: not during a timed phase)
             return InFlightRunner(Runner(problem.imported(), self.device, **self.runner_options), self.gate)
 
     def _evict(self):

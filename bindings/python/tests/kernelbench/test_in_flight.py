@@ -120,12 +120,13 @@ class InFlightFakeLane:
     (not gated: its worker is frozen instead), verify in `cases` shared
     steps, then the exclusive phase. Sources: "pass", "dead" (its worker
     dies in verify: crash), "hang" (hangs in its timed phase until
-    aborted), "error"."""
+    aborted), "error", "stuck" (each verify step takes 1.5 s)."""
 
-    def __init__(self, log, load_s=0.05, verify_s=0.05, timed_s=0.01, cases=5, freeze=True):
+    def __init__(self, log, load_s=0.05, verify_s=0.05, timed_s=0.01, cases=5, freeze=True,
+                 overdue_s=5.0):
         self.log = log
         self.freezer = FakeFreezer(log, real=freeze)
-        self.gate = Gate(self.freezer)
+        self.gate = Gate(self.freezer, overdue_s=overdue_s)
         self.load_s, self.verify_s, self.timed_s, self.cases = load_s, verify_s, timed_s, cases
         self.aborts, self.workers = {}, {}
         self.lock = threading.Lock()
@@ -145,7 +146,7 @@ class InFlightFakeLane:
             for case in range(self.cases):                          # verify
                 with self.gate.shared(w):
                     t0 = time.monotonic()
-                    time.sleep(self.verify_s / self.cases)
+                    time.sleep(self.verify_s / self.cases if source != "stuck" else 1.5)
                     self.log.span("requests", token, t0)
                 if source == "dead" and case == 1:
                     return {"verdict": "crash", "feedback": "the worker died"}
@@ -226,6 +227,39 @@ def test_one_timed_phase_at_a_time_no_other_request_during_it_and_the_rest_froze
     assert any(stopped for _, _, stopped in freezes)           # others were there to freeze
     assert all(holder not in stopped for _, holder, stopped in freezes)
     assert log.violations == []
+
+
+def test_a_candidate_stuck_in_verify_holds_the_timed_phases_back_only_until_overdue():
+    log = Log()
+    lane = InFlightFakeLane(log, load_s=0.01, verify_s=0.02, timed_s=0.01, cases=1, overdue_s=0.3)
+    tickets, got = _batch(lane, ["stuck"] + ["pass"] * 6, in_flight=3)
+    assert [r["verdict"] for _, r in got] == ["pass"] * 7
+    stuck = [r for r in log.requests if r[0] == tickets[0]][0]
+    during = [e for e in log.exclusive if e[0] != tickets[0] and _overlaps(stuck, e)]
+    # the others were timed while it was stuck, each past its first 0.3 s,
+    # with its worker frozen (its own thread never ran meanwhile)
+    assert during and all(e[1] >= stuck[1] + 0.3 for e in during)
+    assert all(tickets[0] in stopped for _, holder, stopped in lane.freezer.calls[::2]
+               if holder in {e[0] for e in during})
+    assert log.violations == [] and lane.gate.counters["overdue_steps"] >= len(during)
+
+
+def test_this_processes_own_shared_steps_are_always_waited_for():
+    gate = Gate(overdue_s=0.05)
+    inside, done = threading.Event(), threading.Event()
+
+    def own_step():
+        with gate.shared(candidate=False):
+            inside.set()
+            time.sleep(0.4)
+        done.set()
+    t = threading.Thread(target=own_step)
+    t.start()
+    inside.wait(5)
+    gate.enter_exclusive()
+    assert done.is_set()         # not granted before the step ended
+    gate.leave_exclusive()
+    t.join(5)
 
 
 def test_without_the_freeze_a_candidates_own_thread_is_caught_running():
