@@ -40,6 +40,7 @@ from .freezer import Freezer, lost_seconds
 from .gate import Gate
 from .worker_process import watch_starts
 
+
 class Slot:
     """What Evaluation.run sees as its processes: the candidate side (start_candidate,
     start_spare, the sandbox) from `own`, the baseline from the Runner's
@@ -142,11 +143,6 @@ class InFlightRunner:
                 self._idle.append(slot)
             if not self._busy:
                 self.runner._processes.lock.release()
-
-    @property
-    def in_use(self):
-        with self._lock:
-            return bool(self._busy)
 
     def evaluate(self, token, source, next_source=None, **options):
         """One candidate in a slot of its own (token: the caller's name for

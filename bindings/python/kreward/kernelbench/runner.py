@@ -243,8 +243,9 @@ class Runner:
         Processes with this Runner's settings as they are now, whose
         candidate worker and spare are its own (its baseline stays unused:
         the Runner's serves every slot)."""
-        fell_back = self._processes.sandbox_fallback is not None  # (decided once: "init" from then on)
-        p = Processes(**dict(self._processes_args, sandbox="init" if fell_back else self._processes_args["sandbox"]))
+        # "auto" decided once: after a fallback, "init" for every worker
+        sandbox = "init" if self._processes.sandbox_fallback is not None else self._processes_args["sandbox"]
+        p = Processes(**dict(self._processes_args, sandbox=sandbox))
         for name in ("staged", "inputs_from", "timeout_s", "keep_spare", "ipc_why", "sandbox_fallback"):
             setattr(p, name, getattr(self._processes, name))
         return p
