@@ -391,10 +391,55 @@ def test_the_freezer_stops_and_continues_a_whole_process_tree():
                 pass
 
 
+def _tiny_relu(tmp_path):
+    """KernelBench's ReLU at a size the CPU checks in moments (4096 x 4096
+    takes minutes on a busy two-core host)."""
+    from kreward.problems import KernelBenchProblem
+    tiny = tmp_path / "relu_small.py"
+    tiny.write_text((KB / "level1" / "01_relu.py").read_text()
+                    .replace("batch_size = 4096", "batch_size = 16").replace("dim = 4096", "dim = 256"))
+    return KernelBenchProblem(str(tiny))
+
+
+def test_a_hung_candidate_in_flight_is_frozen_past_overdue_and_aborted_alone(tmp_path):
+    pytest.importorskip("torch", reason="the ModelNew runner needs torch")
+    from kreward.kernelbench.lanes import RunnerLane
+    lane = RunnerLane("cpu", {"cache_dir": str(tmp_path), "timeout_s": 120, "call_timeout_s": 300},
+                      in_flight=2)
+    lane.gate.overdue_s = 1.0
+    problem = _tiny_relu(tmp_path)
+    hung = ("import time, torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+            "        time.sleep(1000)\n        return x\n")
+    good = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+            "        return x.clamp_min(0)\n")
+    opts = {"seed": 3, "batches": 3, "calls": 4, "checks": 2}
+    got = {}
+
+    def run(token, src):
+        got[token] = lane.evaluate(problem, src, None, opts, token=token)
+    try:
+        threads = {t: threading.Thread(target=run, args=(t, src)) for t, src in (("hung", hung),
+                                                                                  ("good", good))}
+        for t in threads.values():
+            t.start()
+        threads["good"].join(600)
+        # timed while the other hung in verify: not waited for past overdue, frozen meanwhile
+        assert got["good"]["verdict"] == "pass", got["good"].get("feedback")
+        assert got["good"]["gate"].get("overdue_steps") == 1 and got["good"]["gate"]["stopped"] >= 1
+        assert threads["hung"].is_alive()
+        t0 = time.monotonic()
+        lane.abort("hung")                               # that evaluation only
+        threads["hung"].join(60)
+        assert not threads["hung"].is_alive() and time.monotonic() - t0 < 60
+        assert got["hung"]["verdict"] in ("crash", "timeout", "error"), got["hung"]
+    finally:
+        lane.abort()
+        lane.close()
+
+
 def test_two_candidates_in_flight_through_the_real_runner_on_the_cpu(tmp_path):
     pytest.importorskip("torch", reason="the ModelNew runner needs torch")
     from kreward.kernelbench.lanes import RunnerLane
-    from kreward.problems import KernelBenchProblem
 
     lane = RunnerLane("cpu", {"cache_dir": str(tmp_path), "timeout_s": 120, "call_timeout_s": 30}, in_flight=2)
     freezes = []
@@ -405,12 +450,7 @@ def test_two_candidates_in_flight_through_the_real_runner_on_the_cpu(tmp_path):
         freezes.append(n)
         return n
     lane.gate.freezer.freeze = freeze
-    # KernelBench's ReLU at a size the CPU checks in moments (4096 x 4096
-    # takes minutes on a busy two-core host)
-    tiny = tmp_path / "relu_small.py"
-    tiny.write_text((KB / "level1" / "01_relu.py").read_text()
-                    .replace("batch_size = 4096", "batch_size = 16").replace("dim = 4096", "dim = 256"))
-    problem = KernelBenchProblem(str(tiny))
+    problem = _tiny_relu(tmp_path)
     good = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
             "        return x.clamp_min(0)\n")
     wrong = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
