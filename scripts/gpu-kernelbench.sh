@@ -20,6 +20,9 @@
 #      bench/process_placement.py ("placement", not in the default steps):
 #      is a launch-bound call's speed the process's luck, and does pinning
 #      the processes to the GPU's cores remove it?
+#      bench/bench_in_flight.py ("inflight", not in the default steps):
+#      candidates/s one at a time against several in flight per GPU, and the
+#      speedups' spread (KB_INFLIGHT_ARGS, e.g. "--k 1 4 --candidates 16");
 #      bench/kernelbench_timing_noise.py: identical code timed as identical?
 #      (KB_NOISE_ARGS: its arguments, e.g. --repeats 5)
 #   "upstream" (not in the default steps): bench/bench_kernelbench.py on the
@@ -82,6 +85,12 @@ if want placement; then
   echo "== a launch-bound call's speed per process: free or pinned ($(elapsed) s)"
   # shellcheck disable=SC2086
   timeout "$(limit 180)" python3 bench/process_placement.py ${KB_PLACEMENT_ARGS:-} 2>&1 | tee $out/placement.log
+fi
+if want inflight; then
+  echo "== candidates in flight per GPU: candidates/s and the speedups' spread ($(elapsed) s)"
+  # shellcheck disable=SC2086
+  timeout "$(limit 300)" python3 bench/bench_in_flight.py --json $out/inflight.json ${KB_INFLIGHT_ARGS:-} 2>&1 |
+    tee $out/inflight.log
 fi
 if want staging; then
   echo "== a batch's staging: pageable, registered, CUDA IPC ($(elapsed) s)"

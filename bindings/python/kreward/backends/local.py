@@ -71,7 +71,9 @@ class Evaluator(Backend):
     candidates on the CPU, for tests: no kernel attribution, so no speed
     pay), "runner" (kreward.kernelbench.runner.Runner's options: cache_dir,
     timeout_s, sandbox, ...), "keep_warm" (Runners per lane, 8),
-    "max_attempts" (3), "job_timeout_s" (the backstop, default the Runner's
+    "in_flight" (candidates evaluated at once per lane, timed one at a
+    time: 1, the default, is one at a time; opt-in until measured on a
+    GPU, docs/kernelbench.md), "max_attempts" (3), "job_timeout_s" (the backstop, default the Runner's
     evaluation limit plus its timeout), "problems" (folders of KernelBench
     files to register by name)."""
 

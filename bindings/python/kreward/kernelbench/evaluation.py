@@ -14,6 +14,7 @@ import time
 
 from .baseline_memo import MemoUse
 from .confine import missing
+from .gate import NO_GATE
 from .report import reward_of
 from .scoring import (LAUNCH_BOUND, MOSTLY_TORCH_SHARE, attribute, custom_kernel_names, custom_share,
                       kernel_share, launch_luck, luck_note)
@@ -74,14 +75,18 @@ class Evaluation:
     paths (inputs.gpu_paths; None on the CPU), which the baseline's worker
     must not be slower than; timeout_s: an attribution's limit;
     call_timeout_s: any other request's; eval_timeout_s: the most the
-    candidate's worker may take over one evaluation."""
+    candidate's worker may take over one evaluation; gate: the lane's GPU
+    gate with several candidates in flight (gate.py: the seal a shared
+    step, timed through baseline_timed its exclusive phase), NO_GATE
+    without."""
 
     def __init__(self, *, processes, timing, verification, device, staged, baseline_kind, expected_paths,
-                 timeout_s, call_timeout_s, eval_timeout_s):
+                 timeout_s, call_timeout_s, eval_timeout_s, gate=NO_GATE):
         self.processes, self.timing, self.verification = processes, timing, verification
         self.device, self.staged, self.baseline_kind = device, staged, baseline_kind
         self.expected_paths = expected_paths
         self.timeout_s, self.call_timeout_s, self.eval_timeout_s = timeout_s, call_timeout_s, eval_timeout_s
+        self.gate = gate
 
     def run(self, source, seed, verify_seeds, batches, calls, checks, baseline, class_name,
             next_source=None, baseline_memo=True):
@@ -121,7 +126,8 @@ class Evaluation:
             if lifted is None:
                 return res
             # every case ran once (Triton compiled per shape): no exec from here
-            self._seal(w, res)
+            with self.gate.shared(w):
+                self._seal(w, res)
             if not all(lifted.values()):
                 res["notes"].append("ModelNew's parameter names differ from Model's: weights are "
                                     "seeded as KernelBench does (same seed for both), not fresh per call")
@@ -131,6 +137,11 @@ class Evaluation:
             if self.processes.starts_ahead:
                 self._spare_ready(w, res)
                 phase("spare_ready")
+            # in flight (gate.py): alone on the GPU from here to the baseline's timing
+            gated = self.gate.enter_exclusive(keep=(w, self.processes.baseline))
+            if gated is not None:
+                res["gate"] = gated
+                phase("gate")
             schedule = self._time_candidate(w, rng, lifted, base_us, batches, calls, checks, res)
             if schedule is None:
                 return res
@@ -178,6 +189,7 @@ class Evaluation:
         finally:
             if w:
                 w.end()
+            self.gate.leave_exclusive()  # (the spare below starts beside the next one's timing)
             res["reward"] = reward_of(res)
             try:
                 self.processes.start_spare(next_source)

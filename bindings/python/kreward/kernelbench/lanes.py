@@ -7,7 +7,12 @@ closes the rest. abort() closes the Runner at work from another thread,
 which ends its workers and so the evaluation (the scheduler's backstop).
 healthy() asks the device for a small computation in this process: the
 lane's own CUDA context (the caller's, which makes the golden outputs) must
-still work."""
+still work.
+
+With in_flight > 1 (opt-in: in_flight.py, gate.py) each problem's Runner
+is an InFlightRunner, the lane has one gate, and evaluate() is called from
+that many scheduler threads at once: abort(token) then ends one
+evaluation, abort() all of them."""
 import collections
 import os
 import threading
@@ -31,46 +36,108 @@ def visible_devices():
 
 
 class RunnerLane:
-    def __init__(self, device, runner_options=None, keep_warm=8):
+    def __init__(self, device, runner_options=None, keep_warm=8, in_flight=1, gpu_probe=True):
+        """in_flight: candidates evaluated at once (1: one at a time, as
+        before; more: in_flight.py); gpu_probe: with in_flight > 1 on a GPU,
+        probe it idle before each timed phase (gpu_probe.py)."""
         self.device = device
         self.runner_options = dict(runner_options or {})
         self.keep_warm = max(1, int(keep_warm))
+        self.in_flight = max(1, int(in_flight))
+        self.gate = None
+        if self.in_flight > 1:
+            from .in_flight import lane_gate
+            self.gate = lane_gate(device, probe=gpu_probe)
         self._runners = collections.OrderedDict()   # problem key -> Runner, most recent last
         self._lock = threading.Lock()
-        self._busy = None                           # the Runner evaluating now
+        self._busy = {}                             # token -> the Runner evaluating it
         self._closed = False
 
-    def _runner(self, problem):
-        from .runner import Runner
+    def _runner(self, problem, token):
         with self._lock:
             if self._closed:
                 raise RuntimeError("the lane is closed")
             r = self._runners.pop(problem.key, None)
-            if r is None:
-                r = Runner(problem.imported(), self.device, **self.runner_options)
+            if r is None and self.gate is None:
+                r = self._new_runner(problem)
+        if r is None:
+            # in flight: made outside the lane's lock (it waits at the gate,
+            # and an abort must not wait for it)
+            made = self._new_runner(problem)
+            with self._lock:
+                r = self._runners.pop(problem.key, None)
+                if r is None:
+                    r, made = made, None  # (else another thread's, made meanwhile, is used)
+            if made is not None:
+                made.close()
+        with self._lock:
+            if self._closed:
+                r.close()
+                raise RuntimeError("the lane is closed")
             self._runners[problem.key] = r
-            old = list(self._runners.items())[:max(0, len(self._runners) - self.keep_warm)]
-            for key, _ in old:
-                del self._runners[key]
-            self._busy = r
-        for _, runner in old:
+            self._busy[token] = r
+            old = self._evict()
+        for runner in old:
             runner.close()
         return r
 
-    def evaluate(self, problem, source, next_source=None, options=None):
+    def _new_runner(self, problem):
+        from .runner import Runner
+        if self.gate is None:
+            return Runner(problem.imported(), self.device, **self.runner_options)
+        from .in_flight import InFlightRunner
+        with self.gate.shared(candidate=False):  # (it computes on the GPU: not during a timed phase)
+            return InFlightRunner(Runner(problem.imported(), self.device, **self.runner_options), self.gate)
+
+    def _evict(self):
+        """The Runners past keep_warm, least recently used first, none that
+        an evaluation uses (lock held): taken out, for the caller to close."""
+        busy = {id(r) for r in self._busy.values()}
+        extra = len(self._runners) - self.keep_warm
+        old = [(k, r) for k, r in self._runners.items() if id(r) not in busy][:max(0, extra)]
+        for key, _ in old:
+            del self._runners[key]
+        return [r for _, r in old]
+
+    def evaluate(self, problem, source, next_source=None, options=None, token=None):
+        """token: the caller's name for this evaluation (abort(token)); with
+        in_flight > 1, several may run at once from different threads."""
         options = {k: v for k, v in (options or {}).items() if k in EVALUATE_OPTIONS}
-        runner = self._runner(problem)
+        token = object() if token is None else token
+        runner = self._runner(problem, token)
         try:
-            return runner.evaluate(source, next_source=next_source, **options)
+            if self.gate is None:
+                return runner.evaluate(source, next_source=next_source, **options)
+            from .in_flight import tracked
+            with tracked(self.gate):
+                return runner.evaluate(token, source, next_source=next_source, **options)
         finally:
             with self._lock:
-                self._busy = None
+                self._busy.pop(token, None)
+                old = self._evict()
+            for r in old:
+                r.close()
 
-    def abort(self):
+    def abort(self, token=None):
+        """Ends the evaluation of token (in flight: only its workers), or
+        every evaluation of the lane (None)."""
         with self._lock:
-            busy = self._busy
-        if busy is not None:
-            busy.close()
+            busy = list(self._busy.items())
+        for t, runner in busy:
+            if token is None:
+                runner.close()
+            elif t == token:
+                if self.gate is None:
+                    runner.close()
+                else:
+                    runner.abort(token)
+
+    def lost_s(self, token):
+        """Seconds token's evaluation (in flight) waited at the gate or was
+        frozen: the scheduler's backstop does not count them."""
+        with self._lock:
+            runner = self._busy.get(token)
+        return runner.lost_s(token) if self.gate is not None and runner is not None else 0.0
 
     def healthy(self):
         """True, or why this process cannot compute on the lane's device."""
@@ -99,7 +166,10 @@ def make_scheduler(options=None, cache_dir=None, no_device=False):
     serve`): a RunnerLane per device. options (all optional): "devices"
     (default every GPU this process sees; ["cpu"] for tests: no kernel
     attribution there, so no speed pay), "runner" (Runner's options),
-    "keep_warm" (8), "max_attempts" (3), "job_timeout_s" (the backstop:
+    "keep_warm" (8), "in_flight" (1: candidates evaluated at once per
+    lane, timed one at a time: in_flight.py; opt-in, not yet measured on a
+    GPU), "gpu_probe" (True: with in_flight > 1, the GPU idle probe before
+    each timed phase), "max_attempts" (3), "job_timeout_s" (the backstop:
     default the Runner's evaluation limit plus its timeout), "builds" (the
     compile stage, builds.py: False for none, or a dict of "workers"
     (default the host's CPUs), "timeout_s" (the Runner's), "pch" (True),
@@ -132,11 +202,13 @@ def make_scheduler(options=None, cache_dir=None, no_device=False):
         runner.setdefault("cache_dir", os.path.join(cache_dir, "kernelbench"))
     timeout = float(runner.get("timeout_s", 600.0))
     builds = _build_pool(o.get("builds", {}), devices, runner, timeout)
-    lanes = {str(d): RunnerLane(d, runner, o.get("keep_warm", 8)) for d in devices}
+    in_flight = max(1, int(o.get("in_flight", 1)))
+    lanes = {str(d): RunnerLane(d, runner, o.get("keep_warm", 8), in_flight, o.get("gpu_probe", True))
+             for d in devices}
     limit = runner.get("eval_timeout_s")
     backstop = o.get("job_timeout_s", (2 * timeout if limit is None else float(limit)) + timeout)
     return Scheduler(lanes, max_attempts=o.get("max_attempts", 3), job_timeout_s=backstop,
-                     builds=builds)
+                     builds=builds, in_flight=in_flight)
 
 
 def _build_pool(options, devices, runner, timeout):

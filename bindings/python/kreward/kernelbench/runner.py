@@ -67,6 +67,7 @@ import torch
 
 from . import folders
 from .evaluation import Evaluation
+from .gate import NO_GATE
 from .inputs import gpu_paths, nbytes, use_library
 from .inputs import warm as warm_kernels
 from .processes import Processes, keep_warm, library_path, start_sandbox_refused
@@ -240,7 +241,9 @@ class Runner:
         self.batch_bytes = batch_bytes or ((1 << 30) if device == "cpu" else (4 << 30))
         self.call_bytes = _call_bytes(imported)
         self.max_call_bytes = max(_call_bytes(imported, c) for c in range(n))
-        self._processes = Processes(
+        # kept: an in-flight Runner (in_flight.py) makes a candidate slot of
+        # its own per evaluation in flight from the same settings
+        self._processes_args = dict(
             device=device, sandbox=sandbox, staging=staging, cache_dir=cache_dir, ref_source=ref_source,
             problem={"layouts": self.layouts, "init_inputs": self.init_inputs, "values": self.values,
                      "state_names": self.state_names},
@@ -249,6 +252,19 @@ class Runner:
             max_call_bytes=self.max_call_bytes, spare=spare, compile_baseline=baseline == "compile",
             timeout_s=timeout_s, cuda_arch=cuda_arch, pch_dir=pch_dir, baseline_memo=baseline_memo,
             spare_ahead=spare_ahead)
+        self._processes = Processes(**self._processes_args)
+
+    def slot_processes(self):
+        """Workers for one more candidate in flight (in_flight.py): a
+        Processes with this Runner's settings as they are now, whose
+        candidate worker and spare are its own (its baseline stays unused:
+        the Runner's serves every slot)."""
+        # "auto" decided once: after a fallback, "init" for every worker
+        sandbox = "init" if self._processes.sandbox_fallback is not None else self._processes_args["sandbox"]
+        p = Processes(**dict(self._processes_args, sandbox=sandbox))
+        for name in ("staged", "inputs_from", "timeout_s", "keep_spare", "ipc_why", "sandbox_fallback"):
+            setattr(p, name, getattr(self._processes, name))
+        return p
 
     # ---- settings the workers' owner keeps (processes.Processes)
     @property
@@ -347,8 +363,9 @@ class Runner:
             return contextlib.nullcontext()
         return torch.cuda.device(self.device)
 
-    def _evaluation(self):
-        """The components of one evaluation, made from the settings now."""
+    def _evaluation(self, processes=None, gate=NO_GATE):
+        """The components of one evaluation, made from the settings now
+        (processes: an in-flight slot's, in_flight.Slot; gate: its lane's)."""
         caller_s = collections.Counter()  # this process's own seconds per step (results' ops_s)
         transfer = Transfer(layouts=self.layouts, device=self.device, staged=self.staged,
                             call_timeout_s=self.call_timeout_s, caller_s=caller_s)
@@ -357,14 +374,16 @@ class Runner:
                         batch_bytes=self.batch_bytes, call_bytes=self.call_bytes)
         verification = Verification(imp=self.imp, layouts=self.layouts, device=self.device, reference=self.ref,
                                     transfer=transfer, timing=timing, caller_s=caller_s,
-                                    timeout_s=self.timeout_s)
-        return Evaluation(processes=self._processes, timing=timing, verification=verification,
+                                    timeout_s=self.timeout_s, gate=gate)
+        return Evaluation(processes=processes or self._processes, timing=timing, verification=verification,
                           device=self.device, staged=self.staged, baseline_kind=self.baseline_kind,
                           expected_paths=self._expected_paths, timeout_s=self.timeout_s,
-                          call_timeout_s=self.call_timeout_s, eval_timeout_s=self.eval_timeout_s)
+                          call_timeout_s=self.call_timeout_s, eval_timeout_s=self.eval_timeout_s,
+                          gate=gate)
 
     def evaluate(self, source, seed=None, verify_seeds=2, batches=5, calls=None, checks=2,
-                 baseline=True, class_name="ModelNew", next_source=None, baseline_memo=True):
+                 baseline=True, class_name="ModelNew", next_source=None, baseline_memo=True,
+                 slot=None, gate=NO_GATE):
         """calls: per timed batch; None sizes batches to batch_ms (both
         sides get the same number). seed: None (the default) takes every
         input seed from the OS; an integer makes the inputs reproducible
@@ -375,10 +394,20 @@ class Runner:
         baseline_memo: False, this evaluation times the baseline in full
         and adds nothing to the memo (the "precise" preset: the C path's
         precise never shares either); Runner(baseline_memo=False) turns it
-        off for every evaluation."""
-        with self._processes.lock, self._on_device():
-            res = self._evaluation().run(source, seed, verify_seeds, batches, calls, checks, baseline,
-                                         class_name, next_source, baseline_memo)
+        off for every evaluation.
+        slot, gate: one of several candidates in flight (in_flight.py says
+        who passes them): the slot's own candidate worker beside the
+        others', this Runner's baseline, the gate deciding when it is timed;
+        the Runner's lock is then the in-flight Runner's to hold."""
+        def run():
+            return self._evaluation(slot, gate).run(source, seed, verify_seeds, batches, calls, checks,
+                                                    baseline, class_name, next_source, baseline_memo)
+        if slot is not None:
+            with self._on_device():
+                res = run()
+        else:
+            with self._processes.lock, self._on_device():
+                res = run()
         # the problem's own verdict on itself (soundness.py): every report says it
         res.setdefault("weak_problem", self.imp.weak)
         keep_warm(self._processes)

@@ -32,9 +32,21 @@ The rules are the C pool's (docs/pool.md), for the other kind of worker:
   candidate waits for its build only if it is not done, and a build that
   failed or ran past its time is the candidate's result without a GPU turn.
 
+Several candidates in flight per lane (`in_flight` K > 1; opt-in, off by
+default until measured on a GPU: in_flight.py, gate.py): each lane gets K
+threads, each taking candidates by the rules above, and the lane times
+them one at a time behind its gate. The rules hold per candidate: the
+backstop aborts only the late candidate's evaluation (abort(ticket)), and
+a candidate in flight on a lane that is retired meanwhile (its workers
+ended by the lane's close) goes back to the queue as the environment's
+failure, whatever its evaluation then said.
+
 Lanes are objects with evaluate(problem, source, next_source, options),
-abort(), healthy() and close(); RunnerLane is the real one, tests give
-fakes (`lane_factory`) to test the rules on the CPU."""
+abort(), healthy() and close() (with in_flight > 1: evaluate(...,
+token=ticket) and abort(ticket) too, and optionally lost_s(ticket): the
+seconds it waited at the gate or was frozen, which the backstop does not
+count); RunnerLane is the real one, tests
+give fakes (`lane_factory`) to test the rules on the CPU."""
 import collections
 import itertools
 import threading
@@ -76,32 +88,37 @@ def _retryable(result):
 
 class Scheduler:
     def __init__(self, lanes, max_attempts=3, job_timeout_s=None, affinity_s=30.0,
-                 watchdog_s=0.5, builds=None):
+                 watchdog_s=0.5, builds=None, in_flight=1):
         """lanes: {name: lane object}. job_timeout_s: the backstop per
         candidate (None: none; RunnerLane's own deadlines decide), counted
-        from its GPU turn (after its build). builds: the compile stage (a
-        builds.BuildPool, closed with the scheduler), or None."""
+        from its GPU turn (after its build; with in_flight > 1, less its
+        waits at the gate and its time frozen: the lane's lost_s). builds: the compile stage (a builds.BuildPool,
+        closed with the scheduler), or None. in_flight: candidates each lane
+        evaluates at once (1: one at a time)."""
         if not lanes:
             raise ValueError(NO_LANE_MESSAGE + ": none given")
         self.max_attempts = max(1, int(max_attempts))
         self.job_timeout_s = job_timeout_s
         self.affinity_s = affinity_s
         self.builds = builds
+        self.in_flight = max(1, int(in_flight))
         self._cond = threading.Condition()
         self._queue = collections.deque()   # jobs not yet taken, oldest first
         self._jobs = {}                     # ticket -> Job, until collected
         self._tickets = itertools.count(1)
         self._closed = False
         self._retired = {}                  # lane name -> why
+        self._interrupted = set()           # tickets in flight on a lane when it was retired
         self.counters = collections.Counter()
         self._lanes = dict(lanes)
         self._last_problem = {}             # lane name -> problem key it ran last
         self._threads = []
         for name in self._lanes:
-            t = threading.Thread(target=self._lane_loop, args=(name,), daemon=True,
-                                 name=f"kreward-lane-{name}")
-            t.start()
-            self._threads.append(t)
+            for i in range(self.in_flight):
+                t = threading.Thread(target=self._lane_loop, args=(name,), daemon=True,
+                                     name=f"kreward-lane-{name}" + (f"-{i}" if self.in_flight > 1 else ""))
+                t.start()
+                self._threads.append(t)
         self._watchdog = threading.Thread(target=self._watch, args=(watchdog_s,), daemon=True,
                                           name="kreward-lane-watchdog")
         self._watchdog.start()
@@ -236,9 +253,11 @@ class Scheduler:
                 continue
             result = builds_verdict(built)
             if result is None:
+                # (a token only in flight: lanes of one at a time take none)
+                token = {"token": job.ticket} if self.in_flight > 1 else {}
                 try:
                     result = lane.evaluate(job.problem, job.source,
-                                           nxt.source if nxt is not None else None, job.options)
+                                           nxt.source if nxt is not None else None, job.options, **token)
                 except Exception as e:  # noqa: BLE001 - the lane's failure: never the trainer's
                     result = _error(f"the lane on {name} failed: {type(e).__name__}: {e}")
                 builds_note(result, built)
@@ -267,6 +286,12 @@ class Scheduler:
             if job.done.is_set():  # the watchdog or close() answered it already
                 return
             job.lane = None
+            if job.ticket in self._interrupted:
+                # its lane was retired (its workers ended) while it ran: the
+                # environment's doing, whatever the evaluation then said
+                self._interrupted.discard(job.ticket)
+                result = _error(f"the lane on {name} was retired while it ran "
+                                f"({self._retired.get(name)})")
             if not _retryable(result):
                 self.counters["evaluated"] += 1
                 finish = True
@@ -308,6 +333,8 @@ class Scheduler:
             return
         self._retired[name] = why
         self.counters["lanes_retired"] += 1
+        self._interrupted |= {j.ticket for j in self._jobs.values()
+                              if j.lane == name and not j.done.is_set()}
         for job in self._queue:
             if job.held_by == name:
                 job.held_by = None
@@ -344,7 +371,8 @@ class Scheduler:
                 if self.job_timeout_s is not None:
                     now = time.monotonic()
                     late = [j for j in self._jobs.values() if j.lane is not None and
-                            not j.done.is_set() and now - j.started > self.job_timeout_s]
+                            not j.done.is_set() and
+                            now - j.started - self._lost_s(j) > self.job_timeout_s]
                 for j in late:
                     self.counters["backstop_timeouts"] += 1
                 self._cond.wait(every_s)
@@ -355,9 +383,21 @@ class Scheduler:
                                              f"{self.job_timeout_s:g} s (job_timeout_s)"})
                 if lane is not None:
                     try:
-                        lane.abort()
+                        # in flight: that candidate's evaluation only
+                        lane.abort(j.ticket) if self.in_flight > 1 else lane.abort()
                     except Exception:  # noqa: BLE001
                         pass
+
+    def _lost_s(self, job):
+        """In flight: the seconds the job's evaluation waited at its lane's
+        gate or was frozen (the lane's, not its own: lost_s), else 0."""
+        lane = self._lanes.get(job.lane)
+        if self.in_flight == 1 or not hasattr(lane, "lost_s"):
+            return 0.0
+        try:
+            return lane.lost_s(job.ticket)
+        except Exception:  # noqa: BLE001 - then the backstop counts it all
+            return 0.0
 
     # ---- one result per job ----
     def _finish(self, job, result):
@@ -366,6 +406,7 @@ class Scheduler:
                 return
             job.result = result
             job.lane = None
+            self._interrupted.discard(job.ticket)
             job.done.set()
             self._cond.notify_all()
         if job.on_done is not None:

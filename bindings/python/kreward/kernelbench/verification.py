@@ -16,6 +16,7 @@ import time
 
 import torch
 
+from .gate import NO_GATE
 from .inputs import digest, fingerprint, make_inputs
 
 
@@ -27,11 +28,14 @@ class Verification:
     runs; reference: reference.Reference; transfer: a transfer.Transfer
     (the fetches); timing: a timing.Timing (the batch verify runs);
     caller_s: the Counter this process's own steps go to ("golden");
-    timeout_s: a build's limit."""
+    timeout_s: a build's limit; gate: the lane's GPU gate (gate.py), each
+    case one shared step of it (NO_GATE: none)."""
 
-    def __init__(self, *, imp, layouts, device, reference, transfer, timing, caller_s, timeout_s):
+    def __init__(self, *, imp, layouts, device, reference, transfer, timing, caller_s, timeout_s,
+                 gate=NO_GATE):
         self.imp, self.layouts, self.device, self.ref = imp, layouts, device, reference
         self.transfer, self.timing, self.caller_s, self.timeout_s = transfer, timing, caller_s, timeout_s
+        self.gate = gate
 
     def golden(self, case, seed, lifted):
         t0 = time.perf_counter()
@@ -46,25 +50,35 @@ class Verification:
         lifted}, or None with the verdict in res."""
         lifted = {}
         for case, (name, _, _) in enumerate(self.imp.cases):
-            b, _ = w.request({"op": "build", "case": case}, self.timeout_s)
-            if not b["ok"]:
-                # ModelNew(...) raised: the candidate's outcome (a claim of
-                # the sandbox failing is its to write by now: worker_process
-                # _failure)
-                res.update(verdict="denied" if b.get("denied") else "crash",
-                           feedback=("refused by the sandbox: " if b.get("denied") else "") +
-                           f"case {name}: ModelNew(...): {b['error']}")
-                return None
-            lifted[case] = b["lifted"]
-            seeds = [rng.getrandbits(62) for _ in range(verify_seeds)]
-            self.timing.batch(w, case, seeds)
-            for s in seeds:
-                why = self.check(w, case, s, lifted[case], f"case {name}")
-                if why:
-                    res.update(verdict="wrong", feedback=why)
+            # one case at a time between the lane's timed phases (gate.py):
+            # its requests, and this process's inputs and golden outputs on
+            # the GPU, all done before another candidate's clock runs
+            with self.gate.shared(w):
+                if not self._verify_case(w, rng, verify_seeds, res, case, name, lifted):
                     return None
-            res["cases"].append({"name": name, "passed": True, "weights": "lifted" if lifted[case] else "seeded"})
         return lifted
+
+    def _verify_case(self, w, rng, verify_seeds, res, case, name, lifted):
+        """One case of verify (lifted[case] set); False with the verdict in res."""
+        b, _ = w.request({"op": "build", "case": case}, self.timeout_s)
+        if not b["ok"]:
+            # ModelNew(...) raised: the candidate's outcome (a claim of
+            # the sandbox failing is its to write by now: worker_process
+            # _failure)
+            res.update(verdict="denied" if b.get("denied") else "crash",
+                       feedback=("refused by the sandbox: " if b.get("denied") else "") +
+                       f"case {name}: ModelNew(...): {b['error']}")
+            return False
+        lifted[case] = b["lifted"]
+        seeds = [rng.getrandbits(62) for _ in range(verify_seeds)]
+        self.timing.batch(w, case, seeds)
+        for s in seeds:
+            why = self.check(w, case, s, lifted[case], f"case {name}")
+            if why:
+                res.update(verdict="wrong", feedback=why)
+                return False
+        res["cases"].append({"name": name, "passed": True, "weights": "lifted" if lifted[case] else "seeded"})
+        return True
 
     def check(self, w, case, seed, lifted, where, committed=None):
         """What is wrong with the call of `seed` in w's last batch (a line

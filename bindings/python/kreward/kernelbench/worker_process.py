@@ -6,6 +6,7 @@ and the exceptions a request can end in. What to ask is decided by the
 evaluation's components (processes.py, transfer.py, timing.py,
 verification.py, evaluation.py); this file only carries it."""
 import collections
+import contextlib
 import fcntl
 import json
 import math
@@ -26,6 +27,25 @@ MAX_LINE = 16 << 20       # a reply's JSON line (a load error's trace, a profile
 MAX_PAYLOAD = 4 << 30     # a reply's binary payload unless the request names its own bound
 MAX_DIMS = 64             # of an output's shape in a fetch's reply
 SEND_TIMEOUT_S = 60.0     # a request's write, when its sender names no timeout
+
+# who is told of each worker a thread starts (watch_starts): an in-flight
+# lane's freezer (freezer.py) must know every worker its evaluations start,
+# the moment it exists, to stop it with the others
+_watch = threading.local()
+
+
+def watch_starts(callback):
+    """A context manager: while it is active, every WorkerProcess this
+    thread starts is passed to callback right after its process exists."""
+    @contextlib.contextmanager
+    def watching():
+        before = getattr(_watch, "callback", None)
+        _watch.callback = callback
+        try:
+            yield
+        finally:
+            _watch.callback = before
+    return watching()
 
 
 class WorkerDied(Exception):
@@ -274,6 +294,7 @@ class WorkerProcess:
             for fd in fds:
                 os.close(fd)
         self.shared = shared
+        watcher = getattr(_watch, "callback", None)
         # replies arrive in pipe-sized chunks: a bytearray (appending to bytes
         # copied the whole buffer each time); payloads are read into a buffer
         # of their own size (_read)
@@ -299,6 +320,8 @@ class WorkerProcess:
         # worker's work, the pipes, the payloads), for where a batch's
         # time goes (results' ops_s: timing.py clocks); whoever reads it resets it
         self.op_s = collections.Counter()
+        if watcher is not None:
+            watcher(self)
 
     def _wait(self, deadline):
         """Until the worker's pipe has data; WorkerDied as soon as the

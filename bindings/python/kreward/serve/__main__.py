@@ -55,6 +55,10 @@ def parser():
     p.add_argument("--kernelbench-timeout", type=float, default=600.0,
                    help="a ModelNew worker's start, load or build (600 s); a whole evaluation "
                         "gets twice that")
+    p.add_argument("--kernelbench-in-flight", type=int, default=1, metavar="K",
+                   help="ModelNew candidates evaluated at once per GPU, timed one at a time "
+                        "(1, the default: one at a time; opt-in until measured on a GPU: "
+                        "docs/kernelbench.md)")
     p.add_argument("--log-level", default="info")
     return p
 
@@ -65,6 +69,8 @@ def kernelbench_options(args):
                     "call_timeout_s": min(60.0, args.kernelbench_timeout)}}
     if args.kernelbench_devices:
         o["devices"] = [d.strip() for d in args.kernelbench_devices.split(",") if d.strip()]
+    if args.kernelbench_in_flight > 1:
+        o["in_flight"] = args.kernelbench_in_flight
     return o
 
 

@@ -1,0 +1,243 @@
+"""Freezing the process trees of a lane's other ModelNew workers while one
+candidate (or its baseline) is timed (gate.py, in_flight.py).
+
+A candidate's own code runs in its worker and in whatever that worker
+starts, and can keep threads busy between the caller's requests: waiting
+at the gate for its next request is not enough to keep it off the GPU
+and the CPUs while another candidate is timed. So every process below a
+tracked worker's supervisor (the worker, and the candidate's processes,
+which the supervisor keeps below it as their subreaper: worker.py) gets
+SIGSTOP for the exclusive phase and SIGCONT after. The supervisor itself
+is left running: it runs no candidate code, and a `reap` (a backstop's
+abort, close()) must still reach it; SIGKILL ends stopped processes too.
+
+What a freeze cannot stop: GPU work a process queued before it stopped
+(an asynchronous launch by the candidate's own thread just before the
+SIGSTOP) still runs on the device; gate.py waits for the other
+evaluations' requests to return first (each ends with a synchronize) and
+can probe the GPU for idleness (gpu_idle_probe), which narrows but does
+not close that window (docs/kernelbench.md).
+
+Processes are signalled through pidfds where the kernel has them (Linux
+5.3+), each opened while its parent is still the one the walk saw, so a
+pid reused by an unrelated process after its owner exited is never
+stopped; without pidfds, by pid (a reuse within the walk's microseconds
+is the residual risk there)."""
+import os
+import signal
+import threading
+import time
+import weakref
+
+# how long a freeze waits for every process to be seen stopped (a process
+# inside a driver call stops when the call returns); then it goes on
+STOP_WAIT_S = 0.5
+# rounds of walk-and-stop: a process that forked just before its SIGSTOP
+# has a child the next walk finds
+MAX_ROUNDS = 20
+
+
+def _stat(pid):
+    """(state, parent) of a process; (None, None) once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return fields[0], int(fields[1])
+    except (OSError, IndexError, ValueError):
+        return None, None
+
+
+def _children(pid):
+    """The children of pid (its threads' children files; a scan of every
+    process's parent where the kernel has no such file)."""
+    kids = set()
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids.update(int(x) for x in f.read().split())
+        return kids
+    except FileNotFoundError:
+        if not os.path.exists(f"/proc/{pid}"):
+            return kids  # gone: no children
+    except OSError:
+        pass
+    for name in os.listdir("/proc"):
+        if name.isdigit() and _stat(int(name))[1] == pid:
+            kids.add(int(name))
+    return kids
+
+
+def descendants(root):
+    """Every process below root as (pid, parent), parents first (root itself
+    not included)."""
+    out, todo = [], [root]
+    while todo:
+        parent = todo.pop()
+        for kid in sorted(_children(parent)):
+            out.append((kid, parent))
+            todo.append(kid)
+    return out
+
+
+class _Stopped:
+    """One process this freeze stopped, held by pidfd where possible."""
+    __slots__ = ("pid", "fd")
+
+    def __init__(self, pid, parent):
+        self.pid, self.fd = pid, None
+        if hasattr(os, "pidfd_open"):
+            try:
+                self.fd = os.pidfd_open(pid)
+            except OSError:
+                raise ProcessLookupError(pid) from None
+            # the pidfd names whatever process had the pid when it was
+            # opened: still the walk's one only if its parent is unchanged
+            if _stat(pid)[1] != parent:
+                os.close(self.fd)
+                raise ProcessLookupError(pid)
+
+    def signal(self, sig):
+        try:
+            if self.fd is not None:
+                signal.pidfd_send_signal(self.fd, sig)
+            else:
+                os.kill(self.pid, sig)
+            return True
+        except OSError:  # gone (or a zombie): nothing to stop or continue
+            return False
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+class Freezer:
+    """The workers of one lane (track: every WorkerProcess its evaluation
+    threads start, worker_process.watch_starts), and the freeze of all but
+    the ones kept. One freeze at a time (the gate's exclusive phase)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._workers = weakref.WeakSet()
+        self._stopped = None      # {pid: _Stopped} while frozen, else None
+        self._kept = ()
+        self._since = None
+        self._by = None           # the thread that froze the others
+        self._frozen_workers = []
+        self.counters = {"freezes": 0, "stopped": 0}
+
+    def track(self, worker):
+        """A worker started by one of the lane's evaluations; stopped at once
+        if a freeze is in progress (it was started after the walk), unless
+        the thread that froze the others started it (a baseline replaced
+        inside its own timed phase: verification.check_baseline_paths)."""
+        with self._lock:
+            self._workers.add(worker)
+            if self._stopped is not None and threading.get_ident() != self._by:
+                pause(worker)
+                self._stop_trees([worker])
+                self._frozen_workers.append(worker)
+
+    def freeze(self, keep=()):
+        """Stops every process below each tracked worker's supervisor except
+        the kept workers'; the number of processes stopped."""
+        with self._lock:
+            if self._stopped is not None:
+                raise RuntimeError("already frozen")
+            self._stopped, self._kept, self._since = {}, tuple(k for k in keep if k is not None), \
+                time.monotonic()
+            self._by = threading.get_ident()
+            others = [w for w in list(self._workers) if w not in self._kept and _alive(w)]
+            self._frozen_workers = others
+            for w in others:
+                pause(w)
+            self._stop_trees(others)
+            self.counters["freezes"] += 1
+            self.counters["stopped"] += len(self._stopped)
+            return len(self._stopped)
+
+    def _stop_trees(self, workers):
+        roots = [w.proc.pid for w in workers]
+        deadline = time.monotonic() + STOP_WAIT_S
+        for _ in range(MAX_ROUNDS):
+            new = [(pid, parent) for root in roots for pid, parent in descendants(root)
+                   if pid not in self._stopped]
+            if not new:
+                return
+            for pid, parent in new:
+                try:
+                    s = _Stopped(pid, parent)
+                except ProcessLookupError:
+                    continue
+                self._stopped[pid] = s
+                s.signal(signal.SIGSTOP)
+            # stopped processes fork no more: wait until they are seen
+            # stopped, so the next walk's list is complete
+            while time.monotonic() < deadline and any(
+                    _stat(pid)[0] not in (None, "T", "t", "Z", "X") for pid, _ in new):
+                time.sleep(0.0005)
+
+    def thaw(self):
+        """Continues every process the freeze stopped; the seconds frozen
+        are the lane's, not the candidates' (resume); the seconds frozen."""
+        with self._lock:
+            stopped, self._stopped = self._stopped, None
+            workers, self._frozen_workers, self._kept = self._frozen_workers, [], ()
+            if stopped is None:
+                return 0.0
+            for s in stopped.values():
+                s.signal(signal.SIGCONT)
+                s.close()
+            for w in workers:
+                resume(w)
+            return time.monotonic() - self._since
+
+
+_lost_lock = threading.Lock()
+
+
+def pause(worker):
+    """The lane's time starts for this worker (it waits at the gate, or is
+    frozen): not the candidate's. Paired with resume; nested pauses count
+    once."""
+    if worker is None:
+        return
+    with _lost_lock:
+        depth = getattr(worker, "lost_depth", 0)
+        if depth == 0:
+            worker.lost_since = time.monotonic()
+        worker.lost_depth = depth + 1
+
+
+def resume(worker):
+    """The lane's time ends: what it took is added to the worker's lost
+    seconds and moves its evaluation limit (WorkerProcess.limit_until)
+    later by as much."""
+    if worker is None:
+        return
+    with _lost_lock:
+        worker.lost_depth = getattr(worker, "lost_depth", 1) - 1
+        if worker.lost_depth:
+            return
+        seconds = time.monotonic() - worker.lost_since
+        worker.lost_s = getattr(worker, "lost_s", 0.0) + seconds
+        if getattr(worker, "deadline", None) is not None:
+            worker.deadline += seconds
+
+
+def lost_seconds(worker):
+    """Seconds this worker has spent waiting at the gate or frozen, so far
+    (the scheduler's backstop does not count them)."""
+    if worker is None:
+        return 0.0
+    with _lost_lock:
+        ongoing = time.monotonic() - worker.lost_since if getattr(worker, "lost_depth", 0) else 0.0
+        return getattr(worker, "lost_s", 0.0) + ongoing
+
+
+def _alive(w):
+    try:
+        return w.ended is None and w.proc.poll() is None
+    except Exception:  # noqa: BLE001 - a fake or half-made worker: not frozen
+        return False

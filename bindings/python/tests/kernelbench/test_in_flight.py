@@ -1,0 +1,558 @@
+"""Several ModelNew candidates in flight per lane (the scheduler's
+in_flight; kernelbench/gate.py, freezer.py, in_flight.py), on the CPU: fake
+lanes through the real gate show the rules (one timed phase at a time, no
+other candidate's request or own thread during it, frozen and thawed
+around it, one result each in order, faster than one at a time); the real
+freezer on a real process tree; the real Runner with two candidates in
+flight."""
+import os
+import pathlib
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from kreward.kernelbench import freezer as freezer_mod
+from kreward.kernelbench.gate import Gate
+from kreward.kernelbench.gpu_probe import wait_idle
+from kreward.kernelbench.scheduler import Scheduler
+
+ROOT = pathlib.Path(__file__).resolve().parents[4]
+KB = ROOT / "examples" / "kernelbench"
+
+
+class Problem:
+    def __init__(self, key):
+        self.key = self.name = key
+
+
+class Log:
+    """Every gated step, timed, in one place: what the assertions read."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.requests = []      # (token, start, end)
+        self.exclusive = []     # (token, start, end)
+        self.violations = []    # a worker's own thread that ran during another's timed phase
+        self.holder = None
+
+    def span(self, kind, token, t0):
+        with self.lock:
+            getattr(self, kind).append((token, t0, time.monotonic()))
+
+
+class FakeWorker:
+    """A candidate's worker: a thread of its own code that works between
+    requests until it is frozen (the fake freezer's SIGSTOP)."""
+
+    def __init__(self, token, log):
+        self.token, self.log = token, log
+        self.running = threading.Event()
+        self.running.set()          # cleared: frozen
+        self.stop = threading.Event()
+        self.deadline = None
+        # (started once tracked, as a real worker's process is stopped at
+        # its start when a freeze is in progress: freezer.Freezer.track)
+        self.thread = threading.Thread(target=self._own_code, daemon=True)
+
+    def _own_code(self):
+        while not self.stop.is_set():
+            self.running.wait()
+            with self.log.lock:
+                holder = self.log.holder
+                # (checked under the log's lock: a freeze sets holder after it stops us)
+                if holder is not None and holder != self.token and self.running.is_set():
+                    self.log.violations.append((self.token, holder))
+            time.sleep(0.001)
+
+    def end(self):
+        self.stop.set()
+        self.running.set()
+
+
+class FakeFreezer:
+    """Records each freeze (who was stopped, who kept) and thaw."""
+
+    def __init__(self, log, real=True):
+        self.log, self.real = log, real
+        self.workers, self.calls = [], []
+        self.lock = threading.Lock()
+        self.frozen = False
+
+    def track(self, w):
+        with self.lock:
+            self.workers.append(w)
+            if self.frozen and self.real:
+                w.running.clear()
+        w.thread.start()
+
+    def freeze(self, keep):
+        with self.lock:
+            self.frozen = True
+            others = [w for w in self.workers if w not in keep and not w.stop.is_set()]
+            self.paused = others
+            for w in others:
+                freezer_mod.pause(w)
+                if self.real:
+                    w.running.clear()
+        with self.log.lock:
+            self.log.holder = keep[0].token
+        self.calls.append(("freeze", keep[0].token, sorted(w.token for w in others)))
+        return len(others)
+
+    def thaw(self):
+        with self.log.lock:
+            token, self.log.holder = self.log.holder, None
+        with self.lock:
+            self.frozen = False
+            for w in self.paused:
+                freezer_mod.resume(w)
+            for w in self.workers:
+                w.running.set()
+        self.calls.append(("thaw", token))
+        return 0.0
+
+
+class InFlightFakeLane:
+    """Evaluates like Evaluation.run through a real gate: start_and_load
+    (not gated: its worker is frozen instead), verify in `cases` shared
+    steps, then the exclusive phase. Sources: "pass", "dead" (its worker
+    dies in verify: crash), "hang" (hangs in its timed phase until
+    aborted), "error", "stuck" (each verify step takes 1.5 s)."""
+
+    def __init__(self, log, load_s=0.05, verify_s=0.05, timed_s=0.01, cases=5, freeze=True,
+                 overdue_s=5.0):
+        self.log = log
+        self.freezer = FakeFreezer(log, real=freeze)
+        self.gate = Gate(self.freezer, overdue_s=overdue_s)
+        self.load_s, self.verify_s, self.timed_s, self.cases = load_s, verify_s, timed_s, cases
+        self.aborts, self.workers = {}, {}
+        self.lock = threading.Lock()
+        self.calls = []
+
+    def evaluate(self, problem, source, next_source=None, options=None, token=None):
+        aborted = threading.Event()
+        with self.lock:
+            self.calls.append(token)
+            self.aborts[token] = aborted
+        w = FakeWorker(token, self.log)
+        with self.lock:
+            self.workers[token] = w
+        self.freezer.track(w)
+        try:
+            time.sleep(self.load_s)                                 # start_and_load
+            for case in range(self.cases):                          # verify
+                with self.gate.shared(w):
+                    t0 = time.monotonic()
+                    time.sleep(self.verify_s / self.cases if source != "stuck" else 1.5)
+                    self.log.span("requests", token, t0)
+                if source == "dead" and case == 1:
+                    return {"verdict": "crash", "feedback": "the worker died"}
+            if source == "error":
+                return {"verdict": "error", "feedback": "the environment"}
+            self.gate.enter_exclusive(keep=(w,))
+            try:
+                t0 = time.monotonic()
+                if source == "hang":
+                    aborted.wait(30)
+                    return {"verdict": "crash", "feedback": "killed"}
+                time.sleep(self.timed_s)
+                self.log.span("exclusive", token, t0)
+            finally:
+                self.gate.leave_exclusive()
+            return {"verdict": "pass", "token": token}
+        finally:
+            w.end()
+
+    def abort(self, token=None):
+        with self.lock:
+            events = list(self.aborts.values()) if token is None else [self.aborts.get(token)]
+        for e in events:
+            if e is not None:
+                e.set()
+
+    def lost_s(self, token):
+        with self.lock:
+            w = self.workers.get(token)
+        return freezer_mod.lost_seconds(w)
+
+    def healthy(self):
+        return True
+
+    def close(self):
+        self.abort()
+
+
+def _collect(s, timeout=60):
+    got = []
+    while True:
+        try:
+            got.append(s.next(timeout=timeout))
+        except LookupError:
+            return got
+
+
+def _overlaps(a, b):
+    return a[1] < b[2] and b[1] < a[2]
+
+
+def _batch(lane, sources, in_flight, **kw):
+    problems = [Problem(f"p{i}") for i in range(8)]
+    with Scheduler({"cuda:0": lane}, in_flight=in_flight, **kw) as s:
+        tickets = [s.submit(problems[i % 8], src) for i, src in enumerate(sources)]
+        return tickets, _collect(s)
+
+
+def test_one_timed_phase_at_a_time_no_other_request_during_it_and_the_rest_frozen():
+    log = Log()
+    lane = InFlightFakeLane(log, load_s=0.02, verify_s=0.03, timed_s=0.01)
+    tickets, got = _batch(lane, ["pass"] * 12, in_flight=3)
+    assert [t for t, _ in got] == tickets and all(r["verdict"] == "pass" for _, r in got)
+    assert len(log.exclusive) == 12
+    # (a) never two timed phases at once
+    ex = sorted(log.exclusive, key=lambda x: x[1])
+    assert all(a[2] <= b[1] for a, b in zip(ex, ex[1:]))
+    # (b) no request of another candidate during a timed phase
+    assert not [(r, e) for r in log.requests for e in log.exclusive if r[0] != e[0] and _overlaps(r, e)]
+    # ...and candidates were in flight together (the test would pass trivially one at a time)
+    assert any(a[0] != b[0] and _overlaps(a, b) for a in log.requests for b in log.requests)
+    # (c) every timed phase between a freeze of the others and their thaw,
+    # and no candidate's own thread ran during another's
+    freezes = [c for c in lane.freezer.calls if c[0] == "freeze"]
+    assert len(freezes) == 12 and lane.freezer.calls[-1][0] == "thaw"
+    assert all(a[0] == "freeze" and b[0] == "thaw" and a[1] == b[1]
+               for a, b in zip(lane.freezer.calls[::2], lane.freezer.calls[1::2]))
+    assert any(stopped for _, _, stopped in freezes)           # others were there to freeze
+    assert all(holder not in stopped for _, holder, stopped in freezes)
+    assert log.violations == []
+
+
+def test_a_candidate_stuck_in_verify_holds_the_timed_phases_back_only_until_overdue():
+    log = Log()
+    lane = InFlightFakeLane(log, load_s=0.01, verify_s=0.02, timed_s=0.01, cases=1, overdue_s=0.3)
+    tickets, got = _batch(lane, ["stuck"] + ["pass"] * 6, in_flight=3)
+    assert [r["verdict"] for _, r in got] == ["pass"] * 7
+    stuck = [r for r in log.requests if r[0] == tickets[0]][0]
+    during = [e for e in log.exclusive if e[0] != tickets[0] and _overlaps(stuck, e)]
+    # the others were timed while it was stuck, each past its first 0.3 s,
+    # with its worker frozen (its own thread never ran meanwhile)
+    assert during and all(e[1] >= stuck[1] + 0.3 for e in during)
+    assert all(tickets[0] in stopped for _, holder, stopped in lane.freezer.calls[::2]
+               if holder in {e[0] for e in during})
+    assert log.violations == [] and lane.gate.counters["overdue_steps"] >= len(during)
+
+
+def test_this_processes_own_shared_steps_are_always_waited_for():
+    gate = Gate(overdue_s=0.05)
+    inside, done = threading.Event(), threading.Event()
+
+    def own_step():
+        with gate.shared(candidate=False):
+            inside.set()
+            time.sleep(0.4)
+        done.set()
+    t = threading.Thread(target=own_step)
+    t.start()
+    inside.wait(5)
+    gate.enter_exclusive()
+    assert done.is_set()         # not granted before the step ended
+    gate.leave_exclusive()
+    t.join(5)
+
+
+def test_without_the_freeze_a_candidates_own_thread_is_caught_running():
+    # the check above can fail: the same lane with a freezer that stops nothing
+    log = Log()
+    lane = InFlightFakeLane(log, load_s=0.02, verify_s=0.03, timed_s=0.02, freeze=False)
+    _batch(lane, ["pass"] * 8, in_flight=3)
+    assert log.violations
+
+
+def test_a_dead_and_a_hung_candidate_in_flight_each_get_one_result_in_order():
+    log = Log()
+    lane = InFlightFakeLane(log, load_s=0.02, verify_s=0.02, timed_s=0.005)
+    sources = ["pass", "dead", "pass", "hang", "pass", "pass", "error", "pass", "dead", "pass"]
+    tickets, got = _batch(lane, sources, in_flight=3, job_timeout_s=1.0, watchdog_s=0.05,
+                          max_attempts=2)
+    assert [t for t, _ in got] == tickets                      # each once, in order
+    want = {"pass": "pass", "dead": "crash", "hang": "timeout", "error": "error"}
+    assert [r["verdict"] for _, r in got] == [want[s] for s in sources]
+    # the hung one held the gate until the backstop aborted it alone: the
+    # others, waiting at the gate meanwhile, were not its backstop's (their
+    # wait is the lane's: lost_s), and went on; each evaluated once (the
+    # error has no other lane to be tried on)
+    assert sorted(lane.calls) == tickets
+    assert len(log.exclusive) == sources.count("pass")
+
+
+class RetiringLane:
+    """"error" fails at once and the health check then fails (the lane is
+    retired, closed); "slow" waits for that close, and then says what an
+    evaluation whose workers the close killed says: crash."""
+
+    def __init__(self):
+        self.closed = threading.Event()
+
+    def evaluate(self, problem, source, next_source=None, options=None, token=None):
+        if source == "error":
+            return {"verdict": "error", "feedback": "the device is lost"}
+        return {"verdict": "crash" if self.closed.wait(10) else "pass", "feedback": "the worker died"}
+
+    def abort(self, token=None):
+        pass
+
+    def healthy(self):
+        return "the device is gone"
+
+    def close(self):
+        self.closed.set()
+
+
+def test_candidates_in_flight_on_a_retired_lane_are_the_environments_failure_not_theirs():
+    with Scheduler({"cuda:0": RetiringLane()}, in_flight=3) as s:
+        tickets = [s.submit(Problem("p"), "slow"), s.submit(Problem("p"), "slow")]
+        time.sleep(0.2)  # both in flight
+        tickets.append(s.submit(Problem("p"), "error"))
+        got = _collect(s)
+    assert [t for t, _ in got] == tickets
+    assert [r["verdict"] for _, r in got] == ["error"] * 3   # never "crash": judged for the lane's end
+    assert all("retired while it ran" in r["feedback"] for _, r in got[:2])
+    assert s.counters["lanes_retired"] == 1
+
+
+def test_candidates_in_flight_finish_a_batch_clearly_faster():
+    def wall(k):
+        lane = InFlightFakeLane(Log(), load_s=0.05, verify_s=0.05, timed_s=0.01)
+        t0 = time.monotonic()
+        _, got = _batch(lane, ["pass"] * 16, in_flight=k)
+        assert len(got) == 16
+        return time.monotonic() - t0
+    one, four = wall(1), wall(4)
+    # one at a time: 16 x 110 ms; four in flight: the timed phases (16 x 10
+    # ms) and a quarter of the rest, about 0.6 s
+    assert one / four > 1.8, (one, four)
+
+
+def test_the_gate_makes_readers_wait_for_a_waiting_writer_and_gives_back_the_wait():
+    gate = Gate()
+
+    class W:
+        deadline = 100.0
+    w = W()
+    order = []
+    gate.enter_exclusive()
+    t = threading.Thread(target=lambda: (gate.shared(w).__enter__(), order.append("reader")))
+    t.start()
+    time.sleep(0.1)
+    order.append("writer done")
+    gate.leave_exclusive()
+    t.join(5)
+    assert order == ["writer done", "reader"]
+    assert w.deadline >= 100.09   # its wait is not charged to its limit
+    assert wait_idle(iter([900.0, 50.0, 60.0, 70.0]).__next__, budget_s=5) is None
+    assert "did not look idle" in wait_idle(lambda: 900.0, budget_s=0.01)
+
+
+def test_the_freezer_stops_and_continues_a_whole_process_tree():
+    class Worker:  # a supervisor's place: the tree below it is frozen, not it
+        ended, deadline = None, 10.0
+
+    # a shell whose child starts a grandchild in a session of its own
+    proc = subprocess.Popen(["sh", "-c", "sleep 30 & setsid sleep 30 & wait"], start_new_session=True)
+    w, kept = Worker(), Worker()
+    w.proc = proc
+    kept.proc = subprocess.Popen(["sh", "-c", "sleep 30 & wait"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 5
+        while len(freezer_mod.descendants(proc.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        f = freezer_mod.Freezer()
+        f.track(w)
+        f.track(kept)
+        tree = [pid for pid, _ in freezer_mod.descendants(proc.pid)]
+        assert f.freeze(keep=(kept,)) == len(tree) >= 2
+        assert {freezer_mod._stat(p)[0] for p in tree} == {"T"}
+        assert freezer_mod._stat(proc.pid)[0] != "T"            # the supervisor's place runs
+        assert all(freezer_mod._stat(p)[0] != "T" for p, _ in freezer_mod.descendants(kept.proc.pid))
+        time.sleep(0.05)
+        frozen_s = f.thaw()
+        assert frozen_s >= 0.05 and w.deadline >= 10.05        # given back to its limit
+        assert all(freezer_mod._stat(p)[0] in ("S", "R") for p in tree)
+    finally:
+        for p in (proc, kept.proc):
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+        for pid in tree:  # (the setsid one left the group)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def _tiny_relu(tmp_path):
+    """KernelBench's ReLU at a size the CPU checks in moments (4096 x 4096
+    takes minutes on a busy two-core host)."""
+    from kreward.problems import KernelBenchProblem
+    tiny = tmp_path / "relu_small.py"
+    tiny.write_text((KB / "level1" / "01_relu.py").read_text()
+                    .replace("batch_size = 4096", "batch_size = 16").replace("dim = 4096", "dim = 256"))
+    return KernelBenchProblem(str(tiny))
+
+
+def test_a_hung_candidate_in_flight_is_frozen_past_overdue_and_aborted_alone(tmp_path):
+    pytest.importorskip("torch", reason="the ModelNew runner needs torch")
+    from kreward.kernelbench.lanes import RunnerLane
+    lane = RunnerLane("cpu", {"cache_dir": str(tmp_path), "timeout_s": 120, "call_timeout_s": 300},
+                      in_flight=2)
+    lane.gate.overdue_s = 1.0
+    problem = _tiny_relu(tmp_path)
+    hung = ("import time, torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+            "        time.sleep(1000)\n        return x\n")
+    good = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+            "        return x.clamp_min(0)\n")
+    opts = {"seed": 3, "batches": 3, "calls": 4, "checks": 2}
+    got = {}
+
+    def run(token, src):
+        got[token] = lane.evaluate(problem, src, None, opts, token=token)
+    try:
+        threads = {t: threading.Thread(target=run, args=(t, src)) for t, src in (("hung", hung),
+                                                                                  ("good", good))}
+        for t in threads.values():
+            t.start()
+        threads["good"].join(600)
+        # timed while the other hung in verify: not waited for past overdue, frozen meanwhile
+        assert got["good"]["verdict"] == "pass", got["good"].get("feedback")
+        assert got["good"]["gate"].get("overdue_steps") == 1 and got["good"]["gate"]["stopped"] >= 1
+        assert threads["hung"].is_alive()
+        t0 = time.monotonic()
+        lane.abort("hung")                               # that evaluation only
+        threads["hung"].join(60)
+        assert not threads["hung"].is_alive() and time.monotonic() - t0 < 60
+        assert got["hung"]["verdict"] in ("crash", "timeout", "error"), got["hung"]
+    finally:
+        lane.abort()
+        lane.close()
+
+
+def test_two_candidates_in_flight_through_the_real_runner_on_the_cpu(tmp_path):
+    pytest.importorskip("torch", reason="the ModelNew runner needs torch")
+    from kreward.kernelbench.lanes import RunnerLane
+
+    lane = RunnerLane("cpu", {"cache_dir": str(tmp_path), "timeout_s": 120, "call_timeout_s": 30}, in_flight=2)
+    freezes = []
+    real_freeze = lane.gate.freezer.freeze
+
+    def freeze(keep):
+        n = real_freeze(keep)
+        freezes.append(n)
+        return n
+    lane.gate.freezer.freeze = freeze
+    problem = _tiny_relu(tmp_path)
+    good = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+            "        return x.clamp_min(0)\n")
+    wrong = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+             "        return x.abs()\n")
+    opts = {"seed": 3, "batches": 3, "calls": 4, "checks": 2}
+    with Scheduler({"cpu": lane}, in_flight=2) as s:
+        tickets = [s.submit(problem, src, opts) for src in (good, wrong, good)]
+        got = _collect(s, timeout=600)
+    assert [t for t, _ in got] == tickets
+    assert [r["verdict"] for _, r in got] == ["pass", "wrong", "pass"], [r.get("feedback") for _, r in got]
+    for _, r in (got[0], got[2]):
+        assert r["baseline_us"] > 0 and "gate" in r and "gate" in r["phases_s"]
+    assert len(freezes) == 2          # one timed phase per passing candidate
+    assert lane.gate.counters["exclusive"] == 2
+
+
+def test_a_worker_started_during_a_freeze_is_stopped_unless_the_freezing_thread_started_it():
+    class Worker:
+        ended, deadline = None, None
+
+        def __init__(self):
+            # (a supervisor's place, with the worker below it)
+            self.proc = subprocess.Popen(["sh", "-c", "sleep 30 & wait"], start_new_session=True)
+
+    f = freezer_mod.Freezer()
+    workers = []
+    try:
+        f.freeze(keep=())
+        mine = Worker()                       # a baseline replaced inside its own timed phase
+        workers.append(mine)
+        theirs = Worker()                     # another evaluation's, started meanwhile
+        workers.append(theirs)
+        for w in workers:
+            deadline = time.monotonic() + 5
+            while not freezer_mod.descendants(w.proc.pid) and time.monotonic() < deadline:
+                time.sleep(0.01)
+        f.track(mine)
+        t = threading.Thread(target=f.track, args=(theirs,))
+        t.start()
+        t.join(10)
+        state = lambda w: {freezer_mod._stat(p)[0] for p, _ in freezer_mod.descendants(w.proc.pid)}  # noqa: E731
+        assert state(theirs) == {"T"} and "T" not in state(mine)
+        f.thaw()
+        assert "T" not in state(theirs)
+    finally:
+        for w in workers:
+            os.killpg(w.proc.pid, signal.SIGKILL)
+            w.proc.wait()
+
+
+def test_a_slot_times_the_baseline_it_saw_ready_and_leaves_a_newer_one_alone():
+    from kreward.kernelbench.in_flight import Slot
+
+    class B:
+        def __init__(self):
+            self.ended = False
+
+        def end(self):
+            self.ended = True
+
+        def alive(self):
+            return not self.ended
+
+    class Shared:
+        sandbox = "init"
+
+        def __init__(self):
+            self.baseline, self.baseline_facts, self.starts = None, {}, 0
+
+        def start_baseline(self):
+            if self.baseline is None or not self.baseline.alive():
+                self.baseline, self.starts = B(), self.starts + 1
+
+        def baseline_ready(self):
+            self.baseline_facts = {"ready": True}
+
+        def note_baseline(self, **facts):
+            self.baseline_facts.update(facts)
+
+        def end_baseline(self):
+            self.baseline.end()
+            self.baseline, self.baseline_facts = None, {}
+
+    shared, lock = Shared(), threading.RLock()
+    a, b = Slot(object(), shared, lock), Slot(object(), shared, lock)
+    a.start_baseline()
+    b.start_baseline()
+    assert shared.starts == 1                        # one baseline for both slots
+    assert a.baseline_ready() is None and a.baseline is shared.baseline
+    first = a.baseline
+    first.end()                                      # it died; b starts a new one
+    b.start_baseline()
+    assert shared.starts == 2 and a.baseline is first and shared.baseline is not first
+    a.note_baseline(per_call_us=5.0)                 # facts of a dead worker: not the new one's
+    assert "per_call_us" not in shared.baseline_facts
+    held = threading.Event()
+    release = threading.Event()
+    t = threading.Thread(target=lambda: (lock.acquire(), held.set(), release.wait(10), lock.release()))
+    t.start()
+    held.wait(5)
+    t0 = time.monotonic()
+    a.end_baseline()                                 # no wait for the lock another holds
+    assert time.monotonic() - t0 < 1 and not shared.baseline.ended
+    release.set()
+    t.join(5)
