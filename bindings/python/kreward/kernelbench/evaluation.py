@@ -137,7 +137,8 @@ class Evaluation:
             if self.processes.starts_ahead:
                 self._spare_ready(w, res)
                 phase("spare_ready")
-            # in flight (gate.py): alone on the GPU from here to the baseline's timing
+            # in flight (gate.py): alone on the GPU for the candidate's timed
+            # batches, and again for the baseline's
             gated = self.gate.enter_exclusive(keep=(w, self.processes.baseline))
             if gated is not None:
                 res["gate"] = gated
@@ -146,11 +147,19 @@ class Evaluation:
             if schedule is None:
                 return res
             phase("timed")
-            if self.device != "cpu":
-                attribute_kernels(w, source, rng, res, self.timeout_s)
-            else:
-                res["torch_fallback"] = None
-                res["notes"].append("no kernel attribution without CUDA")
+            if gated is not None:
+                # in flight: the lane's exclusive phase is for timing; the
+                # attribution (a profiler's start: seconds on a GPU) and
+                # the candidate's end are a shared step beside the others'
+                # (its kernels' times may then include their contention:
+                # the shares it reports are ratios of one call's kernels)
+                self.gate.leave_exclusive()
+            with self.gate.shared(w):
+                if self.device != "cpu":
+                    attribute_kernels(w, source, rng, res, self.timeout_s)
+                else:
+                    res["torch_fallback"] = None
+                    res["notes"].append("no kernel attribution without CUDA")
             phase("attribute")
             res["verdict"] = "pass"
             # nothing of the candidate may run while the baseline is timed
@@ -164,6 +173,9 @@ class Evaluation:
                 res["notes"].append(f"the candidate left {ended['strays']} process(es) running; "
                                     "they were ended before the baseline was timed")
             if why_no_baseline is None:
+                if gated is not None:  # alone on the GPU again, for the baseline
+                    res["gate_baseline"] = self.gate.enter_exclusive(keep=(self.processes.baseline,))
+                    phase("gate_baseline")
                 warm, n = schedule
                 # (the candidate's processes were all ended, but one that
                 # left some running gives the memo nothing: see share)
