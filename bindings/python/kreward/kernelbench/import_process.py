@@ -11,7 +11,7 @@ process ran the file (its Reference) before checking it.
 A run that times out or dies (out of memory) costs the process: the
 caller's next request starts a fresh one, as each call did before.
 
-    python -m kreward.kernelbench.import_process FILE
+    python -c "from kreward.kernelbench.import_process import main; main()" FILE
 then one JSON request a line on stdin: {"probes": [request, ...]} (one
 answer line each, probe.py's) or {"soundness": data} (one answer line,
 soundness_check.check's); {"ready": true} first, once torch is in."""
@@ -22,6 +22,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+
+
+_MAIN = "from kreward.kernelbench.import_process import main; main()"
 
 
 class ImportProcess:
@@ -40,8 +43,10 @@ class ImportProcess:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(pythonpath), CUDA_VISIBLE_DEVICES="",
                    **library_env())
         self.stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([sys.executable, "-m", "kreward.kernelbench.import_process",
-                                     self.path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        # -c, not -m: the package's __init__ imports this module, and runpy
+        # warned so on stderr, whose last lines are the caller's error text
+        self.proc = subprocess.Popen([sys.executable, "-c", _MAIN, self.path],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=self.stderr, text=True, env=env, start_new_session=True)
         self.started += 1
         self.lines = queue.Queue()

@@ -23,9 +23,12 @@ Anything else on a tracked tensor (a sum, a sort, a transpose, indexing,
 an in-place write by index, its device, a custom generator) raises
 NotPrefix, and the probe runs get_inputs again the ordinary way, whole on
 the CPU: today's evidence, at today's cost. So the statistics are of the
-same elements, computed by the same operations, as from the whole tensor;
-only the random stream differs (the prefix is a fresh draw of the same
-distribution), which no honest file can depend on. A file that tells the
+same elements, computed by the same operations, as from the whole tensor.
+The first tensor drawn is the whole one's first elements bit for bit
+(torch's CPU generator draws a tensor's elements in order: the tests check
+it); a later one is a fresh draw of the same distribution, the generator
+having advanced by a prefix and not a whole tensor, which no honest file
+can depend on. A file that tells the
 meta stand-in apart (its type, a failure it catches) and changes its
 values so could as well have changed the elements past the first 2^26,
 which no probe ever read."""
