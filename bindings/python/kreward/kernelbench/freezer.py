@@ -29,42 +29,16 @@ import threading
 import time
 import weakref
 
+# the worker's supervisor walks process trees the same way (worker.py imports
+# the standard library only, so this costs the caller nothing)
+from .worker import _children, _stat
+
 # how long a freeze waits for every process to be seen stopped (a process
 # inside a driver call stops when the call returns); then it goes on
 STOP_WAIT_S = 0.5
 # rounds of walk-and-stop: a process that forked just before its SIGSTOP
 # has a child the next walk finds
 MAX_ROUNDS = 20
-
-
-def _stat(pid):
-    """(state, parent) of a process; (None, None) once it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return fields[0], int(fields[1])
-    except (OSError, IndexError, ValueError):
-        return None, None
-
-
-def _children(pid):
-    """The children of pid (its threads' children files; a scan of every
-    process's parent where the kernel has no such file)."""
-    kids = set()
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                kids.update(int(x) for x in f.read().split())
-        return kids
-    except FileNotFoundError:
-        if not os.path.exists(f"/proc/{pid}"):
-            return kids  # gone: no children
-    except OSError:
-        pass
-    for name in os.listdir("/proc"):
-        if name.isdigit() and _stat(int(name))[1] == pid:
-            kids.add(int(name))
-    return kids
 
 
 def descendants(root):
