@@ -463,8 +463,11 @@ def test_two_candidates_in_flight_through_the_real_runner_on_the_cpu(tmp_path):
     assert [r["verdict"] for _, r in got] == ["pass", "wrong", "pass"], [r.get("feedback") for _, r in got]
     for _, r in (got[0], got[2]):
         assert r["baseline_us"] > 0 and "gate" in r and "gate" in r["phases_s"]
-    assert len(freezes) == 2          # one timed phase per passing candidate
-    assert lane.gate.counters["exclusive"] == 2
+        assert "gate_baseline" in r and "gate_baseline" in r["phases_s"]
+    # two exclusive phases per passing candidate (its timed batches, then
+    # its baseline's), its attribution and end a shared step between them
+    assert len(freezes) == 4
+    assert lane.gate.counters["exclusive"] == 4
 
 
 def test_a_worker_started_during_a_freeze_is_stopped_unless_the_freezing_thread_started_it():
