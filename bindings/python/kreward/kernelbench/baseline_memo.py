@@ -10,10 +10,14 @@ full schedule has); only when their median agrees with the memo's (agrees)
 do the memo's samples stand in for the rest of the schedule. Otherwise the
 conditions the memo was taken in are gone: it is forgotten and the baseline
 timed in full. Samples enter the memo only from evaluations that found
-nothing wrong (MemoUse.share), so a candidate that disturbs the baseline
-neither gains from the memo nor leaves its disturbance in it; a memo older
-than MAX_AGE_S is not used (clocks, other load), and the whole memo goes
-with the baseline worker it was measured in (processes.py).
+nothing wrong (MemoUse.share): a candidate flagged for disturbing the
+baseline (strays left running, a timing mismatch) leaves nothing in it. One
+that slows the baseline after it unflagged, by under 5 % (a hot GPU), can
+leave samples that later candidates inherit while they agree; past 5 % the
+memo is dropped and the baseline timed in full, so no candidate gains for
+itself. A memo not added to for MAX_AGE_S is not used (clocks, other
+load; each add renews it), and the whole memo goes with the baseline
+worker it was measured in (processes.py).
 
 Pure bookkeeping: no worker, no torch here (evaluation.py uses it)."""
 import collections

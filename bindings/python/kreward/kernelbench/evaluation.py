@@ -53,6 +53,17 @@ def attribute_kernels(w, source, rng, res, timeout_s):
             "(docs/kernelbench.md)")
 
 
+def _idle_or_error(gated, what):
+    """In flight: an exclusive phase whose GPU did not look idle (the
+    probe's note: work a frozen process had queued, or another's kernel
+    still running) times nothing that can be credited; a slowed baseline
+    would inflate the speedup. The environment's failure (error: not
+    judged, tried again on another lane), never a number."""
+    if gated.get("probe"):
+        raise RuntimeError(f"the GPU was not idle for {what} ({gated['probe']}): "
+                           "not timed, so not judged")
+
+
 def sandbox_notes(status, res):
     """The worker's sandbox status in res, and a note for each layer missing."""
     res["sandbox"] = status
@@ -143,6 +154,7 @@ class Evaluation:
             if gated is not None:
                 res["gate"] = gated
                 phase("gate")
+                _idle_or_error(gated, "its timed batches")
             schedule = self._time_candidate(w, rng, lifted, base_us, batches, calls, checks, res)
             if schedule is None:
                 return res
@@ -176,6 +188,7 @@ class Evaluation:
                 if gated is not None:  # alone on the GPU again, for the baseline
                     res["gate_baseline"] = self.gate.enter_exclusive(keep=(self.processes.baseline,))
                     phase("gate_baseline")
+                    _idle_or_error(res["gate_baseline"], "its baseline's timing")
                 warm, n = schedule
                 # (the candidate's processes were all ended, but one that
                 # left some running gives the memo nothing: see share)

@@ -134,6 +134,18 @@ class Freezer:
     def _stop_trees(self, workers):
         roots = [w.proc.pid for w in workers]
         deadline = time.monotonic() + STOP_WAIT_S
+        for root in roots:
+            if root not in self._stopped and not descendants(root):
+                # its supervisor has not forked the worker yet (a start
+                # just sent): stopped itself, it forks nothing while the
+                # others are frozen; a fork that beat the signal is a child
+                # the walk below finds
+                try:
+                    s = _Stopped(root, os.getpid())
+                except ProcessLookupError:
+                    continue
+                self._stopped[root] = s
+                s.signal(signal.SIGSTOP)
         for _ in range(MAX_ROUNDS):
             new = [(pid, parent) for root in roots for pid, parent in descendants(root)
                    if pid not in self._stopped]

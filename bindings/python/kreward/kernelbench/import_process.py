@@ -11,10 +11,9 @@ process ran the file (its Reference) before checking it.
 A run that times out or dies (out of memory) costs the process: the
 caller's next request starts a fresh one, as each call did before.
 
-    python -c "from kreward.kernelbench.import_process import main; main()" FILE
-then one JSON request a line on stdin: {"probes": [request, ...]} (one
-answer line each, probe.py's) or {"soundness": data} (one answer line,
-soundness_check.check's); {"ready": true} first, once torch is in."""
+The process's own side is import_child.py (it uses the probes and the
+soundness check, which use the importer, which uses this: kept apart, no
+import circle)."""
 import json
 import os
 import queue
@@ -24,7 +23,7 @@ import tempfile
 import threading
 
 
-_MAIN = "from kreward.kernelbench.import_process import main; main()"
+_MAIN = "from kreward.kernelbench.import_child import main; main()"
 
 
 class ImportProcess:
@@ -118,30 +117,3 @@ class ImportProcess:
         self.proc.wait()
         self.proc = None
 
-
-def main():
-    path = sys.argv[1]
-    from .file_process import answer_channel, confine
-    out = answer_channel()
-    confine(path, gpu=False)  # before the file first runs
-    import torch  # noqa: F401 - before "ready": the caller's clock for the first request starts here
-
-    from . import probe, soundness_check
-    out.write(json.dumps({"ready": True}) + "\n")
-    out.flush()
-    for line in sys.stdin:
-        request = json.loads(line)
-        if "probes" in request:
-            probe.answer_all(path, request["probes"], out)
-            continue
-        try:
-            answer = soundness_check.check(request["soundness"])
-        except Exception as e:  # noqa: BLE001 - the caller records why, as json_process did
-            text = str(e).splitlines()[0][:300] if str(e) else ""
-            answer = {"error": f"{type(e).__name__}: {text}"}
-        out.write("\n" + json.dumps(answer) + "\n")
-        out.flush()
-
-
-if __name__ == "__main__":
-    main()

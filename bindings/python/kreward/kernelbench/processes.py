@@ -419,7 +419,11 @@ class Processes:
     def starts_ahead(self):
         """Whether an evaluation starts the next candidate's worker while its
         own candidate runs (start_spare ahead, then spare_ready)."""
-        return bool(self.keep_spare and self.spare_ahead)
+        # not in the "init" sandbox: there a spare runs unsandboxed until its
+        # own load, and beside a running candidate it could be traced or
+        # its memory read where Yama and Landlock are missing (review
+        # helper-15); it starts after the candidate's tree has ended
+        return bool(self.keep_spare and self.spare_ahead and self.sandbox != "init")
 
     # ---- the baseline's worker
     def start_baseline(self):

@@ -9,6 +9,7 @@ import os
 import pathlib
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -504,6 +505,40 @@ def test_a_worker_started_during_a_freeze_is_stopped_unless_the_freezing_thread_
             w.proc.wait()
 
 
+def test_a_supervisor_that_has_not_forked_its_worker_yet_is_frozen_too():
+    """A worker started just before or during a freeze: its supervisor
+    forks the worker later, so a walk of its children alone found nothing
+    to stop and the worker's whole start ran in another's timed phase
+    (review helper-15, checked on the real Freezer)."""
+    class Worker:
+        ended, deadline = None, None
+
+        def __init__(self):
+            # no child until its own work is done (as worker.py's supervisor)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", "import subprocess, time; time.sleep(0.3); subprocess.run(['sleep', '30'])"],
+                start_new_session=True)
+
+    f = freezer_mod.Freezer()
+    w = Worker()
+    try:
+        f.freeze(keep=())
+        t = threading.Thread(target=f.track, args=(w,))
+        t.start()
+        t.join(10)
+        time.sleep(0.8)  # past the supervisor's own sleep: it would have forked by now
+        tree = {freezer_mod._stat(p)[0] for p, _ in freezer_mod.descendants(w.proc.pid)}
+        assert freezer_mod._stat(w.proc.pid)[0] == "T" and tree <= {"T"}, tree
+        f.thaw()
+        deadline = time.monotonic() + 5
+        while not freezer_mod.descendants(w.proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert freezer_mod._stat(w.proc.pid)[0] != "T" and freezer_mod.descendants(w.proc.pid)
+    finally:
+        os.killpg(w.proc.pid, signal.SIGKILL)
+        w.proc.wait()
+
+
 def test_a_slot_times_the_baseline_it_saw_ready_and_leaves_a_newer_one_alone():
     from kreward.kernelbench.in_flight import Slot
 
@@ -559,3 +594,14 @@ def test_a_slot_times_the_baseline_it_saw_ready_and_leaves_a_newer_one_alone():
     assert time.monotonic() - t0 < 1 and not shared.baseline.ended
     release.set()
     t.join(5)
+
+
+def test_a_timed_phase_on_a_gpu_that_was_not_idle_is_not_judged():
+    """The probe's note (work a frozen process had queued still running)
+    makes the evaluation the environment's error, never a number: a
+    baseline slowed so would inflate the candidate's speedup (review
+    helper-15)."""
+    from kreward.kernelbench.evaluation import _idle_or_error
+    _idle_or_error({"waited_s": 0.1}, "its timed batches")  # idle: nothing said
+    with pytest.raises(RuntimeError, match="not idle for its baseline's timing"):
+        _idle_or_error({"waited_s": 0.1, "probe": "3 probes over 300 us in 0.25 s"}, "its baseline's timing")
