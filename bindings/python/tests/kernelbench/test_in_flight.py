@@ -601,6 +601,7 @@ def test_a_timed_phase_on_a_gpu_that_was_not_idle_is_not_judged():
     makes the evaluation the environment's error, never a number: a
     baseline slowed so would inflate the candidate's speedup (review
     helper-15)."""
+    pytest.importorskip("torch", reason="kreward.kernelbench's evaluation needs torch")
     from kreward.kernelbench.evaluation import _idle_or_error
     _idle_or_error({"waited_s": 0.1}, "its timed batches")  # idle: nothing said
     with pytest.raises(RuntimeError, match="not idle for its baseline's timing"):
