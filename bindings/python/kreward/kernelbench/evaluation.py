@@ -172,11 +172,12 @@ class Evaluation:
                 else:
                     res["torch_fallback"] = None
                     res["notes"].append("no kernel attribution without CUDA")
-            phase("attribute")
-            res["verdict"] = "pass"
-            # nothing of the candidate may run while the baseline is timed
-            ended, w = w.end(), None
-            phase("end_candidate")
+                phase("attribute")
+                res["verdict"] = "pass"
+                # nothing of the candidate may run while the baseline is
+                # timed (its context's teardown is GPU work: inside the step)
+                ended, w = w.end(), None
+                phase("end_candidate")
             if not ended["clean"]:
                 res.update(verdict="error", feedback="the candidate's processes could not all be "
                            f"ended: {ended.get('why')}")
