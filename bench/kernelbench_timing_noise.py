@@ -94,9 +94,11 @@ def main(argv=None):
         path = KB / f"{problem}.py"
         src = path.read_text() + "\nModelNew = Model\n"
         # no spare worker: its start (torch's import) would share the CPU
-        # with the baseline timed right after an evaluation
+        # with the baseline timed right after an evaluation; no baseline
+        # memo: every run's baseline timed in full, the noise measured is
+        # each run's own
         with Runner(import_problem(str(path)), args.device, spare=False,
-                    batch_ms=args.batch_ms) as runner:
+                    batch_ms=args.batch_ms, baseline_memo=False) as runner:
             before = runner.baseline_us(batches=args.batches)
             runs = []
             for i in range(args.repeats):
