@@ -262,7 +262,8 @@ class Runner:
         # "auto" decided once: after a fallback, "init" for every worker
         sandbox = "init" if self._processes.sandbox_fallback is not None else self._processes_args["sandbox"]
         p = Processes(**dict(self._processes_args, sandbox=sandbox))
-        for name in ("staged", "inputs_from", "timeout_s", "keep_spare", "ipc_why", "sandbox_fallback"):
+        for name in ("staged", "inputs_from", "timeout_s", "keep_spare", "spare_ahead", "ipc_why",
+                     "sandbox_fallback"):
             setattr(p, name, getattr(self._processes, name))
         return p
 

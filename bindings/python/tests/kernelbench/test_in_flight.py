@@ -606,3 +606,19 @@ def test_a_timed_phase_on_a_gpu_that_was_not_idle_is_not_judged():
     _idle_or_error({"waited_s": 0.1}, "its timed batches")  # idle: nothing said
     with pytest.raises(RuntimeError, match="not idle for its baseline's timing"):
         _idle_or_error({"waited_s": 0.1, "probe": "3 probes over 300 us in 0.25 s"}, "its baseline's timing")
+
+
+def test_a_slots_workers_take_the_runners_settings_as_they_are_now(tmp_path):
+    pytest.importorskip("torch", reason="the ModelNew runner needs torch")
+    from kreward.kernelbench.importer import import_problem
+    from kreward.kernelbench.runner import Runner
+
+    r = Runner(import_problem(_tiny_relu(tmp_path).path), "cpu", cache_dir=str(tmp_path))
+    try:
+        r.spare_ahead, r.spare, r.timeout_s = False, False, 77
+        p = r.slot_processes()
+        assert (p.spare_ahead, p.keep_spare, p.timeout_s) == (False, False, 77)
+        r.spare_ahead = True
+        assert r.slot_processes().spare_ahead is True
+    finally:
+        r.close()
