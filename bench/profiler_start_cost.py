@@ -40,6 +40,13 @@ for k in (1, 2):
     t4 = time.perf_counter()
     out[f"session{k}"] = {"enter_s": t1 - t0, "call_s": t2 - t1, "exit_s": t3 - t2,
                           "events_s": t4 - t3, "kernels": sorted(names)[:3]}
+small = torch.randn(256, device="cuda")
+torch.relu(small); torch.cuda.synchronize()
+t = time.perf_counter()
+for _ in range(3000):
+    torch.relu(small)
+torch.cuda.synchronize()
+out["launch_us_after_sessions"] = (time.perf_counter() - t) / 3000 * 1e6
 print(json.dumps(out))
 """
 
@@ -48,9 +55,23 @@ import ctypes, ctypes.util, glob, json, os, sys, time
 import torch
 n = int(sys.argv[1])
 x = torch.randn(n, n, device="cuda")
+small = torch.randn(256, device="cuda")
 torch.relu(x); torch.cuda.synchronize()
+
+def launch_us(k=3000):
+    # a launch-bound loop: what a lasting CUPTI costs every later launch
+    torch.relu(small); torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(k):
+        torch.relu(small)
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t) / k * 1e6
+
+before_us = launch_us()
 t0 = time.perf_counter()
 cands = []
+with open("/proc/self/maps") as maps:  # torch's own libcupti when it has loaded one
+    cands += sorted({l.split()[-1] for l in maps if "libcupti.so" in l})
 for base in (os.environ.get("CUDA_HOME", "/usr/local/cuda"), "/usr/local/cuda"):
     cands += glob.glob(os.path.join(base, "extras/CUPTI/lib64/libcupti.so*"))
     cands += glob.glob(os.path.join(base, "lib64/libcupti.so*"))
@@ -87,8 +108,26 @@ torch.relu(x); torch.cuda.synchronize()
 t3 = time.perf_counter()
 rc3 = cupti.cuptiActivityFlushAll(1)
 t4 = time.perf_counter()
-print(json.dumps({"load_s": t1 - t0, "enable_s": t2 - t1, "call_s": t3 - t2, "flush_s": t4 - t3,
-                  "rc": [rc1, rc2, rc3], "valid_bytes": records[0]}))
+during_us = launch_us()
+cupti.cuptiActivityDisable(10)
+cupti.cuptiActivityFlushAll(1)
+after_us = launch_us()  # enabled once, now off: does CUPTI still cost a launch?
+t5 = time.perf_counter()
+cupti.cuptiActivityEnable(10)
+t6 = time.perf_counter()
+torch.relu(x); torch.cuda.synchronize()
+cupti.cuptiActivityFlushAll(1)
+t7 = time.perf_counter()
+cupti.cuptiActivityDisable(10)
+rc4 = cupti.cuptiFinalize()
+t8 = time.perf_counter()
+final_us = launch_us()
+print(json.dumps({"lib": c, "load_s": t1 - t0, "enable_s": t2 - t1, "call_s": t3 - t2,
+                  "flush_s": t4 - t3, "enable2_s": t6 - t5, "call_flush2_s": t7 - t6,
+                  "finalize_s": t8 - t7, "launch_us_before": before_us,
+                  "launch_us_traced": during_us, "launch_us_after_disable": after_us,
+                  "launch_us_after_finalize": final_us,
+                  "rc": [rc1, rc2, rc3, rc4], "valid_bytes": records[0]}))
 """
 
 
@@ -113,6 +152,7 @@ def main():
         if "error" in t:
             print(f"torch child failed: {t['error']}")
         else:
+            print(f"torch#{r:<4} {'launch_us_after_sessions':<24} {t.pop('launch_us_after_sessions'):8.2f}")
             for k, v in t.items():
                 for part in ("enter_s", "call_s", "exit_s", "events_s"):
                     print(f"torch#{r:<4} {k + ' ' + part:<24} {v[part]:8.3f}")
@@ -120,9 +160,13 @@ def main():
         if "error" in c:
             print(f"cupti child: {c['error']}")
         else:
-            for part in ("load_s", "enable_s", "call_s", "flush_s"):
+            for part in ("load_s", "enable_s", "call_s", "flush_s", "enable2_s", "call_flush2_s",
+                         "finalize_s"):
                 print(f"cupti#{r:<4} {part:<24} {c[part]:8.3f}")
-            print(f"cupti#{r:<4} rc {c['rc']} valid bytes {c['valid_bytes']}")
+            for part in ("launch_us_before", "launch_us_traced", "launch_us_after_disable",
+                         "launch_us_after_finalize"):
+                print(f"cupti#{r:<4} {part:<24} {c[part]:8.2f}")
+            print(f"cupti#{r:<4} {c['lib']} rc {c['rc']} valid bytes {c['valid_bytes']}")
     return 0
 
 

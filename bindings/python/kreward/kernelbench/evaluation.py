@@ -35,6 +35,9 @@ def attribute_kernels(w, source, rng, res, timeout_s):
         res["notes"].append(f"attribution failed: {a['error']}")
         res["torch_fallback"] = None
         return
+    res["attribution_via"] = a.get("tracer")
+    if a.get("tracer_why"):
+        res["notes"].append(f"attribution by torch.profiler: CUPTI not used ({a['tracer_why']})")
     mine, other = attribute(a["kernels"], custom_kernel_names(source), source)
     res["kernels"] = {"custom": mine, "library": other}
     res["torch_fallback"] = not mine

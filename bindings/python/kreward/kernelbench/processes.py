@@ -107,15 +107,17 @@ class Processes:
     own choice); pch_dir: the precompiled header's folder (pch.py), used
     once it exists (None: none); baseline_memo: keep the baseline's recent
     times for the next evaluations (False: every evaluation times it in
-    full)."""
+    full); attribution: how a candidate's worker attributes a call's
+    kernels: "cupti" (kernel_trace.py, torch.profiler where no CUPTI
+    binds) or "torch" (torch.profiler always)."""
 
     def __init__(self, *, device, sandbox, staging, cache_dir, ref_source, problem, inputs_from, staged,
                  region_bytes, max_call_bytes, spare, compile_baseline, timeout_s, cuda_arch=None,
-                 pch_dir=None, baseline_memo=True, spare_ahead=True):
+                 pch_dir=None, baseline_memo=True, spare_ahead=True, attribution="cupti"):
         self.device, self.cache_dir, self._ref_source, self._problem = device, cache_dir, ref_source, problem
         self.inputs_from, self.staged, self.region_bytes = inputs_from, staged, region_bytes
         self.max_call_bytes, self.keep_spare, self.compile_baseline = max_call_bytes, spare, compile_baseline
-        self.spare_ahead = spare_ahead
+        self.spare_ahead, self.attribution = spare_ahead, attribution
         self.timeout_s = timeout_s
         self.cuda_arch, self.pch_dir = cuda_arch, pch_dir
         self.sandbox = "start" if sandbox == "auto" else sandbox
@@ -239,7 +241,7 @@ class Processes:
             trusted_cache = env is None or source is None or source == self._ref_source
             w.send({"op": "ready", "device": self.device, "library": library_path(),
                     "shared_bytes": w.shared.nbytes if w.shared is not None else None,
-                    "triton_driver": trusted_cache})
+                    "triton_driver": trusted_cache, "tracer": self.attribution})
         except BaseException:
             w.end()
             raise

@@ -122,7 +122,7 @@ class Runner:
     def __init__(self, imported, device="cuda", cache_dir=None, timeout_s=600.0, call_timeout_s=60.0,
                  sandbox="auto", batch_ms=10.0, batch_bytes=None, spare=True, baseline="eager",
                  inputs=None, staging="auto", eval_timeout_s=None, cuda_arch=None, pch_dir=None,
-                 baseline_memo=True, spare_ahead=True):
+                 baseline_memo=True, spare_ahead=True, attribution="cupti"):
         """sandbox: "auto" (the default): "start" where a worker starts in
         it, else "init" from then on, said in every result's notes (CUDA
         failed to start inside the sandbox on driver 570+ until the grants
@@ -178,7 +178,15 @@ class Runner:
         (baseline_memo.py), so a later evaluation times 3 fresh baseline
         batches and counts the memo's with them when they agree (every
         result's baseline_memo says what happened); False: the baseline
-        is timed in full every evaluation (to measure what it saves)."""
+        is timed in full every evaluation (to measure what it saves).
+        attribution: how the candidate's kernels are attributed (one call
+        traced after its timed batches): "cupti" (CUPTI's activity records
+        through the libcupti torch loaded, kernel_trace.py; torch.profiler
+        where none binds) or "torch" (a torch.profiler session: seconds of
+        kineto start in each fresh worker). Results' attribution_via says
+        which ran."""
+        if attribution not in ("cupti", "torch"):
+            raise ValueError(f"attribution must be 'cupti' or 'torch', not {attribution!r}")
         if sandbox not in ("auto", "start", "init", None):
             raise ValueError(f"sandbox must be 'auto', 'start', 'init' or None, not {sandbox!r}")
         if staging not in ("auto", "host"):
@@ -251,7 +259,7 @@ class Runner:
             region_bytes=region_bytes(self.layouts, self.batch_bytes, self.max_call_bytes),
             max_call_bytes=self.max_call_bytes, spare=spare, compile_baseline=baseline == "compile",
             timeout_s=timeout_s, cuda_arch=cuda_arch, pch_dir=pch_dir, baseline_memo=baseline_memo,
-            spare_ahead=spare_ahead)
+            spare_ahead=spare_ahead, attribution=attribution)
         self._processes = Processes(**self._processes_args)
 
     def slot_processes(self):
@@ -262,8 +270,8 @@ class Runner:
         # "auto" decided once: after a fallback, "init" for every worker
         sandbox = "init" if self._processes.sandbox_fallback is not None else self._processes_args["sandbox"]
         p = Processes(**dict(self._processes_args, sandbox=sandbox))
-        for name in ("staged", "inputs_from", "timeout_s", "keep_spare", "spare_ahead", "ipc_why",
-                     "sandbox_fallback"):
+        for name in ("staged", "inputs_from", "timeout_s", "keep_spare", "spare_ahead", "attribution",
+                     "ipc_why", "sandbox_fallback"):
             setattr(p, name, getattr(self._processes, name))
         return p
 
@@ -311,6 +319,17 @@ class Runner:
     @spare_ahead.setter
     def spare_ahead(self, value):
         self._processes.spare_ahead = value
+
+    @property
+    def attribution(self):
+        """"cupti" or "torch": how the next started worker attributes."""
+        return self._processes.attribution
+
+    @attribution.setter
+    def attribution(self, value):
+        if value not in ("cupti", "torch"):
+            raise ValueError(f"attribution must be 'cupti' or 'torch', not {value!r}")
+        self._processes.attribution = value
 
     @property
     def sandbox(self):

@@ -169,6 +169,10 @@ class Worker:
         self.ready_failed = False  # a failed ready: load then runs no source
         self._sync, self.events, self.last_us = None, None, None
         self.commit_stream = None
+        # attribution's tracer (kernel_trace.py), bound in ready before any
+        # candidate code; None: torch.profiler (asked for, the CPU, or
+        # CUPTI would not bind: tracer_why)
+        self.tracer, self.tracer_why = None, None
         self.held = []
         self.fetched = []  # the last ipc fetch's outputs, bytes on the device (fetch_piece)
 
@@ -217,6 +221,8 @@ class Worker:
                             os.environ["TRITON_LIBCUDA_PATH"] = os.path.dirname(line.split()[-1])
                             break
             warm_s = self._warm_libraries(bool(req.get("triton_driver")))
+            if req.get("tracer", "cupti") == "cupti":
+                self._bind_tracer()
             if self.sandbox.config is None:
                 # the commitment's kernel compiled now, off the candidate's
                 # path (a spare does this before its candidate exists), in
@@ -231,6 +237,16 @@ class Worker:
         launch_us = self._launch_probe()  # (a failure here is a failed ready too)
         self.ready_failed = False
         return {"no_subreaper": NO_SUBREAPER, "launch_us": launch_us, "warm_s": warm_s}
+
+    def _bind_tracer(self):
+        """CUPTI's functions bound now (no CUPTI call: kernel_trace.py); where
+        none binds, attribution takes torch.profiler and says why."""
+        trace = _load_sibling("kernel_trace")
+        try:
+            self.tracer = trace.KernelTrace(torch_dir=os.path.dirname(self.torch.__file__))
+            self.trace_unavailable = trace.TraceUnavailable
+        except Exception as e:  # noqa: BLE001 - attribution falls back, with the reason
+            self.tracer, self.tracer_why = None, f"{type(e).__name__}: {e}"[:300]
 
     def _warm_libraries(self, triton_driver):
         """Pays now, before any candidate code is in the process, what a
@@ -673,24 +689,36 @@ class Worker:
         return {}
 
     def attribute(self, req):
-        """One call under the profiler (CUPTI through kineto): the kernels it
-        launched, with their GPU time."""
-        from torch.profiler import ProfilerActivity, profile
+        """One call traced: the kernels, memcpys and memsets it ran, with
+        their GPU time, and which tracer saw them ("cupti": kernel_trace.py,
+        bound at ready; "torch.profiler": a kineto session, where CUPTI
+        could not be bound or would not start, tracer_why saying why)."""
         case = req["case"]
         model, lifted = self.models[case]
         tensors = self.make_inputs(self.layouts[case], req["seed"], self.device)
         args, state = self._arguments(case, tensors, lifted)
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+
+        def call():
             with self.no_grad():
                 self.functional_call(model, state, args) if state else model(*args)
             self.sync()
+        why = self.tracer_why
+        if self.tracer is not None:
+            try:
+                return {"kernels": self.tracer.run(call), "tracer": "cupti"}
+            except self.trace_unavailable as e:  # nothing ran: the profiler's turn
+                why = str(e)[:300]
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            call()
         kernels = {}
         for e in prof.events():
             if e.device_type == self.torch.autograd.DeviceType.CUDA:
                 k = kernels.setdefault(e.name, [0, 0.0])
                 k[0] += 1
                 k[1] += e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total
-        return {"kernels": [{"name": n, "calls": c, "us": us} for n, (c, us) in kernels.items()]}
+        return {"kernels": [{"name": n, "calls": c, "us": us} for n, (c, us) in kernels.items()],
+                "tracer": "torch.profiler", "tracer_why": why}
 
     def drop(self, req):
         self.batch, self.order, self.events, self.staged, self.fetched = {}, [], None, None, []
