@@ -50,6 +50,10 @@ class Slot:
         self.own, self.shared, self.lock, self.gate = own, shared, lock, gate
         self._seen = None   # the baseline worker this evaluation saw ready
         self.thread = None  # the thread of the evaluation using the slot
+        # held while an abort ends this slot's workers: the slot is not given
+        # to the next evaluation before that is over (it would end the next
+        # one's workers)
+        self.aborting = threading.Lock()
 
     def __getattr__(self, name):  # (only what the Slot does not define itself)
         return getattr(self.own, name)
@@ -146,10 +150,14 @@ class InFlightRunner:
     def _release(self, token):
         with self._lock:
             slot = self._busy.pop(token, None)
-            if slot is not None:
-                self._idle.append(slot)
             if not self._busy:
                 self.runner._processes.lock.release()
+        if slot is None:
+            return
+        with slot.aborting:  # an abort of this evaluation ending its workers: over first
+            pass
+        with self._lock:
+            self._idle.append(slot)
 
     def evaluate(self, token, source, next_source=None, **options):
         """One candidate in a slot of its own (token: the caller's name for
@@ -174,12 +182,17 @@ class InFlightRunner:
         hangs). The evaluation then ends on its own thread (WorkerDied)."""
         with self._lock:
             slot = self._busy.get(token)
-        if slot is None:
-            return
-        slot.own.close()
-        seen = slot._seen
-        if seen is not None and self.gate.holder() == slot.thread:
-            seen.end()
+            # taken while the slot is still this evaluation's (not blocking:
+            # an abort of it already under way does the work)
+            if slot is None or not slot.aborting.acquire(blocking=False):
+                return
+        try:
+            slot.own.close()
+            seen = slot._seen
+            if seen is not None and self.gate.holder() == slot.thread:
+                seen.end()
+        finally:
+            slot.aborting.release()
 
     def close(self):
         """Ends every slot's workers and the Runner's (in-flight evaluations

@@ -622,3 +622,50 @@ def test_a_slots_workers_take_the_runners_settings_as_they_are_now(tmp_path):
         assert r.slot_processes().spare_ahead is True
     finally:
         r.close()
+
+
+def test_an_abort_ends_its_own_evaluations_workers_never_the_next_ones():
+    """An abort reads its slot, then ends its workers; the evaluation may
+    end meanwhile and give the slot back. The slot must not reach the next
+    evaluation before the abort's close is over, or that close ends the
+    next evaluation's workers."""
+    import threading
+    import time
+
+    from kreward.kernelbench.in_flight import InFlightRunner
+
+    class Own:
+        def __init__(self):
+            self.candidate, self.closing, self.closed_at = None, threading.Event(), None
+
+        def close(self):
+            self.closing.set()
+            time.sleep(0.3)  # ending a worker tree takes a while
+            self.closed_at = time.monotonic()
+
+    class Runner:
+        def __init__(self):
+            self._processes = type("P", (), {"lock": threading.Lock()})()
+
+        def slot_processes(self):
+            return Own()
+
+    class Gate:
+        def holder(self):
+            return None
+
+    r = InFlightRunner(Runner(), Gate())
+    slot = r._acquire("first")
+    aborting = threading.Thread(target=r.abort, args=("first",))
+    aborting.start()
+    assert slot.own.closing.wait(5)
+    r._release("first")  # the evaluation ended (its workers died) while the abort closes
+    released_at = time.monotonic()
+    assert slot.own.closed_at is not None and slot.own.closed_at <= released_at
+    nxt = r._acquire("second")
+    assert nxt is slot  # reused, but only after the first abort was over
+    closed = slot.own.closed_at
+    r.abort("first")   # a late abort of the finished one touches nothing
+    assert slot.own.closed_at == closed
+    aborting.join()
+    r._release("second")
