@@ -14,6 +14,7 @@
 #                (GR_KB_TESTS: a selection of them)
 #   pool         bench_pool --per-problem 16 --profile (and GR_POOL_ARGS)
 #   timing       bench_timing (error against CUPTI, run-to-run CV)
+#   profstart    bench/profiler_start_cost.py (attribution's cost: torch.profiler, CUPTI alone)
 #   kbbatch      bench/bench_kernelbench_batch.py (GR_KBBATCH_ARGS: its variants, sizes)
 #   kbbench      bench/bench_kernelbench.py with the time left (GR_KB_ARGS)
 # Every step's log goes to $OUT/<step>.log; the last lines are a summary per
@@ -84,6 +85,12 @@ if want timing; then
   timeout -k 5 "$lim" "$b/bench/bench_timing" > "$out/timing.log" 2>&1
   rc=$?; tail -20 "$out/timing.log"
   note "timing (rc $rc, at $(elapsed) s)"
+fi
+if want profstart; then
+  lim=$(limit 120)
+  timeout -k 5 "$lim" python3 bench/profiler_start_cost.py > "$out/profstart.log" 2>&1
+  rc=$?; cat "$out/profstart.log" | tail -40
+  note "profstart (rc $rc, at $(elapsed) s)"
 fi
 if want kbbatch; then
   lim=$(limit 300)
