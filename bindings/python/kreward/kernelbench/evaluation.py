@@ -23,6 +23,12 @@ from .verification import check_baseline_paths
 from .worker_process import CandidateDenied, CandidateFailed, WorkerDied, WorkerTimeout, _failure
 
 
+# the traced call's GPU busy time past which it is not the timed call: 2x
+# a timed call's wall (which covers its kernels and its launches) and some
+# slack for a lone call's clocks and caches
+INFLATED_BUSY, INFLATED_SLACK_US = 2.0, 50.0
+
+
 def attribute_kernels(w, source, rng, res, timeout_s):
     """The profiled call's kernels (w's attribute reply) split into the
     candidate's own (named in its source) and the rest, and what that
@@ -38,6 +44,18 @@ def attribute_kernels(w, source, rng, res, timeout_s):
     res["attribution_via"] = a.get("tracer")
     if a.get("tracer_why"):
         res["notes"].append(f"attribution by torch.profiler: CUPTI not used ({a['tracer_why']})")
+    busy, timed = a.get("busy_us"), res.get("time_us")
+    if isinstance(busy, (int, float)) and timed and busy > INFLATED_BUSY * timed + INFLATED_SLACK_US:
+        # the traced call kept the GPU busier than a whole timed call took:
+        # it did work the timed calls did not (a candidate that knows it is
+        # traced can launch its own kernel over and over to look like the
+        # work); its shares say nothing then
+        res["notes"].append(
+            f"attribution refused: the traced call kept the GPU busy {busy:.1f} us, a timed call "
+            f"took {timed:.1f} us (more than {INFLATED_BUSY:g}x): not the call that was timed")
+        res["torch_fallback"] = None
+        res["attribution_busy_us"] = round(busy, 3)
+        return
     mine, other = attribute(a["kernels"], custom_kernel_names(source), source)
     res["kernels"] = {"custom": mine, "library": other}
     res["torch_fallback"] = not mine

@@ -16,9 +16,17 @@ could slow the timed calls; attribution comes after them).
 Records are read through cuptiActivityGetNextRecord (their sizes grow with
 CUPTI's version) at the fields whose offsets have held from CUPTI 11's
 records to 13's (CUpti_ActivityKernel4-10, Memcpy4-6, Memset3-4, checked
-against the headers by tests/python: test_kernel_trace.py). A record
-CUPTI says it dropped makes the trace fail: an attribution that misses a
-kernel is no attribution.
+against the headers by test_kernel_trace.py). A trace that is not whole
+fails (an attribution that misses a kernel, or reads one as taking no
+time, is no attribution): records CUPTI says it dropped, a record without
+its end (a forced flush hands over work still running), a buffer CUPTI
+could not be given, a failed flush.
+
+CUPTI's callbacks run Python (ctypes), so they do as little as they can:
+the request hands out a buffer, the completion only queues it; records are
+read after the flush, on the caller's thread. Buffers are large (32 MiB,
+some 150,000 kernel records), so that a call's records normally come back
+in one buffer at the flush rather than from CUPTI's own thread.
 
 Standard library only (the worker loads it by path)."""
 import ctypes
@@ -34,11 +42,14 @@ MEMCPY_KIND, MEMCPY_SRC, MEMCPY_DST = 4, 5, 6
 MEMSET_MEMORY = 50
 # kineto's words for CUPTI's enums, so that names match torch.profiler's
 # (scoring.py's patterns read "Memcpy DtoD ..." and "Memset ...")
-COPY_KINDS = ("Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH",
+COPY_KINDS = ("<unknown>", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH",
               "PtoP")
 MEMORY_KINDS = ("Unknown", "Pageable", "Pinned", "Device", "Array", "Managed", "Device Static",
                 "Managed Static")
-BUFFER_BYTES = 1 << 22
+BUFFER_BYTES = 1 << 25
+# kineto leaves longer names as they are (libstdc++'s demangler gives up
+# on them too)
+DEMANGLE_MAX = 1024
 CUPTI_SUCCESS = 0
 CUPTI_MAX_LIMIT_REACHED = 12  # cuptiActivityGetNextRecord: no more records in the buffer
 FLUSH_FORCED = 1
@@ -82,7 +93,9 @@ def library_candidates(torch_dir=None):
 class Demangler:
     """C++ names as torch.profiler shows them (kineto demangles with the
     same __cxa_demangle); a name that is not a mangled one (Triton's,
-    extern "C") unchanged."""
+    extern "C") unchanged. (kineto demangles every name, so an extern "C"
+    kernel named `f` or `i` reads "float" or "int" there; here it keeps
+    its name.)"""
 
     def __init__(self):
         self.fn = self.free = None
@@ -99,7 +112,7 @@ class Demangler:
             pass
 
     def __call__(self, name):
-        if self.fn is None or not name.startswith("_Z"):
+        if self.fn is None or not name.startswith("_Z") or len(name) > DEMANGLE_MAX:
             return name
         status = ctypes.c_int(-1)
         p = self.fn(name.encode(), None, None, ctypes.byref(status))
@@ -112,28 +125,43 @@ class Demangler:
 
 
 def describe(address, demangle):
-    """(name, GPU microseconds) of the record at address, or None for a
-    kind not traced."""
+    """(name, start ns, end ns) of the record at address, or None for a
+    kind not traced. A start of 0 or an end before the start: a record
+    whose work had not finished when it was handed over."""
     kind = ctypes.c_uint32.from_address(address).value
     start = ctypes.c_uint64.from_address(address + START).value
     end = ctypes.c_uint64.from_address(address + END).value
-    us = max(0, end - start) / 1000.0
     if kind == KIND_CONCURRENT_KERNEL:
         p = ctypes.c_void_p.from_address(address + KERNEL_NAME).value
         raw = ctypes.string_at(p).decode("utf-8", "replace") if p else "<unnamed kernel>"
-        return demangle(raw), us
+        return demangle(raw), start, end
     if kind == KIND_MEMCPY:
         b = ctypes.string_at(address + MEMCPY_KIND, 3)
-        name = f"Memcpy {_word(COPY_KINDS, b[0])} ({_word(MEMORY_KINDS, b[1])} -> {_word(MEMORY_KINDS, b[2])})"
-        return name, us
+        name = (f"Memcpy {_word(COPY_KINDS, b[0], '<unknown>')} "
+                f"({_word(MEMORY_KINDS, b[1])} -> {_word(MEMORY_KINDS, b[2])})")
+        return name, start, end
     if kind == KIND_MEMSET:
         memory = ctypes.c_uint16.from_address(address + MEMSET_MEMORY).value
-        return f"Memset ({_word(MEMORY_KINDS, memory)})", us
+        return f"Memset ({_word(MEMORY_KINDS, memory)})", start, end
     return None
 
 
-def _word(words, i):
-    return words[i] if i < len(words) else "Unknown"
+def busy_us(spans):
+    """Microseconds the GPU was busy with any of the (start, end) spans
+    (their union: kernels of several streams overlap)."""
+    total, reach = 0, None
+    for start, end in sorted(spans):
+        if reach is None or start > reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total / 1000.0
+
+
+def _word(words, i, beyond="Unrecognized"):
+    return words[i] if i < len(words) else beyond
 
 
 REQUESTED = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t),
@@ -171,19 +199,31 @@ class KernelTrace:
         self.next_record.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p))
         self.dropped.argtypes = (ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_size_t))
         self.demangle = Demangler()
-        self.buffers = {}   # address -> the ctypes buffer behind it (kept alive until completed)
-        self.records = []   # (name, us) of the records completed so far
-        self.lost = []      # why a completed buffer's records are not all here
+        self.buffers = {}     # address -> the ctypes buffer behind it, until read
+        self.completed = []   # (context, stream, address, valid bytes) handed back, not yet read
+        self.lost = []        # why the trace is not whole
+        self.busy_us = None   # the last trace's GPU busy time (busy_us)
         # the callbacks live as long as this object (CUPTI holds their pointers)
         self._requested, self._completed = REQUESTED(self._on_request), COMPLETED(self._on_complete)
 
+    # CUPTI's callbacks: nothing but handing out and queueing buffers (they
+    # may run on CUPTI's thread, and every line of Python here waits for the GIL)
     def _on_request(self, buffer, size, max_records):
-        b = ctypes.create_string_buffer(BUFFER_BYTES + 8)
-        address = (ctypes.addressof(b) + 7) & ~7  # CUPTI wants 8-byte alignment
-        self.buffers[address] = b
-        buffer[0], size[0], max_records[0] = address, BUFFER_BYTES, 0
+        try:
+            b = ctypes.create_string_buffer(BUFFER_BYTES + 8)
+            address = (ctypes.addressof(b) + 7) & ~7  # CUPTI wants 8-byte alignment
+            self.buffers[address] = b
+            buffer[0], size[0], max_records[0] = address, BUFFER_BYTES, 0
+        except BaseException as e:  # noqa: BLE001 - an exception may not cross into CUPTI
+            self.lost.append(f"no buffer for CUPTI: {type(e).__name__}: {e}")
+            buffer[0], size[0], max_records[0] = None, 0, 0
 
     def _on_complete(self, context, stream, buffer, size, valid):
+        self.completed.append((context, stream, buffer, valid))
+
+    def _read(self, context, stream, buffer, valid):
+        """The records of one buffer handed back; the buffer let go."""
+        records = []
         try:
             record = ctypes.c_void_p(None)
             while True:
@@ -191,25 +231,29 @@ class KernelTrace:
                 if rc == CUPTI_MAX_LIMIT_REACHED:
                     break
                 if rc != CUPTI_SUCCESS:
-                    self.lost.append(f"cuptiActivityGetNextRecord: {rc}")
+                    self.lost.append(f"cuptiActivityGetNextRecord: CUPTI error {rc}")
                     break
                 seen = describe(record.value, self.demangle)
-                if seen is not None:
-                    self.records.append(seen)
+                if seen is None:
+                    continue
+                if seen[1] == 0 or seen[2] < seen[1]:
+                    self.lost.append(f"{seen[0][:80]}: a record without its end (its work still running)")
+                    continue
+                records.append(seen)
             n = ctypes.c_size_t(0)
             if self.dropped(context, stream, ctypes.byref(n)) == CUPTI_SUCCESS and n.value:
                 self.lost.append(f"CUPTI dropped {n.value} records")
-        except Exception as e:  # noqa: BLE001 - an exception may not cross into CUPTI
-            self.lost.append(f"reading records: {type(e).__name__}: {e}")
         finally:
             self.buffers.pop(buffer, None)
+        return records
 
     def run(self, call):
         """call() under the trace (it must end with the device synchronised);
-        [{"name", "calls", "us"}] per distinct name. TraceUnavailable when
-        CUPTI would not start (nothing ran); TraceFailed when the records
-        are not whole."""
-        self.records, self.lost = [], []
+        [{"name", "calls", "us"}] per distinct name, and self.busy_us.
+        TraceUnavailable when CUPTI would not start (the call did not run);
+        TraceFailed when the records are not whole, or the call raised
+        TraceUnavailable itself (never a reason to trace another way)."""
+        self.completed, self.lost, self.busy_us = [], [], None
         rc = self.register(self._requested, self._completed)
         if rc != CUPTI_SUCCESS:
             raise TraceUnavailable(f"cuptiActivityRegisterCallbacks: CUPTI error {rc}")
@@ -220,17 +264,32 @@ class KernelTrace:
                 if rc != CUPTI_SUCCESS:
                     raise TraceUnavailable(f"cuptiActivityEnable({kind}): CUPTI error {rc}")
                 enabled.append(kind)
-            call()
+            try:
+                call()
+            except TraceUnavailable as e:
+                raise TraceFailed(f"the traced call raised {type(e).__name__}: {e}") from None
         finally:
             for kind in enabled:
                 self.disable(kind)
             if enabled:
-                self.flush(FLUSH_FORCED)
+                rc = self.flush(FLUSH_FORCED)
+                if rc != CUPTI_SUCCESS:
+                    self.lost.append(f"cuptiActivityFlushAll: CUPTI error {rc}")
+        records = []
+        for handed in self.completed:
+            records += self._read(*handed)
+        self.completed = []
+        # (a buffer the forced flush did not hand back held no record; CUPTI
+        # still owns it, so it stays alive in self.buffers)
+        n = ctypes.c_size_t(0)
+        if self.dropped(None, 0, ctypes.byref(n)) == CUPTI_SUCCESS and n.value:
+            self.lost.append(f"CUPTI dropped {n.value} records")
         if self.lost:
-            raise TraceFailed("; ".join(self.lost))
+            raise TraceFailed("; ".join(self.lost[:5]))
         kernels = {}
-        for name, us in self.records:
+        for name, start, end in records:
             k = kernels.setdefault(name, [0, 0.0])
             k[0] += 1
-            k[1] += us
+            k[1] += (end - start) / 1000.0
+        self.busy_us = busy_us([(start, end) for _, start, end in records])
         return [{"name": n, "calls": c, "us": us} for n, (c, us) in kernels.items()]

@@ -223,6 +223,11 @@ class Worker:
             warm_s = self._warm_libraries(bool(req.get("triton_driver")))
             if req.get("tracer", "cupti") == "cupti":
                 self._bind_tracer()
+            if self.tracer is None:
+                # torch.profiler's entry points taken now, before the
+                # candidate's code can replace them in torch's modules
+                from torch.profiler import ProfilerActivity, profile
+                self._profile, self._profile_cuda = profile, ProfilerActivity.CUDA
             if self.sandbox.config is None:
                 # the commitment's kernel compiled now, off the candidate's
                 # path (a spare does this before its candidate exists), in
@@ -244,7 +249,6 @@ class Worker:
         trace = _load_sibling("kernel_trace")
         try:
             self.tracer = trace.KernelTrace(torch_dir=os.path.dirname(self.torch.__file__))
-            self.trace_unavailable = trace.TraceUnavailable
         except Exception as e:  # noqa: BLE001 - attribution falls back, with the reason
             self.tracer, self.tracer_why = None, f"{type(e).__name__}: {e}"[:300]
 
@@ -691,8 +695,11 @@ class Worker:
     def attribute(self, req):
         """One call traced: the kernels, memcpys and memsets it ran, with
         their GPU time, and which tracer saw them ("cupti": kernel_trace.py,
-        bound at ready; "torch.profiler": a kineto session, where CUPTI
-        could not be bound or would not start, tracer_why saying why)."""
+        bound at ready, with the GPU's busy time; "torch.profiler": a kineto
+        session, asked for or where CUPTI could not be bound at ready,
+        tracer_why saying why). The way is chosen at ready, never by what
+        happens here: a trace that fails is an attribution that failed (the
+        candidate's code runs here, and could otherwise pick the tracer)."""
         case = req["case"]
         model, lifted = self.models[case]
         tensors = self.make_inputs(self.layouts[case], req["seed"], self.device)
@@ -702,14 +709,10 @@ class Worker:
             with self.no_grad():
                 self.functional_call(model, state, args) if state else model(*args)
             self.sync()
-        why = self.tracer_why
         if self.tracer is not None:
-            try:
-                return {"kernels": self.tracer.run(call), "tracer": "cupti"}
-            except self.trace_unavailable as e:  # nothing ran: the profiler's turn
-                why = str(e)[:300]
-        from torch.profiler import ProfilerActivity, profile
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            kernels = self.tracer.run(call)
+            return {"kernels": kernels, "tracer": "cupti", "busy_us": self.tracer.busy_us}
+        with self._profile(activities=[self._profile_cuda]) as prof:
             call()
         kernels = {}
         for e in prof.events():
@@ -718,7 +721,7 @@ class Worker:
                 k[0] += 1
                 k[1] += e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total
         return {"kernels": [{"name": n, "calls": c, "us": us} for n, (c, us) in kernels.items()],
-                "tracer": "torch.profiler", "tracer_why": why}
+                "tracer": "torch.profiler", "tracer_why": self.tracer_why}
 
     def drop(self, req):
         self.batch, self.order, self.events, self.staged, self.fetched = {}, [], None, None, []

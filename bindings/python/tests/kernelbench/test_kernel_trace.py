@@ -106,25 +106,25 @@ def test_records_read_as_torch_profiler_names_them():
     demangle = kt.Demangler()
     rec, _name = _kernel_record("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEE"
                                 "St5arrayIPcLm1EEEEviT0_T1_", 1000, 3500)
-    name, us = kt.describe(ctypes.addressof(rec), demangle)
+    name, start, end = kt.describe(ctypes.addressof(rec), demangle)
     assert name.startswith("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>")
-    assert us == 2.5
+    assert (start, end) == (1000, 3500)
     rec, _name = _kernel_record("_Z9my_kernelPKfPfi", 0, 10_000)
-    assert kt.describe(ctypes.addressof(rec), demangle) == ("my_kernel(float const*, float*, int)", 10.0)
+    assert kt.describe(ctypes.addressof(rec), demangle) == ("my_kernel(float const*, float*, int)", 0, 10_000)
     rec, _name = _kernel_record("relu_kernel", 5, 5)  # Triton's: not mangled
-    assert kt.describe(ctypes.addressof(rec), demangle) == ("relu_kernel", 0.0)
+    assert kt.describe(ctypes.addressof(rec), demangle) == ("relu_kernel", 5, 5)
+    # past kineto's length limit a name stays as it is
+    long_name = "_Z" + "9my_kernel" * 110
+    assert demangle(long_name) == long_name
     # the words scoring.py's patterns read (fills, memsets, DtoD copies are
     # no one's work); each record held while it is read
     dtod, htod, memset = _memcpy_record(8, 3, 3, 0, 2000), _memcpy_record(1, 1, 3, 0, 1000), _memset_record(3, 0, 500)
-    assert kt.describe(ctypes.addressof(dtod), demangle) == ("Memcpy DtoD (Device -> Device)", 2.0)
+    assert kt.describe(ctypes.addressof(dtod), demangle) == ("Memcpy DtoD (Device -> Device)", 0, 2000)
     assert kt.describe(ctypes.addressof(htod), demangle)[0] == "Memcpy HtoD (Pageable -> Device)"
-    assert kt.describe(ctypes.addressof(memset), demangle) == ("Memset (Device)", 0.5)
-    # an end before the start (a clock CUPTI could not read) is no negative time
-    rec, _name = _kernel_record("k", 900, 100)
-    assert kt.describe(ctypes.addressof(rec), demangle)[1] == 0.0
-    # an enum value past the known ones
+    assert kt.describe(ctypes.addressof(memset), demangle) == ("Memset (Device)", 0, 500)
+    # kineto's words for values past the known ones
     odd = _memcpy_record(42, 9, 1, 0, 0)
-    assert kt.describe(ctypes.addressof(odd), demangle)[0] == "Memcpy Unknown (Unknown -> Pageable)"
+    assert kt.describe(ctypes.addressof(odd), demangle)[0] == "Memcpy <unknown> (Unrecognized -> Pageable)"
 
 
 class FakeCupti:
@@ -180,7 +180,7 @@ class FakeCupti:
         return 0
 
     def _dropped(self, context, stream, out):
-        out._obj.value = self.dropped_n
+        out._obj.value = self.dropped_n if context is None and stream == 0 else 0
         return 0
 
 
@@ -194,16 +194,16 @@ def _fake_trace(lib):
     t.flush, t.next_record = lib.cuptiActivityFlushAll, lib.cuptiActivityGetNextRecord
     t.dropped = lib.cuptiActivityGetNumDroppedRecords
     t.demangle = kt.Demangler()
-    t.buffers, t.records, t.lost = {}, [], []
+    t.buffers, t.completed, t.lost, t.busy_us = {}, [], [], None
     t._requested, t._completed = t._on_request, t._on_complete
     return t
 
 
 def test_a_trace_sums_each_kernel_and_leaves_cupti_off():
-    a1, n1 = _kernel_record("_Z9my_kernelPKfPfi", 0, 4000)
-    a2, n2 = _kernel_record("_Z9my_kernelPKfPfi", 5000, 7000)
-    b, nb = _kernel_record("relu_kernel", 0, 1000)
-    ms = _memset_record(3, 0, 100)
+    a1, n1 = _kernel_record("_Z9my_kernelPKfPfi", 1000, 5000)
+    a2, n2 = _kernel_record("_Z9my_kernelPKfPfi", 6000, 8000)
+    b, nb = _kernel_record("relu_kernel", 1000, 2000)
+    ms = _memset_record(3, 1000, 1100)
     lib = FakeCupti([a1, b, a2, ms])
     t = _fake_trace(lib)
     ran = []
@@ -213,6 +213,58 @@ def test_a_trace_sums_each_kernel_and_leaves_cupti_off():
     assert sorted((k["name"], k["calls"], k["us"]) for k in got) == [
         ("Memset (Device)", 1, 0.1), ("my_kernel(float const*, float*, int)", 2, 6.0), ("relu_kernel", 1, 1.0)]
     assert not t.buffers  # the completed buffer is let go
+    assert t.busy_us == 6.0  # [1000, 5000] and [6000, 8000] ns, the others inside the first
+
+
+def test_busy_time_is_the_union_of_the_spans():
+    assert kt.busy_us([]) == 0.0
+    assert kt.busy_us([(0, 1000), (500, 1500), (3000, 4000)]) == 2.5
+    assert kt.busy_us([(0, 10_000), (1000, 2000), (2000, 3000)]) == 10.0
+
+
+def test_a_record_without_its_end_fails_the_trace():
+    """A forced flush hands over records of work still running: taken as
+    0 us they would shrink torch's share."""
+    done, _ = _kernel_record("relu_kernel", 1000, 2000)
+    running, _n = _kernel_record("_Z9my_kernelPKfPfi", 2000, 0)
+    t = _fake_trace(FakeCupti([done, running]))
+    with pytest.raises(kt.TraceFailed, match="without its end"):
+        t.run(lambda: None)
+
+
+def test_the_call_raising_trace_unavailable_is_a_failed_trace_not_a_fallback():
+    """The candidate's code runs in the traced call: it must not be able to
+    send attribution to another tracer by raising the fallback's signal."""
+    t = _fake_trace(FakeCupti([]))
+
+    def candidate():
+        raise kt.TraceUnavailable("pick the profiler, please")
+    with pytest.raises(kt.TraceFailed, match="pick the profiler"):
+        t.run(candidate)
+
+
+def test_a_failed_flush_fails_the_trace():
+    lib = FakeCupti([])
+    lib.cuptiActivityFlushAll = lambda flag: 7
+    t = _fake_trace(lib)
+    with pytest.raises(kt.TraceFailed, match="FlushAll"):
+        t.run(lambda: None)
+
+
+def test_records_come_back_read_on_the_callers_thread_only():
+    """The completion callback queues the buffer; the records are read after
+    the flush (CUPTI's thread never runs more Python than a list append)."""
+    rec, _ = _kernel_record("relu_kernel", 1000, 2000)
+    lib = FakeCupti([rec])
+    t = _fake_trace(lib)
+    real_flush = lib.cuptiActivityFlushAll
+
+    def flush(flag):
+        rc = real_flush(flag)
+        assert len(t.completed) == 1 and lib.cursor == 0  # queued, not yet read
+        return rc
+    t.flush = flush
+    assert [k["name"] for k in t.run(lambda: None)] == ["relu_kernel"]
 
 
 def test_dropped_records_fail_the_trace_rather_than_miss_a_kernel():
@@ -273,3 +325,47 @@ def test_a_real_libcupti_binds_without_a_gpu():
     """Binding is dlopen and dlsym only: no CUPTI call, so no driver needed."""
     t = kt.KernelTrace()
     assert t.path and callable(t.enable)
+
+
+class _Replying:
+    """A candidate worker whose attribute reply is given."""
+
+    def __init__(self, reply):
+        self.reply = reply
+
+    def request(self, req, timeout_s):
+        assert req["op"] == "attribute"
+        return dict(self.reply, ok=True), None
+
+
+TRITON_SRC = ("import triton\n@triton.jit\ndef decoy(x):\n    pass\n"
+              "class ModelNew:\n    pass\n")
+
+
+def _attributed(reply, time_us):
+    import random
+
+    from kreward.kernelbench.evaluation import attribute_kernels
+    res = {"notes": [], "time_us": time_us}
+    attribute_kernels(_Replying(reply), TRITON_SRC, random.Random(1), res, 5)
+    return res
+
+
+def test_a_traced_call_busier_than_a_timed_one_is_not_attributed():
+    """A candidate that knows it is traced can launch its own kernel over and
+    over, so its share looks like the work: the traced call then keeps the
+    GPU busy far longer than a timed call took, and the shares are refused
+    (unattributed: no speed credit rests on them)."""
+    kernels = [{"name": "decoy", "calls": 50, "us": 900.0},
+               {"name": "void at::native::gemm_kernel<float>(int)", "calls": 1, "us": 100.0}]
+    res = _attributed({"kernels": kernels, "tracer": "cupti", "busy_us": 1000.0}, time_us=110.0)
+    assert res["torch_fallback"] is None and "kernels" not in res
+    assert any("attribution refused" in n for n in res["notes"]), res["notes"]
+    # the same kernels in a call as busy as a timed one: attributed
+    honest = _attributed({"kernels": kernels, "tracer": "cupti", "busy_us": 1000.0}, time_us=1050.0)
+    assert honest["torch_fallback"] is False and honest["custom_share"] == 0.9
+    assert honest["attribution_via"] == "cupti"
+    # the profiler's path reports no busy time: nothing to compare
+    old = _attributed({"kernels": kernels, "tracer": "torch.profiler", "tracer_why": "no libcupti"}, time_us=110.0)
+    assert old["torch_fallback"] is False
+    assert any("CUPTI not used (no libcupti)" in n for n in old["notes"])

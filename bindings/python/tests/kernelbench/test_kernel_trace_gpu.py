@@ -112,3 +112,34 @@ def test_a_candidate_is_attributed_by_cupti_through_the_runner(tmp_path):
     assert res["torch_fallback"] is False and res["kernels"]["custom"], res
     assert old["attribution_via"] == "torch.profiler" and not old["torch_fallback"], old
     assert [k["name"] for k in res["kernels"]["custom"]] == [k["name"] for k in old["kernels"]["custom"]]
+
+
+MANY = r"""
+import json, os, sys
+import torch
+sys.path.insert(0, sys.argv[1])
+from kreward.kernelbench import kernel_trace
+x = torch.randn(256, device="cuda")
+torch.relu(x); torch.cuda.synchronize()
+t = kernel_trace.KernelTrace(torch_dir=os.path.dirname(torch.__file__))
+
+def call():
+    for _ in range(20000):
+        torch.relu(x)
+    torch.cuda.synchronize()
+got = t.run(call)
+print(json.dumps({"kernels": got, "busy_us": t.busy_us}))
+"""
+
+
+@pytest.mark.gpu
+def test_twenty_thousand_launches_are_all_counted():
+    """Records from a long call (CUPTI may hand buffers back from its own
+    thread): every launch counted, none dropped."""
+    r = subprocess.run([sys.executable, "-c", MANY, str(ROOT / "bindings" / "python")], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    print(got)
+    assert sum(k["calls"] for k in got["kernels"]) == 20000
+    assert 0 < got["busy_us"] <= sum(k["us"] for k in got["kernels"]) + 1e-6
