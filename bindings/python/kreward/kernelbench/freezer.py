@@ -186,30 +186,38 @@ _lost_lock = threading.Lock()
 def pause(worker):
     """The lane's time starts for this worker (it waits at the gate, or is
     frozen): not the candidate's. Paired with resume; nested pauses count
-    once."""
+    once. A worker's `clock` (its evaluation's: in_flight.py's Slot) is
+    paused with it, so the evaluation's lost time is the union of its
+    own waits and its candidate's."""
     if worker is None:
         return
     with _lost_lock:
-        depth = getattr(worker, "lost_depth", 0)
-        if depth == 0:
-            worker.lost_since = time.monotonic()
-        worker.lost_depth = depth + 1
+        for held in (worker, getattr(worker, "clock", None)):
+            if held is None:
+                continue
+            depth = getattr(held, "lost_depth", 0)
+            if depth == 0:
+                held.lost_since = time.monotonic()
+            held.lost_depth = depth + 1
 
 
 def resume(worker):
     """The lane's time ends: what it took is added to the worker's lost
     seconds and moves its evaluation limit (WorkerProcess.limit_until)
-    later by as much."""
+    later by as much (its clock's too)."""
     if worker is None:
         return
     with _lost_lock:
-        worker.lost_depth = getattr(worker, "lost_depth", 1) - 1
-        if worker.lost_depth:
-            return
-        seconds = time.monotonic() - worker.lost_since
-        worker.lost_s = getattr(worker, "lost_s", 0.0) + seconds
-        if getattr(worker, "deadline", None) is not None:
-            worker.deadline += seconds
+        for held in (worker, getattr(worker, "clock", None)):
+            if held is None:
+                continue
+            held.lost_depth = getattr(held, "lost_depth", 1) - 1
+            if held.lost_depth:
+                continue
+            seconds = time.monotonic() - held.lost_since
+            held.lost_s = getattr(held, "lost_s", 0.0) + seconds
+            if getattr(held, "deadline", None) is not None:
+                held.deadline += seconds
 
 
 def lost_seconds(worker):

@@ -20,7 +20,9 @@ A readers-writer gate with writer preference:
 Time a worker spends waiting at the gate or frozen is added back to its
 evaluation limit, and the scheduler's backstop does not count it
 (freezer.pause, resume, lost_seconds): it is the lane's, not the
-candidate's.
+candidate's. So is every wait of an evaluation's thread here, with a
+candidate worker or without one (its baseline's phase, a spare's start):
+the thread's clock (bind_clock) is paused with the worker.
 
 The exclusive phase belongs to a thread; that thread's own shared steps
 (a baseline replaced inside its phase) pass straight through. NO_GATE is
@@ -55,8 +57,17 @@ class Gate:
         self._reading = {}                  # each shared step in progress -> (start, overdue_s)
         self._owner = None                  # the thread in the exclusive phase
         self._queue = collections.deque()   # threads waiting for it, in order
-        self._local = threading.local()     # this thread's shared-step depth
+        self._local = threading.local()     # this thread's shared-step depth, its clock
         self.counters = collections.Counter()
+
+    def bind_clock(self, clock):
+        """This thread's evaluation clock (an object freezer.pause and resume
+        keep lost time on), paused in every wait of this thread here; None:
+        none."""
+        self._local.clock = clock
+
+    def _clock(self):
+        return getattr(self._local, "clock", None)
 
     @contextlib.contextmanager
     def shared(self, worker=None, candidate=True):
@@ -71,7 +82,9 @@ class Gate:
         if self._owner == me or depth:
             yield  # inside its own exclusive phase, or a step already in progress
             return
+        clock = self._clock()
         pause(worker)
+        pause(clock)
         try:
             with self._cond:
                 while self._owner is not None or self._queue:
@@ -79,6 +92,7 @@ class Gate:
                 key = object()
                 self._reading[key] = (time.monotonic(), self.overdue_s if candidate else None)
         finally:
+            resume(clock)
             resume(worker)
         self._local.depth = 1
         try:
@@ -106,8 +120,10 @@ class Gate:
         result: seconds waited, processes stopped, the probe's note."""
         me = threading.get_ident()
         t0 = time.monotonic()
+        clock = self._clock()
         for w in keep:
             pause(w)
+        pause(clock)
         try:
             with self._cond:
                 if self._owner == me:
@@ -129,6 +145,7 @@ class Gate:
                 self.counters["exclusive"] += 1
                 self.counters["overdue_steps"] += overdue
         finally:
+            resume(clock)
             for w in keep:
                 resume(w)
         waited = time.monotonic() - t0
@@ -166,6 +183,9 @@ class Gate:
 
 
 class _NoGate:
+    def bind_clock(self, clock):
+        pass
+
     @contextlib.contextmanager
     def shared(self, worker=None, candidate=True):
         yield

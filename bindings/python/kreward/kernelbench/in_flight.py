@@ -34,9 +34,11 @@ closed by the lane closes every slot.
 Memory: each slot keeps its own spare (as a Runner does), so a lane may
 hold up to keep_warm x (1 + K) workers, each with a CUDA context: lower
 keep_warm with a larger K."""
+import contextlib
 import threading
+import types
 
-from .freezer import Freezer, lost_seconds
+from .freezer import Freezer, lost_seconds, pause, resume
 from .gate import Gate
 from .worker_process import watch_starts
 
@@ -54,12 +56,19 @@ class Slot:
         # to the next evaluation before that is over (it would end the next
         # one's workers)
         self.aborting = threading.Lock()
+        # this evaluation's lost time (freezer.pause, resume): its thread's
+        # waits at the gate and for the baseline's lock, and its candidate
+        # worker's waits and freezes (the worker's `clock`), counted once;
+        # the scheduler's backstop does not count it (lost_s)
+        self.clock = None
 
     def __getattr__(self, name):  # (only what the Slot does not define itself)
         return getattr(self.own, name)
 
     def start_candidate(self, *args, **kw):
         got = self.own.start_candidate(*args, **kw)
+        if self.own.candidate is not None:
+            self.own.candidate.clock = self.clock
         if self.own.sandbox_fallback and self.shared.sandbox == "start":
             # "auto" gave way to "init" here: the baseline follows, as a
             # Runner's own fallback restarts it (processes._fall_back_to_init)
@@ -80,14 +89,28 @@ class Slot:
         b = self.shared.baseline
         if b is not None and b.alive():
             return  # (not waiting for the lock another evaluation holds in baseline_ready)
-        with self.lock:
+        with self._locked():
             self.shared.start_baseline()
 
     def baseline_ready(self):
-        with self.lock:
+        with self._locked():
             why = self.shared.baseline_ready()
             self._seen = self.shared.baseline if why is None else None
             return why
+
+    @contextlib.contextmanager
+    def _locked(self):
+        """The baseline's lock; the wait for it is the lane's time (another
+        evaluation holds it while its baseline starts), not this one's."""
+        pause(self.clock)
+        try:
+            self.lock.acquire()
+        finally:
+            resume(self.clock)
+        try:
+            yield
+        finally:
+            self.lock.release()
 
     # (inside the exclusive phase, neither call waits for the lock where the
     # baseline it saw was replaced: the evaluation holding the lock may be
@@ -143,11 +166,19 @@ class InFlightRunner:
                 slot = Slot(self.runner.slot_processes(), self.runner._processes, self.baseline_lock,
                             self.gate)
             slot._seen, slot.thread = None, threading.get_ident()
-            slot.own.candidate = None  # (the last evaluation's, ended: lost_s reads this one's)
+            slot.own.candidate = None  # (the last evaluation's, ended)
+            slot.clock = types.SimpleNamespace()
             self._busy[token] = slot
-            return slot
+        self._bind(slot.clock)
+        return slot
+
+    def _bind(self, clock):
+        bind = getattr(self.gate, "bind_clock", None)  # (a test's gate may have none)
+        if bind is not None:
+            bind(clock)
 
     def _release(self, token):
+        self._bind(None)
         with self._lock:
             slot = self._busy.pop(token, None)
             if not self._busy:
@@ -170,11 +201,12 @@ class InFlightRunner:
             self._release(token)
 
     def lost_s(self, token):
-        """Seconds the evaluation's candidate worker waited at the gate or
-        was frozen (freezer.lost_seconds)."""
+        """Seconds the evaluation waited for the lane (at the gate, for the
+        baseline's lock) or had its candidate worker frozen, counted once
+        (freezer.lost_seconds of the slot's clock)."""
         with self._lock:
             slot = self._busy.get(token)
-        return lost_seconds(slot.own.candidate) if slot is not None else 0.0
+        return lost_seconds(slot.clock) if slot is not None else 0.0
 
     def abort(self, token):
         """Ends one evaluation's workers (its candidate's, its spare); if it

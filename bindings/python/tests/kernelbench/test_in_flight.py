@@ -669,3 +669,96 @@ def test_an_abort_ends_its_own_evaluations_workers_never_the_next_ones():
     assert slot.own.closed_at == closed
     aborting.join()
     r._release("second")
+
+
+def test_every_wait_for_the_lane_is_kept_off_the_backstop_with_or_without_a_candidate_worker():
+    """The scheduler's backstop does not count an evaluation's lost time
+    (lost_s). Waits that pause no candidate worker count too: the wait for
+    its baseline's exclusive phase (its candidate already ended) and for
+    the baseline's lock another evaluation holds; a wait overlapping its
+    candidate's own counts once."""
+    import threading
+    import time
+
+    from kreward.kernelbench.gate import Gate
+    from kreward.kernelbench.in_flight import InFlightRunner
+
+    class Shared:
+        lock = threading.Lock()
+        baseline = None
+
+        def baseline_ready(self):
+            return "no baseline here"
+
+    class Runner:
+        def __init__(self):
+            self._processes = Shared()
+
+        def slot_processes(self):
+            return type("Own", (), {"candidate": None})()
+
+    gate = Gate()
+    r = InFlightRunner(Runner(), gate)
+    other_in, other_out = threading.Event(), threading.Event()
+
+    def other():  # another evaluation's exclusive phase
+        gate.enter_exclusive()
+        other_in.set()
+        other_out.wait(10)
+        gate.leave_exclusive()
+    t = threading.Thread(target=other)
+    t.start()
+    assert other_in.wait(5)
+    lost = {}
+
+    def mine():
+        slot = r._acquire("mine")
+        try:
+            gate.enter_exclusive(keep=())  # its baseline's phase: no candidate worker in keep
+            gate.leave_exclusive()
+            lost["after_gate"] = r.lost_s("mine")
+            held = threading.Event()
+
+            def holder():  # another evaluation holds the baseline's lock a while
+                with r.baseline_lock:
+                    held.set()
+                    time.sleep(0.3)
+            h = threading.Thread(target=holder)
+            h.start()
+            held.wait(5)
+            slot.baseline_ready()  # waits for the lock: the lane's time
+            h.join(5)
+            lost["after_lock"] = r.lost_s("mine")
+        finally:
+            r._release("mine")
+    m = threading.Thread(target=mine)
+    m.start()
+    time.sleep(0.4)
+    assert r.lost_s("mine") >= 0.35  # counted while it waits, not only after
+    other_out.set()
+    m.join(10)
+    t.join(10)
+    assert lost["after_gate"] >= 0.35
+    assert lost["after_lock"] - lost["after_gate"] >= 0.25
+
+
+def test_a_wait_with_the_candidate_worker_paused_too_counts_once():
+    import types
+
+    from kreward.kernelbench.freezer import lost_seconds, pause, resume
+
+    clock = types.SimpleNamespace()
+    worker = types.SimpleNamespace(clock=clock, deadline=100.0)
+    pause(worker)
+    pause(clock)   # the thread's own wait, the same moment
+    import time
+    time.sleep(0.2)
+    resume(clock)
+    resume(worker)
+    assert 0.19 <= lost_seconds(clock) < 0.35 and 0.19 <= lost_seconds(worker) < 0.35
+    assert worker.deadline >= 100.19  # the candidate's limit moved by the wait
+    # the worker frozen alone (another evaluation's phase): its evaluation's clock too
+    pause(worker)
+    time.sleep(0.2)
+    resume(worker)
+    assert 0.39 <= lost_seconds(clock) < 0.6
