@@ -97,21 +97,32 @@ def test_cupti_sees_the_kernels_torch_profiler_sees():
 
 @pytest.mark.gpu
 def test_a_candidate_is_attributed_by_cupti_through_the_runner(tmp_path):
+    """An honest Triton softmax: its kernel found by the CUPTI trace, as by
+    torch.profiler (Runner(attribution="torch")); the decoy kernel beside
+    torch's matmul still mostly_torch."""
     from kreward.kernelbench import import_problem
     from kreward.kernelbench.runner import Runner
 
-    imp = import_problem(str(KB / "level1" / "01_relu.py"))
-    src = (KB / "candidates" / "level1_01_relu" / "honest_cuda.py").read_text()
-    with Runner(imp, "cuda", cache_dir=str(tmp_path), spare=False) as runner:
+    imp = import_problem(str(KB / "level1" / "05_softmax.py"))
+    src = (KB / "candidates" / "level1_05_softmax" / "honest_triton.py").read_text()
+    with Runner(imp, "cuda", cache_dir=str(tmp_path / "a"), spare=False) as runner:
         res = runner.evaluate(src, seed=5)
         runner.attribution = "torch"
         old = runner.evaluate(src, seed=5)
-    print({k: res.get(k) for k in ("verdict", "attribution_via", "phases_s", "kernels")})
-    print({k: old.get(k) for k in ("verdict", "attribution_via", "phases_s")})
+    for r in (res, old):
+        print({k: r.get(k) for k in ("verdict", "attribution_via", "custom_share", "phases_s", "notes")})
     assert res["verdict"] == "pass" and res["attribution_via"] == "cupti", res
     assert res["torch_fallback"] is False and res["kernels"]["custom"], res
     assert old["attribution_via"] == "torch.profiler" and not old["torch_fallback"], old
     assert [k["name"] for k in res["kernels"]["custom"]] == [k["name"] for k in old["kernels"]["custom"]]
+    assert res["phases_s"]["attribute"] < old["phases_s"]["attribute"]
+
+    imp = import_problem(str(KB / "level1" / "13_matmul_square.py"))
+    decoy = (KB / "candidates" / "level1_13_matmul_square" / "cheat_decoy_kernel.py").read_text()
+    with Runner(imp, "cuda", cache_dir=str(tmp_path / "b"), spare=False) as runner:
+        res = runner.evaluate(decoy, seed=5)
+    print({k: res.get(k) for k in ("verdict", "attribution_via", "custom_share", "mostly_torch", "reward")})
+    assert res["attribution_via"] == "cupti" and res["mostly_torch"] is True, res
 
 
 MANY = r"""
