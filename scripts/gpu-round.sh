@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A GPU round in one device call (under the device tool's 10 minutes): builds
 # the tree (scripts/device-build.sh's sysroot), then runs the steps GR_STEPS
-# names, in this order, each under a limit of its own cut to what is left of
+# names, in the order it names them, each under a limit of its own cut to what is left of
 # GR_TOTAL_S (default 570 s), so a slow step cannot take the others' logs with
 # it when the call is killed:
 #   gpu          the meson gpu suite's C tests and the bundled suite (GR_GPU_TESTS)
@@ -41,7 +41,7 @@ pyt() {  # pyt STEP LIMIT ARGS...: pytest -m gpu, its last line into the summary
   grep -E "^(FAILED|ERROR) " "$out/$step.log" | cut -c1-300
   note "$step (rc $rc, limit $lim s, at $(elapsed) s): $(grep -E '(passed|failed|skipped|error)' "$out/$step.log" | tail -1)"
 }
-if want gpu; then
+step_gpu() {
   lim=$(limit 240)
   # shellcheck disable=SC2046
   timeout -k 5 "$lim" meson test -C "$b" --no-rebuild --print-errorlogs --num-processes 1 \
@@ -50,63 +50,67 @@ if want gpu; then
   rc=$?
   grep -E "^ *[0-9]+/[0-9]+ " "$out/gpu.log" | grep -v " OK " | cut -c1-200
   note "gpu suite (rc $rc, limit $lim s, at $(elapsed) s): $(grep -E '^(Ok|Fail|Skipped|Timeout):' "$out/gpu.log" | tr -s ' ' | tr '\n' ' ')"
-fi
-if want adversarial; then
+}
+step_adversarial() {
   lim=$(limit 240)
   timeout -k 5 "$lim" python3 tests/adversarial/run.py "$b/tools/kreward" . --require-gpu \
     ${GR_ADV_ONLY:+--only "$GR_ADV_ONLY"} > "$out/adversarial.log" 2>&1
   rc=$?
   grep -viE "^ok|^pass" "$out/adversarial.log" | cut -c1-300 | tail -25
   note "adversarial (rc $rc, limit $lim s, at $(elapsed) s): $(tail -1 "$out/adversarial.log")"
-fi
-if want py; then
+}
+step_py() {
   pyt py 200 bindings/python/tests --ignore=bindings/python/tests/kernelbench --ignore=bindings/python/tests/vet
-fi
-if want rail; then
+}
+step_rail() {
   pyt rail 300 bindings/python/tests/test_rail_gpu.py \
     bindings/python/tests/test_serve_gpu.py::test_server_both_kinds_on_the_gpu
-fi
-if want vet; then
+}
+step_vet() {
   pyt vet 200 bindings/python/tests/vet/test_vet_gpu.py
-fi
-if want kb; then
+}
+step_kb() {
   # shellcheck disable=SC2086
   pyt kb 300 ${GR_KB_TESTS:-bindings/python/tests/kernelbench}
-fi
-if want pool; then
+}
+step_pool() {
   lim=$(limit 150)
   # shellcheck disable=SC2086
   timeout -k 5 "$lim" "$b/bench/bench_pool" --per-problem 16 --profile ${GR_POOL_ARGS:-} > "$out/pool.log" 2>&1
   rc=$?; tail -25 "$out/pool.log"
   note "pool (rc $rc, at $(elapsed) s): $(grep -iE "candidates/s" "$out/pool.log" | head -3 | tr -s ' ' | tr '\n' ';')"
-fi
-if want timing; then
+}
+step_timing() {
   lim=$(limit 120)
   timeout -k 5 "$lim" "$b/bench/bench_timing" > "$out/timing.log" 2>&1
   rc=$?; tail -20 "$out/timing.log"
   note "timing (rc $rc, at $(elapsed) s)"
-fi
-if want profstart; then
+}
+step_profstart() {
   lim=$(limit 120)
   timeout -k 5 "$lim" python3 bench/profiler_start_cost.py > "$out/profstart.log" 2>&1
   rc=$?; cat "$out/profstart.log" | tail -40
   note "profstart (rc $rc, at $(elapsed) s)"
-fi
-if want kbbatch; then
+}
+step_kbbatch() {
   lim=$(limit 300)
   # shellcheck disable=SC2086
   timeout -k 5 "$lim" python3 bench/bench_kernelbench_batch.py --json "$out/kbbatch.json" \
     ${GR_KBBATCH_ARGS:-} > "$out/kbbatch.log" 2>&1
   rc=$?; tail -30 "$out/kbbatch.log"
   note "kbbatch (rc $rc, limit $lim s, at $(elapsed) s): $(grep -E '/s, ' "$out/kbbatch.log" | tr '\n' ';')"
-fi
-left=$(( total - $(elapsed) - 30 ))
-if want kbbench && [ $left -gt 30 ]; then
+}
+step_kbbench() {
+  local left=$(( total - $(elapsed) - 30 ))
+  [ $left -gt 30 ] || { note "kbbench (not run: ${left} s left)"; return; }
   # shellcheck disable=SC2086
   timeout $(( left + 20 )) python3 bench/bench_kernelbench.py --budget-s $left --json "$out/kb.json" \
     ${GR_KB_ARGS:-} > "$out/kbbench.log" 2>&1
   rc=$?; tail -30 "$out/kbbench.log"
   note "kbbench (rc $rc, at $(elapsed) s)"
-fi
+}
+for step in $steps; do
+  if declare -F "step_$step" > /dev/null; then "step_$step"; else note "$step: no such step"; fi
+done
 echo "== summary ($commit, $(elapsed) s)"
 printf '%s\n' "${summary[@]}"
