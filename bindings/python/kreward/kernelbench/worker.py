@@ -213,13 +213,7 @@ class Worker:
             # the commitment's own stream: the candidate may leave another
             # current (torch.cuda.set_stream), behind work of its choosing
             self.commit_stream = self.torch.cuda.Stream(device=self.device)
-            if "TRITON_LIBCUDA_PATH" not in os.environ:
-                # Triton asks /sbin/ldconfig where libcuda is; the loaded one says
-                with open("/proc/self/maps") as maps:
-                    for line in maps:
-                        if "/libcuda.so" in line:
-                            os.environ["TRITON_LIBCUDA_PATH"] = os.path.dirname(line.split()[-1])
-                            break
+            _load_sibling("libcuda_path").point_triton_at_loaded_libcuda()
             warm_s = self._warm_libraries(bool(req.get("triton_driver")))
             if req.get("tracer", "cupti") == "cupti":
                 self._bind_tracer()

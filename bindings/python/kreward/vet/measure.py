@@ -201,6 +201,10 @@ def _timing(torch, imp, device, compile_too):
                          launch_bound=bool(ms >= LAUNCH_BOUND * max(queued, 1e-6)))
         cases[name] = entry
         if c == 0 and compile_too:
+            if device.startswith("cuda"):
+                # Inductor's Triton would ask /sbin/ldconfig, which the sandbox refuses
+                from ..kernelbench.libcuda_path import point_triton_at_loaded_libcuda
+                point_triton_at_loaded_libcuda()
             t0 = time.perf_counter()
             try:
                 fast = torch.compile(model)

@@ -438,3 +438,20 @@ def test_a_gpu_worker_reads_neither_dev_shm_nor_the_socket_tables(tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     assert json.loads(p.stdout.strip().splitlines()[-1]) == {
         "shm": "refused", "net": "refused", "comm": "ok"}, p.stdout
+
+
+def test_triton_is_pointed_at_the_loaded_libcuda_not_at_ldconfig(monkeypatch):
+    """A sandbox that refuses exec refuses Triton's /sbin/ldconfig: the
+    loaded libcuda's folder is given instead (where none is loaded, as on
+    this CPU, nothing is set), and a path already set is kept."""
+    from kreward.kernelbench.libcuda_path import point_triton_at_loaded_libcuda
+    monkeypatch.delenv("TRITON_LIBCUDA_PATH", raising=False)
+    with open("/proc/self/maps") as maps:
+        loaded = [line.split()[-1] for line in maps if "/libcuda.so" in line]
+    got = point_triton_at_loaded_libcuda()
+    if loaded:
+        assert got == os.path.dirname(loaded[0]) == os.environ["TRITON_LIBCUDA_PATH"]
+    else:
+        assert got is None and "TRITON_LIBCUDA_PATH" not in os.environ
+    monkeypatch.setenv("TRITON_LIBCUDA_PATH", "/opt/elsewhere")
+    assert point_triton_at_loaded_libcuda() == "/opt/elsewhere"
