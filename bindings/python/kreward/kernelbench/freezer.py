@@ -31,7 +31,7 @@ import weakref
 
 # the worker's supervisor walks process trees the same way (worker.py imports
 # the standard library only, so this costs the caller nothing)
-from .worker import _children, _stat
+from .supervisor import _children, _stat
 
 # how long a freeze waits for every process to be seen stopped (a process
 # inside a driver call stops when the call returns); then it goes on

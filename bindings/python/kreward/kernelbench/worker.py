@@ -2,8 +2,8 @@
 (Python host code, CUDA through load_inline, Triton) and runs it on inputs
 it makes from seeds; the caller (runner.py) never runs candidate code.
 
-Two processes per worker. The caller starts this file as the supervisor:
-a small process (standard library only, never sandboxed, never runs
+Two processes per worker. The caller starts this file as the supervisor
+(its loop in supervisor.py): a small process (standard library only, never sandboxed, never runs
 candidate code) that makes itself a child subreaper (PR_SET_CHILD_SUBREAPER)
 and forks the worker in a session of its own. Every process the candidate
 starts stays below the supervisor, whatever it does: a child that leaves
@@ -53,7 +53,6 @@ import importlib.util
 import json
 import mmap
 import os
-import select
 import signal
 import sys
 import time
@@ -769,130 +768,6 @@ def run_worker(rfd, wfd, config, region_fd=None, shared_fd=None):
 
 
 # --------------------------------------------------------------- supervisor
-def _children(pid):
-    """The live and dead children of pid (its threads' children files; a
-    scan of every process's parent where the kernel has no such file)."""
-    kids = set()
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                kids.update(int(x) for x in f.read().split())
-        return kids
-    except OSError:
-        pass
-    for name in os.listdir("/proc"):
-        if name.isdigit() and _stat(int(name))[1] == pid:
-            kids.add(int(name))
-    return kids
-
-
-def _stat(pid):
-    """(state, parent) of a process; (None, None) once it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return fields[0], int(fields[1])
-    except (OSError, IndexError, ValueError):
-        return None, None
-
-
-def _describe(status):
-    if status is None:
-        return {"exited": False}
-    if os.WIFSIGNALED(status):
-        return {"exited": True, "signal": os.WTERMSIG(status)}
-    return {"exited": True, "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None}
-
-
-class Supervisor:
-    """The worker's parent and subreaper (see the module's docstring)."""
-
-    def __init__(self, worker_pid):
-        self.worker, self.status = worker_pid, None
-
-    def worker_status(self, wait_s):
-        """The worker's exit status, waiting up to wait_s for it to end."""
-        end = time.monotonic() + wait_s
-        while self.status is None:
-            try:
-                pid, st = os.waitpid(self.worker, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid:
-                self.status = st
-                break
-            if time.monotonic() >= end:
-                break
-            time.sleep(0.01)
-        return _describe(self.status)
-
-    def end_all(self, deadline_s):
-        """Kills every process below this one, re-parented ones included,
-        until none is left: {"clean", "strays", "worker"}."""
-        me, strays = os.getpid(), set()
-        end = time.monotonic() + deadline_s
-        try:
-            os.killpg(self.worker, signal.SIGKILL)  # the worker's session: most of it at once
-        except OSError:
-            pass
-        while True:
-            try:
-                pid, st = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return {"clean": True, "strays": len(strays), "worker": _describe(self.status)}
-            if pid:
-                if pid == self.worker:
-                    self.status = st
-                continue
-            if time.monotonic() > end:
-                return {"clean": False, "strays": len(strays), "worker": _describe(self.status),
-                        "why": f"processes still running after {deadline_s:.0f} s"}
-            kids = _children(me)
-            for k in kids:
-                if k != self.worker and _stat(k)[0] not in (None, "Z"):
-                    strays.add(k)
-                try:
-                    os.kill(k, signal.SIGKILL)
-                except OSError:
-                    pass
-            time.sleep(0.001)
-
-    def serve(self, ctl_in, ctl_out):
-        """Commands on ctl_in (`status`, `reap`), answers on ctl_out; the
-        worker's end is told unasked ({"event": "exited", ...}): a process
-        it started may hold its pipe open, so the caller cannot wait for EOF."""
-        def answer(obj):
-            try:
-                os.write(ctl_out, (json.dumps(obj) + "\n").encode())
-            except OSError:
-                pass
-        try:
-            watch = os.pidfd_open(self.worker)
-        except (AttributeError, OSError):  # before Linux 5.3: polled
-            watch = None
-        told, buf = False, b""
-        while True:
-            fds = [ctl_in] + ([watch] if watch is not None and not told else [])
-            ready = select.select(fds, [], [], None if told or watch is not None else 0.05)[0]
-            if not told and (watch in ready or (watch is None and self.worker_status(0)["exited"])):
-                told = True
-                answer({"event": "exited", **self.worker_status(1.0)})
-            if ctl_in not in ready:
-                continue
-            data = os.read(ctl_in, 4096)
-            if not data:
-                break  # the caller is gone
-            buf += data
-            while b"\n" in buf:
-                cmd, buf = buf.split(b"\n", 1)
-                if cmd.strip() == b"status":
-                    answer(self.worker_status(5.0))
-                elif cmd.strip() == b"reap":
-                    answer(self.end_all(60.0))
-                    return
-        self.end_all(60.0)
-
-
 # why the supervisor is no subreaper (None: it is); the forked worker reads
 # its copy and says it in its `ready` reply
 NO_SUBREAPER = None
@@ -914,7 +789,7 @@ def supervise(rfd, wfd, config, region_fd=None, shared_fd=None):
         if fd is not None:
             os.close(fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    Supervisor(pid).serve(0, 1)
+    _load_sibling("supervisor").Supervisor(pid).serve(0, 1)
 
 
 def _worker_child(supervisor, rfd, wfd, config, region_fd=None, shared_fd=None):
