@@ -345,6 +345,7 @@ TRITON_SRC = ("import triton\n@triton.jit\ndef decoy(x):\n    pass\n"
 def _attributed(reply, time_us):
     import random
 
+    pytest.importorskip("torch", reason="evaluation.py imports torch (the wheel's test venv has none)")
     from kreward.kernelbench.evaluation import attribute_kernels
     res = {"notes": [], "time_us": time_us}
     attribute_kernels(_Replying(reply), TRITON_SRC, random.Random(1), res, 5)
