@@ -29,8 +29,8 @@ import threading
 import time
 import weakref
 
-# the worker's supervisor walks process trees the same way (worker.py imports
-# the standard library only, so this costs the caller nothing)
+# the worker's supervisor walks process trees the same way (supervisor.py
+# imports the standard library only, so this costs the caller nothing)
 from .supervisor import _children, _stat
 
 # how long a freeze waits for every process to be seen stopped (a process
@@ -188,17 +188,17 @@ def pause(worker):
     frozen): not the candidate's. Paired with resume; nested pauses count
     once. A worker's `clock` (its evaluation's: in_flight.py's Slot) is
     paused with it, so the evaluation's lost time is the union of its
-    own waits and its candidate's."""
+    own waits and its candidate's; the clock paused is the one the worker
+    had at its first pause, and the same one is resumed (a clock given to
+    a worker while it is paused is left alone)."""
     if worker is None:
         return
     with _lost_lock:
-        for held in (worker, getattr(worker, "clock", None)):
-            if held is None:
-                continue
-            depth = getattr(held, "lost_depth", 0)
-            if depth == 0:
-                held.lost_since = time.monotonic()
-            held.lost_depth = depth + 1
+        _start(worker)
+        if worker.lost_depth == 1:
+            clock = worker.paused_clock = getattr(worker, "clock", None)
+            if clock is not None:
+                _start(clock)
 
 
 def resume(worker):
@@ -208,16 +208,32 @@ def resume(worker):
     if worker is None:
         return
     with _lost_lock:
-        for held in (worker, getattr(worker, "clock", None)):
-            if held is None:
-                continue
-            held.lost_depth = getattr(held, "lost_depth", 1) - 1
-            if held.lost_depth:
-                continue
-            seconds = time.monotonic() - held.lost_since
-            held.lost_s = getattr(held, "lost_s", 0.0) + seconds
-            if getattr(held, "deadline", None) is not None:
-                held.deadline += seconds
+        if _stop(worker):
+            clock, worker.paused_clock = getattr(worker, "paused_clock", None), None
+            if clock is not None:
+                _stop(clock)
+
+
+def _start(held):
+    depth = getattr(held, "lost_depth", 0)
+    if depth == 0:
+        held.lost_since = time.monotonic()
+    held.lost_depth = depth + 1
+
+
+def _stop(held):
+    """One pause of held over; True when it was the last (its time added)."""
+    depth = getattr(held, "lost_depth", 0)
+    if depth <= 0:
+        return False  # (never paused: nothing to end)
+    held.lost_depth = depth - 1
+    if held.lost_depth:
+        return False
+    seconds = time.monotonic() - held.lost_since
+    held.lost_s = getattr(held, "lost_s", 0.0) + seconds
+    if getattr(held, "deadline", None) is not None:
+        held.deadline += seconds
+    return True
 
 
 def lost_seconds(worker):

@@ -67,12 +67,10 @@ class Slot:
 
     def start_candidate(self, *args, **kw):
         got = self.own.start_candidate(*args, **kw)
-        if self.own.candidate is not None:
-            self.own.candidate.clock = self.clock
         if self.own.sandbox_fallback and self.shared.sandbox == "start":
             # "auto" gave way to "init" here: the baseline follows, as a
             # Runner's own fallback restarts it (processes._fall_back_to_init)
-            with self.lock:
+            with self._locked():
                 if self.shared.sandbox == "start":
                     self.shared._fall_back_to_init(self.own.sandbox_fallback)
         return got
@@ -124,7 +122,7 @@ class Slot:
         if seen is not None and self.shared.baseline is not seen:
             seen.end()  # a newer one is another evaluation's to use
             return
-        with self.lock:
+        with self._locked():
             if seen is None or self.shared.baseline is seen:
                 self.shared.end_baseline()
 
@@ -167,7 +165,7 @@ class InFlightRunner:
                             self.gate)
             slot._seen, slot.thread = None, threading.get_ident()
             slot.own.candidate = None  # (the last evaluation's, ended)
-            slot.clock = types.SimpleNamespace()
+            slot.clock = slot.own.clock = types.SimpleNamespace()
             self._busy[token] = slot
         self._bind(slot.clock)
         return slot

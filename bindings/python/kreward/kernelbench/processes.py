@@ -137,6 +137,9 @@ class Processes:
         self.baseline_memo = BaselineMemo() if baseline_memo else None
         self.spare = None
         self.candidate = None      # the candidate's worker of the evaluation in progress
+        # in flight: the evaluation's lost-time clock (in_flight.py's Slot),
+        # given to its candidate worker before that worker's first request
+        self.clock = None
         self.spare_source = None   # "start": the source the spare was started for
         self.spare_folder = None   # "start", no source named: the fresh folder it writes
 
@@ -310,6 +313,7 @@ class Processes:
             self._plant(w.folder if self.sandbox == "start" else None, source)
         w = w or self._spawn(source)
         self.candidate = w  # close() from another thread ends it
+        w.clock = self.clock
         w.limit_until(*limit)
         try:
             if again:

@@ -780,6 +780,7 @@ def supervise(rfd, wfd, config, region_fd=None, shared_fd=None):
     except OSError as e:  # a kernel without it: orphans go to init, out of reach
         NO_SUBREAPER = str(e)
     me = os.getpid()
+    supervision = _load_sibling("supervisor")  # before the fork: a load that fails fails the start
     pid = os.fork()
     if pid == 0:
         _worker_child(me, rfd, wfd, config, region_fd, shared_fd)
@@ -789,7 +790,7 @@ def supervise(rfd, wfd, config, region_fd=None, shared_fd=None):
         if fd is not None:
             os.close(fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _load_sibling("supervisor").Supervisor(pid).serve(0, 1)
+    supervision.Supervisor(pid).serve(0, 1)
 
 
 def _worker_child(supervisor, rfd, wfd, config, region_fd=None, shared_fd=None):

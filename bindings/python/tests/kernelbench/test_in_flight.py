@@ -438,7 +438,7 @@ def test_a_hung_candidate_in_flight_is_frozen_past_overdue_and_aborted_alone(tmp
         lane.close()
 
 
-def test_two_candidates_in_flight_through_the_real_runner_on_the_cpu(tmp_path):
+def test_two_candidates_in_flight_through_the_real_runner_on_the_cpu(tmp_path, monkeypatch):
     pytest.importorskip("torch", reason="the ModelNew runner needs torch")
     from kreward.kernelbench.lanes import RunnerLane
 
@@ -451,6 +451,15 @@ def test_two_candidates_in_flight_through_the_real_runner_on_the_cpu(tmp_path):
         freezes.append(n)
         return n
     lane.gate.freezer.freeze = freeze
+    # the slot's clock is the candidate worker's before its first request
+    # (its load): a freeze during the load is the lane's time
+    from kreward.kernelbench.processes import Processes
+    loads, real_send_load = [], Processes._send_load
+
+    def send_load(self, w, *args, **kw):
+        loads.append(getattr(w, "clock", None))
+        return real_send_load(self, w, *args, **kw)
+    monkeypatch.setattr(Processes, "_send_load", send_load)
     problem = _tiny_relu(tmp_path)
     good = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
             "        return x.clamp_min(0)\n")
@@ -469,6 +478,8 @@ def test_two_candidates_in_flight_through_the_real_runner_on_the_cpu(tmp_path):
     # its baseline's), its attribution and end a shared step between them
     assert len(freezes) == 4
     assert lane.gate.counters["exclusive"] == 4
+    candidate_loads = [c for c in loads if c is not None]
+    assert len(candidate_loads) == 3 and len({id(c) for c in candidate_loads}) == 3, loads
 
 
 def test_a_worker_started_during_a_freeze_is_stopped_unless_the_freezing_thread_started_it():
@@ -675,8 +686,7 @@ def test_every_wait_for_the_lane_is_kept_off_the_backstop_with_or_without_a_cand
     """The scheduler's backstop does not count an evaluation's lost time
     (lost_s). Waits that pause no candidate worker count too: the wait for
     its baseline's exclusive phase (its candidate already ended) and for
-    the baseline's lock another evaluation holds; a wait overlapping its
-    candidate's own counts once."""
+    the baseline's lock another evaluation holds."""
     import threading
     import time
 
@@ -695,11 +705,11 @@ def test_every_wait_for_the_lane_is_kept_off_the_backstop_with_or_without_a_cand
             self._processes = Shared()
 
         def slot_processes(self):
-            return type("Own", (), {"candidate": None})()
+            return type("Own", (), {"candidate": None, "clock": None})()
 
     gate = Gate()
     r = InFlightRunner(Runner(), gate)
-    other_in, other_out = threading.Event(), threading.Event()
+    other_in, other_out, waiting = threading.Event(), threading.Event(), threading.Event()
 
     def other():  # another evaluation's exclusive phase
         gate.enter_exclusive()
@@ -709,14 +719,17 @@ def test_every_wait_for_the_lane_is_kept_off_the_backstop_with_or_without_a_cand
     t = threading.Thread(target=other)
     t.start()
     assert other_in.wait(5)
-    lost = {}
+    got = {}
 
     def mine():
         slot = r._acquire("mine")
         try:
+            t0 = time.monotonic()
+            waiting.set()
             gate.enter_exclusive(keep=())  # its baseline's phase: no candidate worker in keep
+            got["gate_wait"] = time.monotonic() - t0
             gate.leave_exclusive()
-            lost["after_gate"] = r.lost_s("mine")
+            got["after_gate"] = r.lost_s("mine")
             held = threading.Event()
 
             def holder():  # another evaluation holds the baseline's lock a while
@@ -726,39 +739,68 @@ def test_every_wait_for_the_lane_is_kept_off_the_backstop_with_or_without_a_cand
             h = threading.Thread(target=holder)
             h.start()
             held.wait(5)
+            t0 = time.monotonic()
             slot.baseline_ready()  # waits for the lock: the lane's time
+            got["lock_wait"] = time.monotonic() - t0
+            got["after_lock"] = r.lost_s("mine")
             h.join(5)
-            lost["after_lock"] = r.lost_s("mine")
         finally:
             r._release("mine")
     m = threading.Thread(target=mine)
     m.start()
-    time.sleep(0.4)
-    assert r.lost_s("mine") >= 0.35  # counted while it waits, not only after
+    assert waiting.wait(5)
+    time.sleep(0.3)
+    assert r.lost_s("mine") > 0.2  # counted while it waits, not only after
     other_out.set()
     m.join(10)
     t.join(10)
-    assert lost["after_gate"] >= 0.35
-    assert lost["after_lock"] - lost["after_gate"] >= 0.25
+    assert got["gate_wait"] > 0.25 and got["after_gate"] >= 0.95 * got["gate_wait"] - 0.01
+    assert got["lock_wait"] > 0.1
+    assert got["after_lock"] - got["after_gate"] >= 0.95 * got["lock_wait"] - 0.01
 
 
 def test_a_wait_with_the_candidate_worker_paused_too_counts_once():
+    import time
     import types
 
     from kreward.kernelbench.freezer import lost_seconds, pause, resume
 
     clock = types.SimpleNamespace()
     worker = types.SimpleNamespace(clock=clock, deadline=100.0)
+    t0 = time.monotonic()
     pause(worker)
     pause(clock)   # the thread's own wait, the same moment
-    import time
     time.sleep(0.2)
     resume(clock)
     resume(worker)
-    assert 0.19 <= lost_seconds(clock) < 0.35 and 0.19 <= lost_seconds(worker) < 0.35
+    first = time.monotonic() - t0
+    assert 0.19 <= lost_seconds(clock) <= first and 0.19 <= lost_seconds(worker) <= first
     assert worker.deadline >= 100.19  # the candidate's limit moved by the wait
     # the worker frozen alone (another evaluation's phase): its evaluation's clock too
+    t0 = time.monotonic()
     pause(worker)
     time.sleep(0.2)
     resume(worker)
-    assert 0.39 <= lost_seconds(clock) < 0.6
+    second = time.monotonic() - t0
+    assert 0.39 <= lost_seconds(clock) <= first + second
+
+
+def test_a_clock_given_to_a_paused_worker_is_neither_resumed_nor_counted():
+    """A worker can be frozen before its evaluation gives it a clock (its
+    load is under way); the freeze's end must end what it started, and
+    leave the new clock alone (resumed unpaused, a clock would count
+    forever: the backstop would never fire)."""
+    import types
+
+    from kreward.kernelbench.freezer import lost_seconds, pause, resume
+
+    worker = types.SimpleNamespace()
+    pause(worker)
+    clock = worker.clock = types.SimpleNamespace()
+    resume(worker)
+    assert getattr(clock, "lost_depth", 0) == 0 and lost_seconds(clock) == 0.0
+    pause(worker)  # paused again: now with its clock
+    resume(worker)
+    assert clock.lost_depth == 0 and lost_seconds(clock) >= 0.0
+    resume(worker)  # one resume too many changes nothing
+    assert worker.lost_depth == 0 and clock.lost_depth == 0
