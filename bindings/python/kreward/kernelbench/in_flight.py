@@ -56,11 +56,14 @@ class Slot:
         # to the next evaluation before that is over (it would end the next
         # one's workers)
         self.aborting = threading.Lock()
-        # this evaluation's lost time (freezer.pause, resume): its thread's
-        # waits at the gate and for the baseline's lock, and its candidate
-        # worker's waits and freezes (the worker's `clock`), counted once;
-        # the scheduler's backstop does not count it (lost_s)
-        self.clock = None
+
+    @property
+    def clock(self):
+        """This evaluation's lost time (freezer.pause, resume): its thread's
+        waits at the gate and for the baseline's lock, and its candidate
+        worker's waits and freezes (the worker's `clock`, given by `own`),
+        counted once; the scheduler's backstop does not count it (lost_s)."""
+        return self.own.clock
 
     def __getattr__(self, name):  # (only what the Slot does not define itself)
         return getattr(self.own, name)
@@ -165,18 +168,13 @@ class InFlightRunner:
                             self.gate)
             slot._seen, slot.thread = None, threading.get_ident()
             slot.own.candidate = None  # (the last evaluation's, ended)
-            slot.clock = slot.own.clock = types.SimpleNamespace()
+            slot.own.clock = types.SimpleNamespace()
             self._busy[token] = slot
-        self._bind(slot.clock)
+        self.gate.bind_clock(slot.clock)
         return slot
 
-    def _bind(self, clock):
-        bind = getattr(self.gate, "bind_clock", None)  # (a test's gate may have none)
-        if bind is not None:
-            bind(clock)
-
     def _release(self, token):
-        self._bind(None)
+        self.gate.bind_clock(None)
         with self._lock:
             slot = self._busy.pop(token, None)
             if not self._busy:

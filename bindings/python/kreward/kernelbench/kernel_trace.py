@@ -57,7 +57,8 @@ FLUSH_FORCED = 1
 
 class TraceUnavailable(RuntimeError):
     """No CUPTI could be bound, or its first call failed: nothing was traced
-    (the caller may attribute another way)."""
+    (at binding, the worker's ready then chooses torch.profiler; at a
+    trace, the attribution fails)."""
 
 
 class TraceFailed(RuntimeError):
@@ -82,12 +83,7 @@ def library_candidates(torch_dir=None):
         if home:
             paths += sorted(glob.glob(os.path.join(home, "extras", "CUPTI", "lib64", "libcupti.so*")))
             paths += sorted(glob.glob(os.path.join(home, "lib64", "libcupti.so*")))
-    seen, out = set(), []
-    for p in paths:
-        if p not in seen:
-            seen.add(p)
-            out.append(p)
-    return out
+    return list(dict.fromkeys(paths))  # (each once, in order)
 
 
 class Demangler:
@@ -144,6 +140,17 @@ def describe(address, demangle):
         memory = ctypes.c_uint16.from_address(address + MEMSET_MEMORY).value
         return f"Memset ({_word(MEMORY_KINDS, memory)})", start, end
     return None
+
+
+def by_name(timed):
+    """[{"name", "calls", "us"}] per distinct name of (name, GPU us) pairs,
+    in first-seen order: attribution's list, whichever tracer saw them."""
+    kernels = {}
+    for name, us in timed:
+        k = kernels.setdefault(name, [0, 0.0])
+        k[0] += 1
+        k[1] += us
+    return [{"name": n, "calls": c, "us": us} for n, (c, us) in kernels.items()]
 
 
 def busy_us(spans):
@@ -286,10 +293,5 @@ class KernelTrace:
             self.lost.append(f"CUPTI dropped {n.value} records")
         if self.lost:
             raise TraceFailed("; ".join(self.lost[:5]))
-        kernels = {}
-        for name, start, end in records:
-            k = kernels.setdefault(name, [0, 0.0])
-            k[0] += 1
-            k[1] += (end - start) / 1000.0
         self.busy_us = busy_us([(start, end) for _, start, end in records])
-        return [{"name": n, "calls": c, "us": us} for n, (c, us) in kernels.items()]
+        return by_name((name, (end - start) / 1000.0) for name, start, end in records)

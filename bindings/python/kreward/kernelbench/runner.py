@@ -108,6 +108,12 @@ def _call_bytes(imp, case=0):
     return max(total, 1)
 
 
+def _check_attribution(value):
+    if value not in ("cupti", "torch"):
+        raise ValueError(f"attribution must be 'cupti' or 'torch', not {value!r}")
+    return value
+
+
 class Runner:
     """Evaluates ModelNew sources for one imported problem, one at a time (a
     lock: two candidates timed at once would slow each other down). Between
@@ -185,8 +191,7 @@ class Runner:
         where none binds) or "torch" (a torch.profiler session: seconds of
         kineto start in each fresh worker). Results' attribution_via says
         which ran."""
-        if attribution not in ("cupti", "torch"):
-            raise ValueError(f"attribution must be 'cupti' or 'torch', not {attribution!r}")
+        _check_attribution(attribution)
         if sandbox not in ("auto", "start", "init", None):
             raise ValueError(f"sandbox must be 'auto', 'start', 'init' or None, not {sandbox!r}")
         if staging not in ("auto", "host"):
@@ -327,9 +332,7 @@ class Runner:
 
     @attribution.setter
     def attribution(self, value):
-        if value not in ("cupti", "torch"):
-            raise ValueError(f"attribution must be 'cupti' or 'torch', not {value!r}")
-        self._processes.attribution = value
+        self._processes.attribution = _check_attribution(value)
 
     @property
     def sandbox(self):

@@ -3,8 +3,9 @@
 it makes from seeds; the caller (runner.py) never runs candidate code.
 
 Two processes per worker. The caller starts this file as the supervisor
-(its loop in supervisor.py): a small process (standard library only, never sandboxed, never runs
-candidate code) that makes itself a child subreaper (PR_SET_CHILD_SUBREAPER)
+(its loop in supervisor.py): a small process (standard library only, never
+sandboxed, never runs candidate code) that makes itself a child subreaper
+(PR_SET_CHILD_SUBREAPER)
 and forks the worker in a session of its own. Every process the candidate
 starts stays below the supervisor, whatever it does: a child that leaves
 the worker's session (setsid) and loses its parent is re-parented to the
@@ -214,6 +215,7 @@ class Worker:
             self.commit_stream = self.torch.cuda.Stream(device=self.device)
             _load_sibling("libcuda_path").point_triton_at_loaded_libcuda()
             warm_s = self._warm_libraries(bool(req.get("triton_driver")))
+            self.trace = _load_sibling("kernel_trace")
             if req.get("tracer", "cupti") == "cupti":
                 self._bind_tracer()
             if self.tracer is None:
@@ -239,9 +241,8 @@ class Worker:
     def _bind_tracer(self):
         """CUPTI's functions bound now (no CUPTI call: kernel_trace.py); where
         none binds, attribution takes torch.profiler and says why."""
-        trace = _load_sibling("kernel_trace")
         try:
-            self.tracer = trace.KernelTrace(torch_dir=os.path.dirname(self.torch.__file__))
+            self.tracer = self.trace.KernelTrace(torch_dir=os.path.dirname(self.torch.__file__))
         except Exception as e:  # noqa: BLE001 - attribution falls back, with the reason
             self.tracer, self.tracer_why = None, f"{type(e).__name__}: {e}"[:300]
 
@@ -725,14 +726,11 @@ class Worker:
             return {"kernels": kernels, "tracer": "cupti", "busy_us": self.tracer.busy_us}
         with self._profile(activities=[self._profile_cuda]) as prof:
             call()
-        kernels = {}
-        for e in prof.events():
-            if e.device_type == self.torch.autograd.DeviceType.CUDA:
-                k = kernels.setdefault(e.name, [0, 0.0])
-                k[0] += 1
-                k[1] += e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total
-        return {"kernels": [{"name": n, "calls": c, "us": us} for n, (c, us) in kernels.items()],
-                "tracer": "torch.profiler", "tracer_why": self.tracer_why}
+        cuda = self.torch.autograd.DeviceType.CUDA
+        kernels = self.trace.by_name(
+            (e.name, e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total)
+            for e in prof.events() if e.device_type == cuda)
+        return {"kernels": kernels, "tracer": "torch.profiler", "tracer_why": self.tracer_why}
 
     def drop(self, req):
         self.batch, self.order, self.events, self.staged, self.fetched = {}, [], None, None, []

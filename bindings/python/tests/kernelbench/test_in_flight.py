@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 
 import pytest
 
@@ -584,7 +585,8 @@ def test_a_slot_times_the_baseline_it_saw_ready_and_leaves_a_newer_one_alone():
             self.baseline, self.baseline_facts = None, {}
 
     shared, lock = Shared(), threading.RLock()
-    a, b = Slot(object(), shared, lock), Slot(object(), shared, lock)
+    own = types.SimpleNamespace  # (a Processes: only its clock is read here)
+    a, b = Slot(own(clock=None), shared, lock), Slot(own(clock=None), shared, lock)
     a.start_baseline()
     b.start_baseline()
     assert shared.starts == 1                        # one baseline for both slots
@@ -664,6 +666,9 @@ def test_an_abort_ends_its_own_evaluations_workers_never_the_next_ones():
     class Gate:
         def holder(self):
             return None
+
+        def bind_clock(self, clock):
+            pass
 
     r = InFlightRunner(Runner(), Gate())
     slot = r._acquire("first")
