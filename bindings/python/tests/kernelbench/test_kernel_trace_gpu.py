@@ -127,6 +127,29 @@ def test_a_candidate_is_attributed_by_cupti_through_the_runner(tmp_path):
     assert res["attribution_via"] == "cupti" and res["mostly_torch"] is True, res
 
 
+@pytest.mark.gpu
+def test_a_decoy_grown_only_when_traced_gets_no_attribution(tmp_path):
+    """The candidate that spots the traced call and launches its decoy
+    there thousands of times (candidates/open/level1_13_matmul_decoy_when_traced.py):
+    its shares are refused, so its speed credit is floored like the plain
+    decoy's, never more."""
+    from kreward.kernelbench import import_problem
+    from kreward.kernelbench.runner import Runner
+
+    imp = import_problem(str(KB / "level1" / "13_matmul_square.py"))
+    src = (KB / "candidates" / "open" / "level1_13_matmul_decoy_when_traced.py").read_text()
+    plain = (KB / "candidates" / "level1_13_matmul_square" / "cheat_decoy_kernel.py").read_text()
+    with Runner(imp, "cuda", cache_dir=str(tmp_path), spare=False) as runner:
+        res = runner.evaluate(src, seed=7)
+        base = runner.evaluate(plain, seed=7)
+    print({k: res.get(k) for k in ("verdict", "attribution_via", "attribution_busy_us", "time_us", "reward",
+                                   "notes")})
+    print({k: base.get(k) for k in ("verdict", "custom_share", "mostly_torch", "reward")})
+    assert res["verdict"] == "pass" and res["torch_fallback"] is None, res
+    assert any("attribution refused" in n for n in res["notes"]), res["notes"]
+    assert res["reward"] <= max(base["reward"], 0.5) + 1e-9
+
+
 MANY = r"""
 import json, os, sys
 import torch
