@@ -31,7 +31,7 @@ device_wheels() {
     export PYTHONPATH=/tmp/pyext${PYTHONPATH:+:$PYTHONPATH}
 }
 
-device_build() {
-  { [ -f "$1/build.ninja" ] || meson setup "$1" -Dbuildtype=release >/dev/null; } &&
+device_build() {  # device_build BUILD_DIR [SOURCE_DIR]
+  { [ -f "$1/build.ninja" ] || meson setup "$1" ${2:-} -Dbuildtype=release >/dev/null; } &&
     ninja -C "$1" >/dev/null || { echo "BUILD FAILED"; return 1; }
 }

@@ -17,6 +17,8 @@
 #   profstart    bench/profiler_start_cost.py (attribution's cost: torch.profiler, CUPTI alone)
 #   kbbatch      bench/bench_kernelbench_batch.py (GR_KBBATCH_ARGS: its variants, sizes)
 #   kbbench      bench/bench_kernelbench.py with the time left (GR_KB_ARGS)
+#   defence      bench/bench_defence_cost.py: this tree against old/ (the tree
+#                before the defences, device-snapshot.sh's KR_SNAP_OLD=1)
 # Every step's log goes to $OUT/<step>.log; the last lines are a summary per
 # step. Default steps: "gpu adversarial py kb vet".
 set -uo pipefail
@@ -108,6 +110,16 @@ step_kbbench() {
     ${GR_KB_ARGS:-} > "$out/kbbench.log" 2>&1
   rc=$?; tail -30 "$out/kbbench.log"
   note "kbbench (rc $rc, at $(elapsed) s)"
+}
+step_defence() {
+  [ -d old ] || { note "defence (not run: no old/ tree; KR_SNAP_OLD=1 device-snapshot.sh)"; return; }
+  lim=$(limit 300)
+  local old_build=/tmp/build-old-$(pwd | md5sum | cut -c1-8)
+  device_build "$old_build" old > "$out/defence.log" 2>&1 || { note "defence (old tree did not build)"; return; }
+  timeout -k 5 "$lim" python3 bench/bench_defence_cost.py ${GR_DEFENCE_ARGS:-} \
+    --old "old:$(ls "$old_build"/lib/libkreward.so* | head -1)" --new ".:$KREWARD_LIBRARY" >> "$out/defence.log" 2>&1
+  rc=$?; tail -12 "$out/defence.log"
+  note "defence (rc $rc, limit $lim s, at $(elapsed) s): $(grep -iE "ratio|x$" "$out/defence.log" | tail -3 | tr '\n' ';')"
 }
 for step in $steps; do
   if declare -F "step_$step" > /dev/null; then "step_$step"; else note "$step: no such step"; fi

@@ -81,6 +81,48 @@ def toolkit_reads():
     return sorted(os.path.realpath(h) for h in homes if h and os.path.isdir(h))
 
 
+# The programs a compile starts by name: the C and C++ compilers (Triton's
+# launcher, Inductor, load_inline's host side), their assembler and linker.
+COMPILER_PROGRAMS = ("cc", "gcc", "c++", "g++", "clang", "clang++", "as", "ld")
+# Where, below a compiler's install prefix, it keeps its own programs (cc1,
+# collect2), headers and libraries (libgcc, libstdc++).
+PREFIX_PARTS = ("bin", "libexec", "include", "lib", "lib64")
+
+
+def compiler_reads(env=None):
+    """The install trees of the compilers a compile would start, wherever
+    they live ($CC, $CXX and the COMPILER_PROGRAMS found on PATH, symlinks
+    followed): a gcc in /opt/gcc/bin needs /opt/gcc/libexec's cc1 and
+    /opt/gcc/lib's libraries, and Landlock judges the path a symlink leads
+    to. The system trees (COMPILER_READS) and the user's folders add
+    nothing here."""
+    env = os.environ if env is None else env
+    names = [env.get("CC"), env.get("CXX"), *COMPILER_PROGRAMS]
+    out = set()
+    for name in names:
+        if not name:
+            continue
+        found = shutil.which(name.split()[0], path=env.get("PATH"))
+        if not found:
+            continue
+        for program in {os.path.abspath(found), os.path.realpath(found)}:
+            bindir = os.path.dirname(program)
+            prefix = os.path.dirname(bindir)
+            for d in [bindir] + [os.path.join(prefix, part) for part in PREFIX_PARTS]:
+                if os.path.isdir(d) and not _too_wide(d) and not _system(d):
+                    out.add(os.path.realpath(d))
+    return sorted(out)
+
+
+def _system(path):
+    """A tree spec() grants anyway, or one too broad to grant for a
+    compiler's sake (/usr/local/lib holds whatever the admin installed)."""
+    path = os.path.realpath(path)
+    granted = COMPILER_READS + SYSTEM_READS
+    return (path in ("/usr", "/usr/local", "/usr/local/lib", "/usr/local/lib64", "/opt")
+            or any(path == g or path.startswith(g.rstrip("/") + "/") for g in granted))
+
+
 # No file the worker writes (its build folder, the log the caller gave it as
 # stderr) grows past this: a load_inline module is tens of MB. One file
 # cannot fill the caller's disk; many still can (docs/kernelbench.md).
@@ -93,7 +135,8 @@ def spec(write_dir, gpu, exec_allowed, first=True, reads=()):
     reads: more folders it may read, never write (the library's
     precompiled header: build_env.py)."""
     reads = set(python_reads()) | set(toolkit_reads()) | set(SYSTEM_READS) | set(reads)
-    reads |= set(COMPILER_READS)  # read in both phases: a compiled module may read headers
+    # read in both phases: a compiled module may read headers
+    reads |= set(COMPILER_READS) | set(compiler_reads())
     out = {"read": sorted(p for p in reads if os.path.exists(p)),
            "write": [os.path.realpath(write_dir)], "exec": bool(exec_allowed), "gpu": bool(gpu)}
     if gpu:

@@ -455,3 +455,45 @@ def test_triton_is_pointed_at_the_loaded_libcuda_not_at_ldconfig(monkeypatch):
         assert got is None and "TRITON_LIBCUDA_PATH" not in os.environ
     monkeypatch.setenv("TRITON_LIBCUDA_PATH", "/opt/elsewhere")
     assert point_triton_at_loaded_libcuda() == "/opt/elsewhere"
+
+
+COMPILE_IN_SANDBOX = r"""
+import importlib.util, json, os, subprocess, sys
+path, lib, write = sys.argv[1:4]
+spec = importlib.util.spec_from_file_location("kr_kb_confine", path)
+confine = importlib.util.module_from_spec(spec); spec.loader.exec_module(confine)
+confine.enter(lib, confine.spec(write, gpu=False, exec_allowed=True))
+p = subprocess.run(["gcc", "-c", "-x", "c", "-o", write + "/x.o", "-"], input="int f(void){return 1;}",
+                   capture_output=True, text=True, env={"PATH": os.environ["PATH"], "TMPDIR": write})
+print(json.dumps({"rc": p.returncode, "err": p.stderr[-500:]}))
+"""
+
+
+def test_a_compiler_outside_the_system_trees_runs_in_the_sandbox(tmp_path):
+    """A gcc installed under its own prefix (/opt/gcc/bin/gcc, as on the GPU
+    machine, first on PATH) is granted with its prefix's libexec and lib:
+    vetting's torch.compile got "Permission denied: '/opt/gcc/bin/gcc'" on
+    the H100 at 13910f7 when only the system trees were. The stand-in gcc
+    reads a file of its libexec (cc1's place) before it compiles."""
+    real = shutil.which("gcc")
+    if not real:
+        pytest.skip("no gcc here")
+    prefix = tmp_path / "opt-gcc"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "libexec").mkdir()
+    (prefix / "libexec" / "cc1").write_text("cc1's stand-in\n")
+    gcc = prefix / "bin" / "gcc"
+    gcc.write_text(f'#!/bin/sh\ncat "$(dirname "$0")/../libexec/cc1" > /dev/null || exit 3\n'
+                   f'exec {real} "$@"\n')
+    gcc.chmod(0o755)
+    write = tmp_path / "scratch"
+    write.mkdir()
+    from kreward.kernelbench import confine, processes
+    env = dict(os.environ, PATH=f"{prefix / 'bin'}:{os.environ.get('PATH', '')}")
+    assert str(prefix / "libexec") in confine.compiler_reads(env)
+    p = subprocess.run([sys.executable, "-c", COMPILE_IN_SANDBOX, confine.__file__,
+                        processes.library_path(), str(write)],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["rc"] == 0 and (write / "x.o").exists(), out
