@@ -87,6 +87,9 @@ typedef struct {
      * reports, and over every report of the phases' total and GPU waits */
     size_t profiled, profiled_all;
     double prof[16], worker_ms_all, wait_ms_all;
+    /* the same per problem, passed reports (PROBLEM_KEYS) */
+    size_t by_problem_n[NUM_PROBLEMS];
+    double by_problem[NUM_PROBLEMS][5];
 } outcome;
 
 /* The parts of a GPU worker's evaluation that --profile prints (report
@@ -101,6 +104,22 @@ static const char *const PROF_KEYS[] = {
 static const char *const PHASE_KEYS[] = {"profile_facts_ms", "profile_compile_ms", "profile_plan_ms",
                                          "profile_verify_ms", "profile_weak_ms", "profile_bench_ms",
                                          "profile_score_ms"};
+
+/* --profile per problem: the columns of its table. */
+static const char *const PROBLEM_KEYS[] = {"profile_verify_ms", "profile_bench_ms",
+                                           "profile_engine_reference_ms", "profile_engine_wait_ms",
+                                           "profile_generated_mb"};
+
+static void add_problem_profile(outcome *o, const kr_report *r, size_t p)
+{
+    double v;
+    if (p >= NUM_PROBLEMS || kr_report_get(&v, r, "profile_verify_ms") != KR_OK)
+        return;
+    o->by_problem_n[p]++;
+    for (size_t k = 0; k < sizeof PROBLEM_KEYS / sizeof PROBLEM_KEYS[0]; k++)
+        if (kr_report_get(&v, r, PROBLEM_KEYS[k]) == KR_OK)
+            o->by_problem[p][k] += v;
+}
 
 static void add_profile(outcome *o, const kr_report *r, int passed)
 {
@@ -137,6 +156,7 @@ static void run_pool(kr_pool *pool, const corpus *c, size_t problems, size_t per
     char **srcs = calloc(n, sizeof *srcs);
     const char **expect = calloc(n, sizeof *expect);
     kr_report **reports = calloc(n, sizeof *reports);
+    size_t *problem_of = calloc(n, sizeof *problem_of);
     kr_bench_options bo;
     kr_bench_options_init(&bo, KR_BENCH_OPTIONS_VERSION, KR_BENCH_FAST);
     kr_verify_options vo;
@@ -160,6 +180,7 @@ static void run_pool(kr_pool *pool, const corpus *c, size_t problems, size_t per
             srcs[i] = fresh(c, p, i / problems, salt, &expect[i]);
         }
         kr_job_init(&jobs[i], KR_JOB_VERSION);
+        problem_of[i] = p;
         jobs[i].problem = c->problems[p];
         jobs[i].source = srcs[i];
         jobs[i].bench = &bo;
@@ -184,6 +205,7 @@ static void run_pool(kr_pool *pool, const corpus *c, size_t problems, size_t per
             add_profile(o, reports[i], kr_report_verdict(reports[i]) == KR_VERDICT_PASSED);
         if (reports[i] && kr_report_verdict(reports[i]) == KR_VERDICT_PASSED) {
             o->passed++;
+            add_problem_profile(o, reports[i], problem_of[i]);
             if (kr_report_get(&v, reports[i], "compile_seconds") == KR_OK)
                 o->compile_s += v;
             if (kr_report_get(&v, reports[i], "bench_wall_s") == KR_OK)
@@ -196,6 +218,7 @@ static void run_pool(kr_pool *pool, const corpus *c, size_t problems, size_t per
     free(srcs);
     free(expect);
     free(reports);
+    free(problem_of);
 }
 
 static void run_in_process(const corpus *c, size_t problems, size_t per, unsigned salt, outcome *o)
@@ -297,6 +320,16 @@ static void print_profile(const char *what, const outcome *o)
            "overlapped); measured %.1f ms of batch wall a candidate (%.2f/s)\n",
            what, o->profiled_all, per, per > 0 ? 1e3 / per : 0, wait, wait > 0 ? 1e3 / wait : 0,
            1e3 * o->wall / (double)o->total, (double)o->total / o->wall);
+    printf("\n| %s, per problem (passed, means) | n | verify ms | bench ms | reference ms | "
+           "GPU waits ms | generated MB |\n|---|---|---|---|---|---|---|\n", what);
+    for (size_t p = 0; p < NUM_PROBLEMS; p++) {
+        if (!o->by_problem_n[p])
+            continue;
+        double n = (double)o->by_problem_n[p];
+        printf("| %s | %zu | %.1f | %.1f | %.1f | %.1f | %.0f |\n", PROBLEMS[p], o->by_problem_n[p],
+               o->by_problem[p][0] / n, o->by_problem[p][1] / n, o->by_problem[p][2] / n,
+               o->by_problem[p][3] / n, o->by_problem[p][4] / n);
+    }
 }
 
 static double status(kr_pool *pool, const char *key)

@@ -7,12 +7,15 @@
 #   gpu          the meson gpu suite's C tests and the bundled suite (GR_GPU_TESTS)
 #   adversarial  tests/adversarial/run.py --require-gpu (GR_ADV_ONLY: one case)
 #   py           the C path's Python GPU tests (not kernelbench/, not vet/)
+#   fastref      the problems' fast references (test_fast_reference_gpu.py)
 #   rail         both kinds in one batch through the Evaluator, TRL and verl,
 #                and behind kreward serve (OpenRLHF, slime, KernelGYM's reference_code)
 #   vet          the vetting GPU tests
 #   kb           the KernelBench GPU tests: sandbox, attacks, region, corpus
 #                (GR_KB_TESTS: a selection of them)
 #   pool         bench_pool --per-problem 16 --profile (and GR_POOL_ARGS)
+#   poolab       the same without the in-process row, first with the problems'
+#                fast references turned off (KR_FAST_REFERENCE=0), then on
 #   timing       bench_timing (error against CUPTI, run-to-run CV)
 #   profstart    bench/profiler_start_cost.py (attribution's cost: torch.profiler, CUPTI alone)
 #   kbbatch      bench/bench_kernelbench_batch.py (GR_KBBATCH_ARGS: its variants, sizes)
@@ -64,6 +67,9 @@ step_adversarial() {
 step_py() {
   pyt py 200 bindings/python/tests --ignore=bindings/python/tests/kernelbench --ignore=bindings/python/tests/vet
 }
+step_fastref() {
+  pyt fastref 150 bindings/python/tests/test_fast_reference_gpu.py
+}
 step_rail() {
   pyt rail 300 bindings/python/tests/test_rail_gpu.py \
     bindings/python/tests/test_serve_gpu.py::test_server_both_kinds_on_the_gpu
@@ -81,6 +87,17 @@ step_pool() {
   timeout -k 5 "$lim" "$b/bench/bench_pool" --per-problem 16 --profile ${GR_POOL_ARGS:-} > "$out/pool.log" 2>&1
   rc=$?; tail -25 "$out/pool.log"
   note "pool (rc $rc, at $(elapsed) s): $(grep -iE "candidates/s" "$out/pool.log" | head -3 | tr -s ' ' | tr '\n' ';')"
+}
+step_poolab() {
+  local side
+  for side in off on; do
+    lim=$(limit 150)
+    # shellcheck disable=SC2046
+    env $([ $side = off ] && echo KR_FAST_REFERENCE=0) timeout -k 5 "$lim" "$b/bench/bench_pool" \
+      --per-problem 16 --profile --skip-in-process ${GR_POOL_ARGS:-} > "$out/pool-$side.log" 2>&1
+    rc=$?; grep -A12 "per problem" "$out/pool-$side.log" | head -12
+    note "pool, fast references $side (rc $rc, at $(elapsed) s): $(grep -E '^\| pool' "$out/pool-$side.log" | head -2 | tr -s ' ' | tr '\n' ';')"
+  done
 }
 step_timing() {
   lim=$(limit 120)

@@ -42,6 +42,9 @@ void kr_problem_free(kr_problem *p)
     free(p->reference_source);
     free(p->reference_name);
     free(p->reference_plan_json); /* from json_dumps: malloc */
+    free(p->fast_source);
+    free(p->fast_name);
+    free(p->fast_plan_json);
     free(p);
 }
 

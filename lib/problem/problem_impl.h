@@ -53,6 +53,9 @@ struct kr_problem {
     char *reference_source;      /* CUDA text */
     char *reference_name;        /* its file name, for messages */
     char *reference_plan_json;   /* the plan if given in the problem, else NULL (annotations) */
+    char *fast_source;           /* reference.fast: the same function, faster (or NULL) */
+    char *fast_name;
+    char *fast_plan_json;
     kr__expr *bytes_expr, *flops_expr;
     size_t num_baselines;
     kr__baseline *baselines;

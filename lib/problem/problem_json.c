@@ -139,6 +139,8 @@ int kr_problem_json(char **json_out, const kr_problem *p)
         json_object_set_new(ref, "source", json_string(p->reference_name));
     if (p->reference_kind == KR_REFERENCE_SOURCE)
         json_object_set_new(ref, "plan", json_string(p->reference_plan_json ? "json" : "annotations"));
+    if (p->fast_name)
+        json_object_set_new(ref, "fast", json_string(p->fast_name));
     json_object_set_new(o, "reference", ref);
     json_t *base = json_object();
     for (size_t i = 0; i < p->num_baselines; i++)

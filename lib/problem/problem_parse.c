@@ -1,6 +1,6 @@
-/* Reading a problem from JSON: top level, dims, cases, scalars, reference,
- * roofline expressions and baselines. Tensors are in tensor_parse.c, the
- * error and field helpers both use in spec.c. */
+/* Reading a problem from JSON: top level, dims, cases, scalars, roofline
+ * expressions and baselines. Tensors are in tensor_parse.c, the reference
+ * in reference_parse.c, the error and field helpers they use in spec.c. */
 #include "driver/context_impl.h"
 #include "common/dtype.h"
 #include "common/hash.h"
@@ -187,73 +187,6 @@ static int parse_scalars(kr__spec *sp, json_t *root)
     return KR_OK;
 }
 
-static char *read_relative(kr__spec *sp, const char *rel, char *path, size_t path_size)
-{
-    if (rel[0] == '/' || !sp->base_dir)
-        snprintf(path, path_size, "%s", rel);
-    else
-        snprintf(path, path_size, "%s/%s", sp->base_dir, rel);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    kr__buf b = KR__BUF_INIT;
-    char chunk[8192];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0 && b.len < MAX_SPEC_BYTES)
-        kr__buf_append(&b, chunk, n);
-    fclose(f);
-    return kr__buf_take(&b);
-}
-
-static int parse_reference(kr__spec *sp, json_t *root)
-{
-    kr_problem *p = sp->problem;
-    json_t *ref = json_object_get(root, "reference");
-    if (!json_is_object(ref))
-        return kr__spec_fail(sp, "reference", "expected {\"source\": \"FILE.cu\"}, {\"cuda\": "
-                             "\"...\"} or {\"golden\": true}");
-    static const char *const keys[] = {"source", "cuda", "plan", "golden", NULL};
-    int rc = kr__spec_only_keys(sp, ref, "reference", keys);
-    if (rc != KR_OK)
-        return rc;
-    json_t *source = json_object_get(ref, "source"), *cuda = json_object_get(ref, "cuda");
-    json_t *golden = json_object_get(ref, "golden"), *plan = json_object_get(ref, "plan");
-    if ((source != NULL) + (cuda != NULL) + (golden != NULL) != 1)
-        return kr__spec_fail(sp, "reference", "give exactly one of source, cuda, golden");
-    if (golden) {
-        if (!json_is_true(golden))
-            return kr__spec_fail(sp, "reference.golden", "must be true (outputs are computed "
-                                 "by the caller, e.g. with PyTorch)");
-        if (plan)
-            return kr__spec_fail(sp, "reference.plan", "a golden reference has no plan");
-        p->reference_kind = KR_REFERENCE_GOLDEN;
-        return KR_OK;
-    }
-    p->reference_kind = KR_REFERENCE_SOURCE;
-    if (source) {
-        if (!json_is_string(source))
-            return kr__spec_fail(sp, "reference.source", "expected a file name");
-        char path[4096];
-        p->reference_source = read_relative(sp, json_string_value(source), path, sizeof path);
-        if (!p->reference_source)
-            return kr__spec_fail_code(sp, KR_EIO, "reference.source", "cannot read %s", path);
-        p->reference_name = kr__strdup(json_string_value(source));
-    } else {
-        if (!json_is_string(cuda) || !*json_string_value(cuda))
-            return kr__spec_fail(sp, "reference.cuda", "expected CUDA source text");
-        p->reference_source = kr__strdup(json_string_value(cuda));
-        p->reference_name = kr__strdup("reference.cu");
-    }
-    if (plan) {
-        if (!json_is_object(plan))
-            return kr__spec_fail(sp, "reference.plan", "expected a plan object "
-                                 "{\"launches\": [...]}");
-        p->reference_plan_json = json_dumps(plan, JSON_COMPACT);
-    }
-    return p->reference_source && p->reference_name ? KR_OK
-                                                    : kr__fail(sp->ctx, KR_ENOMEM, "out of memory");
-}
-
 static int parse_optional(kr__spec *sp, json_t *root)
 {
     kr_problem *p = sp->problem;
@@ -298,6 +231,7 @@ static void compute_hash(kr__spec *sp, json_t *root)
     kr__hasher_str(&h, "kreward-problem/1");
     kr__hasher_str(&h, canonical ? canonical : "");
     kr__hasher_str(&h, p->reference_source);
+    kr__hasher_str(&h, p->fast_source ? p->fast_source : "");
     kr__hash128_hex(kr__hasher_final(&h), p->hash);
     free(canonical);
 }
@@ -323,26 +257,11 @@ static int parse_root(kr__spec *sp, json_t *root)
     p->description = kr__strdup(desc ? json_string_value(desc) : "");
     if ((rc = parse_dims(sp, root)) != KR_OK || (rc = parse_scalars(sp, root)) != KR_OK ||
         (rc = kr__spec_parse_tensors(sp, root)) != KR_OK || (rc = parse_cases(sp, root)) != KR_OK ||
-        (rc = parse_reference(sp, root)) != KR_OK || (rc = parse_optional(sp, root)) != KR_OK ||
+        (rc = kr__spec_parse_reference(sp, root)) != KR_OK || (rc = parse_optional(sp, root)) != KR_OK ||
         (rc = kr__spec_size_cases(sp)) != KR_OK)
         return rc;
     compute_hash(sp, root);
     return KR_OK;
-}
-
-/* The spec as one text that needs no file beside it (the reference source
- * inlined): what travels to a worker process, which parses it again. */
-static char *self_contained(json_t *root, const kr_problem *p)
-{
-    json_t *copy = json_deep_copy(root);
-    json_t *ref = json_object_get(copy, "reference");
-    if (copy && json_is_object(ref) && json_object_get(ref, "source")) {
-        json_object_del(ref, "source");
-        json_object_set_new(ref, "cuda", json_string(p->reference_source));
-    }
-    char *text = copy ? json_dumps(copy, JSON_COMPACT) : NULL;
-    json_decref(copy);
-    return text;
 }
 
 int kr_problem_parse(kr_problem **out, kr_context *ctx, const char *json, size_t len,
@@ -368,7 +287,7 @@ int kr_problem_parse(kr_problem **out, kr_context *ctx, const char *json, size_t
     }
     kr__spec sp = {ctx, json, len, file, base_dir, p};
     int rc = parse_root(&sp, root);
-    if (rc == KR_OK && !(p->spec = self_contained(root, p)))
+    if (rc == KR_OK && !(p->spec = kr__spec_self_contained(root, p)))
         rc = kr__fail(ctx, KR_ENOMEM, "out of memory");
     json_decref(root);
     if (rc != KR_OK) {

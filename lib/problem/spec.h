@@ -1,5 +1,6 @@
 /* The problem parser's state and the helpers its files share (spec.c):
- * problem_parse.c reads the top level, tensor_parse.c the tensors. */
+ * problem_parse.c reads the top level, tensor_parse.c the tensors,
+ * reference_parse.c the reference. */
 #ifndef KR_SPEC_H
 #define KR_SPEC_H
 
@@ -33,5 +34,10 @@ int kr__spec_expr(kr__spec *sp, json_t *v, const char *path, kr__expr **out);
  * evaluates, sizes are non-negative and fit). */
 int kr__spec_parse_tensors(kr__spec *sp, json_t *root);
 int kr__spec_size_cases(kr__spec *sp);
+
+/* reference_parse.c: "reference" (and its "fast" twin); the spec with both
+ * sources inlined, which a worker parses again without the files (malloc). */
+int kr__spec_parse_reference(kr__spec *sp, json_t *root);
+char *kr__spec_self_contained(json_t *root, const kr_problem *p);
 
 #endif

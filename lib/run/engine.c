@@ -84,6 +84,7 @@ static void engine_free(kr_context *ctx)
         kr__trace_unregister_marker(e->f_spin_cycles);
     kr_program_free(e->builtins);
     free(e->sound);
+    free(e->fast);
     free(e->memo);
     if (ctx->poisoned || kr__cuda()->cuCtxSetCurrent(ctx->cu) != CUDA_SUCCESS) {
         free(e); /* the driver objects die with the process */

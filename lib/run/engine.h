@@ -51,6 +51,14 @@ typedef struct kr__sound_entry {
     int weak;
 } kr__sound_entry;
 
+/* A problem's fast reference, checked against its reference once per
+ * context (fast_reference.c). */
+typedef struct kr__fast_entry {
+    char hash[33];              /* kr_problem_hash */
+    int agreed;
+    char why[320];              /* why not, where it did not */
+} kr__fast_entry;
+
 /* A freed device buffer kept for the next allocation of the same size
  * (dbuf.c), zeroed when it was given back. */
 #define KR__SPARE_BUFFERS 64
@@ -81,6 +89,8 @@ typedef struct kr__engine {
     int l2_bytes;
     kr__sound_entry *sound;     /* problems checked for soundness so far */
     size_t num_sound;
+    kr__fast_entry *fast;       /* problems whose fast reference was checked so far */
+    size_t num_fast;
     double prof[KR__PROF_N];    /* where the time goes (profile.h) */
     unsigned long waits;        /* kr__engine_wait calls, for the profile */
     double generated_bytes;     /* inputs written by the generator, for the profile */

@@ -9,23 +9,27 @@
 
 #define REFERENCE_TIMEOUT_S 60
 
-int kr__reference_build(kr_context *ctx, const kr_problem *p, kr_program **prog, kr_plan **plan)
+int kr__reference_build(kr_context *ctx, const kr_problem *p, int fast, kr_program **prog,
+                        kr_plan **plan)
 {
     *prog = NULL;
     *plan = NULL;
     if (p->reference_kind != KR_REFERENCE_SOURCE)
         return kr__fail(ctx, KR_EINVAL, "%s: the reference is golden outputs, not source", p->name);
+    const char *source = fast ? p->fast_source : p->reference_source;
+    const char *name = fast ? p->fast_name : p->reference_name;
+    const char *plan_json = fast ? p->fast_plan_json : p->reference_plan_json;
+    if (!source)
+        return kr__fail(ctx, KR_EINVAL, "%s: no fast reference", p->name);
     kr_compile_options o = KR_COMPILE_OPTIONS_INIT;
-    o.name = p->reference_name;
-    int rc = kr_compile(prog, ctx, p->reference_source, strlen(p->reference_source), &o);
+    o.name = name;
+    int rc = kr_compile(prog, ctx, source, strlen(source), &o);
     if (rc != KR_OK)
         return rc;
-    if (p->reference_plan_json)
-        rc = kr_plan_parse_json(plan, ctx, p->reference_plan_json, strlen(p->reference_plan_json),
-                                p->reference_name);
+    if (plan_json)
+        rc = kr_plan_parse_json(plan, ctx, plan_json, strlen(plan_json), name);
     else
-        rc = kr_plan_from_source(plan, ctx, p->reference_source, strlen(p->reference_source),
-                                 p->reference_name);
+        rc = kr_plan_from_source(plan, ctx, source, strlen(source), name);
     if (rc == KR_OK)
         rc = kr_plan_check(ctx, *plan, p, *prog);
     if (rc != KR_OK) {
@@ -46,7 +50,7 @@ int kr_problem_check_reference(kr_context *ctx, const kr_problem *p)
         return KR_OK;
     kr_program *prog;
     kr_plan *plan;
-    int rc = kr__reference_build(ctx, p, &prog, &plan);
+    int rc = kr__reference_build(ctx, p, 0, &prog, &plan);
     kr_plan_free(plan);
     kr_program_free(prog);
     return rc;
@@ -76,12 +80,12 @@ static int reference_open(kr_context *ctx, kr__reference *ref, const kr_problem 
                          : kr__fail(ctx, KR_ESTATE, "problem '%s' has a golden reference but no "
                                     "golden callback (kr_problem_set_golden)", p->name);
     /* compiled through the cache: the first evaluation of a problem pays for it */
-    int rc = kr__reference_build(ctx, p, &ref->program, &ref->plan);
+    int rc = kr__reference_build(ctx, p, 0, &ref->program, &ref->plan);
     if (rc == KR_OK) {
         rc = kr__plan_bind(ctx, ref->plan, p, ref->program, &ref->bp);
         ref->bound = 1;
     }
-    return rc;
+    return rc == KR_OK && p->fast_source ? kr__fast_reference_open(ctx, ref) : rc;
 }
 
 void kr__reference_close(kr_context *ctx, kr__reference *ref)
@@ -89,15 +93,22 @@ void kr__reference_close(kr_context *ctx, kr__reference *ref)
     for (size_t c = 0; ref->p && c < ref->p->num_cases; c++) {
         if (ref->runs)
             kr__run_free(ctx, &ref->runs[c]);
+        if (ref->fast_runs)
+            kr__run_free(ctx, &ref->fast_runs[c]);
         if (ref->inputs)
             kr__tset_free(ctx, &ref->inputs[c]);
     }
     free(ref->runs);
+    free(ref->fast_runs);
     free(ref->inputs);
     if (ref->bound)
         kr__plan_unbind(&ref->bp);
+    if (ref->fast_bound)
+        kr__plan_unbind(&ref->fast_bp);
     kr_plan_free(ref->plan);
     kr_program_free(ref->program);
+    kr_plan_free(ref->fast_plan);
+    kr_program_free(ref->fast_program);
     memset(ref, 0, sizeof *ref);
 }
 
@@ -110,6 +121,8 @@ static int case_state(kr_context *ctx, kr__reference *ref, size_t c)
         rc = kr__tset_alloc(ctx, &ref->inputs[c], ref->p, c, KR__SET_INPUTS, "reference input");
     if (rc == KR_OK && !ref->golden && !ref->runs[c].bp)
         rc = kr__run_prepare(ctx, &ref->runs[c], &ref->bp, c);
+    if (rc == KR_OK && ref->use_fast && !ref->fast_runs[c].bp)
+        rc = kr__run_prepare(ctx, &ref->fast_runs[c], &ref->fast_bp, c);
     return rc;
 }
 
@@ -125,7 +138,7 @@ static int reference_failed(kr_context *ctx, const kr_problem *p, size_t c, int 
 static int run_source(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
                       const kr__tset *want)
 {
-    kr__run *run = &ref->runs[c];
+    kr__run *run = ref->use_fast ? &ref->fast_runs[c] : &ref->runs[c];
     size_t failed;
     int rc = kr__tset_fill_inputs(ctx, &ref->inputs[c], seed);
     if (rc == KR_OK)

@@ -17,6 +17,16 @@ typedef struct kr__reference {
     int bound;
     kr__run *runs;         /* per case, prepared on first use */
     kr__tset *inputs;      /* per case: where the inputs are regenerated */
+    /* reference.fast, where this context found it agrees with the
+     * reference (fast_reference.c): the expected outputs come from it; the
+     * reference above stays the baseline a benchmark times */
+    kr_program *fast_program;
+    kr_plan *fast_plan;
+    kr__bound_plan fast_bp;
+    int fast_bound;
+    kr__run *fast_runs;    /* per case, prepared on first use */
+    int use_fast;
+    char fast_why[320];    /* why a problem's fast kernel is not used ("" when it is) */
 } kr__reference;
 
 /* Compiles and binds a source reference (through the compile cache), or
@@ -36,7 +46,17 @@ int kr__reference_outputs_host(kr_context *ctx, kr__reference *ref, size_t c, ui
                                void **host);
 
 /* The compiled reference and its plan, checked for every case (source
- * problems); for kr_problem_check_reference and kr__reference_open. */
-int kr__reference_build(kr_context *ctx, const kr_problem *p, kr_program **prog, kr_plan **plan);
+ * problems); for kr_problem_check_reference and kr__reference_open. fast:
+ * the problem's reference.fast instead. */
+int kr__reference_build(kr_context *ctx, const kr_problem *p, int fast, kr_program **prog,
+                        kr_plan **plan);
+
+/* fast_reference.c: after the reference is open, takes the problem's fast
+ * kernel into ref if this context has found (or now finds) that it agrees
+ * with the reference on every case; otherwise says why in ref->fast_why.
+ * Fails only where the reference itself fails: a fast kernel that does not
+ * build, faults or disagrees is not used, never an error. $KR_FAST_REFERENCE=0
+ * turns it off (to measure what it saves). */
+int kr__fast_reference_open(kr_context *ctx, kr__reference *ref);
 
 #endif

@@ -280,6 +280,12 @@ static void record_setup(vstate *v, uint64_t seed)
     snprintf(seed_text, sizeof seed_text, "0x%016llx", (unsigned long long)seed);
     json_object_set_new(sec, "seed", json_string(seed_text));
     json_object_set_new(sec, "seeds_per_case", json_integer(v->o.seeds_per_case));
+    if (v->p->fast_source) { /* where the expected outputs came from, and why not the fast one */
+        json_object_set_new(sec, "expected_from",
+                            json_string(v->ref.use_fast ? "reference.fast" : "reference"));
+        if (!v->ref.use_fast)
+            json_object_set_new(sec, "fast_reference_unused", json_string(v->ref.fast_why));
+    }
     v->cases = json_array();
     json_object_set_new(sec, "checks", v->cases);
 }

@@ -1,6 +1,7 @@
 /* Problem specs: a valid one read back in full, and malformed ones, each
  * with the message (file:line:col, field, why) a user should see. */
 #include "helpers.h"
+#include "problem/problem_impl.h"
 
 static const char *VALID =
     "{\n"
@@ -169,6 +170,12 @@ static const struct {
     {HEAD CASES T(OUT) "\"reference\": {\"golden\": true, \"cuda\": \"x\"}}", KR_EPARSE, "give exactly one"},
     {HEAD CASES T(OUT) "\"reference\": {\"source\": \"does/not/exist.cu\"}}", KR_EIO, "cannot read does/not/exist.cu"},
     {HEAD CASES T(OUT) "\"reference\": {\"golden\": false}}", KR_EPARSE, "must be true"},
+    {HEAD CASES T(OUT) "\"reference\": {\"golden\": true, \"fast\": {\"cuda\": \"x\"}}}", KR_EPARSE, "reference.fast: a golden reference has no fast kernel"},
+    {HEAD CASES T(OUT) "\"reference\": {\"cuda\": \"x\", \"fast\": \"f.cu\"}}", KR_EPARSE, "reference.fast: expected {\"source\""},
+    {HEAD CASES T(OUT) "\"reference\": {\"cuda\": \"x\", \"fast\": {}}}", KR_EPARSE, "reference.fast: give exactly one of source, cuda"},
+    {HEAD CASES T(OUT) "\"reference\": {\"cuda\": \"x\", \"fast\": {\"cuda\": \"\"}}}", KR_EPARSE, "reference.fast.cuda: expected CUDA source text"},
+    {HEAD CASES T(OUT) "\"reference\": {\"cuda\": \"x\", \"fast\": {\"source\": \"no/fast.cu\"}}}", KR_EIO, "reference.fast.source: cannot read no/fast.cu"},
+    {HEAD CASES T(OUT) "\"reference\": {\"cuda\": \"x\", \"fast\": {\"cuda\": \"y\", \"grid\": 1}}}", KR_EPARSE, "unknown field 'grid'"},
     {HEAD CASES T(OUT) REF ", \"bytes\": \"N*Q\"}", KR_EPARSE, "bytes: in \"N*Q\": column 3: unknown name 'Q'"},
     {HEAD CASES T(OUT) REF ", \"baseline_us\": {\"H200\": -3}}", KR_EPARSE, "baseline_us.H200: a baseline time must be a positive number"},
 };
@@ -286,6 +293,71 @@ static void load_from_file_with_relative_reference(void **state)
     kr_context_free(ctx);
 }
 
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static kr_problem *load_in(kr_context *ctx, const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/problem.json", dir);
+    kr_problem *p = NULL;
+    if (kr_problem_load(&p, ctx, path) != KR_OK)
+        fail_msg("%s", kr_context_errmsg(ctx));
+    return p;
+}
+
+/* reference.fast: read beside the problem, named in its JSON, part of its
+ * hash (a changed fast kernel is another problem for every cache keyed by
+ * it), and inlined in the spec a worker parses without the files. */
+static void fast_reference_is_read_hashed_and_inlined(void **state)
+{
+    (void)state;
+    kr_context *ctx = test_context(NULL);
+    char *dir = test_tempdir();
+    const char *ref = "// kreward: launch k grid=(cdiv(N,128)) block=(128) args=(y, N)\n"
+                      "extern \"C\" __global__ void k(float* y, int n) {\n"
+                      "  int i = blockIdx.x * 128 + threadIdx.x; if (i < n) y[i] = 1.0f; }\n";
+    write_file(dir, "ref.cu", ref);
+    write_file(dir, "problem.json", HEAD CASES T(OUT) "\"reference\": {\"source\": \"ref.cu\"}}");
+    kr_problem *plain = load_in(ctx, dir);
+    write_file(dir, "fast.cu", ref);
+    write_file(dir, "problem.json",
+               HEAD CASES T(OUT) "\"reference\": {\"source\": \"ref.cu\", \"fast\": {\"source\": \"fast.cu\"}}}");
+    kr_problem *p = load_in(ctx, dir);
+    assert_string_equal(p->fast_name, "fast.cu");
+    assert_string_equal(p->fast_source, ref);
+    assert_null(p->fast_plan_json);
+    assert_string_not_equal(kr_problem_hash(p), kr_problem_hash(plain));
+    char *json = NULL;
+    assert_int_equal(kr_problem_json(&json, p), KR_OK);
+    assert_contains(json, "\"fast\": \"fast.cu\"");
+    free(json);
+    /* the spec a worker gets needs neither file */
+    assert_contains(p->spec, "\"fast\":{\"cuda\":");
+    assert_null(strstr(p->spec, "fast.cu"));
+    kr_problem *again = NULL;
+    if (kr_problem_parse(&again, ctx, p->spec, strlen(p->spec), "worker.json", "/nonexistent") != KR_OK)
+        fail_msg("%s", kr_context_errmsg(ctx));
+    assert_string_equal(again->fast_source, ref);
+    /* a different fast kernel, a different problem */
+    write_file(dir, "fast.cu", "// another\n");
+    kr_problem *other = load_in(ctx, dir);
+    assert_string_not_equal(kr_problem_hash(other), kr_problem_hash(p));
+    kr_problem_free(other);
+    kr_problem_free(again);
+    kr_problem_free(p);
+    kr_problem_free(plain);
+    test_rmtree(dir);
+    kr_context_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -296,6 +368,7 @@ int main(void)
         cmocka_unit_test(default_timing_case_is_largest),
         cmocka_unit_test(many_tensors_up_to_the_limit),
         cmocka_unit_test(load_from_file_with_relative_reference),
+        cmocka_unit_test(fast_reference_is_read_hashed_and_inlined),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
