@@ -15,7 +15,8 @@
 #                (GR_KB_TESTS: a selection of them)
 #   pool         bench_pool --per-problem 16 --profile (and GR_POOL_ARGS)
 #   poolab       the same without the in-process row, first with the problems'
-#                fast references turned off (KR_FAST_REFERENCE=0), then on
+#                fast references and the GPU workers' problem affinity turned
+#                off (KR_FAST_REFERENCE=0 KR_POOL_AFFINITY=0), then on
 #   timing       bench_timing (error against CUPTI, run-to-run CV)
 #   profstart    bench/profiler_start_cost.py (attribution's cost: torch.profiler, CUPTI alone)
 #   kbbatch      bench/bench_kernelbench_batch.py (GR_KBBATCH_ARGS: its variants, sizes)
@@ -93,10 +94,10 @@ step_poolab() {
   for side in off on; do
     lim=$(limit 150)
     # shellcheck disable=SC2046
-    env $([ $side = off ] && echo KR_FAST_REFERENCE=0) timeout -k 5 "$lim" "$b/bench/bench_pool" \
+    env $([ $side = off ] && echo KR_FAST_REFERENCE=0 KR_POOL_AFFINITY=0) timeout -k 5 "$lim" "$b/bench/bench_pool" \
       --per-problem 16 --profile --skip-in-process ${GR_POOL_ARGS:-} > "$out/pool-$side.log" 2>&1
     rc=$?; grep -A12 "per problem" "$out/pool-$side.log" | head -12
-    note "pool, fast references $side (rc $rc, at $(elapsed) s): $(grep -E '^\| pool' "$out/pool-$side.log" | head -2 | tr -s ' ' | tr '\n' ';')"
+    note "pool, fast references and affinity $side (rc $rc, at $(elapsed) s): $(grep -E '^\| pool' "$out/pool-$side.log" | head -2 | tr -s ' ' | tr '\n' ';')"
   done
 }
 step_timing() {

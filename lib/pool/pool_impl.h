@@ -35,6 +35,7 @@ typedef struct kr__pjob {
     uint64_t key[2];            /* what makes two jobs the same (XXH3-128) */
     struct kr__pjob *same_as;   /* an identical earlier job: its report is copied */
     int attempts;               /* times a worker died under it */
+    int passed_over;            /* times a GPU worker took a later job of its last problem */
     kr_report *report;
 } kr__pjob;
 
@@ -52,6 +53,7 @@ typedef struct kr__worker {
     int sock;                   /* -1 when none */
     kr__pjob *job;              /* running */
     double started, deadline;   /* wall clock */
+    char last_problem[33];      /* the hash of the problem of its last job ("" after a start) */
     char arch[32];
     char device_name[128];
     json_t *sandbox;            /* as the worker reported it */
@@ -65,6 +67,7 @@ struct kr_pool {
     int devices[64];
     char no_gpu_why[320];       /* num_gpus 0: why, for the not_run reports */
     char arch[32];              /* the GPU workers' compile target (compile workers use it) */
+    int no_affinity;            /* $KR_POOL_AFFINITY=0: GPU workers take jobs in order */
     kr__worker *workers;
     size_t num_workers;
     pthread_t thread;

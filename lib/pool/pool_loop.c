@@ -89,6 +89,42 @@ static kr__pjob *next_job(kr_pool *pool, int state)
     return NULL;
 }
 
+/* A GPU worker takes the first queued job, unless a job of the problem it
+ * ran last waits among the next AFFINITY_WINDOW: there its buffers (the
+ * engine's spares, sized for that problem), reference, fast reference
+ * check and baseline samples are still warm, where a batch interleaving
+ * eight problems had it allocate and free gigabytes per candidate (issue
+ * 34). The first job is passed over at most AFFINITY_MAX_PASSES times, so
+ * a stream of one problem cannot starve another. Reports still come in
+ * submission order. $KR_POOL_AFFINITY=0 (read at kr_pool_new) turns it
+ * off, to measure it. */
+#define AFFINITY_WINDOW 64
+#define AFFINITY_MAX_PASSES 16
+
+static kr__pjob *next_job_for(kr_pool *pool, int state, const kr__worker *w)
+{
+    kr__pjob *first = next_job(pool, state);
+    if (!first || pool->no_affinity || w->kind != KR__GPU_WORKER || !w->last_problem[0] ||
+        first->passed_over >= AFFINITY_MAX_PASSES)
+        return first;
+    const char *hash = kr_problem_hash(first->job.problem);
+    if (hash && strcmp(hash, w->last_problem) == 0)
+        return first;
+    size_t seen = 0;
+    for (size_t i = 0; i < pool->num_jobs && seen < AFFINITY_WINDOW; i++) {
+        kr__pjob *j = pool->jobs[i];
+        if (!j || j->same_as || j->state != state)
+            continue;
+        seen++;
+        hash = kr_problem_hash(j->job.problem);
+        if (j != first && hash && strcmp(hash, w->last_problem) == 0) {
+            first->passed_over++;
+            return j;
+        }
+    }
+    return first;
+}
+
 /* The soundness of a problem as far as the pool knows: -1 unknown. Golden
  * problems are not remembered: their hash does not cover the callback, so
  * two of them with one spec may differ. */
@@ -174,7 +210,7 @@ static void dispatch(kr_pool *pool)
         if (w->state != KR__W_IDLE)
             continue;
         int queued = w->kind == KR__COMPILE_WORKER ? KR__JOB_COMPILE_QUEUED : KR__JOB_GPU_QUEUED;
-        kr__pjob *j = next_job(pool, queued);
+        kr__pjob *j = next_job_for(pool, queued, w);
         /* GPU workers compile too, but only when no compile worker is left:
          * compile workers hold the limits a template bomb dies at */
         if (!j && w->kind == KR__GPU_WORKER && !kr__pool_workers_alive(pool, KR__COMPILE_WORKER))
@@ -186,6 +222,8 @@ static void dispatch(kr_pool *pool)
             continue;
         }
         j->state = w->kind == KR__COMPILE_WORKER ? KR__JOB_COMPILING : KR__JOB_RUNNING;
+        if (w->kind == KR__GPU_WORKER && kr_problem_hash(j->job.problem))
+            snprintf(w->last_problem, sizeof w->last_problem, "%s", kr_problem_hash(j->job.problem));
         w->job = j;
         w->state = KR__W_BUSY;
         w->deadline = kr__now() + (w->kind == KR__COMPILE_WORKER ? pool->o.compile_timeout_s

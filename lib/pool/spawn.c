@@ -112,7 +112,8 @@ static char **environment(const kr__worker *w, char *storage, size_t size)
     static const char *const passed[] = {"LD_LIBRARY_PATH", "CUDA_DEVICE_ORDER", "KREWARD_CUPTI",
                                          "KREWARD_NVRTC_LIBRARY", "KREWARD_CUPTI_LIBRARY",
                                          "KREWARD_CUDA_MAJOR", "KREWARD_CACHE_MAX_BYTES",
-                                         "TMPDIR", "LANG", "KR_PROFILE", "KR_WAIT_SPIN_US"};
+                                         "TMPDIR", "LANG", "KR_PROFILE", "KR_WAIT_SPIN_US",
+                                         "KR_FAST_REFERENCE"};
     size_t num_passed = sizeof passed / sizeof passed[0];
     char **env = calloc(num_passed + 3, sizeof *env); /* + ours + NULL */
     size_t n = 0, used = 0;
@@ -249,4 +250,5 @@ void kr__worker_kill(kr__worker *w)
     w->sock = -1;
     w->state = KR__W_DEAD;
     w->job = NULL;
+    w->last_problem[0] = '\0'; /* its successor holds nothing of the problem warm */
 }

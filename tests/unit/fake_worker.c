@@ -15,8 +15,10 @@
  *   poison   a passed report that says its context is poisoned, then exits
  *   weak1    a passed report whose result says the problem's soundness check
  *            completed and found it weak ("problem_weak": 1)
- * Every report has the metric fake_told: the "problem_weak" the job came
- * with (-1 without one).
+ *   sleep    ok after 0.3 s (GPU stage): the queue fills meanwhile
+ * Every report has the metrics fake_told: the "problem_weak" the job came
+ * with (-1 without one), and fake_seq: how many GPU-stage jobs this
+ * process had answered before (the order it served them in).
  * Started by the pool exactly as kreward-worker is (same arguments). */
 #include "pool/protocol.h"
 #include "kreward/common.h"
@@ -37,13 +39,14 @@ static const char *arg(int argc, char **argv, const char *name)
 }
 
 static json_int_t g_told = -1; /* the running job's "problem_weak", -1: none */
+static long g_seq;              /* GPU-stage jobs answered so far */
 
 static void send_report_weak(int sock, json_int_t id, const char *verdict, int poisoned, int weak)
 {
     char report[256];
     snprintf(report, sizeof report, "{\"format\": 1, \"verdict\": \"%s\", \"flags\": [], "
-             "\"metrics\": {\"fake_pid\": %d, \"fake_told\": %lld}, \"texts\": {}}", verdict,
-             (int)getpid(), (long long)g_told);
+             "\"metrics\": {\"fake_pid\": %d, \"fake_told\": %lld, \"fake_seq\": %ld}, "
+             "\"texts\": {}}", verdict, (int)getpid(), (long long)g_told, g_seq);
     json_t *body = json_object();
     json_object_set_new(body, "id", json_integer(id));
     json_object_set_new(body, "status", json_integer(0));
@@ -152,6 +155,8 @@ int main(int argc, char **argv)
         }
         if (!strcmp(name, "lie") && !compile)
             id += 1000;
+        if (!strcmp(name, "sleep") && !compile)
+            usleep(300000);
         size_t golden_tensors = !strcmp(name, "golden") ? 1 : !strcmp(name, "golden12") ? 12 : 0;
         if (golden_tensors && !compile && !golden(sock, id, golden_tensors)) {
             send_report(sock, id, "error", 0);
@@ -161,6 +166,7 @@ int main(int argc, char **argv)
         int poison = !strcmp(name, "poison") && !compile; /* name lives in the frame */
         send_report_weak(sock, id, compile ? "not_run" : "passed", poison,
                          !compile && name && !strcmp(name, "weak1") ? 1 : -1);
+        g_seq += !compile;
         kr__frame_clear(&f);
         if (poison)
             return 0;

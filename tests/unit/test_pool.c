@@ -331,6 +331,69 @@ static void soundness_is_learnt_from_completed_checks_only(void **state)
     kr_problem_free(src);
 }
 
+/* The order the fake GPU worker served ticket t in (fake_seq). */
+static double seq_of(kr_pool *pool, uint64_t t)
+{
+    kr_report *r = NULL;
+    assert_int_equal(kr_pool_wait(&r, pool, t, 60), KR_OK);
+    double v = -1;
+    assert_int_equal(kr_report_get(&v, r, "fake_seq"), KR_OK);
+    kr_report_free(r);
+    return v;
+}
+
+/* A GPU worker keeps to the problem it ran last while jobs of it wait
+ * (its buffers and reference stay warm), but passes over the first waiting
+ * job at most 16 times. A first job that sleeps lets the queue fill. */
+static void a_gpu_worker_keeps_to_its_problem(void **state)
+{
+    (void)state;
+    kr_problem *b = NULL;
+    assert_int_equal(kr_problem_parse(&b, g_ctx, PROBLEM_SOURCE, strlen(PROBLEM_SOURCE),
+                                      "ps.json", NULL), KR_OK);
+    kr_pool *pool = fake_pool(0, 30);
+    /* alternating A B A B ...: served as A A A A A B B B B */
+    uint64_t t[9];
+    int is_b[9];
+    t[0] = submit_to(pool, g_problem, "sleep", "alternating 0");
+    is_b[0] = 0;
+    for (int i = 1; i < 9; i++) {
+        char src[32];
+        snprintf(src, sizeof src, "alternating %d", i);
+        is_b[i] = i % 2;
+        t[i] = submit_to(pool, is_b[i] ? b : g_problem, "ok", src);
+    }
+    int by_seq[9];
+    for (int i = 0; i < 9; i++)
+        by_seq[i] = -1;
+    for (int i = 0; i < 9; i++) {
+        double s = seq_of(pool, t[i]);
+        assert_true(s >= 0 && s < 9);
+        by_seq[(int)s] = is_b[i];
+    }
+    int switches = 0;
+    for (int i = 1; i < 9; i++)
+        switches += by_seq[i] != by_seq[i - 1];
+    if (switches > 2)
+        fail_msg("the GPU worker switched problems %d times over 9 alternating jobs", switches);
+    /* one B behind a stream of A: taken after 16 passes at most */
+    uint64_t first = submit_to(pool, g_problem, "sleep", "stream 0");
+    uint64_t lone = submit_to(pool, b, "ok", "the lone B");
+    uint64_t rest[40];
+    for (int i = 0; i < 40; i++) {
+        char src[32];
+        snprintf(src, sizeof src, "stream %d", i + 1);
+        rest[i] = submit_to(pool, g_problem, "ok", src);
+    }
+    double s0 = seq_of(pool, first), sb = seq_of(pool, lone);
+    for (int i = 0; i < 40; i++)
+        seq_of(pool, rest[i]);
+    if (!(sb > s0 + 1 && sb <= s0 + 17))
+        fail_msg("the lone B was served %.0f jobs after the first (expected 2 to 17)", sb - s0);
+    kr_pool_free(pool);
+    kr_problem_free(b);
+}
+
 /* A caller environment too large for the worker's is refused with the
  * reason, not passed on in part (CUDA_VISIBLE_DEVICES used to come last and
  * could be the one dropped). */
@@ -636,6 +699,7 @@ int main(void)
         cmocka_unit_test(golden_through_the_pool),
         cmocka_unit_test(golden_of_many_tensors_through_the_pool),
         cmocka_unit_test(soundness_is_learnt_from_completed_checks_only),
+        cmocka_unit_test(a_gpu_worker_keeps_to_its_problem),
         cmocka_unit_test(oversized_environment_is_refused),
         cmocka_unit_test(soak_of_a_thousand_mixed_jobs),
         cmocka_unit_test(free_with_jobs_in_flight),
