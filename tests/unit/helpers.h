@@ -39,6 +39,17 @@ static inline char *test_tempdir(void)
     return path;
 }
 
+/* Writes text to dir/name (a test's fixture file). */
+static inline void test_write_file(const char *dir, const char *name, const char *text)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
 static inline void test_rmtree(char *path)
 {
     char cmd[4200];

@@ -16,16 +16,6 @@
 static char *root, *outside, *secret_path, *incdir;
 static char secret[64];
 
-static void write_file(const char *dir, const char *name, const char *text)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 static char *join(const char *a, const char *b)
 {
     char *p = malloc(strlen(a) + strlen(b) + 2);
@@ -50,19 +40,19 @@ static int setup(void **state)
     char text[256];
     /* C-like, so that an include of it would make NVRTC echo the line */
     snprintf(text, sizeof text, "%s = 1;\nint %s_2 = %s;\n", secret, secret, secret);
-    write_file(outside, "secret.txt", text);
-    write_file(outside, "execution_policy.h", text);
+    test_write_file(outside, "secret.txt", text);
+    test_write_file(outside, "execution_policy.h", text);
     assert_int_equal(setenv("KR_TEST_SECRET", secret, 1), 0);
 
-    write_file(incdir, "ok.cuh", "#pragma once\n#include <cuda_fp16.h>\n"
+    test_write_file(incdir, "ok.cuh", "#pragma once\n#include <cuda_fp16.h>\n"
                                  "__device__ inline float twice(float x) { return 2.0f * x; }\n");
     char bad[4400];
     snprintf(bad, sizeof bad, "#pragma once\n#include \"%s\"\n", secret_path);
-    write_file(incdir, "bad_abs.cuh", bad);
-    write_file(incdir, "bad_rel.cuh", "#pragma once\n#include \"../outside/secret.txt\"\n");
-    write_file(incdir, "bad_angle.cuh", "#pragma once\n#include <../outside/secret.txt>\n");
-    write_file(incdir, "bad_computed.cuh", "#define H \"../outside/secret.txt\"\n#include H\n");
-    write_file(incdir, "err.cuh", "__device__ int KRMARK_caller_header = ;\n");
+    test_write_file(incdir, "bad_abs.cuh", bad);
+    test_write_file(incdir, "bad_rel.cuh", "#pragma once\n#include \"../outside/secret.txt\"\n");
+    test_write_file(incdir, "bad_angle.cuh", "#pragma once\n#include <../outside/secret.txt>\n");
+    test_write_file(incdir, "bad_computed.cuh", "#define H \"../outside/secret.txt\"\n#include H\n");
+    test_write_file(incdir, "err.cuh", "__device__ int KRMARK_caller_header = ;\n");
     char link[4200];
     snprintf(link, sizeof link, "%s/link.cuh", incdir);
     assert_int_equal(symlink(secret_path, link), 0);
@@ -405,8 +395,8 @@ static void toolkit_with_linked_cccl(void **state)
     assert_int_equal(mkdir(sub, 0700), 0);
     char *link = join(inc, "cccl");
     assert_int_equal(symlink(real, link), 0);
-    write_file(sub, "x.h", "#pragma once\n#include \"y.h\"\n");
-    write_file(sub, "y.h", "#define FAKE_Y 3\n");
+    test_write_file(sub, "x.h", "#pragma once\n#include \"y.h\"\n");
+    test_write_file(sub, "y.h", "#define FAKE_Y 3\n");
     char *evil = join(inc, "evil.h");
     assert_int_equal(symlink(secret_path, evil), 0);
 

@@ -293,16 +293,6 @@ static void load_from_file_with_relative_reference(void **state)
     kr_context_free(ctx);
 }
 
-static void write_file(const char *dir, const char *name, const char *text)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 static kr_problem *load_in(kr_context *ctx, const char *dir)
 {
     char path[4200];
@@ -324,11 +314,11 @@ static void fast_reference_is_read_hashed_and_inlined(void **state)
     const char *ref = "// kreward: launch k grid=(cdiv(N,128)) block=(128) args=(y, N)\n"
                       "extern \"C\" __global__ void k(float* y, int n) {\n"
                       "  int i = blockIdx.x * 128 + threadIdx.x; if (i < n) y[i] = 1.0f; }\n";
-    write_file(dir, "ref.cu", ref);
-    write_file(dir, "problem.json", HEAD CASES T(OUT) "\"reference\": {\"source\": \"ref.cu\"}}");
+    test_write_file(dir, "ref.cu", ref);
+    test_write_file(dir, "problem.json", HEAD CASES T(OUT) "\"reference\": {\"source\": \"ref.cu\"}}");
     kr_problem *plain = load_in(ctx, dir);
-    write_file(dir, "fast.cu", ref);
-    write_file(dir, "problem.json",
+    test_write_file(dir, "fast.cu", ref);
+    test_write_file(dir, "problem.json",
                HEAD CASES T(OUT) "\"reference\": {\"source\": \"ref.cu\", \"fast\": {\"source\": \"fast.cu\"}}}");
     kr_problem *p = load_in(ctx, dir);
     assert_string_equal(p->fast_name, "fast.cu");
@@ -347,7 +337,7 @@ static void fast_reference_is_read_hashed_and_inlined(void **state)
         fail_msg("%s", kr_context_errmsg(ctx));
     assert_string_equal(again->fast_source, ref);
     /* a different fast kernel, a different problem */
-    write_file(dir, "fast.cu", "// another\n");
+    test_write_file(dir, "fast.cu", "// another\n");
     kr_problem *other = load_in(ctx, dir);
     assert_string_not_equal(kr_problem_hash(other), kr_problem_hash(p));
     kr_problem_free(other);
