@@ -108,7 +108,8 @@ int kr__bench_check_end(bstate *b, size_t k, bcheck *c)
         const kr__tensor *x = &p->tensors[t];
         if (kr__is_output(x))
             rc = kr__check_compare(ctx, &b->set[k].buf[t], &b->want.buf[t], x,
-                                   kr__output_poison(x, 0), &c->cmp[t]);
+                                   kr__reference_tolerance_share(&b->ref), kr__output_poison(x, 0),
+                                   &c->cmp[t]);
     }
     /* the answer for this set's seed must not wait on the device for the
      * next calls of the same set to find */

@@ -53,15 +53,15 @@ int kr__check_hash(kr_context *ctx, const kr__dbuf *b, uint64_t key, kr__check *
 }
 
 int kr__check_compare(kr_context *ctx, const kr__dbuf *got, const kr__dbuf *want,
-                      const kr__tensor *x, uint32_t poison, kr__check *out)
+                      const kr__tensor *x, double share, uint32_t poison, kr__check *out)
 {
     CUdeviceptr s = 0;
     int rc = take(ctx, sizeof(kr__cmp_stats) / 8, out, &s);
     if (rc == KR_OK)
         rc = set_max(ctx, s + offsetof(kr__cmp_stats, first_bad));
     uint64_t n = got->bytes / (uint64_t)kr__dtype_size(x->dtype);
-    return rc == KR_OK ? kr__k_compare(ctx, got->ptr, want->ptr, n, x->dtype, x->rtol, x->atol,
-                                       poison, s)
+    return rc == KR_OK ? kr__k_compare(ctx, got->ptr, want->ptr, n, x->dtype, share * x->rtol,
+                                       share * x->atol, poison, s)
                        : rc;
 }
 

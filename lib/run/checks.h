@@ -19,10 +19,10 @@ int kr__check_guards(kr_context *ctx, const kr__dbuf *b, kr__check *out);
 /* Queues the keyed hash of b's usable bytes. */
 int kr__check_hash(kr_context *ctx, const kr__dbuf *b, uint64_t key, kr__check *out);
 /* Queues the comparison of got (the candidate's output of tensor x) with
- * want (the reference's) under x's tolerance; poison is what an unwritten
- * element of got holds (kr__output_poison). */
+ * want (the reference's) under share (1: all) of x's tolerance; poison is
+ * what an unwritten element of got holds (kr__output_poison). */
 int kr__check_compare(kr_context *ctx, const kr__dbuf *got, const kr__dbuf *want,
-                      const kr__tensor *x, uint32_t poison, kr__check *out);
+                      const kr__tensor *x, double share, uint32_t poison, kr__check *out);
 /* Queues a count of the elements whose bits differ between a and b. */
 int kr__check_bitdiff(kr_context *ctx, const kr__dbuf *a, const kr__dbuf *b, int dtype,
                       kr__check *out);

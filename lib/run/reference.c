@@ -112,33 +112,35 @@ void kr__reference_close(kr_context *ctx, kr__reference *ref)
     memset(ref, 0, sizeof *ref);
 }
 
-/* The case's input set (and, for source references, its run), made on
- * first use and kept for the evaluation. */
-static int case_state(kr_context *ctx, kr__reference *ref, size_t c)
+/* The case's input set (and, for source references, the run of the
+ * kernel that serves: the fast one or the reference), made on first use
+ * and kept for the evaluation. */
+static int case_state(kr_context *ctx, kr__reference *ref, size_t c, int fast)
 {
     int rc = KR_OK;
     if (!ref->inputs[c].buf)
         rc = kr__tset_alloc(ctx, &ref->inputs[c], ref->p, c, KR__SET_INPUTS, "reference input");
-    if (rc == KR_OK && !ref->golden && !ref->runs[c].bp)
+    if (rc == KR_OK && !ref->golden && !fast && !ref->runs[c].bp)
         rc = kr__run_prepare(ctx, &ref->runs[c], &ref->bp, c);
-    if (rc == KR_OK && ref->use_fast && !ref->fast_runs[c].bp)
+    if (rc == KR_OK && fast && !ref->fast_runs[c].bp)
         rc = kr__run_prepare(ctx, &ref->fast_runs[c], &ref->fast_bp, c);
     return rc;
 }
 
-static int reference_failed(kr_context *ctx, const kr_problem *p, size_t c, int rc)
+static int reference_failed(kr_context *ctx, const kr_problem *p, size_t c, int fast, int rc)
 {
     char msg[1200];
-    snprintf(msg, sizeof msg, "the reference failed in case '%s': %s", p->cases[c].name,
+    snprintf(msg, sizeof msg, "the %s failed in case '%s': %s",
+             fast ? "fast reference (reference.fast)" : "reference", p->cases[c].name,
              kr_context_errmsg(ctx));
     rc = rc == KR_EFAULT || rc == KR_ETIMEOUT ? rc : KR_ECUDA;
     return kr__fail(ctx, rc, "%s", msg);
 }
 
 static int run_source(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
-                      const kr__tset *want)
+                      const kr__tset *want, int fast)
 {
-    kr__run *run = ref->use_fast ? &ref->fast_runs[c] : &ref->runs[c];
+    kr__run *run = fast ? &ref->fast_runs[c] : &ref->runs[c];
     size_t failed;
     int rc = kr__tset_fill_inputs(ctx, &ref->inputs[c], seed);
     if (rc == KR_OK)
@@ -152,7 +154,7 @@ static int run_source(kr_context *ctx, kr__reference *ref, size_t c, uint64_t se
     if (rc == KR_OK)
         rc = kr__engine_wait(ctx, REFERENCE_TIMEOUT_S, "the reference");
     if (rc != KR_OK)
-        return reference_failed(ctx, ref->p, c, rc);
+        return reference_failed(ctx, ref->p, c, fast, rc);
     /* intermediate values in scratch, the inputs and whatever the
      * reference left in its module's globals are not left behind */
     rc = kr__tset_scrub(ctx, &ref->inputs[c]);
@@ -221,12 +223,43 @@ int kr__reference_run(kr_context *ctx, kr__reference *ref, size_t c, uint64_t se
     return rc;
 }
 
+int kr__reference_run_kernel(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
+                             const kr__tset *want, int fast)
+{
+    double t0 = kr__now();
+    int rc = case_state(ctx, ref, c, fast);
+    if (rc == KR_OK)
+        rc = run_source(ctx, ref, c, seed, want, fast);
+    kr__prof_add(ctx, KR__PROF_REFERENCE, t0);
+    return rc;
+}
+
+/* want's outputs from the kernel that serves: the fast one while it is
+ * trusted; one that fails on a later seed while the context lives is
+ * dropped for the reference (fast_reference.c). */
+static int run_serving(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
+                       const kr__tset *want)
+{
+    if (ref->use_fast) {
+        int rc = case_state(ctx, ref, c, 1);
+        if (rc == KR_OK)
+            rc = run_source(ctx, ref, c, seed, want, 1);
+        if (rc == KR_OK || ctx->poisoned)
+            return rc;
+        kr__fast_reference_drop(ctx, ref, c);
+    }
+    int rc = case_state(ctx, ref, c, 0);
+    return rc == KR_OK ? run_source(ctx, ref, c, seed, want, 0) : rc;
+}
+
 static int reference_run(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
                          const kr__tset *want)
 {
-    int rc = case_state(ctx, ref, c);
-    if (rc != KR_OK || !ref->golden)
-        return rc == KR_OK ? run_source(ctx, ref, c, seed, want) : rc;
+    if (!ref->golden)
+        return run_serving(ctx, ref, c, seed, want);
+    int rc = case_state(ctx, ref, c, 0);
+    if (rc != KR_OK)
+        return rc;
     const kr_problem *p = ref->p;
     void **host = calloc(p->num_tensors, sizeof *host);
     rc = host ? run_golden_host(ctx, ref, c, seed, host) : kr__fail(ctx, KR_ENOMEM, "out of memory");
@@ -293,7 +326,7 @@ int kr__reference_outputs_host(kr_context *ctx, kr__reference *ref, size_t c, ui
 {
     const kr_problem *p = ref->p;
     memset(host, 0, p->num_tensors * sizeof *host);
-    int rc = case_state(ctx, ref, c);
+    int rc = case_state(ctx, ref, c, 0);
     if (rc == KR_OK && ref->golden) {
         rc = run_golden_host(ctx, ref, c, seed, host);
         for (size_t t = 0; t < p->num_tensors; t++)
@@ -305,7 +338,7 @@ int kr__reference_outputs_host(kr_context *ctx, kr__reference *ref, size_t c, ui
         kr__tset want;
         rc = kr__tset_alloc(ctx, &want, p, c, KR__SET_OUTPUTS, "reference output");
         if (rc == KR_OK)
-            rc = run_source(ctx, ref, c, seed, &want);
+            rc = run_serving(ctx, ref, c, seed, &want);
         if (rc == KR_OK)
             rc = download(ctx, &want, host);
         kr__tset_free(ctx, &want);

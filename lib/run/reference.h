@@ -58,5 +58,18 @@ int kr__reference_build(kr_context *ctx, const kr_problem *p, int fast, kr_progr
  * build, faults or disagrees is not used, never an error. $KR_FAST_REFERENCE=0
  * turns it off (to measure what it saves). */
 int kr__fast_reference_open(kr_context *ctx, kr__reference *ref);
+/* A trusted fast kernel that failed on case c while the context lives:
+ * not used again, here or in this context; the reference serves. */
+void kr__fast_reference_drop(kr_context *ctx, kr__reference *ref, size_t c);
+/* The share of each output's tolerance a candidate is judged with against
+ * ref's expected outputs: 1 from the reference, 3/4 from the fast kernel,
+ * which agreed within 1/4 of it: what passes lies within the tolerance of
+ * the reference (at the seed they were checked at), never in a wider band. */
+double kr__reference_tolerance_share(const kr__reference *ref);
+
+/* One run of the reference (fast 0) or of its fast kernel (1) for (case
+ * c, seed) into want, no fallback: fast_reference.c compares the two. */
+int kr__reference_run_kernel(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
+                             const kr__tset *want, int fast);
 
 #endif

@@ -82,7 +82,8 @@ static int queue_checks(vstate *v, vunit *u, int run, const kr__run *cr, vchecks
         if (!kr__is_output(x))
             continue;
         rc = kr__check_compare(ctx, &u->out[run].buf[t], &u->want.buf[t], x,
-                               kr__output_poison(x, run), &m->cmp[t]);
+                               kr__reference_tolerance_share(&v->ref), kr__output_poison(x, run),
+                               &m->cmp[t]);
         if (rc == KR_OK && run == 1)
             rc = kr__check_bitdiff(ctx, &u->out[0].buf[t], &u->out[1].buf[t], x->dtype, &m->diff[t]);
     }

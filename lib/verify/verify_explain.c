@@ -115,7 +115,8 @@ static size_t dead_columns(const kr_problem *p, size_t t, size_t c, const void *
     return found;
 }
 
-void kr__explain_output(const kr_problem *p, size_t t, size_t c, const void *got, const void *want,
+void kr__explain_output(const kr_problem *p, size_t t, size_t c, double share, const void *got,
+                        const void *want,
                         uint32_t poison, size_t max_listed, kr__buf *fb, json_t *details)
 {
     const kr__tensor *x = &p->tensors[t];
@@ -134,7 +135,7 @@ void kr__explain_output(const kr_problem *p, size_t t, size_t c, const void *got
         } else {
             last_written = i;
         }
-        if (kr__element_ok(g, w, gb, poison, x->rtol, x->atol))
+        if (kr__element_ok(g, w, gb, poison, share * x->rtol, share * x->atol))
             continue;
         if (bad++ < max_listed) {
             kr__index_text(p, t, c, i, idx, sizeof idx);

@@ -100,8 +100,10 @@ int kr__element_ok(double got, double want, uint32_t got_bits, uint32_t poison, 
 
 /* Explains a wrong output from its host copy: the first mismatches (by
  * index, with got/expected), and the shape of what was never written.
- * Appends a sentence to feedback and fills details (a JSON object). */
-void kr__explain_output(const kr_problem *p, size_t t, size_t c, const void *got, const void *want,
-                        uint32_t poison, size_t max_listed, kr__buf *feedback, json_t *details);
+ * Appends a sentence to feedback and fills details (a JSON object). share:
+ * of the tolerance, as the comparison judged it (kr__reference_tolerance_share). */
+void kr__explain_output(const kr_problem *p, size_t t, size_t c, double share, const void *got,
+                        const void *want, uint32_t poison, size_t max_listed, kr__buf *feedback,
+                        json_t *details);
 
 #endif
