@@ -2,7 +2,7 @@
 actor): made self-contained on the way.
 
 A problem given as a path is read here and sent as JSON, its reference
-source inlined ("reference": {"cuda": ...}), or, for a KernelBench file,
+source inlined ("reference": {"cuda": ...}, its "fast" kernel too), or, for a KernelBench file,
 as the file's text: the path means nothing on the server. A name or JSON text goes as is (a name is looked up in the
 server's problem directories)."""
 import json
@@ -11,6 +11,15 @@ import threading
 
 _cache = {}
 _lock = threading.Lock()
+
+
+def _inlined(obj, folder):
+    """{"source": FILE, ...} as {"cuda": FILE's text, ...} (a copy)."""
+    obj = dict(obj)
+    if isinstance(obj.get("source"), str):
+        with open(os.path.join(folder, obj.pop("source"))) as f:
+            obj["cuda"] = f.read()
+    return obj
 
 
 def portable(spec):
@@ -38,10 +47,10 @@ def portable(spec):
         with open(path) as f:
             d = json.load(f)
         ref = d.get("reference")
-        if isinstance(ref, dict) and isinstance(ref.get("source"), str):
-            with open(os.path.join(os.path.dirname(path), ref["source"])) as f:
-                ref = dict(ref, cuda=f.read())
-            del ref["source"]
+        if isinstance(ref, dict):
+            ref = _inlined(ref, os.path.dirname(path))
+            if isinstance(ref.get("fast"), dict):  # the fast kernel beside it, the same way
+                ref["fast"] = _inlined(ref["fast"], os.path.dirname(path))
             d = dict(d, reference=ref)
         with _lock:
             _cache[path] = (stamp, d)
