@@ -19,6 +19,11 @@ if [ -n "${KR_SNAP_UPSTREAM:-}" ]; then
   mkdir -p .snap/upstream
   for l in level1 level2 level3; do cp -r "$KR_SNAP_UPSTREAM/$l" .snap/upstream/; done
 fi
+# an earlier vetting run's log, for gpu-round.sh's vetcorpus step to resume:
+# KR_SNAP_VET_RESUME=<a vet.jsonl brought back>
+if [ -n "${KR_SNAP_VET_RESUME:-}" ]; then
+  mkdir -p .snap/vet-resume && cp "$KR_SNAP_VET_RESUME" .snap/vet-resume/vet.jsonl
+fi
 # the tree before the reward-integrity defences, for bench/bench_defence_cost.py
 # (KR_SNAP_OLD=0 leaves it out)
 if [ "${KR_SNAP_OLD:-1}" != 0 ] && git cat-file -e 324416e 2>/dev/null; then

@@ -11,6 +11,10 @@
 #   rail         both kinds in one batch through the Evaluator, TRL and verl,
 #                and behind kreward serve (OpenRLHF, slime, KernelGYM's reference_code)
 #   vet          the vetting GPU tests
+#   vetcorpus    kreward problems vet on GR_VET_PATHS (default: the bundled corpus;
+#                upstream/ too where device-snapshot.sh put it), -j GR_VET_JOBS
+#                (12); resumes from vet-resume/vet.jsonl (KR_SNAP_VET_RESUME),
+#                brings back vet.jsonl and summary.md
 #   kb           the KernelBench GPU tests: sandbox, attacks, region, corpus
 #                (GR_KB_TESTS: a selection of them)
 #   pool         bench_pool --per-problem 16 --profile (and GR_POOL_ARGS)
@@ -77,6 +81,20 @@ step_rail() {
 }
 step_vet() {
   pyt vet 200 bindings/python/tests/vet/test_vet_gpu.py
+}
+step_vetcorpus() {
+  lim=$(limit 400)
+  local run=/tmp/vet-run-$(pwd | md5sum | cut -c1-8) paths=${GR_VET_PATHS:-}
+  [ -n "$paths" ] || paths="examples/kernelbench/level1 examples/kernelbench/level2 examples/kernelbench/level3 examples/problems$([ -d upstream ] && echo " upstream")"
+  mkdir -p "$run"
+  [ -f vet-resume/vet.jsonl ] && [ ! -f "$run/vet.jsonl" ] && cp vet-resume/vet.jsonl "$run/"
+  # shellcheck disable=SC2086
+  timeout -k 10 "$lim" python3 -m kreward.vet $paths --out "$run" -j "${GR_VET_JOBS:-12}" --quiet \
+    > "$out/vetcorpus.log" 2>&1
+  rc=$?
+  cp "$run/vet.jsonl" "$run/summary.md" "$out/" 2>/dev/null
+  tail -20 "$run/summary.md" 2>/dev/null
+  note "vetcorpus (rc $rc, limit $lim s, at $(elapsed) s): $(grep -c . "$run/vet.jsonl" 2>/dev/null) records in vet.jsonl"
 }
 step_kb() {
   # shellcheck disable=SC2086
