@@ -59,6 +59,9 @@ typedef struct kr__fast_entry {
     char why[320];              /* why not, where it did not */
 } kr__fast_entry;
 
+/* Event pairs around generator launches between two waits (gpu_profile.c). */
+#define KR__GEN_EVENTS 64
+
 /* A freed device buffer kept for the next allocation of the same size
  * (dbuf.c), zeroed when it was given back. */
 #define KR__SPARE_BUFFERS 64
@@ -94,6 +97,10 @@ typedef struct kr__engine {
     double prof[KR__PROF_N];    /* where the time goes (profile.h) */
     unsigned long waits;        /* kr__engine_wait calls, for the profile */
     double generated_bytes;     /* inputs written by the generator, for the profile */
+    int gpu_profile;            /* KR_PROFILE was set when the engine was made */
+    CUevent gen_ev[KR__GEN_EVENTS][2]; /* around generator launches since the last wait */
+    size_t gen_used;
+    double gen_gpu_s;           /* the generator's GPU time, read back at waits */
     struct kr__memo_table *memo; /* baseline samples shared between benchmarks, made on first use */
     kr__spare spare[KR__SPARE_BUFFERS]; /* freed buffers kept for reuse (dbuf.c) */
     size_t num_spare;
@@ -124,6 +131,14 @@ int kr__engine_pinned(kr_context *ctx, size_t bytes, void **out);
 /* Launchers of the builtin kernels on the engine's stream. */
 int kr__k_generate(kr_context *ctx, CUdeviceptr out, uint64_t n, const kr_gen_dist *d,
                    uint64_t seed, uint32_t tensor);
+
+/* gpu_profile.c: in profile mode, the generator's GPU time. begin returns
+ * the pair's slot (-1: not counted) for end; harvest adds the finished
+ * pairs' times to gen_gpu_s (the stream done); free destroys the events. */
+int kr__gpu_profile_begin(kr_context *ctx);
+void kr__gpu_profile_end(kr_context *ctx, int slot);
+void kr__gpu_profile_harvest(kr__engine *e);
+void kr__gpu_profile_free(kr__engine *e);
 int kr__k_hash(kr_context *ctx, CUdeviceptr p, uint64_t bytes, uint64_t key, CUdeviceptr out);
 int kr__k_check_bytes(kr_context *ctx, CUdeviceptr p, uint64_t n, unsigned value,
                       CUdeviceptr count, CUdeviceptr first);

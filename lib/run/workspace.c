@@ -60,8 +60,11 @@ static int generate(kr_context *ctx, const kr__tset *s, size_t t, uint64_t seed)
 {
     const kr__tensor *x = &s->p->tensors[t];
     kr__engine_of(ctx)->generated_bytes += (double)s->buf[t].bytes;
-    return kr__k_generate(ctx, s->buf[t].ptr, kr__elements(s->p, t, s->c), &x->dist, seed,
-                          (uint32_t)t);
+    int slot = kr__gpu_profile_begin(ctx);
+    int rc = kr__k_generate(ctx, s->buf[t].ptr, kr__elements(s->p, t, s->c), &x->dist, seed,
+                            (uint32_t)t);
+    kr__gpu_profile_end(ctx, slot);
+    return rc;
 }
 
 int kr__tset_fill_inputs(kr_context *ctx, const kr__tset *s, uint64_t seed)

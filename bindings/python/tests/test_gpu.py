@@ -169,3 +169,17 @@ def test_trainer_adapter_on_gpu(vadd):
     finally:
         trainers.set_evaluator(None)
         ev.close()
+
+
+def test_profile_says_the_generators_gpu_time(monkeypatch):
+    """KR_PROFILE (read when a context's engine is made) adds the
+    generator's own GPU time to a report (lib/run/gpu_profile.c): the bytes
+    it wrote over that time is a bandwidth a GPU can have."""
+    monkeypatch.setenv("KR_PROFILE", "metrics")
+    with kreward.Context() as c:
+        problem = c.load_problem(str(EXAMPLES / "l1_vector_add" / "problem.json"))
+        r = c.evaluate(problem, (EXAMPLES / "l1_vector_add" / "candidates" / "fast.cu").read_text())
+        assert r.verdict == "passed", r.feedback
+        ms, mb = r["profile_gpu_generate_ms"], r["profile_generated_mb"]
+        assert mb > 100 and ms > 0, (mb, ms)
+        assert 10 < mb / ms < 10000, f"{mb / ms:.0f} GB/s"  # MB per ms is GB/s
