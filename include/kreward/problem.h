@@ -65,7 +65,10 @@ KR_API int kr_problem_reference_kind(const kr_problem *problem);
 KR_API int kr_problem_json(char **json_out, const kr_problem *problem);
 
 /* Compiles the reference (source problems) and checks its plan against its
- * kernels in every case; KR_OK for golden problems. */
+ * kernels in every case, and the same for its fast kernel (reference.fast)
+ * where it has one (the error then begins "reference.fast: "); KR_OK for
+ * golden problems. Whether the fast kernel agrees is found on a GPU, by
+ * the first evaluation (its report's verify.expected_from). */
 KR_API int kr_problem_check_reference(kr_context *ctx, const kr_problem *problem);
 
 /* GPU soundness checks: the reference (or golden callback) runs on every

@@ -53,7 +53,17 @@ int kr_problem_check_reference(kr_context *ctx, const kr_problem *p)
     int rc = kr__reference_build(ctx, p, 0, &prog, &plan);
     kr_plan_free(plan);
     kr_program_free(prog);
-    return rc;
+    if (rc != KR_OK || !p->fast_source)
+        return rc;
+    rc = kr__reference_build(ctx, p, 1, &prog, &plan);
+    kr_plan_free(plan);
+    kr_program_free(prog);
+    if (rc != KR_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", kr_context_errmsg(ctx));
+        return kr__fail(ctx, rc, "reference.fast: %s", msg);
+    }
+    return KR_OK;
 }
 
 static int reference_open(kr_context *ctx, kr__reference *ref, const kr_problem *p);

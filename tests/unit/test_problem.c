@@ -336,10 +336,14 @@ static void fast_reference_is_read_hashed_and_inlined(void **state)
     if (kr_problem_parse(&again, ctx, p->spec, strlen(p->spec), "worker.json", "/nonexistent") != KR_OK)
         fail_msg("%s", kr_context_errmsg(ctx));
     assert_string_equal(again->fast_source, ref);
-    /* a different fast kernel, a different problem */
+    /* a different fast kernel, a different problem; one that does not
+     * compile fails the problem's check, named */
+    assert_int_equal(kr_problem_check_reference(ctx, p), KR_OK);
     test_write_file(dir, "fast.cu", "// another\n");
     kr_problem *other = load_in(ctx, dir);
     assert_string_not_equal(kr_problem_hash(other), kr_problem_hash(p));
+    assert_int_not_equal(kr_problem_check_reference(ctx, other), KR_OK);
+    assert_contains(kr_context_errmsg(ctx), "reference.fast: ");
     kr_problem_free(other);
     kr_problem_free(again);
     kr_problem_free(p);
