@@ -137,7 +137,7 @@ static int setup_buffers(bstate *b)
 static int setup_reference(bstate *b)
 {
     b->has_ref = 1; /* teardown closes whatever the open left */
-    int rc = kr__reference_open(b->ctx, &b->ref, b->p);
+    int rc = kr__reference_open_serving(b->ctx, &b->ref, b->p);
     if (rc == KR_OK)
         rc = kr__tset_alloc(b->ctx, &b->want, b->p, b->c, KR__SET_OUTPUTS, "reference copy");
     return rc;

@@ -137,7 +137,7 @@ static void profile_begin(profile *pr, kr_context *ctx)
         memcpy(pr->engine0, kr__engine_of(ctx)->prof, sizeof pr->engine0);
         pr->waits0 = kr__engine_of(ctx)->waits;
         pr->generated0 = kr__engine_of(ctx)->generated_bytes;
-        pr->gen_gpu0 = kr__engine_of(ctx)->gen_gpu_s;
+        pr->gen_gpu0 = kr__engine_of(ctx)->gen.gpu_s;
     }
 }
 
@@ -162,7 +162,7 @@ static void profile_metrics(const profile *pr, const kr__engine *e, kr_report *r
     if (e) {
         kr_report_set(r, "profile_waits", (double)(e->waits - pr->waits0));
         kr_report_set(r, "profile_generated_mb", (e->generated_bytes - pr->generated0) / 1e6);
-        kr_report_set(r, "profile_gpu_generate_ms", 1e3 * (e->gen_gpu_s - pr->gen_gpu0));
+        kr_report_set(r, "profile_gpu_generate_ms", 1e3 * (e->gen.gpu_s - pr->gen_gpu0));
     }
 }
 
@@ -187,7 +187,7 @@ static void profile_end(const profile *pr, kr_context *ctx, kr_report *r)
     if (e && n > 0 && (size_t)n < sizeof line)
         n += snprintf(line + n, sizeof line - (size_t)n, "; %lu waits, %.0f MB generated in %.1f ms "
                       "of GPU time", e->waits - pr->waits0, (e->generated_bytes - pr->generated0) / 1e6,
-                      1e3 * (e->gen_gpu_s - pr->gen_gpu0));
+                      1e3 * (e->gen.gpu_s - pr->gen_gpu0));
     fprintf(stderr, "%s (ms)\n", line);
 }
 

@@ -93,7 +93,7 @@ static void engine_free(kr_context *ctx)
     const kr__cuda_api *cu = kr__cuda();
     for (size_t i = 0; i < e->num_spare; i++)
         cu->cuMemFree(e->spare[i].base);
-    kr__gpu_profile_free(e);
+    kr__gen_timer_free(&e->gen);
     if (e->stream)
         cu->cuStreamDestroy(e->stream);
     if (e->slots_dev)
@@ -121,7 +121,7 @@ int kr__engine_get(kr_context *ctx, kr__engine **out)
         ctx->engine = e;
         ctx->engine_free = engine_free;
         const char *profile = getenv("KR_PROFILE");
-        e->gpu_profile = profile && *profile && strcmp(profile, "0") != 0;
+        e->gen.on = profile && *profile && strcmp(profile, "0") != 0;
         ctx->device_write = kr__k_device_write;
         if ((rc = create(ctx, e)) != KR_OK) {
             engine_free(ctx);
@@ -193,7 +193,7 @@ int kr__engine_wait(kr_context *ctx, double timeout_s, const char *what)
         CUresult r = cu->cuStreamQuery(e->stream);
         if (r == CUDA_SUCCESS) {
             kr__prof_add(ctx, KR__PROF_WAIT, t0);
-            kr__gpu_profile_harvest(e);
+            kr__gen_timer_harvest(&e->gen);
             return KR_OK;
         }
         if (r != CUDA_ERROR_NOT_READY)

@@ -11,6 +11,7 @@
 #include "kreward/program.h"
 #include "common/kr_gen.h"
 #include "common/kr_chacha.h"
+#include "run/gpu_profile.h"
 #include "run/profile.h"
 
 /* bench/baseline_memo.h defines it; the state only holds bench's table. */
@@ -52,15 +53,12 @@ typedef struct kr__sound_entry {
 } kr__sound_entry;
 
 /* A problem's fast reference, checked against its reference once per
- * context (fast_reference.c). */
+ * context (fast_reference.c), remembered by fast_memo.c. */
 typedef struct kr__fast_entry {
     char hash[33];              /* kr_problem_hash */
     int agreed;
     char why[320];              /* why not, where it did not */
 } kr__fast_entry;
-
-/* Event pairs around generator launches between two waits (gpu_profile.c). */
-#define KR__GEN_EVENTS 64
 
 /* A freed device buffer kept for the next allocation of the same size
  * (dbuf.c), zeroed when it was given back. */
@@ -97,10 +95,7 @@ typedef struct kr__engine {
     double prof[KR__PROF_N];    /* where the time goes (profile.h) */
     unsigned long waits;        /* kr__engine_wait calls, for the profile */
     double generated_bytes;     /* inputs written by the generator, for the profile */
-    int gpu_profile;            /* KR_PROFILE was set when the engine was made */
-    CUevent gen_ev[KR__GEN_EVENTS][2]; /* around generator launches since the last wait */
-    size_t gen_used;
-    double gen_gpu_s;           /* the generator's GPU time, read back at waits */
+    kr__gen_timer gen;          /* the generator's GPU time, in profile mode */
     struct kr__memo_table *memo; /* baseline samples shared between benchmarks, made on first use */
     kr__spare spare[KR__SPARE_BUFFERS]; /* freed buffers kept for reuse (dbuf.c) */
     size_t num_spare;
@@ -128,17 +123,15 @@ int kr__engine_wait(kr_context *ctx, double timeout_s, const char *what);
  * memory is reachable from the device at a fixed address. */
 int kr__engine_pinned(kr_context *ctx, size_t bytes, void **out);
 
+/* fast_memo.c: the entry of the problem of this hash (NULL: not checked in
+ * this context, or no hash); remember adds or overwrites it (an empty
+ * hash is never remembered). */
+const kr__fast_entry *kr__fast_memo_find(const kr__engine *e, const char *hash);
+void kr__fast_memo_remember(kr__engine *e, const char *hash, int agreed, const char *why);
+
 /* Launchers of the builtin kernels on the engine's stream. */
 int kr__k_generate(kr_context *ctx, CUdeviceptr out, uint64_t n, const kr_gen_dist *d,
                    uint64_t seed, uint32_t tensor);
-
-/* gpu_profile.c: in profile mode, the generator's GPU time. begin returns
- * the pair's slot (-1: not counted) for end; harvest adds the finished
- * pairs' times to gen_gpu_s (the stream done); free destroys the events. */
-int kr__gpu_profile_begin(kr_context *ctx);
-void kr__gpu_profile_end(kr_context *ctx, int slot);
-void kr__gpu_profile_harvest(kr__engine *e);
-void kr__gpu_profile_free(kr__engine *e);
 int kr__k_hash(kr_context *ctx, CUdeviceptr p, uint64_t bytes, uint64_t key, CUdeviceptr out);
 int kr__k_check_bytes(kr_context *ctx, CUdeviceptr p, uint64_t n, unsigned value,
                       CUdeviceptr count, CUdeviceptr first);

@@ -33,29 +33,6 @@ double kr__reference_tolerance_share(const kr__reference *ref)
     return ref->use_fast ? JUDGED_SHARE : 1.0;
 }
 
-static kr__fast_entry *find(kr__engine *e, const char *hash)
-{
-    for (size_t i = 0; i < e->num_fast; i++)
-        if (strcmp(e->fast[i].hash, hash) == 0)
-            return &e->fast[i];
-    return NULL;
-}
-
-static void remember(kr__engine *e, const char *hash, int agreed, const char *why)
-{
-    kr__fast_entry *x = find(e, hash);
-    if (!x) {
-        kr__fast_entry *grown = realloc(e->fast, (e->num_fast + 1) * sizeof *grown);
-        if (!grown)
-            return; /* checked again next time */
-        e->fast = grown;
-        x = &grown[e->num_fast++];
-        snprintf(x->hash, sizeof x->hash, "%s", hash);
-    }
-    x->agreed = agreed;
-    snprintf(x->why, sizeof x->why, "%s", why ? why : "");
-}
-
 static int build(kr_context *ctx, kr__reference *ref)
 {
     const kr_problem *p = ref->p;
@@ -177,7 +154,7 @@ int kr__fast_reference_open(kr_context *ctx, kr__reference *ref)
         return KR_OK;
     }
     kr__engine *e = kr__engine_of(ctx);
-    const kr__fast_entry *known = find(e, p->hash);
+    const kr__fast_entry *known = kr__fast_memo_find(e, p->hash);
     if (known && !known->agreed) {
         snprintf(ref->fast_why, sizeof ref->fast_why, "%s", known->why);
         return KR_OK;
@@ -194,21 +171,14 @@ int kr__fast_reference_open(kr_context *ctx, kr__reference *ref)
         return rc;
     kr__clear_error(ctx);
     if (!known && state != CHECK_NOT_JUDGED)
-        remember(e, p->hash, !why[0], why);
+        kr__fast_memo_remember(e, p->hash, !why[0], why);
     ref->use_fast = !why[0];
     snprintf(ref->fast_why, sizeof ref->fast_why, "%s", why);
     return KR_OK;
 }
 
-void kr__fast_reference_drop(kr_context *ctx, kr__reference *ref, size_t c)
+int kr__reference_open_serving(kr_context *ctx, kr__reference *ref, const kr_problem *p)
 {
-    char why[sizeof ref->fast_why];
-    snprintf(why, sizeof why, "it failed in case '%s' after it had agreed: %s",
-             ref->p->cases[c].name, kr_context_errmsg(ctx));
-    kr__clear_error(ctx);
-    kr__engine *e = kr__engine_of(ctx);
-    if (e && ref->p->hash[0])
-        remember(e, ref->p->hash, 0, why);
-    ref->use_fast = 0;
-    snprintf(ref->fast_why, sizeof ref->fast_why, "%s", why);
+    int rc = kr__reference_open(ctx, ref, p);
+    return rc == KR_OK && p->fast_source && !ref->golden ? kr__fast_reference_open(ctx, ref) : rc;
 }

@@ -95,7 +95,7 @@ static int reference_open(kr_context *ctx, kr__reference *ref, const kr_problem 
         rc = kr__plan_bind(ctx, ref->plan, p, ref->program, &ref->bp);
         ref->bound = 1;
     }
-    return rc == KR_OK && p->fast_source ? kr__fast_reference_open(ctx, ref) : rc;
+    return rc;
 }
 
 void kr__reference_close(kr_context *ctx, kr__reference *ref)
@@ -244,6 +244,19 @@ int kr__reference_run_kernel(kr_context *ctx, kr__reference *ref, size_t c, uint
     return rc;
 }
 
+/* A trusted fast kernel that failed on case c while the context lives: not
+ * used again, here or in this context; the reference serves. */
+static void drop_fast(kr_context *ctx, kr__reference *ref, size_t c)
+{
+    char why[sizeof ref->fast_why];
+    snprintf(why, sizeof why, "it failed in case '%s' after it had agreed: %s",
+             ref->p->cases[c].name, kr_context_errmsg(ctx));
+    kr__clear_error(ctx);
+    kr__fast_memo_remember(kr__engine_of(ctx), ref->p->hash, 0, why);
+    ref->use_fast = 0;
+    snprintf(ref->fast_why, sizeof ref->fast_why, "%s", why);
+}
+
 /* want's outputs from the kernel that serves: the fast one while it is
  * trusted; one that fails on a later seed while the context lives is
  * dropped for the reference (fast_reference.c). */
@@ -256,7 +269,7 @@ static int run_serving(kr_context *ctx, kr__reference *ref, size_t c, uint64_t s
             rc = run_source(ctx, ref, c, seed, want, 1);
         if (rc == KR_OK || ctx->poisoned)
             return rc;
-        kr__fast_reference_drop(ctx, ref, c);
+        drop_fast(ctx, ref, c);
     }
     int rc = case_state(ctx, ref, c, 0);
     return rc == KR_OK ? run_source(ctx, ref, c, seed, want, 0) : rc;

@@ -30,7 +30,8 @@ typedef struct kr__reference {
 } kr__reference;
 
 /* Compiles and binds a source reference (through the compile cache), or
- * checks that a golden problem has its callback. Close it even on failure. */
+ * checks that a golden problem has its callback. Close it even on failure.
+ * The reference alone: kr__reference_open_serving adds the fast kernel. */
 int kr__reference_open(kr_context *ctx, kr__reference *ref, const kr_problem *p);
 void kr__reference_close(kr_context *ctx, kr__reference *ref);
 
@@ -58,9 +59,9 @@ int kr__reference_build(kr_context *ctx, const kr_problem *p, int fast, kr_progr
  * build, faults or disagrees is not used, never an error. $KR_FAST_REFERENCE=0
  * turns it off (to measure what it saves). */
 int kr__fast_reference_open(kr_context *ctx, kr__reference *ref);
-/* A trusted fast kernel that failed on case c while the context lives:
- * not used again, here or in this context; the reference serves. */
-void kr__fast_reference_drop(kr_context *ctx, kr__reference *ref, size_t c);
+/* kr__reference_open, then kr__fast_reference_open where the problem has a
+ * fast kernel: what verification and the benchmark's checks open. */
+int kr__reference_open_serving(kr_context *ctx, kr__reference *ref, const kr_problem *p);
 /* The share of each output's tolerance a candidate is judged with against
  * ref's expected outputs: 1 from the reference, 3/4 from the fast kernel,
  * which agreed within 1/4 of it: what passes lies within the tolerance of

@@ -59,11 +59,12 @@ void kr__tset_free(kr_context *ctx, kr__tset *s)
 static int generate(kr_context *ctx, const kr__tset *s, size_t t, uint64_t seed)
 {
     const kr__tensor *x = &s->p->tensors[t];
-    kr__engine_of(ctx)->generated_bytes += (double)s->buf[t].bytes;
-    int slot = kr__gpu_profile_begin(ctx);
+    kr__engine *e = kr__engine_of(ctx);
+    e->generated_bytes += (double)s->buf[t].bytes;
+    int slot = kr__gen_timer_begin(&e->gen, e->stream);
     int rc = kr__k_generate(ctx, s->buf[t].ptr, kr__elements(s->p, t, s->c), &x->dist, seed,
                             (uint32_t)t);
-    kr__gpu_profile_end(ctx, slot);
+    kr__gen_timer_end(&e->gen, slot, e->stream);
     return rc;
 }
 

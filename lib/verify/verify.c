@@ -254,7 +254,7 @@ static int setup(vstate *v, const kr_program *cand, const kr_plan *plan)
     if (rc == KR_OK && !(v->failed_cases = calloc(v->p->num_cases ? v->p->num_cases : 1, 1)))
         rc = kr__fail(v->ctx, KR_ENOMEM, "out of memory");
     if (rc == KR_OK)
-        rc = kr__reference_open(v->ctx, &v->ref, v->p);
+        rc = kr__reference_open_serving(v->ctx, &v->ref, v->p);
     return rc;
 }
 
