@@ -195,7 +195,7 @@ static void show_text(const kr_problem *p)
     json_t *fast = json_object_get(json_object_get(spec, "reference"), "fast");
     if (fast)
         printf("  fast reference: %s (expected outputs once it agrees; the reference stays the "
-               "baseline)\n", json_is_string(fast) ? json_string_value(fast) : "inline CUDA");
+               "baseline)\n", json_string_value(fast) ? json_string_value(fast) : "?");
     json_decref(spec);
 }
 

@@ -147,6 +147,18 @@ static int reference_failed(kr_context *ctx, const kr_problem *p, size_t c, int 
     return kr__fail(ctx, rc, "%s", msg);
 }
 
+/* Intermediate values in scratch, the inputs and whatever the kernel left
+ * in its module's globals are not left behind. */
+static int scrub_after(kr_context *ctx, kr__reference *ref, size_t c, kr__run *run)
+{
+    int rc = kr__tset_scrub(ctx, &ref->inputs[c]);
+    for (size_t i = 0; i < run->num_scratch && rc == KR_OK; i++)
+        rc = kr__dbuf_scrub(ctx, &run->scratch[i]);
+    if (rc == KR_OK && run->bp)
+        rc = kr__program_restore_globals(ctx, run->bp->program, kr__engine_of(ctx)->stream);
+    return rc;
+}
+
 static int run_source(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
                       const kr__tset *want, int fast)
 {
@@ -163,16 +175,14 @@ static int run_source(kr_context *ctx, kr__reference *ref, size_t c, uint64_t se
     }
     if (rc == KR_OK)
         rc = kr__engine_wait(ctx, REFERENCE_TIMEOUT_S, "the reference");
-    if (rc != KR_OK)
+    if (rc != KR_OK) {
+        /* what it computed before it failed is not left behind either (a
+         * failed fast kernel is dropped and the candidate runs next) */
+        if (!ctx->poisoned)
+            scrub_after(ctx, ref, c, run);
         return reference_failed(ctx, ref->p, c, fast, rc);
-    /* intermediate values in scratch, the inputs and whatever the
-     * reference left in its module's globals are not left behind */
-    rc = kr__tset_scrub(ctx, &ref->inputs[c]);
-    for (size_t i = 0; i < run->num_scratch && rc == KR_OK; i++)
-        rc = kr__dbuf_scrub(ctx, &run->scratch[i]);
-    if (rc == KR_OK)
-        rc = kr__program_restore_globals(ctx, run->bp->program, kr__engine_of(ctx)->stream);
-    return rc;
+    }
+    return scrub_after(ctx, ref, c, run);
 }
 
 /* Golden: the inputs are generated on the device (the same bits as on the
@@ -245,14 +255,16 @@ int kr__reference_run_kernel(kr_context *ctx, kr__reference *ref, size_t c, uint
 }
 
 /* A trusted fast kernel that failed on case c while the context lives: not
- * used again, here or in this context; the reference serves. */
-static void drop_fast(kr_context *ctx, kr__reference *ref, size_t c)
+ * used again, here or (unless it ran out of memory) in this context; the
+ * reference serves. */
+static void drop_fast(kr_context *ctx, kr__reference *ref, size_t c, int rc)
 {
     char why[sizeof ref->fast_why];
     snprintf(why, sizeof why, "it failed in case '%s' after it had agreed: %s",
              ref->p->cases[c].name, kr_context_errmsg(ctx));
     kr__clear_error(ctx);
-    kr__fast_memo_remember(kr__engine_of(ctx), ref->p->hash, 0, why);
+    if (rc != KR_ENOMEM) /* out of memory says nothing of the kernel: this evaluation only */
+        kr__fast_memo_remember(kr__engine_of(ctx), ref->p->hash, 0, why);
     ref->use_fast = 0;
     snprintf(ref->fast_why, sizeof ref->fast_why, "%s", why);
 }
@@ -269,7 +281,7 @@ static int run_serving(kr_context *ctx, kr__reference *ref, size_t c, uint64_t s
             rc = run_source(ctx, ref, c, seed, want, 1);
         if (rc == KR_OK || ctx->poisoned)
             return rc;
-        drop_fast(ctx, ref, c);
+        drop_fast(ctx, ref, c, rc);
     }
     int rc = case_state(ctx, ref, c, 0);
     return rc == KR_OK ? run_source(ctx, ref, c, seed, want, 0) : rc;
@@ -349,7 +361,7 @@ int kr__reference_outputs_host(kr_context *ctx, kr__reference *ref, size_t c, ui
 {
     const kr_problem *p = ref->p;
     memset(host, 0, p->num_tensors * sizeof *host);
-    int rc = case_state(ctx, ref, c, 0);
+    int rc = ref->golden ? case_state(ctx, ref, c, 0) : KR_OK; /* run_serving prepares its own */
     if (rc == KR_OK && ref->golden) {
         rc = run_golden_host(ctx, ref, c, seed, host);
         for (size_t t = 0; t < p->num_tensors; t++)

@@ -281,14 +281,21 @@ static void record_setup(vstate *v, uint64_t seed)
     snprintf(seed_text, sizeof seed_text, "0x%016llx", (unsigned long long)seed);
     json_object_set_new(sec, "seed", json_string(seed_text));
     json_object_set_new(sec, "seeds_per_case", json_integer(v->o.seeds_per_case));
-    if (v->p->fast_source) { /* where the expected outputs came from, and why not the fast one */
-        json_object_set_new(sec, "expected_from",
-                            json_string(v->ref.use_fast ? "reference.fast" : "reference"));
-        if (!v->ref.use_fast)
-            json_object_set_new(sec, "fast_reference_unused", json_string(v->ref.fast_why));
-    }
     v->cases = json_array();
     json_object_set_new(sec, "checks", v->cases);
+}
+
+/* Where the expected outputs came from, once every unit ran (a fast kernel
+ * may have been dropped on the way), and why not from the fast one. */
+static void record_expected(vstate *v)
+{
+    if (!v->p->fast_source || v->p->reference_kind != KR_REFERENCE_SOURCE)
+        return;
+    json_t *sec = kr__report_section(v->report, "verify");
+    json_object_set_new(sec, "expected_from",
+                        json_string(v->ref.use_fast ? "reference.fast" : "reference"));
+    if (!v->ref.use_fast)
+        json_object_set_new(sec, "fast_reference_unused", json_string(v->ref.fast_why));
 }
 
 int kr_verify(kr_report *report, kr_context *ctx, const kr_problem *problem,
@@ -331,6 +338,8 @@ int kr_verify(kr_report *report, kr_context *ctx, const kr_problem *problem,
     }
     if (rc == KR_OK)
         kr__vsummarize(&v);
+    if (rc == KR_OK)
+        record_expected(&v);
     teardown(&v);
     return rc == KR_OK ? KR_OK : not_judged(report, ctx, rc);
 }

@@ -13,13 +13,27 @@ _cache = {}
 _lock = threading.Lock()
 
 
-def _inlined(obj, folder):
-    """{"source": FILE, ...} as {"cuda": FILE's text, ...} (a copy)."""
+def _inlined(obj, folder, files):
+    """{"source": FILE, ...} as {"cuda": FILE's text, ...} (a copy); the
+    file read is added to files."""
     obj = dict(obj)
     if isinstance(obj.get("source"), str):
-        with open(os.path.join(folder, obj.pop("source"))) as f:
+        source = os.path.join(folder, obj.pop("source"))
+        with open(source, encoding="utf-8", errors="surrogateescape") as f:
             obj["cuda"] = f.read()
+        files.append(source)
     return obj
+
+
+def _stamps(files):
+    """The files' modification times (None for one that is gone)."""
+    out = []
+    for f in files:
+        try:
+            out.append(os.stat(f).st_mtime_ns)
+        except OSError:
+            out.append(None)
+    return out
 
 
 def portable(spec):
@@ -39,20 +53,20 @@ def portable(spec):
         path = os.path.realpath(spec)
         if os.path.isdir(path):
             path = os.path.join(path, "problem.json")
-        stamp = os.stat(path).st_mtime_ns
         with _lock:
             hit = _cache.get(path)
-            if hit is not None and hit[0] == stamp:
-                return hit[1]
+        if hit is not None and hit[0] == _stamps(hit[2]):
+            return hit[1]
         with open(path) as f:
             d = json.load(f)
+        files = [path]  # every file the spec is made of: a changed one is read again
         ref = d.get("reference")
         if isinstance(ref, dict):
-            ref = _inlined(ref, os.path.dirname(path))
+            ref = _inlined(ref, os.path.dirname(path), files)
             if isinstance(ref.get("fast"), dict):  # the fast kernel beside it, the same way
-                ref["fast"] = _inlined(ref["fast"], os.path.dirname(path))
+                ref["fast"] = _inlined(ref["fast"], os.path.dirname(path), files)
             d = dict(d, reference=ref)
         with _lock:
-            _cache[path] = (stamp, d)
+            _cache[path] = (_stamps(files), d, files)
         return d
     return spec
