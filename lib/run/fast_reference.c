@@ -12,9 +12,10 @@
  * written. A candidate is then judged against it with three quarters of
  * the tolerance, so what passes lies within the tolerance of the reference
  * (at the checked seed, up to a second-order 0.1875 x rtol of it), never in
- * a wider band a cheaper precision could use; an honest kernel between
- * three quarters and all of the tolerance fails where the fast kernel
- * serves and passes where the reference does (docs/problem-format.md). Where it does not build, disagrees, fails
+ * a wider band a cheaper precision could use; what fails is judged again
+ * against the reference itself with all of it (verify.c and bench_check.c,
+ * rejudge), so an honest kernel near the tolerance passes as it would
+ * without the fast kernel (docs/problem-format.md). Where it does not build, disagrees, fails
  * on a later seed or is turned off, the reference serves and the report
  * says why. One that breaks the GPU context is the problem's fault, as a
  * faulting reference is: an error that names it. */

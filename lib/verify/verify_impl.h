@@ -51,6 +51,8 @@ typedef struct vunit {
     json_t *json;
     int passed;
     int stopped;                 /* a fault, hang or refused launch ended it */
+    int by_reference;            /* want holds the reference's own outputs again: judged
+                                    with all of the tolerance (verify.c, rejudge) */
 } vunit;
 
 /* Where one run's check results are. */
@@ -62,6 +64,10 @@ typedef struct vchecks {
     kr__check *cmp;              /* per output */
     kr__check *diff;             /* per output, second run only */
 } vchecks;
+
+/* The share of the tolerance the unit's outputs are judged with: 3/4
+ * against a fast kernel's outputs, all of it against the reference's. */
+double kr__vunit_share(const vstate *v, const vunit *u);
 
 /* verify_want.c: the unit's reference outputs. Computed (source: on the
  * device; golden: on the host), hidden under a fresh mask before each

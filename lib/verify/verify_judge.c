@@ -57,7 +57,7 @@ static void explain(vstate *v, vunit *u, int run, size_t t, json_t *oj)
         kr__buf text = KR__BUF_INIT;
         const void *want = kr__vunit_want_host(v, u, t);
         if (want)
-            kr__explain_output(v->p, t, u->c, kr__reference_tolerance_share(&v->ref), got, want,
+            kr__explain_output(v->p, t, u->c, kr__vunit_share(v, u), got, want,
                                kr__output_poison(&v->p->tensors[t], run), v->o.max_mismatches,
                                &text, oj);
         if (text.data && v->feedback_unit == u->id && !v->feedback_explained) {

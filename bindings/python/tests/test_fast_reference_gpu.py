@@ -87,15 +87,20 @@ def test_the_slack_of_a_biased_fast_reference_pays_nothing(gpu):
     """The kernel that would beat a fast reference judged with the whole
     tolerance: the fast kernel is +0.2 tolerances off (accepted), and the
     candidate +1.15 off the reference, so within one tolerance of the fast
-    kernel's outputs. Judged with three quarters of it, it is incorrect, as
-    against the reference; +0.4 and the exact answer still pass."""
+    kernel's outputs. Judged with three quarters of it, then against the
+    reference itself, it is incorrect; the exact answer, +0.4 (within 3/4 of
+    the fast kernel's) and -0.85 (1.05 from the fast kernel's, within the
+    reference's tolerance: judged again against the reference) pass. With
+    the fast kernel off, the same verdicts."""
     problem = gpu.parse_problem(scale_problem(0.2))
     sloppy = gpu.evaluate(problem, scaled(1.15), verify_only=True)
     assert verify_section(sloppy)["expected_from"] == "reference.fast"
     assert sloppy.verdict == "incorrect", sloppy.to_json()
-    for bias in (0.0, 0.4):
+    for bias in (0.0, 0.4, -0.85):
         close = gpu.evaluate(problem, scaled(bias), verify_only=True)
         assert close.verdict == "passed", (bias, close.feedback)
+    timed = gpu.evaluate(problem, scaled(-0.85))  # the timed calls' checks judge alike
+    assert timed.verdict == "passed", timed.to_json()
 
 
 def vadd_with_fast(fast_source):
