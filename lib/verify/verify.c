@@ -60,11 +60,6 @@ static int inputs_and_hashes(vstate *v, vunit *u)
     return rc;
 }
 
-double kr__vunit_share(const vstate *v, const vunit *u)
-{
-    return u->by_reference ? 1.0 : kr__reference_tolerance_share(&v->ref);
-}
-
 /* Whether an output's comparison found values out of tolerance. */
 static int values_differ(const vstate *v, const vchecks *m)
 {

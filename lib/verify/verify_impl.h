@@ -65,8 +65,9 @@ typedef struct vchecks {
     kr__check *diff;             /* per output, second run only */
 } vchecks;
 
-/* The share of the tolerance the unit's outputs are judged with: 3/4
- * against a fast kernel's outputs, all of it against the reference's. */
+/* verify_want.c: the share of the tolerance the unit's outputs are judged
+ * with: 3/4 against a fast kernel's outputs, all of it against the
+ * reference's (fast_reference.c). */
 double kr__vunit_share(const vstate *v, const vunit *u);
 
 /* verify_want.c: the unit's reference outputs. Computed (source: on the

@@ -31,6 +31,11 @@ int kr__vwant_compute(vstate *v, vunit *u)
     return rc;
 }
 
+double kr__vunit_share(const vstate *v, const vunit *u)
+{
+    return u->by_reference ? 1.0 : kr__reference_tolerance_share(&v->ref);
+}
+
 const void *kr__vunit_want_host(vstate *v, vunit *u, size_t t)
 {
     if (u->host_want[t] || !u->want_on_device || u->masked || !u->want.buf[t].base)
