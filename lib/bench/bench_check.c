@@ -105,7 +105,7 @@ static int rejudge(bstate *b, size_t k, bcheck *c)
         if (!kr__is_output(&p->tensors[t]))
             continue;
         kr__check_stats(ctx, c->cmp[t], &st);
-        differ |= st.mismatches != 0;
+        differ |= st.mismatches != 0 || st.nan_mismatch != 0;
     }
     if (!differ)
         return KR_OK;

@@ -15,10 +15,10 @@
  * a wider band a cheaper precision could use; what fails is judged again
  * against the reference itself with all of it (verify.c and bench_check.c,
  * rejudge), so an honest kernel near the tolerance passes as it would
- * without the fast kernel (docs/problem-format.md). Where it does not build, disagrees, fails
- * on a later seed or is turned off, the reference serves and the report
- * says why. One that breaks the GPU context is the problem's fault, as a
- * faulting reference is: an error that names it. */
+ * without the fast kernel (docs/problem-format.md). Where it does not
+ * build, disagrees, fails on a later seed or is turned off, the reference
+ * serves and the report says why. One that breaks the GPU context is the
+ * problem's fault, as a faulting reference is: an error that names it. */
 #include "run/reference.h"
 #include "common/random.h"
 #include "run/checks.h"
@@ -141,8 +141,8 @@ static int built(kr_context *ctx, kr__reference *ref, int *state, char *why, siz
 {
     int rc = build(ctx, ref);
     if (rc != KR_OK) {
-        snprintf(why, why_size, "it %s: %s", rc == KR_ENOMEM ? "could not be built" : "does not build",
-                 kr_context_errmsg(ctx));
+        snprintf(why, why_size, "it %s: %s",
+                 rc == KR_ENOMEM ? "could not be built" : "does not build", kr_context_errmsg(ctx));
         *state = ctx->poisoned ? CHECK_BROKE : rc == KR_ENOMEM ? CHECK_NOT_JUDGED : CHECK_DISAGREED;
     }
     return ctx->poisoned ? rc : KR_OK;
