@@ -68,8 +68,7 @@ done
 if [ -d old ] && [ "${KR_GPU_BENCH:-1}" != 0 ] && [ "${KR_DEFENCE_BENCH:-1}" != 0 ]; then
   echo "== bench_defence_cost (old = 324416e)" | tee -a "$out/bench.log"
   old_build=/tmp/build-old-$(pwd | md5sum | cut -c1-8)
-  { [ -f "$old_build/build.ninja" ] || meson setup "$old_build" old -Dbuildtype=release >/dev/null; } &&
-    ninja -C "$old_build" >/dev/null &&
+  device_build "$old_build" old &&
     timeout 500 python3 bench/bench_defence_cost.py --old "old:$(ls "$old_build"/lib/libkreward.so* | head -1)" \
       --new ".:$(ls "$build"/lib/libkreward.so.1)" 2>&1 | tee -a "$out/bench.log" | tail -8
 fi

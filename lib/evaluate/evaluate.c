@@ -129,8 +129,8 @@ typedef struct {
 static void profile_begin(profile *pr, kr_context *ctx)
 {
     memset(pr, 0, sizeof *pr);
-    const char *v = getenv("KR_PROFILE");
-    pr->on = v && *v && strcmp(v, "0") != 0;
+    const char *v = kr__profile_mode();
+    pr->on = v != NULL;
     pr->line = pr->on && strcmp(v, "metrics") != 0;
     pr->start = pr->mark = kr__now();
     if (pr->on && kr__engine_of(ctx)) {

@@ -120,8 +120,7 @@ int kr__engine_get(kr_context *ctx, kr__engine **out)
             return kr__fail(ctx, KR_ENOMEM, "out of memory");
         ctx->engine = e;
         ctx->engine_free = engine_free;
-        const char *profile = getenv("KR_PROFILE");
-        e->gen.on = profile && *profile && strcmp(profile, "0") != 0;
+        e->gen.on = kr__profile_mode() != NULL;
         ctx->device_write = kr__k_device_write;
         if ((rc = create(ctx, e)) != KR_OK) {
             engine_free(ctx);
@@ -155,6 +154,12 @@ int kr__engine_pinned(kr_context *ctx, size_t bytes, void **out)
 }
 
 const char *const kr__prof_names[KR__PROF_N] = {"alloc", "free", "wait", "reference", "open"};
+
+const char *kr__profile_mode(void)
+{
+    const char *v = getenv("KR_PROFILE");
+    return v && *v && strcmp(v, "0") != 0 ? v : NULL;
+}
 
 void kr__prof_add(kr_context *ctx, int which, double t0)
 {

@@ -18,6 +18,10 @@ enum {
 
 extern const char *const kr__prof_names[KR__PROF_N];
 
+/* KR_PROFILE's value where it asks for a profile ("1", "metrics", ...),
+ * NULL where it is unset, empty or "0". */
+const char *kr__profile_mode(void);
+
 /* Adds the seconds since t0 to counter `which` of the context's engine (a
  * no-op without one). */
 struct kr_context;
