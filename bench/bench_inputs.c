@@ -21,8 +21,26 @@ static double time_gpu(kr_context *ctx, CUdeviceptr d, uint64_t n, const kr_gen_
     return (kr__now() - t0) / reps;
 }
 
-int main(void)
+/* argv: optional row names ("f32:mix-uniform") to run only those (one
+ * generator launch each after the warm one with --once: for ncu). */
+static int wanted(int argc, char **argv, const char *name)
 {
+    int any = 0;
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '-')
+            continue;
+        any = 1;
+        if (!strcmp(argv[i], name))
+            return 1;
+    }
+    return !any;
+}
+
+int main(int argc, char **argv)
+{
+    int once = 0;
+    for (int i = 1; i < argc; i++)
+        once |= !strcmp(argv[i], "--once");
     kr_context *ctx;
     if (kr_context_new(&ctx, NULL) != KR_OK || !kr_context_has_device(ctx)) {
         printf("bench_inputs: needs a GPU (skipped)\n");
@@ -45,23 +63,41 @@ int main(void)
         kr__cuda()->cuMemcpyDtoDAsync(d2, d, bytes, g->stream);
     kr__engine_wait(ctx, 60, "copy");
     double copy = (kr__now() - t0) / 10;
+    /* the write-only ceiling: what a generator could reach at most */
+    t0 = kr__now();
+    for (int i = 0; i < 10; i++)
+        kr__cuda()->cuMemsetD32Async(d2, (unsigned)i, bytes / 4, g->stream);
+    kr__engine_wait(ctx, 60, "memset");
+    double fill = (kr__now() - t0) / 10;
+    printf("a memset writes %.0f GB/s, a copy %.0f GB/s (bytes written)\n", bytes / fill / 1e9,
+           bytes / copy / 1e9);
     printf("GPU input generation, 1 GiB per tensor (H200: goal >= 1000 GB/s for f32 uniform)\n\n");
     printf("| dtype | dist | GPU GB/s written | vs copy (write GB/s %.0f) | host GB/s (1 core) | GPU/host |\n",
            bytes / copy / 1e9);
     printf("|---|---|---|---|---|---|\n");
     static const struct {
-        unsigned dtype, kind;
+        unsigned dtype, kind, base;
         const char *name;
-    } rows[] = {{KR_GEN_F32, KR_GEN_UNIFORM, "uniform"}, {KR_GEN_F32, KR_GEN_NORMAL, "normal"},
-                {KR_GEN_F32, KR_GEN_PARETO, "pareto"},  {KR_GEN_BF16, KR_GEN_NORMAL, "normal"},
-                {KR_GEN_F16, KR_GEN_MIX, "mix"},        {KR_GEN_I32, KR_GEN_INT, "int"},
-                {KR_GEN_F64, KR_GEN_NORMAL, "normal"}};
+    } rows[] = {{KR_GEN_F32, KR_GEN_UNIFORM, 0, "uniform"},
+                {KR_GEN_F32, KR_GEN_NORMAL, 0, "normal"},
+                {KR_GEN_F32, KR_GEN_PARETO, 0, "pareto"},
+                {KR_GEN_F32, KR_GEN_MIX, KR_GEN_UNIFORM, "mix-uniform"},
+                {KR_GEN_BF16, KR_GEN_NORMAL, 0, "normal"},
+                {KR_GEN_BF16, KR_GEN_UNIFORM, 0, "uniform"},
+                {KR_GEN_F16, KR_GEN_NORMAL, 0, "normal"},
+                {KR_GEN_F16, KR_GEN_MIX, KR_GEN_NORMAL, "mix-normal"},
+                {KR_GEN_I32, KR_GEN_INT, 0, "int"},
+                {KR_GEN_F64, KR_GEN_NORMAL, 0, "normal"}};
     unsigned char *host = malloc(1 << 26);
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        char row[64];
+        snprintf(row, sizeof row, "%s:%s", kr__dtype_name((int)rows[r].dtype), rows[r].name);
+        if (!wanted(argc, argv, row))
+            continue;
         kr_gen_dist dist;
         memset(&dist, 0, sizeof dist);
         dist.kind = rows[r].kind;
-        dist.base_kind = KR_GEN_NORMAL;
+        dist.base_kind = rows[r].base ? rows[r].base : KR_GEN_NORMAL;
         dist.dtype = rows[r].dtype;
         dist.a = rows[r].kind == KR_GEN_PARETO ? 1.5 : -1;
         dist.b = 1;
@@ -71,7 +107,7 @@ int main(void)
         dist.ihi = 100;
         dist.clamp = kr__dtype_max((int)rows[r].dtype);
         uint64_t n = bytes / (uint64_t)kr__dtype_size((int)rows[r].dtype);
-        double t = time_gpu(ctx, d, n, &dist, 10);
+        double t = time_gpu(ctx, d, n, &dist, once ? 1 : 10);
         uint64_t hn = ((uint64_t)1 << 26) / (uint64_t)kr__dtype_size((int)rows[r].dtype);
         double h0 = kr__now();
         for (uint64_t i = 0; i < hn; i++)

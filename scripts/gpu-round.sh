@@ -13,7 +13,8 @@
 #   vet          the vetting GPU tests
 #   vetcorpus    kreward problems vet on GR_VET_PATHS (default: the bundled corpus;
 #                upstream/ too where device-snapshot.sh put it), -j GR_VET_JOBS
-#                (12); resumes from vet-resume/vet.jsonl (KR_SNAP_VET_RESUME),
+#                (12), GR_VET_ARGS (--no-compile ...), under GR_VET_LIMIT s (400);
+#                resumes from vet-resume/vet.jsonl (KR_SNAP_VET_RESUME),
 #                brings back vet.jsonl and summary.md
 #   kb           the KernelBench GPU tests: sandbox, attacks, region, corpus
 #                (GR_KB_TESTS: a selection of them)
@@ -22,6 +23,9 @@
 #                fast references and the GPU workers' problem affinity turned
 #                off (KR_FAST_REFERENCE=0 KR_POOL_AFFINITY=0), then on
 #   timing       bench_timing (error against CUPTI, run-to-run CV)
+#   geninfo      bench_inputs (the generator's GB/s per dtype and distribution),
+#                then ncu (where the machine lets it read counters) on one
+#                launch of each of GR_GEN_ROWS
 #   profstart    bench/profiler_start_cost.py (attribution's cost: torch.profiler, CUPTI alone)
 #   kbbatch      bench/bench_kernelbench_batch.py (GR_KBBATCH_ARGS: its variants, sizes)
 #   kbbench      bench/bench_kernelbench.py with the time left (GR_KB_ARGS)
@@ -83,13 +87,13 @@ step_vet() {
   pyt vet 200 bindings/python/tests/vet/test_vet_gpu.py
 }
 step_vetcorpus() {
-  lim=$(limit 400)
+  lim=$(limit "${GR_VET_LIMIT:-400}")
   local run=/tmp/vet-run-$(pwd | md5sum | cut -c1-8) paths=${GR_VET_PATHS:-}
   [ -n "$paths" ] || paths="examples/kernelbench/level1 examples/kernelbench/level2 examples/kernelbench/level3 examples/problems$([ -d upstream ] && echo " upstream")"
   mkdir -p "$run"
   [ -f vet-resume/vet.jsonl ] && [ ! -f "$run/vet.jsonl" ] && cp vet-resume/vet.jsonl "$run/"
   # shellcheck disable=SC2086
-  timeout -k 10 "$lim" python3 -m kreward.vet $paths --out "$run" -j "${GR_VET_JOBS:-12}" --quiet \
+  timeout -k 10 "$lim" python3 -m kreward.vet $paths --out "$run" -j "${GR_VET_JOBS:-12}" --quiet ${GR_VET_ARGS:-} \
     > "$out/vetcorpus.log" 2>&1
   rc=$?
   cp "$run/vet.jsonl" "$run/summary.md" "$out/" 2>/dev/null
@@ -123,6 +127,19 @@ step_timing() {
   timeout -k 5 "$lim" "$b/bench/bench_timing" > "$out/timing.log" 2>&1
   rc=$?; tail -20 "$out/timing.log"
   note "timing (rc $rc, at $(elapsed) s)"
+}
+step_geninfo() {
+  lim=$(limit 150)
+  timeout -k 5 "$lim" "$b/bench/bench_inputs" > "$out/geninfo.log" 2>&1
+  rc=$?; cat "$out/geninfo.log"
+  local row
+  for row in ${GR_GEN_ROWS:-f32:uniform f32:normal f32:mix-uniform bf16:normal}; do
+    echo "== ncu $row" >> "$out/geninfo.log"
+    timeout -k 5 60 ncu --clock-control none -k kr_generate -s 1 -c 1 --section SpeedOfLight \
+      --section Occupancy --section WarpStateStats --section InstructionStats --section LaunchStats \
+      "$b/bench/bench_inputs" "$row" --once >> "$out/geninfo.log" 2>&1 || echo "ncu rc $?" >> "$out/geninfo.log"
+  done
+  note "geninfo (rc $rc, at $(elapsed) s): $(grep -E '^\| (f32|bf16|f16) ' "$out/geninfo.log" | cut -d'|' -f2-4 | tr -s ' ' | tr '\n' ';')"
 }
 step_profstart() {
   lim=$(limit 120)

@@ -34,27 +34,50 @@ def call(module, request, timeout_s, what, env=None):
     package is put first on its PYTHONPATH). The child runs in a session of
     its own, and the whole session is killed at the timeout (a compiler or
     a process the problem file started must not outlive it)."""
+    return start(module, env).call(request, timeout_s, what)
+
+
+def start(module, env=None):
+    """The process of call(), started now and given its request later: a
+    module whose serve() has a warm step (its imports) does it meanwhile,
+    so a caller that waits for something else (a free GPU) pays for it
+    while it waits. The Child's call() sends the request; kill() ends it
+    unasked."""
     path = [_PACKAGE_ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     full_env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), **library_env(), **(env or {}))
-    proc = subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=full_env, start_new_session=True)
-    try:
-        stdout, stderr = proc.communicate(json.dumps(request), timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_session(proc)
-        return {"error": f"{what} ran past {timeout_s} s"}
-    except BaseException:
-        _kill_session(proc)
-        raise
-    out = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
-    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-    if out.returncode != 0 or not lines:
-        tail = (out.stderr.strip().splitlines() or ["no output"])[-1][:300]
-        how = (f"exit {out.returncode}" if out.returncode >= 0 else
-               "killed: out of memory?" if out.returncode == -9 else f"signal {-out.returncode}")
-        return {"error": f"{what} ended ({how}): {tail}"}
-    return json.loads(lines[-1])
+    return Child(subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=full_env, start_new_session=True))
+
+
+class Child:
+    """A started json_process module: one request, one answer."""
+
+    def __init__(self, proc):
+        self.proc = proc
+
+    def call(self, request, timeout_s, what):
+        proc = self.proc
+        try:
+            stdout, stderr = proc.communicate(json.dumps(request), timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_session(proc)
+            return {"error": f"{what} ran past {timeout_s} s"}
+        except BaseException:
+            _kill_session(proc)
+            raise
+        lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            tail = (stderr.strip().splitlines() or ["no output"])[-1][:300]
+            rc = proc.returncode
+            how = (f"exit {rc}" if rc >= 0 else
+                   "killed: out of memory?" if rc == -9 else f"signal {-rc}")
+            return {"error": f"{what} ended ({how}): {tail}"}
+        return json.loads(lines[-1])
+
+    def kill(self):
+        if self.proc.returncode is None:
+            _kill_session(self.proc)
 
 
 def _kill_session(proc):
@@ -66,13 +89,17 @@ def _kill_session(proc):
     proc.communicate()
 
 
-def serve(run):
+def serve(run, warm=None):
     """The module's main: run(request) -> answer; an exception becomes
     {"error": "Type: first line"}. The answer goes out on a channel of its
     own: whatever run's code prints (a problem file's prints, a forged
-    answer line) goes to stderr (kernelbench/file_process.py)."""
+    answer line) goes to stderr (kernelbench/file_process.py). warm(): what
+    can be done before the request comes (imports; nothing that picks a
+    device), for a process started ahead (start())."""
     from .kernelbench.file_process import answer_channel
     out = answer_channel()
+    if warm:
+        warm()
     req = json.loads(sys.stdin.read())
     try:
         result = run(req)

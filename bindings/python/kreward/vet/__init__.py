@@ -154,14 +154,16 @@ class _Job:
 
 
 def run(paths, out=None, limits=None, jobs=None, devices=None, resume=True, compile=True,
-        atol=DEFAULT_TOL, rtol=DEFAULT_TOL, timeout_s=600, progress=None):
+        atol=DEFAULT_TOL, rtol=DEFAULT_TOL, timeout_s=600, progress=None, chunk=None):
     """Vets the problems under paths (files and folders). out: the run's
     folder (vet.jsonl, summary.md, kept/, refused/), None for none; limits:
     a Limits; jobs: files vetted at once (default: the CPUs); devices: None
     (the GPUs here, else untimed on the CPU), "cpu" (timed on the CPU) or
     GPU indices; resume: reuse the records of an earlier run in `out` for
     unchanged files; compile: time torch.compile too; progress(done,
-    total, record) after each file. Returns a VetRun."""
+    total, record) after each file; chunk: files imported, then measured,
+    at a time (default twice the jobs), each chunk's records written as
+    they finish. Returns a VetRun."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     limits = limits or Limits()
@@ -193,24 +195,32 @@ def run(paths, out=None, limits=None, jobs=None, devices=None, resume=True, comp
         if progress:
             progress(done, len(problems), record)
 
-    # every import first, in parallel on the CPUs; then the measurements,
-    # one per device at a time: an import's CPU work next to a measurement
-    # would be in its clock (launch-bound readings, launch-heavy models)
+    # a chunk's imports first, in parallel on the CPUs; then its
+    # measurements, one per device at a time (an import's CPU work next to
+    # a measurement would be in its clock: launch-bound readings,
+    # launch-heavy models). Chunks, so a run of thousands of files keeps
+    # what it finished when it is stopped (resume).
     workers = max(1, jobs or os.cpu_count() or 1)
     jobs_ = [_Job(p, sha, key) for p, sha in todo]
-    measured = []
-    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-        futures = [pool.submit(j.import_it, atol, rtol, timeout_s) for j in jobs_]
-        for fut in concurrent.futures.as_completed(futures):
-            job = fut.result()
-            if job.done:
-                finish(job)
-            else:
-                measured.append(job)
-    with concurrent.futures.ThreadPoolExecutor(devs.parallel(workers)) as pool:
-        futures = [pool.submit(j.measure_it, devs, atol, rtol, compile, timeout_s) for j in measured]
-        for fut in concurrent.futures.as_completed(futures):
-            finish(fut.result())
+    size = chunk or max(8, 2 * workers)
+    for first in range(0, len(jobs_), size):
+        measured = []
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            futures = [pool.submit(j.import_it, atol, rtol, timeout_s)
+                       for j in jobs_[first:first + size]]
+            for fut in concurrent.futures.as_completed(futures):
+                job = fut.result()
+                if job.done:
+                    finish(job)
+                else:
+                    measured.append(job)
+        # one more than the devices: its measuring process starts (torch's
+        # import) while the others measure
+        with concurrent.futures.ThreadPoolExecutor(devs.parallel(workers) + 1) as pool:
+            futures = [pool.submit(j.measure_it, devs, atol, rtol, compile, timeout_s)
+                       for j in measured]
+            for fut in concurrent.futures.as_completed(futures):
+                finish(fut.result())
     records.sort(key=lambda r: r["problem"])
     alone = dataclasses.replace(limits, refuse_duplicates=False)
     for r in records:

@@ -30,6 +30,9 @@ def main(argv=None):
     p.add_argument("--devices", help="GPU indices (0,1), or cpu to time on the CPU (default: "
                                      "every GPU; without one, the time limits are not checked)")
     p.add_argument("--jobs", "-j", type=int, help="files at once (default: the CPUs)")
+    p.add_argument("--chunk", type=int, help="files imported, then measured, at a time; each "
+                                             "chunk's records are kept when a run is stopped "
+                                             "(default: twice --jobs)")
     p.add_argument("--no-compile", action="store_true", help="do not time torch.compile")
     p.add_argument("--atol", type=float, default=1e-2)
     p.add_argument("--rtol", type=float, default=1e-2)
@@ -52,7 +55,8 @@ def main(argv=None):
     try:
         result = run(a.paths, out=a.out or "vetted", limits=limits, jobs=a.jobs, devices=devices,
                      resume=not a.restart, compile=not a.no_compile, atol=a.atol, rtol=a.rtol,
-                     timeout_s=a.timeout, progress=None if a.quiet else print_progress)
+                     timeout_s=a.timeout, progress=None if a.quiet else print_progress,
+                     chunk=a.chunk)
     except (FileNotFoundError, ValueError) as e:
         print(f"kreward problems vet: {e}", file=sys.stderr)
         return 2

@@ -44,11 +44,17 @@ def measure_step(record, imp, devices, atol, rtol, compile_too=True, timeout_s=6
     import was refused)."""
     if imp is None:
         return record
-    with devices.acquire() as where:
-        req = {"path": imp.path, "base": imp.base_probe, "cases": imp.cases, "atol": atol,
-               "rtol": rtol, "device": where.torch_device, "time": where.times,
-               "compile": compile_too}
-        result = _measure(req, where, timeout_s)
+    # started before the device is free: its torch import overlaps the
+    # measurement ahead of it (the device is told in the request)
+    child = json_process.start("kreward.vet.measure")
+    try:
+        with devices.acquire() as where:
+            req = {"path": imp.path, "base": imp.base_probe, "cases": imp.cases, "atol": atol,
+                   "rtol": rtol, "device": where.torch_device, "time": where.times,
+                   "compile": compile_too, "visible_devices": where.visible_devices}
+            result = child.call(req, timeout_s, "the measuring process")
+    finally:
+        child.kill()
     if "error" in result:
         record["measure_error"] = result["error"]
         return record
@@ -59,7 +65,3 @@ def measure_step(record, imp, devices, atol, rtol, compile_too=True, timeout_s=6
         record["time_skipped"] = where.why_not_timed
     return record
 
-
-def _measure(req, where, timeout_s):
-    return json_process.call("kreward.vet.measure", req, timeout_s, "the measuring process",
-                             env={"CUDA_VISIBLE_DEVICES": where.visible_devices})

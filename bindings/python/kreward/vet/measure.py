@@ -24,6 +24,7 @@ eats memory costs its subprocess only.
 import hashlib
 import json
 import math
+import os
 import statistics
 import time
 
@@ -223,7 +224,16 @@ def _timing(torch, imp, device, compile_too):
     return cases, compiled, notes
 
 
+def _warm():
+    """Before the request (the process is started ahead, json_process.start):
+    torch's import, which picks no device."""
+    import torch  # noqa: F401
+
+
 def run(req):
+    if "visible_devices" in req:
+        # read by CUDA when torch first uses it: nothing has yet (_warm)
+        os.environ["CUDA_VISIBLE_DEVICES"] = req["visible_devices"]
     import torch
 
     from ..kernelbench import inputs as inputs_mod
@@ -275,4 +285,4 @@ def run(req):
 
 
 if __name__ == "__main__":
-    json_process.serve(run)
+    json_process.serve(run, warm=_warm)

@@ -421,3 +421,59 @@ def test_torch_compile_runs_inside_the_sandbox(tmp_path):
     assert not any("without a sandbox" in n for n in rec["notes"]), rec["notes"]
     assert not any("torch.compile failed" in n for n in rec["notes"]), rec["notes"]
     assert rec["reference_ms"]["compile"] > 0, rec
+
+
+def test_a_run_imports_and_measures_chunk_by_chunk(tmp_path, monkeypatch):
+    """A run stopped midway keeps the records of the chunks it finished:
+    no file of a later chunk is imported before the earlier chunk is
+    measured and written."""
+    (tmp_path / "t").mkdir()
+    for i in range(5):
+        (tmp_path / f"t/relu{i}.py").write_text(SET["relu.py"].replace("n = 512", f"n = {512 + i}"))
+    events = []
+    real_import, real_measure = kernelbench_file.import_step, kernelbench_file.measure_step
+
+    def imported(path, *a, **k):
+        events.append(("import", os.path.basename(path)))
+        return real_import(path, *a, **k)
+
+    def measured(record, imp, *a, **k):
+        rec = real_measure(record, imp, *a, **k)
+        events.append(("measure", os.path.basename(imp.path)))
+        return rec
+    monkeypatch.setattr(kernelbench_file, "import_step", imported)
+    monkeypatch.setattr(kernelbench_file, "measure_step", measured)
+    lines_at = []
+    out = tmp_path / "v"
+    problems.vet([tmp_path / "t"], out=out, devices="cpu", compile=False, jobs=2, chunk=2,
+                 progress=lambda done, total, r: lines_at.append(
+                     len((out / "vet.jsonl").read_text().splitlines())))
+    chunks = [events[i:i + 4] for i in (0, 4)] + [events[8:]]
+    for c in chunks[:2]:
+        assert [e[0] for e in c] == ["import", "import", "measure", "measure"]
+        assert {e[1] for e in c if e[0] == "import"} == {e[1] for e in c if e[0] == "measure"}
+    assert [e[0] for e in chunks[2]] == ["import", "measure"]
+    assert lines_at == [1, 2, 3, 4, 5]  # each record written as it finished
+
+
+def test_a_measuring_process_started_ahead_has_imported_before_its_request(tmp_path, monkeypatch):
+    """json_process.start: the child's warm step (torch's import, for
+    vetting) runs while the caller waits for a device, not after."""
+    from kreward import json_process
+    (tmp_path / "warm_probe.py").write_text(
+        "import time\nfrom kreward import json_process\nWARMED = []\n"
+        "def warm():\n    time.sleep(1.0)\n    WARMED.append(time.time())\n"
+        "def run(req):\n    return {'warmed': WARMED[0], 'asked': time.time(), 'x': req['x']}\n"
+        "json_process.serve(run, warm=warm)\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    import time
+    child = json_process.start("warm_probe")
+    time.sleep(1.5)  # the caller's wait for a free device
+    t0 = time.time()
+    answer = child.call({"x": 7}, 30, "the probe")
+    assert answer["x"] == 7 and answer["warmed"] < t0 <= answer["asked"]
+    assert time.time() - t0 < 1.0
+    child.kill()  # after it answered: nothing to do, no error
+    late = json_process.start("warm_probe")
+    late.kill()  # never asked: ended, its session with it
+    assert late.proc.returncode is not None
