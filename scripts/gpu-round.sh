@@ -19,13 +19,15 @@
 #   kb           the KernelBench GPU tests: sandbox, attacks, region, corpus
 #                (GR_KB_TESTS: a selection of them)
 #   pool         bench_pool --per-problem 16 --profile (and GR_POOL_ARGS)
-#   poolab       the same without the in-process row, first with the problems'
-#                fast references and the GPU workers' problem affinity turned
-#                off (KR_FAST_REFERENCE=0 KR_POOL_AFFINITY=0), then on
+#   poolab       the same without the in-process row, first with GR_POOLAB_OFF
+#                set (default: the problems' fast references and the GPU
+#                workers' problem affinity turned off, KR_FAST_REFERENCE=0
+#                KR_POOL_AFFINITY=0), then without
 #   timing       bench_timing (error against CUPTI, run-to-run CV)
 #   geninfo      bench_inputs (the generator's GB/s per dtype and distribution),
-#                then ncu (where the machine lets it read counters) on one
-#                launch of each of GR_GEN_ROWS
+#                the generic kernel (KR_GEN_SPECIALISED=0) then the default; then
+#                ncu (where the machine lets it read counters) on one launch of
+#                each of GR_GEN_ROWS (e.g. "f32:mix-uniform")
 #   profstart    bench/profiler_start_cost.py (attribution's cost: torch.profiler, CUPTI alone)
 #   kbbatch      bench/bench_kernelbench_batch.py (GR_KBBATCH_ARGS: its variants, sizes)
 #   kbbench      bench/bench_kernelbench.py with the time left (GR_KB_ARGS)
@@ -116,7 +118,7 @@ step_poolab() {
   for side in off on; do
     lim=$(limit 150)
     # shellcheck disable=SC2046
-    env $([ $side = off ] && echo KR_FAST_REFERENCE=0 KR_POOL_AFFINITY=0) timeout -k 5 "$lim" "$b/bench/bench_pool" \
+    env $([ $side = off ] && echo ${GR_POOLAB_OFF:-KR_FAST_REFERENCE=0 KR_POOL_AFFINITY=0}) timeout -k 5 "$lim" "$b/bench/bench_pool" \
       --per-problem 16 --profile --skip-in-process ${GR_POOL_ARGS:-} > "$out/pool-$side.log" 2>&1
     rc=$?; grep -A12 "per problem" "$out/pool-$side.log" | head -12
     note "pool, fast references and affinity $side (rc $rc, at $(elapsed) s): $(grep -E '^\| pool' "$out/pool-$side.log" | head -2 | tr -s ' ' | tr '\n' ';')"
@@ -130,12 +132,15 @@ step_timing() {
 }
 step_geninfo() {
   lim=$(limit 150)
-  timeout -k 5 "$lim" "$b/bench/bench_inputs" > "$out/geninfo.log" 2>&1
+  echo "== the generic kernel for every distribution (KR_GEN_SPECIALISED=0)" > "$out/geninfo.log"
+  KR_GEN_SPECIALISED=0 timeout -k 5 "$lim" "$b/bench/bench_inputs" >> "$out/geninfo.log" 2>&1
+  echo "== the specialised kernels (the default)" >> "$out/geninfo.log"
+  timeout -k 5 "$lim" "$b/bench/bench_inputs" >> "$out/geninfo.log" 2>&1
   rc=$?; cat "$out/geninfo.log"
   local row
-  for row in ${GR_GEN_ROWS:-f32:uniform f32:normal f32:mix-uniform bf16:normal}; do
+  for row in ${GR_GEN_ROWS:-}; do
     echo "== ncu $row" >> "$out/geninfo.log"
-    timeout -k 5 60 ncu --clock-control none -k kr_generate -s 1 -c 1 --section SpeedOfLight \
+    timeout -k 5 60 ncu --clock-control none -k regex:kr_generate -s 1 -c 1 --section SpeedOfLight \
       --section Occupancy --section WarpStateStats --section InstructionStats --section LaunchStats \
       "$b/bench/bench_inputs" "$row" --once >> "$out/geninfo.log" 2>&1 || echo "ncu rc $?" >> "$out/geninfo.log"
   done

@@ -135,7 +135,7 @@ static int reserved_name(const char *name)
     for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
         if (strcmp(name, reserved[i]) == 0)
             return 1;
-    return strncmp(name, "kreward_", 8) == 0;
+    return strncmp(name, "kreward_", 8) == 0 || strncmp(name, "kr_generate_", 12) == 0;
 }
 
 static int bind_launch(kr_context *ctx, kr__bound_plan *bp, size_t i)

@@ -18,13 +18,36 @@ static int launch(kr_context *ctx, CUfunction fn, uint64_t n, void **params, con
     return r == CUDA_SUCCESS ? KR_OK : kr__cuda_fail(ctx, r, what);
 }
 
+int kr__gen_kernel_for(const kr_gen_dist *d, const char **name)
+{
+#define KR__GEN_ROW(K, B, D) {KR_GEN_##K, KR_GEN_##B, KR_GEN_##D, "kr_generate_" #K "_" #B "_" #D},
+    static const struct {
+        unsigned kind, base, dtype;
+        const char *name;
+    } rows[] = {KR_GEN_SPECIALISED(KR__GEN_ROW)};
+#undef KR__GEN_ROW
+    for (int i = 0; i < (int)(sizeof rows / sizeof rows[0]); i++)
+        if (rows[i].kind == d->kind && rows[i].dtype == d->dtype &&
+            (rows[i].kind != KR_GEN_MIX || rows[i].base == d->base_kind)) {
+            if (name)
+                *name = rows[i].name;
+            return i;
+        }
+    if (name)
+        *name = "kr_generate";
+    return -1;
+}
+
 int kr__k_generate(kr_context *ctx, CUdeviceptr out, uint64_t n, const kr_gen_dist *d,
                    uint64_t seed, uint32_t tensor)
 {
+    kr__engine *e = kr__engine_of(ctx);
     kr_gen_dist dist = *d;
     void *params[] = {&out, &n, &dist, &seed, &tensor};
     uint64_t groups = n / (uint64_t)kr_gen_per_call(d) + 1;
-    return launch(ctx, kr__engine_of(ctx)->f_generate, groups, params, "generating inputs");
+    int special = e->gen_generic_only ? -1 : kr__gen_kernel_for(d, NULL);
+    return launch(ctx, special < 0 ? e->f_generate : e->f_gen_special[special], groups, params,
+                  "generating inputs");
 }
 
 int kr__k_hash(kr_context *ctx, CUdeviceptr p, uint64_t bytes, uint64_t key, CUdeviceptr out)

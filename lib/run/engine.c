@@ -30,6 +30,12 @@ static int load_builtins(kr_context *ctx, kr__engine *e)
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
         KR__CU(ctx, kr__cuda()->cuModuleGetFunction(fns[i].fn, e->builtins->module, fns[i].name),
            "cuModuleGetFunction (builtins)");
+#define KR__GEN_NAME(K, B, D) "kr_generate_" #K "_" #B "_" #D,
+    static const char *const special[] = {KR_GEN_SPECIALISED(KR__GEN_NAME)};
+#undef KR__GEN_NAME
+    for (size_t i = 0; i < KR__GEN_SPECIAL; i++)
+        KR__CU(ctx, kr__cuda()->cuModuleGetFunction(&e->f_gen_special[i], e->builtins->module,
+                                                    special[i]), "cuModuleGetFunction (generators)");
     /* the scrub takes the whole of a block's shared memory, the carveout at
      * its largest: one block covers everything an SM's blocks can address */
     const kr__cuda_api *cu = kr__cuda();
@@ -121,6 +127,8 @@ int kr__engine_get(kr_context *ctx, kr__engine **out)
         ctx->engine = e;
         ctx->engine_free = engine_free;
         e->gen.on = kr__profile_mode() != NULL;
+        const char *special = getenv("KR_GEN_SPECIALISED");
+        e->gen_generic_only = special && !strcmp(special, "0");
         ctx->device_write = kr__k_device_write;
         if ((rc = create(ctx, e)) != KR_OK) {
             engine_free(ctx);

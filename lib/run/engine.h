@@ -68,11 +68,17 @@ typedef struct kr__spare {
     uint64_t alloc;
 } kr__spare;
 
+/* How many generator kernels KR_GEN_SPECIALISED names (common/kr_gen.h). */
+#define KR__GEN_COUNT_ONE(K, B, D) +1
+#define KR__GEN_SPECIAL (0 KR_GEN_SPECIALISED(KR__GEN_COUNT_ONE))
+
 typedef struct kr__engine {
     CUstream stream;
     kr_program *builtins;
     CUfunction f_generate, f_compare, f_hash, f_check_bytes, f_bitdiff, f_spin_until,
         f_spin_cycles, f_fma_peak, f_mma_peak, f_mask, f_scrub_shared, f_device_write;
+    CUfunction f_gen_special[KR__GEN_SPECIAL]; /* KR_GEN_SPECIALISED's kernels, in its order */
+    int gen_generic_only;       /* KR_GEN_SPECIALISED=0: the generic kernel for all (A/B runs) */
     double peak_bytes_per_s;    /* measured device copy bandwidth (read + write), 0 until measured */
     double peak_flops;          /* measured fp32 FMA rate */
     double peak_mma_flops;      /* measured bf16 tensor-core rate (mma.sync); 0 below sm_80 */
@@ -130,6 +136,9 @@ const kr__fast_entry *kr__fast_memo_find(const kr__engine *e, const char *hash);
 void kr__fast_memo_remember(kr__engine *e, const char *hash, int agreed, const char *why);
 
 /* Launchers of the builtin kernels on the engine's stream. */
+/* The specialised generator kernel for d (its index in KR_GEN_SPECIALISED
+ * and its name), or -1 and "kr_generate": the generic one. */
+int kr__gen_kernel_for(const kr_gen_dist *d, const char **name);
 int kr__k_generate(kr_context *ctx, CUdeviceptr out, uint64_t n, const kr_gen_dist *d,
                    uint64_t seed, uint32_t tensor);
 int kr__k_hash(kr_context *ctx, CUdeviceptr p, uint64_t bytes, uint64_t key, CUdeviceptr out);

@@ -1,5 +1,6 @@
 /* gpu: the GPU generator writes exactly the bits the host generator does,
- * for every dtype and distribution. */
+ * for every dtype and distribution (and every base of a mix), through the
+ * specialised kernels and the generic one alike. */
 #include "gpu_test.h"
 
 #include "common/dtype.h"
@@ -19,10 +20,14 @@ static void same_bits(void **state)
     unsigned char *host = malloc(n * 8), *dev = malloc(n * 8);
     CUdeviceptr d;
     assert_int_equal(kr__cuda()->cuMemAlloc(&d, n * 8), CUDA_SUCCESS);
-    int checked = 0;
+    int checked = 0, special = 0;
     for (size_t k = 0; k < sizeof dtypes / sizeof dtypes[0]; k++) {
         int is_float = kr__dtype_is_float((int)dtypes[k]);
-        for (unsigned kind = KR_GEN_UNIFORM; kind <= KR_GEN_BERNOULLI; kind++) {
+        for (unsigned kb = KR_GEN_UNIFORM * 8; kb <= KR_GEN_BERNOULLI * 8 + KR_GEN_PARETO; kb++) {
+            /* kind, and for a mix its base (uniform, normal, pareto) */
+            unsigned kind = kb / 8, base = kb % 8;
+            if (base > KR_GEN_PARETO || base == KR_GEN_INT || (kind == KR_GEN_MIX) != (base != 0))
+                continue;
             if (!is_float && kind != KR_GEN_INT && kind != KR_GEN_BERNOULLI)
                 continue;
             kr_gen_dist dist;
@@ -33,7 +38,7 @@ static void same_bits(void **state)
             dist.b = kind == KR_GEN_PARETO ? 3 : 5;
             dist.p = kind == KR_GEN_MIX ? 0.01 : 0.3;
             dist.outlier_scale = 300;
-            dist.base_kind = KR_GEN_NORMAL;
+            dist.base_kind = base;
             dist.ilo = dtypes[k] == KR_GEN_U8 || dtypes[k] == KR_GEN_BOOL ? 0 : -100;
             dist.ihi = dtypes[k] == KR_GEN_BOOL ? 1 : 100;
             dist.clamp = is_float ? kr__dtype_max((int)dtypes[k]) : 1.8e19;
@@ -47,14 +52,17 @@ static void same_bits(void **state)
                 uint64_t i = 0;
                 while (!memcmp(host + i * size, dev + i * size, (size_t)size))
                     i++;
-                fail_msg("%s dist %u: element %llu differs (host %g, gpu %g)",
-                         kr__dtype_name((int)dtypes[k]), kind, (unsigned long long)i,
+                fail_msg("%s dist %u base %u: element %llu differs (host %g, gpu %g)",
+                         kr__dtype_name((int)dtypes[k]), kind, base, (unsigned long long)i,
                          kr__dtype_load((int)dtypes[k], host, i), kr__dtype_load((int)dtypes[k], dev, i));
             }
             checked++;
+            special += kr__gen_kernel_for(&dist, NULL) >= 0;
         }
     }
-    printf("%d dtype x distribution pairs: GPU bits == host bits\n", checked);
+    printf("%d dtype x distribution pairs (%d through a specialised kernel): GPU bits == host "
+           "bits\n", checked, special);
+    assert_int_equal(special, KR__GEN_SPECIAL);
     kr__cuda()->cuMemFree(d);
     free(host);
     free(dev);

@@ -361,8 +361,48 @@ static void builtin_kernels_compile(void **state)
                            "kr_scrub_shared"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         assert_int_not_equal(kr_program_find_kernel(p, names[i]), SIZE_MAX);
+    /* every specialised generator the engine looks up is in the module */
+    static const unsigned kinds[] = {KR_GEN_UNIFORM, KR_GEN_NORMAL, KR_GEN_INT, KR_GEN_PARETO,
+                                     KR_GEN_MIX, KR_GEN_BERNOULLI};
+    int found = 0;
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+        for (unsigned base = KR_GEN_NONE; base <= KR_GEN_PARETO; base++)
+            for (unsigned dt = KR_GEN_F32; dt <= KR_GEN_FP8_E5M2; dt++) {
+                kr_gen_dist d = {.kind = kinds[k], .base_kind = base, .dtype = dt};
+                const char *name = NULL;
+                if (kr__gen_kernel_for(&d, &name) >= 0) {
+                    assert_int_not_equal(kr_program_find_kernel(p, name), SIZE_MAX);
+                    found++;
+                }
+            }
+    assert_true(found > 0);
     kr_program_free(p);
     kr_context_free(ctx);
+}
+
+/* Which generator kernel a distribution gets: its own where the list names
+ * its kind, dtype and (for a mix) base; the generic one otherwise. A mix is
+ * never given another base's kernel, and other kinds ignore the base field. */
+static void generator_kernel_choice(void **state)
+{
+    (void)state;
+    const char *name = NULL;
+    kr_gen_dist d = {.kind = KR_GEN_MIX, .base_kind = KR_GEN_UNIFORM, .dtype = KR_GEN_F32};
+    assert_true(kr__gen_kernel_for(&d, &name) >= 0);
+    assert_string_equal(name, "kr_generate_MIX_UNIFORM_F32");
+    d.base_kind = KR_GEN_NORMAL;
+    assert_true(kr__gen_kernel_for(&d, &name) >= 0);
+    assert_string_equal(name, "kr_generate_MIX_NORMAL_F32");
+    d.base_kind = KR_GEN_PARETO; /* no kernel of its own: the generic one */
+    assert_int_equal(kr__gen_kernel_for(&d, &name), -1);
+    assert_string_equal(name, "kr_generate");
+    kr_gen_dist n = {.kind = KR_GEN_NORMAL, .base_kind = KR_GEN_PARETO, .dtype = KR_GEN_BF16};
+    assert_true(kr__gen_kernel_for(&n, &name) >= 0);
+    assert_string_equal(name, "kr_generate_NORMAL_NONE_BF16");
+    kr_gen_dist f8 = {.kind = KR_GEN_NORMAL, .dtype = KR_GEN_FP8_E4M3};
+    assert_int_equal(kr__gen_kernel_for(&f8, &name), -1);
+    kr_gen_dist i8 = {.kind = KR_GEN_INT, .dtype = KR_GEN_I8};
+    assert_int_equal(kr__gen_kernel_for(&i8, NULL), -1);
 }
 
 /* The keystream that masks reference outputs on the device (kr_mask) is
@@ -407,6 +447,7 @@ int main(void)
         cmocka_unit_test(normal_pairs_agree),
         cmocka_unit_test(never_constant),
         cmocka_unit_test(builtin_kernels_compile),
+        cmocka_unit_test(generator_kernel_choice),
         cmocka_unit_test(chacha20_block_matches_rfc8439),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

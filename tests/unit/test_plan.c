@@ -225,6 +225,15 @@ static void plan_limits(void **state)
     assert_contains(kr_context_errmsg(f->ctx), "reserved");
     kr_plan_free(plan);
     kr_program_free(spoof);
+    /* the specialised generators' names too, present and future ones */
+    assert_int_equal(kr_compile(&spoof, f->ctx, "extern \"C\" __global__ void "
+                                "kr_generate_NORMAL_NONE_F32(float *y) { y[0] = 1; }\n", 0, NULL), KR_OK);
+    assert_int_equal(kr_plan_from_source(&plan, f->ctx, "// kreward: launch kr_generate_NORMAL_NONE_F32 "
+                                         "grid=(1) block=(1) args=(y)\n", 0, "c.cu"), KR_OK);
+    assert_int_equal(kr_plan_check(f->ctx, plan, f->problem, spoof), KR_EPLAN);
+    assert_contains(kr_context_errmsg(f->ctx), "reserved");
+    kr_plan_free(plan);
+    kr_program_free(spoof);
     /* scratch: more than the limit's total bytes */
     expect_plan_error(f, "// kreward: scratch big bytes=(M*N*4*1000)\n"
                       "// kreward: launch narrow grid=(1) block=(1) args=(big, N)\n",
