@@ -183,7 +183,12 @@ static int setup(bstate *b, const kr_program *cand, const kr_plan *plan, const k
         b->candidate_failed = 1; /* its plan, or scratch that does not fit */
         return rc;
     }
-    if ((rc = setup_reference(b)) != KR_OK)
+    /* the reference serves the timed-output checks and a reference
+     * baseline; a benchmark with neither opens none (a golden problem timed
+     * unchecked needs no callback) */
+    int need_ref = !(b->o.flags & KR_BENCH_NO_CHECK) ||
+                   (bl->kind == KR_BASELINE_REFERENCE && b->p->reference_kind != KR_REFERENCE_GOLDEN);
+    if (need_ref && (rc = setup_reference(b)) != KR_OK)
         return rc;
     rc = setup_baseline(b, bl);
     if (rc == KR_OK && (b->o.flags & KR_BENCH_GRAPH))

@@ -130,6 +130,37 @@ static void kernel_against_itself(void **state)
     kr_problem_free(p);
 }
 
+/* A golden problem (outputs from a callback) benchmarked unchecked and
+ * against no reference kernel needs no callback: nothing opens the
+ * reference (bench_timing's problems). Checked, it still asks for one. */
+static void golden_problem_timed_unchecked(void **state)
+{
+    (void)state;
+    const char *spec = "{\"name\": \"g\", \"dims\": [\"N\"], \"cases\": [{\"N\": 1048576}],"
+                       " \"tensors\": [{\"name\": \"a\", \"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"in\"},"
+                       "  {\"name\": \"c\", \"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"out\"}],"
+                       " \"reference\": {\"golden\": true}}";
+    kr_problem *p = problem(spec);
+    kr_bench_options o;
+    kr_bench_options_init(&o, KR_BENCH_OPTIONS_VERSION, KR_BENCH_FAST);
+    o.flags = KR_BENCH_NO_CHECK;
+    kr_report *r = bench(p, COPY, &o, NULL);
+    assert_true(metric(r, "time_us") > 0);
+    kr_report_free(r);
+    kr_program *prog;
+    kr_plan *plan;
+    assert_int_equal(kr_compile(&prog, g_ctx, COPY, 0, NULL), KR_OK);
+    assert_int_equal(kr_plan_from_source(&plan, g_ctx, COPY, 0, "c.cu"), KR_OK);
+    kr_bench_options_init(&o, KR_BENCH_OPTIONS_VERSION, KR_BENCH_FAST);
+    kr_report *checked = test_report();
+    assert_int_not_equal(kr_benchmark(checked, g_ctx, p, prog, plan, &o, NULL), KR_OK);
+    assert_contains(kr_context_errmsg(g_ctx), "golden callback");
+    kr_report_free(checked);
+    kr_plan_free(plan);
+    kr_program_free(prog);
+    kr_problem_free(p);
+}
+
 /* Candidates of one problem share the reference baseline's samples
  * (bench/baseline_memo.h): the second benchmark takes fewer fresh ones and
  * the speedup stays honest; a benchmark whose candidate failed its timed
@@ -559,6 +590,7 @@ int main(void)
         cmocka_unit_test(skipping_reads_is_implausible),
         cmocka_unit_test(graph_mode_and_timed_checks),
         cmocka_unit_test(no_state_in_constants_or_shared_memory),
+        cmocka_unit_test(golden_problem_timed_unchecked),
         cmocka_unit_test(lone_static_constant_is_admitted),
         /* last: its kernels write past their symbols (inside their
          * sections, as the image lays them out; a driver laying them out
