@@ -166,6 +166,8 @@ def run(paths, out=None, limits=None, jobs=None, devices=None, resume=True, comp
     they finish. Returns a VetRun."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
+    if chunk is not None and chunk < 1:
+        raise ValueError(f"chunk {chunk}: a run takes at least one file at a time")
     limits = limits or Limits()
     problems, skipped = files.find([os.fspath(p) for p in paths], skip=[out] if out else ())
     devs = Devices(devices)

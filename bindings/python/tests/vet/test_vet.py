@@ -454,6 +454,8 @@ def test_a_run_imports_and_measures_chunk_by_chunk(tmp_path, monkeypatch):
         assert {e[1] for e in c if e[0] == "import"} == {e[1] for e in c if e[0] == "measure"}
     assert [e[0] for e in chunks[2]] == ["import", "measure"]
     assert lines_at == [1, 2, 3, 4, 5]  # each record written as it finished
+    with pytest.raises(ValueError, match="at least one file"):
+        problems.vet([tmp_path / "t"], devices="cpu", compile=False, chunk=0)
 
 
 def test_a_measuring_process_started_ahead_has_imported_before_its_request(tmp_path, monkeypatch):
