@@ -209,31 +209,34 @@ static void json_plans(void **state)
     assert_contains(kr_context_errmsg(f->ctx), "plan.json:1:");
 }
 
+/* A program with a kernel of the library's own name, launched by a plan:
+ * refused when the plan is checked. */
+static void expect_reserved(fixture *f, const char *kernel)
+{
+    char src[256], annotation[256];
+    snprintf(src, sizeof src, "extern \"C\" __global__ void %s(float *y) { y[0] = 1; }\n", kernel);
+    snprintf(annotation, sizeof annotation, "// kreward: launch %s grid=(1) block=(1) args=(y)\n",
+             kernel);
+    kr_program *spoof = NULL;
+    assert_int_equal(kr_compile(&spoof, f->ctx, src, 0, NULL), KR_OK);
+    kr_plan *plan = NULL;
+    assert_int_equal(kr_plan_from_source(&plan, f->ctx, annotation, 0, "c.cu"), KR_OK);
+    assert_int_equal(kr_plan_check(f->ctx, plan, f->problem, spoof), KR_EPLAN);
+    assert_contains(kr_context_errmsg(f->ctx), "reserved");
+    kr_plan_free(plan);
+    kr_program_free(spoof);
+}
+
 /* What a plan may not do is the plan's fault (invalid_plan), never an
  * environment error: reserved kernel names, too many or too large scratch
  * buffers. */
 static void plan_limits(void **state)
 {
     fixture *f = *state;
-    kr_program *spoof = NULL;
-    assert_int_equal(kr_compile(&spoof, f->ctx, "extern \"C\" __global__ void kr_spin_cycles"
-                                "(float *y) { y[0] = 1; }\n", 0, NULL), KR_OK);
-    kr_plan *plan = NULL;
-    assert_int_equal(kr_plan_from_source(&plan, f->ctx, "// kreward: launch kr_spin_cycles "
-                                         "grid=(1) block=(1) args=(y)\n", 0, "c.cu"), KR_OK);
-    assert_int_equal(kr_plan_check(f->ctx, plan, f->problem, spoof), KR_EPLAN);
-    assert_contains(kr_context_errmsg(f->ctx), "reserved");
-    kr_plan_free(plan);
-    kr_program_free(spoof);
+    expect_reserved(f, "kr_spin_cycles");
     /* the specialised generators' names too, present and future ones */
-    assert_int_equal(kr_compile(&spoof, f->ctx, "extern \"C\" __global__ void "
-                                "kr_generate_NORMAL_NONE_F32(float *y) { y[0] = 1; }\n", 0, NULL), KR_OK);
-    assert_int_equal(kr_plan_from_source(&plan, f->ctx, "// kreward: launch kr_generate_NORMAL_NONE_F32 "
-                                         "grid=(1) block=(1) args=(y)\n", 0, "c.cu"), KR_OK);
-    assert_int_equal(kr_plan_check(f->ctx, plan, f->problem, spoof), KR_EPLAN);
-    assert_contains(kr_context_errmsg(f->ctx), "reserved");
-    kr_plan_free(plan);
-    kr_program_free(spoof);
+    expect_reserved(f, "kr_generate_NORMAL_NONE_F32");
+    kr_plan *plan = NULL;
     /* scratch: more than the limit's total bytes */
     expect_plan_error(f, "// kreward: scratch big bytes=(M*N*4*1000)\n"
                       "// kreward: launch narrow grid=(1) block=(1) args=(big, N)\n",
