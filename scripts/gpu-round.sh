@@ -94,10 +94,14 @@ step_vetcorpus() {
   [ -n "$paths" ] || paths="examples/kernelbench/level1 examples/kernelbench/level2 examples/kernelbench/level3 examples/problems$([ -d upstream ] && echo " upstream")"
   mkdir -p "$run"
   [ -f vet-resume/vet.jsonl ] && [ ! -f "$run/vet.jsonl" ] && cp vet-resume/vet.jsonl "$run/"
+  # the log copied out every 10 s: a call killed mid-run still brings back what finished
+  ( while sleep 10; do cp "$run/vet.jsonl" "$out/" 2>/dev/null; done ) &
+  local copier=$!
   # shellcheck disable=SC2086
   timeout -k 10 "$lim" python3 -m kreward.vet $paths --out "$run" -j "${GR_VET_JOBS:-12}" --quiet ${GR_VET_ARGS:-} \
     > "$out/vetcorpus.log" 2>&1
   rc=$?
+  kill "$copier" 2>/dev/null
   cp "$run/vet.jsonl" "$run/summary.md" "$out/" 2>/dev/null
   tail -20 "$run/summary.md" 2>/dev/null
   note "vetcorpus (rc $rc, limit $lim s, at $(elapsed) s): $(grep -c . "$run/vet.jsonl" 2>/dev/null) records in vet.jsonl"
