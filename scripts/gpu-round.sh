@@ -94,8 +94,8 @@ step_vetcorpus() {
   [ -n "$paths" ] || paths="examples/kernelbench/level1 examples/kernelbench/level2 examples/kernelbench/level3 examples/problems$([ -d upstream ] && echo " upstream")"
   mkdir -p "$run"
   # an earlier run's log, in a folder marked as a vetting run's (vet/output.py)
-  [ -f vet-resume/vet.jsonl ] && [ ! -f "$run/vet.jsonl" ] && cp vet-resume/vet.jsonl "$run/" &&
-    echo "a kreward problems vet run's folder" > "$run/.kreward-vet"
+  [ -f vet-resume/vet.jsonl ] && [ ! -f "$run/vet.jsonl" ] && cp vet-resume/vet.jsonl "$run/"
+  [ -f "$run/vet.jsonl" ] && echo "a kreward problems vet run's folder" > "$run/.kreward-vet"
   # the log copied out every 10 s: a call killed mid-run still brings back what finished
   ( while sleep 10; do cp "$run/vet.jsonl" "$out/" 2>/dev/null; done ) &
   local copier=$!
