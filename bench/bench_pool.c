@@ -86,10 +86,10 @@ typedef struct {
     /* --profile: the workers' split (KR_PROFILE=metrics), sums over passed
      * reports, and over every report of the phases' total and GPU waits */
     size_t profiled, profiled_all;
-    double prof[16], worker_ms_all, wait_ms_all;
+    double prof[24], worker_ms_all, wait_ms_all; /* PROF_KEYS */
     /* the same per problem, passed reports (PROBLEM_KEYS) */
     size_t by_problem_n[NUM_PROBLEMS];
-    double by_problem[NUM_PROBLEMS][6];
+    double by_problem[NUM_PROBLEMS][13];
 } outcome;
 
 /* The parts of a GPU worker's evaluation that --profile prints (report
@@ -99,16 +99,25 @@ static const char *const PROF_KEYS[] = {
     "profile_verify_ms", "profile_weak_ms", "profile_bench_ms", "profile_facts_ms",
     "profile_plan_ms", "profile_score_ms", "profile_engine_reference_ms", "profile_engine_wait_ms",
     "profile_engine_alloc_ms", "profile_engine_free_ms", "profile_engine_open_ms",
-    "profile_gpu_generate_ms", "profile_generated_mb"};
+    "profile_gpu_generate_ms", "profile_gpu_fill_ms", "profile_gpu_checks_ms", "profile_gpu_mask_ms",
+    "profile_gpu_reset_ms", "profile_gpu_reference_ms", "profile_gpu_candidate_ms",
+    "profile_gpu_baseline_ms", "profile_generated_mb"};
 #define NUM_PROF_KEYS (sizeof PROF_KEYS / sizeof PROF_KEYS[0])
 static const char *const PHASE_KEYS[] = {"profile_facts_ms", "profile_compile_ms", "profile_plan_ms",
                                          "profile_verify_ms", "profile_weak_ms", "profile_bench_ms",
                                          "profile_score_ms"};
 
-/* --profile per problem: the columns of its table. */
-static const char *const PROBLEM_KEYS[] = {"profile_verify_ms", "profile_bench_ms",
-                                           "profile_engine_reference_ms", "profile_engine_wait_ms",
-                                           "profile_gpu_generate_ms", "profile_generated_mb"};
+/* --profile per problem: the columns of its tables (the first six, then
+ * the GPU's time by category, lib/run/gpu_profile.h, from the fifth). */
+static const char *const PROBLEM_KEYS[] = {
+    "profile_verify_ms", "profile_bench_ms", "profile_engine_reference_ms", "profile_engine_wait_ms",
+    "profile_gpu_generate_ms", "profile_generated_mb", "profile_gpu_fill_ms", "profile_gpu_checks_ms",
+    "profile_gpu_mask_ms", "profile_gpu_reset_ms", "profile_gpu_reference_ms",
+    "profile_gpu_candidate_ms", "profile_gpu_baseline_ms"};
+#define NUM_PROBLEM_KEYS (sizeof PROBLEM_KEYS / sizeof PROBLEM_KEYS[0])
+_Static_assert(NUM_PROF_KEYS <= sizeof ((outcome *)0)->prof / sizeof(double), "outcome.prof");
+_Static_assert(NUM_PROBLEM_KEYS <= sizeof ((outcome *)0)->by_problem[0] / sizeof(double),
+               "outcome.by_problem");
 
 static void add_problem_profile(outcome *o, const kr_report *r, size_t p)
 {
@@ -116,7 +125,7 @@ static void add_problem_profile(outcome *o, const kr_report *r, size_t p)
     if (p >= NUM_PROBLEMS || kr_report_get(&v, r, "profile_verify_ms") != KR_OK)
         return;
     o->by_problem_n[p]++;
-    for (size_t k = 0; k < sizeof PROBLEM_KEYS / sizeof PROBLEM_KEYS[0]; k++)
+    for (size_t k = 0; k < NUM_PROBLEM_KEYS; k++)
         if (kr_report_get(&v, r, PROBLEM_KEYS[k]) == KR_OK)
             o->by_problem[p][k] += v;
 }
@@ -331,6 +340,23 @@ static void print_profile(const char *what, const outcome *o)
                o->by_problem_n[p], o->by_problem[p][0] / n, o->by_problem[p][1] / n,
                o->by_problem[p][2] / n, o->by_problem[p][3] / n, o->by_problem[p][4] / n,
                o->by_problem[p][5] / n);
+    }
+    /* the GPU's own time by category; what the waits saw beyond it is the
+     * GPU idle between the host's steps (round trips, host work) */
+    static const int gpu_cols[] = {4, 6, 7, 8, 9, 10, 11, 12};
+    printf("\n| %s, per problem: GPU time by category (passed, ms) | waits | generate | fill | checks "
+           "| mask | reset | reference | candidate | baseline | idle in waits |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|\n", what);
+    for (size_t p = 0; p < NUM_PROBLEMS; p++) {
+        if (!o->by_problem_n[p])
+            continue;
+        double n = (double)o->by_problem_n[p], busy = 0;
+        printf("| %s | %.1f", PROBLEMS[p], o->by_problem[p][3] / n);
+        for (size_t k = 0; k < sizeof gpu_cols / sizeof gpu_cols[0]; k++) {
+            busy += o->by_problem[p][gpu_cols[k]] / n;
+            printf(" | %.1f", o->by_problem[p][gpu_cols[k]] / n);
+        }
+        printf(" | %.1f |\n", o->by_problem[p][3] / n - busy);
     }
 }
 

@@ -100,9 +100,13 @@ static int timed_enqueue(bstate *b, bside *s, size_t k)
 {
     const kr__cuda_api *cu = kr__cuda();
     kr__engine *e = b->e;
-    if (!(b->o.flags & KR_BENCH_NO_FLUSH))
-        KR__CU(b->ctx, cu->cuMemsetD32Async(b->flush.ptr, (unsigned)b->seeds, b->flush.bytes / 4, e->stream),
-           "flushing L2");
+    if (!(b->o.flags & KR_BENCH_NO_FLUSH)) {
+        int slot = kr__gpu_begin(e, KR__GPU_FILL); /* before the spin: outside the clock */
+        CUresult r = cu->cuMemsetD32Async(b->flush.ptr, (unsigned)b->seeds, b->flush.bytes / 4, e->stream);
+        kr__gpu_end(e, slot);
+        if (r != CUDA_SUCCESS)
+            return kr__cuda_fail(b->ctx, r, "flushing L2");
+    }
     atomic_store((_Atomic int *)e->flag, 0);
     uint64_t timeout = SPIN_TIMEOUT_NS;
     void *spin_params[] = {&e->flag_dev, &timeout};
@@ -138,6 +142,9 @@ static int read_sample(bstate *b, bside *s, double *us, double *mhz)
     volatile uint64_t *probe = (volatile uint64_t *)((char *)b->e->flag + KR__PROBE_NS_OFFSET);
     *mhz = probe[0] ? (double)probe[1] / (double)probe[0] * 1e3 : 0;
     *us = ms * 1e3;
+    /* profile mode: the sample's own event pair, timed or not */
+    kr__gpu_timer_add(&b->e->gpu, s == &b->s[SIDE_CANDIDATE] ? KR__GPU_CANDIDATE : KR__GPU_BASELINE,
+                      ms * 1e-3);
     return KR_OK;
 }
 

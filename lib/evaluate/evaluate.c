@@ -123,7 +123,7 @@ typedef struct {
     int on, line;
     double start, mark, phase[PH_N], engine0[KR__PROF_N];
     unsigned long waits0;
-    double generated0, gen_gpu0;
+    double generated0, gpu0[KR__GPU_N];
 } profile;
 
 static void profile_begin(profile *pr, kr_context *ctx)
@@ -137,7 +137,7 @@ static void profile_begin(profile *pr, kr_context *ctx)
         memcpy(pr->engine0, kr__engine_of(ctx)->prof, sizeof pr->engine0);
         pr->waits0 = kr__engine_of(ctx)->waits;
         pr->generated0 = kr__engine_of(ctx)->generated_bytes;
-        pr->gen_gpu0 = kr__engine_of(ctx)->gen.gpu_s;
+        memcpy(pr->gpu0, kr__engine_of(ctx)->gpu.gpu_s, sizeof pr->gpu0);
     }
 }
 
@@ -162,7 +162,10 @@ static void profile_metrics(const profile *pr, const kr__engine *e, kr_report *r
     if (e) {
         kr_report_set(r, "profile_waits", (double)(e->waits - pr->waits0));
         kr_report_set(r, "profile_generated_mb", (e->generated_bytes - pr->generated0) / 1e6);
-        kr_report_set(r, "profile_gpu_generate_ms", 1e3 * (e->gen.gpu_s - pr->gen_gpu0));
+        for (int i = 0; i < KR__GPU_N; i++) {
+            snprintf(key, sizeof key, "profile_gpu_%s_ms", kr__gpu_names[i]);
+            kr_report_set(r, key, 1e3 * (e->gpu.gpu_s[i] - pr->gpu0[i]));
+        }
     }
 }
 
@@ -187,7 +190,7 @@ static void profile_end(const profile *pr, kr_context *ctx, kr_report *r)
     if (e && n > 0 && (size_t)n < sizeof line)
         n += snprintf(line + n, sizeof line - (size_t)n, "; %lu waits, %.0f MB generated in %.1f ms "
                       "of GPU time", e->waits - pr->waits0, (e->generated_bytes - pr->generated0) / 1e6,
-                      1e3 * (e->gen.gpu_s - pr->gen_gpu0));
+                      1e3 * (e->gpu.gpu_s[KR__GPU_GENERATE] - pr->gpu0[KR__GPU_GENERATE]));
     fprintf(stderr, "%s (ms)\n", line);
 }
 

@@ -10,11 +10,15 @@ static unsigned blocks_for(const kr__engine *e, uint64_t n)
     return (unsigned)(b < 1 ? 1 : b > cap ? cap : b);
 }
 
-static int launch(kr_context *ctx, CUfunction fn, uint64_t n, void **params, const char *what)
+/* cat: where profile mode counts its GPU time (gpu_profile.h) */
+static int launch(kr_context *ctx, CUfunction fn, uint64_t n, void **params, const char *what,
+                  int cat)
 {
     kr__engine *e = kr__engine_of(ctx);
+    int slot = kr__gpu_begin(e, cat);
     CUresult r = kr__cuda()->cuLaunchKernel(fn, blocks_for(e, n), 1, 1, 256, 1, 1, 0, e->stream,
                                             params, NULL);
+    kr__gpu_end(e, slot);
     return r == CUDA_SUCCESS ? KR_OK : kr__cuda_fail(ctx, r, what);
 }
 
@@ -47,20 +51,22 @@ int kr__k_generate(kr_context *ctx, CUdeviceptr out, uint64_t n, const kr_gen_di
     uint64_t groups = n / (uint64_t)kr_gen_per_call(d) + 1;
     int special = e->gen_generic_only ? -1 : kr__gen_kernel_for(d, NULL);
     return launch(ctx, special < 0 ? e->f_generate : e->f_gen_special[special], groups, params,
-                  "generating inputs");
+                  "generating inputs", KR__GPU_GENERATE);
 }
 
 int kr__k_hash(kr_context *ctx, CUdeviceptr p, uint64_t bytes, uint64_t key, CUdeviceptr out)
 {
     void *params[] = {&p, &bytes, &key, &out};
-    return launch(ctx, kr__engine_of(ctx)->f_hash, bytes / 4 + 4, params, "hashing inputs");
+    return launch(ctx, kr__engine_of(ctx)->f_hash, bytes / 4 + 4, params, "hashing inputs",
+                  KR__GPU_CHECKS);
 }
 
 int kr__k_check_bytes(kr_context *ctx, CUdeviceptr p, uint64_t n, unsigned value,
                       CUdeviceptr count, CUdeviceptr first)
 {
     void *params[] = {&p, &n, &value, &count, &first};
-    return launch(ctx, kr__engine_of(ctx)->f_check_bytes, n, params, "checking canaries");
+    return launch(ctx, kr__engine_of(ctx)->f_check_bytes, n, params, "checking canaries",
+                  KR__GPU_CHECKS);
 }
 
 int kr__k_compare(kr_context *ctx, CUdeviceptr got, CUdeviceptr want, uint64_t n, int dtype,
@@ -68,7 +74,8 @@ int kr__k_compare(kr_context *ctx, CUdeviceptr got, CUdeviceptr want, uint64_t n
 {
     uint32_t dt = (uint32_t)dtype;
     void *params[] = {&got, &want, &n, &dt, &rtol, &atol, &poison, &stats};
-    return launch(ctx, kr__engine_of(ctx)->f_compare, n, params, "comparing outputs");
+    return launch(ctx, kr__engine_of(ctx)->f_compare, n, params, "comparing outputs",
+                  KR__GPU_CHECKS);
 }
 
 int kr__k_mask(kr_context *ctx, CUdeviceptr p, uint64_t bytes, const kr_chacha_key *key,
@@ -76,14 +83,16 @@ int kr__k_mask(kr_context *ctx, CUdeviceptr p, uint64_t bytes, const kr_chacha_k
 {
     kr_chacha_key k = *key; /* passed by value: a struct of 8 words */
     void *params[] = {&p, &bytes, &k, &nonce0, &nonce1};
-    return launch(ctx, kr__engine_of(ctx)->f_mask, (bytes + 63) / 64, params, "masking outputs");
+    return launch(ctx, kr__engine_of(ctx)->f_mask, (bytes + 63) / 64, params, "masking outputs",
+                  KR__GPU_MASK);
 }
 
 int kr__k_bitdiff(kr_context *ctx, CUdeviceptr a, CUdeviceptr b, uint64_t n, uint32_t elem,
                   CUdeviceptr count)
 {
     void *params[] = {&a, &b, &n, &elem, &count};
-    return launch(ctx, kr__engine_of(ctx)->f_bitdiff, n, params, "comparing runs");
+    return launch(ctx, kr__engine_of(ctx)->f_bitdiff, n, params, "comparing runs",
+                  KR__GPU_CHECKS);
 }
 
 int kr__k_scrub_shared(kr_context *ctx)

@@ -101,11 +101,14 @@ void kr__dbuf_free(kr_context *ctx, kr__dbuf *b)
 int kr__dbuf_reguard(kr_context *ctx, const kr__dbuf *b)
 {
     const kr__cuda_api *cu = kr__cuda();
-    CUstream s = kr__engine_of(ctx)->stream;
-    KR__CU(ctx, cu->cuMemsetD8Async(b->base, KR__CANARY, KR__GUARD_BYTES, s), "cuMemsetD8Async (canary)");
-    KR__CU(ctx, cu->cuMemsetD8Async(b->ptr + b->bytes, KR__CANARY, b->alloc - KR__GUARD_BYTES - b->bytes, s),
-       "cuMemsetD8Async (canary)");
-    return KR_OK;
+    kr__engine *e = kr__engine_of(ctx);
+    CUstream s = e->stream;
+    int slot = kr__gpu_begin(e, KR__GPU_FILL);
+    CUresult r = cu->cuMemsetD8Async(b->base, KR__CANARY, KR__GUARD_BYTES, s);
+    if (r == CUDA_SUCCESS)
+        r = cu->cuMemsetD8Async(b->ptr + b->bytes, KR__CANARY, b->alloc - KR__GUARD_BYTES - b->bytes, s);
+    kr__gpu_end(e, slot);
+    return r == CUDA_SUCCESS ? KR_OK : kr__cuda_fail(ctx, r, "cuMemsetD8Async (canary)");
 }
 
 int kr__dbuf_scrub(kr_context *ctx, const kr__dbuf *b)
@@ -154,11 +157,11 @@ int kr__poison(kr_context *ctx, const kr__dbuf *b, int dtype, int variant)
     CUstream s = kr__engine_of(ctx)->stream;
     uint32_t bits = kr__poison_bits(dtype, variant);
     int size = kr_gen_dtype_size((kr_u32)dtype);
-    if (size == 1)
-        KR__CU(ctx, cu->cuMemsetD8Async(b->ptr, (unsigned char)bits, b->bytes, s), "cuMemsetD8Async (poison)");
-    else if (size == 2)
-        KR__CU(ctx, cu->cuMemsetD16Async(b->ptr, (unsigned short)bits, b->bytes / 2, s), "cuMemsetD16Async (poison)");
-    else
-        KR__CU(ctx, cu->cuMemsetD32Async(b->ptr, bits, b->bytes / 4, s), "cuMemsetD32Async (poison)");
-    return KR_OK;
+    kr__engine *e = kr__engine_of(ctx);
+    int slot = kr__gpu_begin(e, KR__GPU_FILL);
+    CUresult r = size == 1 ? cu->cuMemsetD8Async(b->ptr, (unsigned char)bits, b->bytes, s)
+               : size == 2 ? cu->cuMemsetD16Async(b->ptr, (unsigned short)bits, b->bytes / 2, s)
+                           : cu->cuMemsetD32Async(b->ptr, bits, b->bytes / 4, s);
+    kr__gpu_end(e, slot);
+    return r == CUDA_SUCCESS ? KR_OK : kr__cuda_fail(ctx, r, "poisoning outputs (cuMemsetAsync)");
 }

@@ -99,7 +99,7 @@ static void engine_free(kr_context *ctx)
     const kr__cuda_api *cu = kr__cuda();
     for (size_t i = 0; i < e->num_spare; i++)
         cu->cuMemFree(e->spare[i].base);
-    kr__gen_timer_free(&e->gen);
+    kr__gpu_timer_free(&e->gpu);
     if (e->stream)
         cu->cuStreamDestroy(e->stream);
     if (e->slots_dev)
@@ -126,7 +126,7 @@ int kr__engine_get(kr_context *ctx, kr__engine **out)
             return kr__fail(ctx, KR_ENOMEM, "out of memory");
         ctx->engine = e;
         ctx->engine_free = engine_free;
-        e->gen.on = kr__profile_mode() != NULL;
+        e->gpu.on = kr__profile_mode() != NULL;
         const char *special = getenv("KR_GEN_SPECIALISED");
         e->gen_generic_only = special && !strcmp(special, "0");
         ctx->device_write = kr__k_device_write;
@@ -206,7 +206,7 @@ int kr__engine_wait(kr_context *ctx, double timeout_s, const char *what)
         CUresult r = cu->cuStreamQuery(e->stream);
         if (r == CUDA_SUCCESS) {
             kr__prof_add(ctx, KR__PROF_WAIT, t0);
-            kr__gen_timer_harvest(&e->gen);
+            kr__gpu_timer_harvest(&e->gpu);
             return KR_OK;
         }
         if (r != CUDA_ERROR_NOT_READY)

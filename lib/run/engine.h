@@ -101,7 +101,7 @@ typedef struct kr__engine {
     double prof[KR__PROF_N];    /* where the time goes (profile.h) */
     unsigned long waits;        /* kr__engine_wait calls, for the profile */
     double generated_bytes;     /* inputs written by the generator, for the profile */
-    kr__gen_timer gen;          /* the generator's GPU time, in profile mode */
+    kr__gpu_timer gpu;          /* the GPU's time per category, in profile mode */
     struct kr__memo_table *memo; /* baseline samples shared between benchmarks, made on first use */
     kr__spare spare[KR__SPARE_BUFFERS]; /* freed buffers kept for reuse (dbuf.c) */
     size_t num_spare;
@@ -134,6 +134,18 @@ int kr__engine_pinned(kr_context *ctx, size_t bytes, void **out);
  * hash is never remembered). */
 const kr__fast_entry *kr__fast_memo_find(const kr__engine *e, const char *hash);
 void kr__fast_memo_remember(kr__engine *e, const char *hash, int agreed, const char *why);
+
+/* Profile mode's GPU timer on the engine's stream (gpu_profile.h): no-ops
+ * without an engine or a profile. */
+static inline int kr__gpu_begin(kr__engine *e, int cat)
+{
+    return e ? kr__gpu_timer_begin(&e->gpu, cat, e->stream) : -1;
+}
+static inline void kr__gpu_end(kr__engine *e, int slot)
+{
+    if (e)
+        kr__gpu_timer_end(&e->gpu, slot, e->stream);
+}
 
 /* Launchers of the builtin kernels on the engine's stream. */
 /* The specialised generator kernel for d (its index in KR_GEN_SPECIALISED

@@ -1,9 +1,13 @@
-/* The GPU's own time for the engine's generator kernels, in profile mode
- * (KR_PROFILE set when the engine was made): the host-side counters of
- * profile.h see only waits, and fresh inputs are most of the bytes a
- * candidate's evaluation writes (issue 34's split). Each generator launch
- * is bracketed by an event pair; pairs are read when a wait finds the
- * stream done, so nothing here adds a synchronisation. */
+/* Where the GPU's own time goes, in profile mode (KR_PROFILE set when the
+ * engine was made): the host-side counters of profile.h see only waits,
+ * and issue 34's split needs the GPU's side of them. The engine's own work
+ * (fresh inputs, fills, checks, the keystream, the reset before a call,
+ * reference runs) is bracketed by event pairs, read when a wait finds the
+ * stream done, so nothing here adds a synchronisation. The candidate's and
+ * the baseline's calls are counted from the event pairs that already time
+ * them (a benchmark sample's start and stop: no event joins a timed
+ * window). What a wait saw and no category holds is the GPU idle between
+ * the host's steps. */
 #ifndef KR_GPU_PROFILE_H
 #define KR_GPU_PROFILE_H
 
@@ -11,22 +15,42 @@
 
 #include <stddef.h>
 
-/* Event pairs around generator launches between two waits. */
-#define KR__GEN_EVENTS 64
+enum {
+    KR__GPU_GENERATE,  /* the generator kernels: fresh inputs */
+    KR__GPU_FILL,      /* poison, guard zones, the L2 flush */
+    KR__GPU_CHECKS,    /* hashes, canary checks, comparisons, bit differences */
+    KR__GPU_MASK,      /* the keystream over reference outputs (verification) */
+    KR__GPU_RESET,     /* before a call: sections restored, scratch reset, shared memory scrubbed */
+    KR__GPU_REFERENCE, /* reference runs for expected outputs (the fast kernel or the naive one) */
+    KR__GPU_CANDIDATE, /* the candidate's calls: verification runs and benchmark samples */
+    KR__GPU_BASELINE,  /* the baseline's benchmark samples */
+    KR__GPU_N
+};
 
-typedef struct kr__gen_timer {
+extern const char *const kr__gpu_names[KR__GPU_N];
+
+/* Event pairs between two waits; launches past them go uncounted. */
+#define KR__GPU_EVENTS 256
+
+typedef struct kr__gpu_timer {
     int on;                            /* KR_PROFILE was set when the engine was made */
-    CUevent ev[KR__GEN_EVENTS][2];
+    CUevent ev[KR__GPU_EVENTS][2];
+    unsigned char cat[KR__GPU_EVENTS];
     size_t used;                       /* pairs recorded since the last harvest */
-    double gpu_s;                      /* the generator's GPU time so far */
-} kr__gen_timer;
+    int depth;                         /* open pairs: one inside another counts in the outer only */
+    double gpu_s[KR__GPU_N];           /* each category's GPU time so far */
+} kr__gpu_timer;
 
-/* The pair's slot (-1: off, or more launches than pairs: not counted),
- * its start recorded on stream; end records its stop. */
-int kr__gen_timer_begin(kr__gen_timer *g, CUstream stream);
-void kr__gen_timer_end(kr__gen_timer *g, int slot, CUstream stream);
-/* Adds the recorded pairs' times (the stream done) to gpu_s. */
-void kr__gen_timer_harvest(kr__gen_timer *g);
-void kr__gen_timer_free(kr__gen_timer *g);
+/* The pair's slot, its start recorded on stream (-1: off; -2: inside an
+ * open pair, which counts it, or no pair left); end(slot) closes it,
+ * whatever begin returned. A wait's harvest closes whatever an error path
+ * left open. */
+int kr__gpu_timer_begin(kr__gpu_timer *g, int cat, CUstream stream);
+void kr__gpu_timer_end(kr__gpu_timer *g, int slot, CUstream stream);
+/* Adds seconds measured otherwise (a sample's own event pair). */
+void kr__gpu_timer_add(kr__gpu_timer *g, int cat, double seconds);
+/* Adds the recorded pairs' times (the stream done) to their categories. */
+void kr__gpu_timer_harvest(kr__gpu_timer *g);
+void kr__gpu_timer_free(kr__gpu_timer *g);
 
 #endif

@@ -171,7 +171,9 @@ static int run_source(kr_context *ctx, kr__reference *ref, size_t c, uint64_t se
         rc = kr__run_reset(ctx, run);
     if (rc == KR_OK) {
         kr__run_bind(run, &ref->inputs[c], want);
+        int slot = kr__gpu_begin(kr__engine_of(ctx), KR__GPU_REFERENCE);
         rc = kr__run_launch(ctx, run, &failed);
+        kr__gpu_end(kr__engine_of(ctx), slot);
     }
     if (rc == KR_OK)
         rc = kr__engine_wait(ctx, REFERENCE_TIMEOUT_S, "the reference");

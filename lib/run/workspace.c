@@ -61,11 +61,8 @@ static int generate(kr_context *ctx, const kr__tset *s, size_t t, uint64_t seed)
     const kr__tensor *x = &s->p->tensors[t];
     kr__engine *e = kr__engine_of(ctx);
     e->generated_bytes += (double)s->buf[t].bytes;
-    int slot = kr__gen_timer_begin(&e->gen, e->stream);
-    int rc = kr__k_generate(ctx, s->buf[t].ptr, kr__elements(s->p, t, s->c), &x->dist, seed,
-                            (uint32_t)t);
-    kr__gen_timer_end(&e->gen, slot, e->stream);
-    return rc;
+    return kr__k_generate(ctx, s->buf[t].ptr, kr__elements(s->p, t, s->c), &x->dist, seed,
+                          (uint32_t)t);
 }
 
 int kr__tset_fill_inputs(kr_context *ctx, const kr__tset *s, uint64_t seed)
@@ -165,9 +162,11 @@ void kr__run_bind(kr__run *r, const kr__tset *in, const kr__tset *out)
 
 int kr__run_reset(kr_context *ctx, const kr__run *r)
 {
+    kr__engine *e = kr__engine_of(ctx);
+    int slot = kr__gpu_begin(e, KR__GPU_RESET);
     /* every call starts from the module's state at load: nothing a kernel
      * left in its __device__ globals survives into the next call */
-    int rc = kr__program_restore_globals(ctx, r->bp->program, kr__engine_of(ctx)->stream);
+    int rc = kr__program_restore_globals(ctx, r->bp->program, e->stream);
     /* nor in shared memory, which keeps what the last block on an SM wrote */
     if (rc == KR_OK)
         rc = kr__k_scrub_shared(ctx);
@@ -176,6 +175,7 @@ int kr__run_reset(kr_context *ctx, const kr__run *r)
         if (rc == KR_OK)
             rc = kr__dbuf_reguard(ctx, &r->scratch[i]);
     }
+    kr__gpu_end(e, slot);
     return rc;
 }
 

@@ -172,7 +172,9 @@ static int candidate_run(vstate *v, vunit *u, int run)
         rc = kr__run_reset(ctx, &cr);
     if (rc == KR_OK) {
         kr__run_bind(&cr, &u->in, &u->out[run]);
+        int slot = kr__gpu_begin(kr__engine_of(ctx), KR__GPU_CANDIDATE);
         rc = kr__run_launch(ctx, &cr, &failed);
+        kr__gpu_end(kr__engine_of(ctx), slot);
     }
     if (rc == KR_OK)
         rc = kr__engine_wait(ctx, v->o.timeout_s, "the plan");

@@ -172,9 +172,9 @@ def test_trainer_adapter_on_gpu(vadd):
 
 
 def test_profile_says_the_generators_gpu_time(monkeypatch):
-    """KR_PROFILE (read when a context's engine is made) adds the
-    generator's own GPU time to a report (lib/run/gpu_profile.c): the bytes
-    it wrote over that time is a bandwidth a GPU can have."""
+    """KR_PROFILE (read when a context's engine is made) adds the GPU's own
+    time by category to a report (lib/run/gpu_profile.c): the generator's
+    bytes over its time is a bandwidth a GPU can have."""
     monkeypatch.setenv("KR_PROFILE", "metrics")
     with kreward.Context() as c:
         problem = c.load_problem(str(EXAMPLES / "l1_vector_add" / "problem.json"))
@@ -183,3 +183,13 @@ def test_profile_says_the_generators_gpu_time(monkeypatch):
         ms, mb = r["profile_gpu_generate_ms"], r["profile_generated_mb"]
         assert mb > 100 and ms > 0, (mb, ms)
         assert 10 < mb / ms < 10000, f"{mb / ms:.0f} GB/s"  # MB per ms is GB/s
+        # the GPU's time by category (gpu_profile.h): each part of an
+        # evaluation ran, and together they fit in the phases that use the GPU
+        parts = {k: r[f"profile_gpu_{k}_ms"] for k in (
+            "generate", "fill", "checks", "mask", "reset", "reference", "candidate", "baseline")}
+        assert all(v > 0 for v in parts.values()), parts
+        phases = r["profile_verify_ms"] + r["profile_weak_ms"] + r["profile_bench_ms"]
+        assert sum(parts.values()) <= 1.05 * phases, (parts, phases)
+        # the candidate's calls: a few of a 0.1 ms kernel in verification and
+        # the benchmark's samples, never less than the samples' own median
+        assert parts["candidate"] >= r["time_us"] * 1e-3, (parts["candidate"], r["time_us"])
