@@ -126,7 +126,7 @@ step_poolab() {
     # shellcheck disable=SC2046
     env $([ $side = off ] && echo ${GR_POOLAB_OFF:-KR_FAST_REFERENCE=0 KR_POOL_AFFINITY=0}) timeout -k 5 "$lim" "$b/bench/bench_pool" \
       --per-problem 16 --profile --skip-in-process ${GR_POOL_ARGS:-} > "$out/pool-$side.log" 2>&1
-    rc=$?; grep -A12 "per problem" "$out/pool-$side.log" | head -12
+    rc=$?; grep -A12 "per problem" "$out/pool-$side.log" | head -28
     note "pool, fast references and affinity $side (rc $rc, at $(elapsed) s): $(grep -E '^\| pool' "$out/pool-$side.log" | head -2 | tr -s ' ' | tr '\n' ';')"
   done
 }
