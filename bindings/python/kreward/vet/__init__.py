@@ -21,7 +21,9 @@ A record (one line of vet.jsonl):
   launch_bound, launch_bound_cases, trivial {zeros, constant, input,
   other_case: passes}, strengthened (the recipe every case's inputs follow),
   weak, tolerance_headroom, kernel_us (kreward problems), duplicate_of,
-  fingerprint, notes, measure_error, time_skipped, seconds, measure_key."""
+  fingerprint, notes, measure_error, time_skipped, seconds, steps_s (KernelBench files: the
+  import's, the wait for a device, and the measurement's steps: setup, determinism,
+  headroom, timing), measure_key."""
 import concurrent.futures
 import dataclasses
 import hashlib
@@ -127,8 +129,10 @@ class _Job:
     def import_it(self, atol, rtol, timeout_s):
         def step():
             if self.problem.kind == "kernelbench":
+                t0 = time.monotonic()
                 self.record, self.imp = kernelbench_file.import_step(self.problem.path, atol, rtol,
                                                                      timeout_s)
+                self.record["steps_s"] = {"import_s": round(time.monotonic() - t0, 3)}
         self._step(step)
         return self
 

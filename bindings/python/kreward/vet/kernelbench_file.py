@@ -1,8 +1,10 @@
 """Vetting one KernelBench-format file in two steps: the import (its probes
 and the soundness check run in subprocesses on the CPU:
 kernelbench/importer.py, soundness.py), then measure.py in a subprocess on
-one device. A run does every import first and measures after (vet/__init__),
+one device. A run imports a chunk of files, then measures them (vet/__init__),
 so no import's CPU work disturbs a measurement's clock."""
+import time
+
 from .. import json_process
 from ..kernelbench.importer import ImportRefused, import_problem
 
@@ -47,8 +49,10 @@ def measure_step(record, imp, devices, atol, rtol, compile_too=True, timeout_s=6
     # started before the device is free: its torch import overlaps the
     # measurement ahead of it (the device is told in the request)
     child = json_process.start("kreward.vet.measure")
+    t0 = time.monotonic()
     try:
         with devices.acquire() as where:
+            waited = time.monotonic() - t0
             req = {"path": imp.path, "base": imp.base_probe, "cases": imp.cases, "atol": atol,
                    "rtol": rtol, "device": where.torch_device, "time": where.times,
                    "compile": compile_too, "visible_devices": where.visible_devices}
@@ -59,7 +63,9 @@ def measure_step(record, imp, devices, atol, rtol, compile_too=True, timeout_s=6
         record["measure_error"] = result["error"]
         return record
     notes = result.pop("notes", [])
+    steps = result.pop("steps_s", {})
     record.update(result)
+    record.setdefault("steps_s", {}).update(device_wait_s=round(waited, 3), **steps)
     record.setdefault("notes", []).extend(notes)
     if not where.times:
         record["time_skipped"] = where.why_not_timed

@@ -234,6 +234,14 @@ def run(req):
     if "visible_devices" in req:
         # read by CUDA when torch first uses it: nothing has yet (_warm)
         os.environ["CUDA_VISIBLE_DEVICES"] = req["visible_devices"]
+    t0 = time.perf_counter()
+    steps = {}
+
+    def step(name):  # the seconds since the last step, under this name
+        nonlocal t0
+        now = time.perf_counter()
+        steps[name] = round(now - t0, 3)
+        t0 = now
     import torch
 
     from ..kernelbench import inputs as inputs_mod
@@ -251,6 +259,7 @@ def run(req):
     if not sandbox["applied"]:
         out["notes"].append(f"measured without a sandbox: {sandbox['why']}")
     ref = Reference(imp, device)
+    step("setup_s")  # the sandbox, the device's first use, the file's import
     case = cheapest_case(imp)
     layout = input_layout(imp, case)
     tensors = inputs_mod.make_inputs(layout, FINGERPRINT_SEED, device)
@@ -258,6 +267,7 @@ def run(req):
     out.update(det)
     out["fingerprint"] = _fingerprint(torch, imp, case, layout, outs)
     del tensors, outs
+    step("determinism_s")
     # the reference's own error grows with what it reduces: the file's own
     # sizes too where they fit (soundness.cases_checked)
     headroom, notes = None, []
@@ -270,6 +280,7 @@ def run(req):
         del t
     out["tolerance_headroom"] = None if headroom is None else round(headroom, 3)
     out["notes"] += notes
+    step("headroom_s")
     if req.get("time", True):
         cases, compiled, notes = _timing(torch, imp, device, req.get("compile", True))
         out["cases_ms"] = cases
@@ -281,6 +292,8 @@ def run(req):
         out["launch_bound"] = own.get("launch_bound")
         out["launch_bound_cases"] = sorted(n for n, e in cases.items() if e.get("launch_bound"))
         out["notes"] += notes
+        step("timing_s")
+    out["steps_s"] = steps  # where a measurement's seconds go (vetting at scale)
     return out
 
 

@@ -98,6 +98,11 @@ def test_honest_problems_are_kept_with_their_measurements(vetted):
     r = by_name(vetted[0])
     for name in ("relu.py", "gelu.py"):
         rec = r[name]
+        # where its seconds went, step by step, none of them missing
+        steps = rec["steps_s"]
+        assert set(steps) == {"import_s", "device_wait_s", "setup_s", "determinism_s",
+                              "headroom_s", "timing_s"}, steps
+        assert all(v >= 0 for v in steps.values()) and steps["import_s"] > 0
         assert rec["kept"], rec["reasons"]
         assert rec["import"]["ok"] and rec["deterministic"] and rec["device"] == "cpu"
         assert rec["reference_ms"]["eager"] > 0 and rec["reference_ms"]["compile"] is None
