@@ -115,9 +115,11 @@ int kr__dbuf_scrub(kr_context *ctx, const kr__dbuf *b)
 {
     if (!b->base)
         return KR_OK;
-    KR__CU(ctx, kr__cuda()->cuMemsetD8Async(b->base, 0, b->alloc, kr__engine_of(ctx)->stream),
-       "scrubbing a buffer");
-    return KR_OK;
+    kr__engine *e = kr__engine_of(ctx);
+    int slot = kr__gpu_begin(e, KR__GPU_FILL);
+    CUresult r = kr__cuda()->cuMemsetD8Async(b->base, 0, b->alloc, e->stream);
+    kr__gpu_end(e, slot);
+    return r == CUDA_SUCCESS ? KR_OK : kr__cuda_fail(ctx, r, "scrubbing a buffer");
 }
 
 int kr__dbuf_fill(kr_context *ctx, const kr__dbuf *b, unsigned char value)

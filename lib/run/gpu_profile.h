@@ -17,7 +17,7 @@
 
 enum {
     KR__GPU_GENERATE,  /* the generator kernels: fresh inputs */
-    KR__GPU_FILL,      /* poison, guard zones, the L2 flush */
+    KR__GPU_FILL,      /* poison, guard zones, the L2 flush, freed buffers zeroed */
     KR__GPU_CHECKS,    /* hashes, canary checks, comparisons, bit differences */
     KR__GPU_MASK,      /* the keystream over reference outputs (verification) */
     KR__GPU_RESET,     /* before a call: sections restored, scratch reset, shared memory scrubbed */
