@@ -153,8 +153,9 @@ static size_t add_shared(bstate *b, kr_report *r, double *times, size_t n, json_
      * summary sorts them */
     b->n_fresh = n < KR__MEMO_SAMPLES ? n : KR__MEMO_SAMPLES;
     memcpy(b->fresh_us, times + (n - b->n_fresh), b->n_fresh * sizeof(double));
-    /* every fresh sample, the late sparse ones too, must still agree: else
-     * nothing is shared and the memo is forgotten (its conditions are gone) */
+    /* every fresh sample must agree: else nothing is shared and the memo is
+     * forgotten (its conditions are gone). An agreed memo had its check
+     * already (no baseline sample follows it); a pending one gets it here */
     int usable = b->memo_state == MEMO_PENDING || b->memo_state == MEMO_AGREED;
     if (usable && !kr__memo_agrees(&b->memo, b->s[SIDE_BASELINE].event_us, b->s[SIDE_BASELINE].n)) {
         kr__bench_memo_disagree(b);

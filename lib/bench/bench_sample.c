@@ -11,7 +11,8 @@
  * only while the other goes on (still interleaved, at a lower rate: a 2 ms
  * baseline sampled as often as a 20 us candidate needed was most of the
  * benchmark); the reference baseline's rule may be met with the samples of
- * earlier benchmarks of the same problem (baseline_memo.h). */
+ * earlier benchmarks of the same problem (baseline_memo.h): then it takes
+ * no warm-up call, its memo's fresh samples, and nothing after they agree. */
 #include "bench/bench_impl.h"
 #include "common/clock.h"
 #include "driver/trace.h"

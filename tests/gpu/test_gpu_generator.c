@@ -38,9 +38,14 @@ static void same_bits(void **state)
             dist.b = kind == KR_GEN_PARETO ? 3 : 5;
             dist.p = kind == KR_GEN_MIX ? 0.01 : 0.3;
             dist.outlier_scale = 300;
-            dist.base_kind = base;
+            /* a kind other than a mix ignores the base: a stray one changes nothing */
+            dist.base_kind = kind == KR_GEN_MIX ? base : KR_GEN_PARETO;
             dist.ilo = dtypes[k] == KR_GEN_U8 || dtypes[k] == KR_GEN_BOOL ? 0 : -100;
             dist.ihi = dtypes[k] == KR_GEN_BOOL ? 1 : 100;
+            if (dtypes[k] == KR_GEN_I64) { /* a range past 2^32: one element per Philox call */
+                dist.ilo = -(1ll << 40);
+                dist.ihi = 1ll << 40;
+            }
             dist.clamp = is_float ? kr__dtype_max((int)dtypes[k]) : 1.8e19;
             int size = kr__dtype_size((int)dtypes[k]);
             for (uint64_t i = 0; i < n; i++)

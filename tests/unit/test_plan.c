@@ -236,6 +236,7 @@ static void plan_limits(void **state)
     expect_reserved(f, "kr_spin_cycles");
     /* the specialised generators' names too, present and future ones */
     expect_reserved(f, "kr_generate_NORMAL_NONE_F32");
+    expect_reserved(f, "kr_scrub_shared");
     kr_plan *plan = NULL;
     /* scratch: more than the limit's total bytes */
     expect_plan_error(f, "// kreward: scratch big bytes=(M*N*4*1000)\n"

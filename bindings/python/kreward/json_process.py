@@ -76,8 +76,15 @@ class Child:
         return json.loads(lines[-1])
 
     def kill(self):
+        """Ends its session, whatever the leader did: what the file started
+        dies with it even after the leader exited."""
+        import signal
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         if self.proc.returncode is None:
-            _kill_session(self.proc)
+            self.proc.communicate()
 
 
 def _kill_session(proc):

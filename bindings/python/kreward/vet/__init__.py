@@ -220,9 +220,11 @@ def run(paths, out=None, limits=None, jobs=None, devices=None, resume=True, comp
                     finish(job)
                 else:
                     measured.append(job)
-        # one more than the devices: its measuring process starts (torch's
-        # import) while the others measure
-        with concurrent.futures.ThreadPoolExecutor(devs.parallel(workers) + 1) as pool:
+        # one more than the devices where the host has cores to spare: its
+        # measuring process starts (torch's import, one core) while the
+        # others measure; on fewer than four it would be in their clocks
+        ahead = 1 if (os.cpu_count() or 1) >= 4 else 0
+        with concurrent.futures.ThreadPoolExecutor(devs.parallel(workers) + ahead) as pool:
             futures = [pool.submit(j.measure_it, devs, atol, rtol, compile, timeout_s)
                        for j in measured]
             for fut in concurrent.futures.as_completed(futures):

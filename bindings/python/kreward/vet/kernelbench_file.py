@@ -47,8 +47,9 @@ def measure_step(record, imp, devices, atol, rtol, compile_too=True, timeout_s=6
     if imp is None:
         return record
     # started before the device is free: its torch import overlaps the
-    # measurement ahead of it (the device is told in the request)
-    child = json_process.start("kreward.vet.measure")
+    # measurement ahead of it. It sees no GPU until the request names its
+    # own (measure.py), so nothing it did before can land on another's
+    child = json_process.start("kreward.vet.measure", env={"CUDA_VISIBLE_DEVICES": ""})
     t0 = time.monotonic()
     try:
         with devices.acquire() as where:

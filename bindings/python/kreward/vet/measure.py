@@ -232,7 +232,11 @@ def _warm():
 
 def run(req):
     if "visible_devices" in req:
-        # read by CUDA when torch first uses it: nothing has yet (_warm)
+        # read by CUDA when torch first uses it, which nothing has yet
+        # (_warm); were it started, it saw no GPU (the parent's "")
+        import torch
+        if torch.cuda.is_initialized():
+            raise RuntimeError("CUDA started before the measuring process was told its device")
         os.environ["CUDA_VISIBLE_DEVICES"] = req["visible_devices"]
     t0 = time.perf_counter()
     steps = {}

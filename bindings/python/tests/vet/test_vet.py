@@ -484,3 +484,33 @@ def test_a_measuring_process_started_ahead_has_imported_before_its_request(tmp_p
     late = json_process.start("warm_probe")
     late.kill()  # never asked: ended, its session with it
     assert late.proc.returncode is not None
+
+
+def test_a_finished_measuring_process_leaves_nothing_running(tmp_path, monkeypatch):
+    """Child.kill() ends the whole session even after its leader answered
+    and exited: a process the problem file started does not outlive it."""
+    import time
+    from kreward import json_process
+    (tmp_path / "spawner.py").write_text(
+        "import subprocess\nfrom kreward import json_process\n"
+        "def run(req):\n"
+        "    p = subprocess.Popen(['sleep', '60'], stdin=subprocess.DEVNULL,\n"
+        "                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "    return {'pid': p.pid}\n"
+        "json_process.serve(run)\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    child = json_process.start("spawner")
+    pid = child.call({}, 30, "the spawner")["pid"]
+
+    def running():
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                return "\nState:\tZ" not in f.read()
+        except FileNotFoundError:
+            return False
+    assert running()
+    child.kill()
+    deadline = time.time() + 5
+    while running() and time.time() < deadline:
+        time.sleep(0.05)
+    assert not running()
