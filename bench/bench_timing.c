@@ -94,6 +94,8 @@ static int load(const row *r, item *it)
     return 0;
 }
 
+static int failures; /* benchmarks that gave no time, rows that did not load: exit 1 */
+
 static double kr_median(item *it, uint32_t preset, uint32_t flags, double *wall, uint32_t sets)
 {
     kr_bench_options o;
@@ -111,6 +113,8 @@ static double kr_median(item *it, uint32_t preset, uint32_t flags, double *wall,
         kr_report_get(&v, r, "time_us");
     else
         fprintf(stderr, "benchmark: %s\n", kr_context_errmsg(ctx));
+    if (!(v > 0)) /* a table of nan is no measurement (it was, from 1aee979 to 90d25b7) */
+        failures++;
     kr_report_free(r);
     return v;
 }
@@ -204,8 +208,10 @@ int main(void)
     printf("|---|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         item it = {0};
-        if (load(&rows[i], &it) != 0)
+        if (load(&rows[i], &it) != 0) {
+            failures++;
             continue;
+        }
         double cupti, event, wall = 0;
         plain(&it, &cupti, &event);
         double meds[10];
@@ -243,7 +249,11 @@ int main(void)
         kr_plan_free(it.plan);
         kr_program_free(it.prog);
         kr_problem_free(it.p);
+    } else {
+        failures++;
     }
     kr_context_free(ctx);
-    return 0;
+    if (failures)
+        fprintf(stderr, "bench_timing: %d measurement(s) failed\n", failures);
+    return failures ? 1 : 0;
 }
