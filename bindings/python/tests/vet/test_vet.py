@@ -463,17 +463,22 @@ def test_a_run_imports_and_measures_chunk_by_chunk(tmp_path, monkeypatch):
         problems.vet([tmp_path / "t"], devices="cpu", compile=False, chunk=0)
 
 
+def json_module(tmp_path, monkeypatch, name, text):
+    """A json_process module of the test's own, importable by a child."""
+    (tmp_path / f"{name}.py").write_text(text)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+
+
 def test_a_measuring_process_started_ahead_has_imported_before_its_request(tmp_path, monkeypatch):
     """json_process.start: the child's warm step (torch's import, for
     vetting) runs while the caller waits for a device, not after."""
-    from kreward import json_process
-    (tmp_path / "warm_probe.py").write_text(
-        "import time\nfrom kreward import json_process\nWARMED = []\n"
-        "def warm():\n    time.sleep(1.0)\n    WARMED.append(time.time())\n"
-        "def run(req):\n    return {'warmed': WARMED[0], 'asked': time.time(), 'x': req['x']}\n"
-        "json_process.serve(run, warm=warm)\n")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
     import time
+    from kreward import json_process
+    json_module(tmp_path, monkeypatch, "warm_probe",
+                "import time\nfrom kreward import json_process\nWARMED = []\n"
+                "def warm():\n    time.sleep(1.0)\n    WARMED.append(time.time())\n"
+                "def run(req):\n    return {'warmed': WARMED[0], 'asked': time.time(), 'x': req['x']}\n"
+                "json_process.serve(run, warm=warm)\n")
     child = json_process.start("warm_probe")
     time.sleep(1.5)  # the caller's wait for a free device
     t0 = time.time()
@@ -491,14 +496,13 @@ def test_a_finished_measuring_process_leaves_nothing_running(tmp_path, monkeypat
     and exited: a process the problem file started does not outlive it."""
     import time
     from kreward import json_process
-    (tmp_path / "spawner.py").write_text(
-        "import subprocess\nfrom kreward import json_process\n"
-        "def run(req):\n"
-        "    p = subprocess.Popen(['sleep', '60'], stdin=subprocess.DEVNULL,\n"
-        "                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
-        "    return {'pid': p.pid}\n"
-        "json_process.serve(run)\n")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    json_module(tmp_path, monkeypatch, "spawner",
+                "import subprocess\nfrom kreward import json_process\n"
+                "def run(req):\n"
+                "    p = subprocess.Popen(['sleep', '60'], stdin=subprocess.DEVNULL,\n"
+                "                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+                "    return {'pid': p.pid}\n"
+                "json_process.serve(run)\n")
     child = json_process.start("spawner")
     pid = child.call({}, 30, "the spawner")["pid"]
 
