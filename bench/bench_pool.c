@@ -77,21 +77,6 @@ static char *fresh(const corpus *c, size_t p, size_t i, unsigned salt, const cha
     return s;
 }
 
-typedef struct {
-    double wall;
-    size_t total, right, faults, hangs;
-    /* where a passed candidate's time goes: sums over passed reports */
-    size_t passed;
-    double compile_s, bench_s;
-    /* --profile: the workers' split (KR_PROFILE=metrics), sums over passed
-     * reports, and over every report of the phases' total and GPU waits */
-    size_t profiled, profiled_all;
-    double prof[24], worker_ms_all, wait_ms_all; /* PROF_KEYS */
-    /* the same per problem, passed reports (PROBLEM_KEYS) */
-    size_t by_problem_n[NUM_PROBLEMS];
-    double by_problem[NUM_PROBLEMS][13];
-} outcome;
-
 /* The parts of a GPU worker's evaluation that --profile prints (report
  * metrics of lib/evaluate/evaluate.c's profile), and the phases whose sum is
  * the worker's time for a candidate. */
@@ -115,9 +100,21 @@ static const char *const PROBLEM_KEYS[] = {
     "profile_gpu_mask_ms", "profile_gpu_reset_ms", "profile_gpu_reference_ms",
     "profile_gpu_candidate_ms", "profile_gpu_baseline_ms"};
 #define NUM_PROBLEM_KEYS (sizeof PROBLEM_KEYS / sizeof PROBLEM_KEYS[0])
-_Static_assert(NUM_PROF_KEYS <= sizeof ((outcome *)0)->prof / sizeof(double), "outcome.prof");
-_Static_assert(NUM_PROBLEM_KEYS <= sizeof ((outcome *)0)->by_problem[0] / sizeof(double),
-               "outcome.by_problem");
+
+typedef struct {
+    double wall;
+    size_t total, right, faults, hangs;
+    /* where a passed candidate's time goes: sums over passed reports */
+    size_t passed;
+    double compile_s, bench_s;
+    /* --profile: the workers' split (KR_PROFILE=metrics), sums over passed
+     * reports, and over every report of the phases' total and GPU waits */
+    size_t profiled, profiled_all;
+    double prof[NUM_PROF_KEYS], worker_ms_all, wait_ms_all;
+    /* the same per problem, passed reports (PROBLEM_KEYS) */
+    size_t by_problem_n[NUM_PROBLEMS];
+    double by_problem[NUM_PROBLEMS][NUM_PROBLEM_KEYS];
+} outcome;
 
 static void add_problem_profile(outcome *o, const kr_report *r, size_t p)
 {

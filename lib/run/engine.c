@@ -30,12 +30,10 @@ static int load_builtins(kr_context *ctx, kr__engine *e)
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
         KR__CU(ctx, kr__cuda()->cuModuleGetFunction(fns[i].fn, e->builtins->module, fns[i].name),
            "cuModuleGetFunction (builtins)");
-#define KR__GEN_NAME(K, B, D) "kr_generate_" #K "_" #B "_" #D,
-    static const char *const special[] = {KR_GEN_SPECIALISED(KR__GEN_NAME)};
-#undef KR__GEN_NAME
     for (size_t i = 0; i < KR__GEN_SPECIAL; i++)
         KR__CU(ctx, kr__cuda()->cuModuleGetFunction(&e->f_gen_special[i], e->builtins->module,
-                                                    special[i]), "cuModuleGetFunction (generators)");
+                                                    kr__gen_kernel_name(i)),
+           "cuModuleGetFunction (generators)");
     /* the scrub takes the whole of a block's shared memory, the carveout at
      * its largest: one block covers everything an SM's blocks can address */
     const kr__cuda_api *cu = kr__cuda();

@@ -151,6 +151,8 @@ static inline void kr__gpu_end(kr__engine *e, int slot)
 /* The specialised generator kernel for d (its index in KR_GEN_SPECIALISED
  * and its name), or -1 and "kr_generate": the generic one. */
 int kr__gen_kernel_for(const kr_gen_dist *d, const char **name);
+/* The name of specialised kernel i (i < KR__GEN_SPECIAL). */
+const char *kr__gen_kernel_name(size_t i);
 int kr__k_generate(kr_context *ctx, CUdeviceptr out, uint64_t n, const kr_gen_dist *d,
                    uint64_t seed, uint32_t tensor);
 int kr__k_hash(kr_context *ctx, CUdeviceptr p, uint64_t bytes, uint64_t key, CUdeviceptr out);

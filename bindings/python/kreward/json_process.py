@@ -78,22 +78,19 @@ class Child:
     def kill(self):
         """Ends its session, whatever the leader did: what the file started
         dies with it even after the leader exited."""
-        import signal
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        if self.proc.returncode is None:
-            self.proc.communicate()
+        _kill_session(self.proc)
 
 
 def _kill_session(proc):
+    """Kills the process's whole session (the group outlives an exited
+    leader) and reaps the leader if it has not been."""
     import signal
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    proc.communicate()
+    if proc.returncode is None:
+        proc.communicate()
 
 
 def serve(run, warm=None):
