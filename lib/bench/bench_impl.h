@@ -49,6 +49,7 @@ typedef struct bstate {
     kr__tset want;
     uint64_t key;                 /* input hash key, fresh per benchmark */
     size_t checks, checks_failed;
+    uint64_t floor_checks;        /* timed candidate calls 0..63 checked whatever the draw */
     uint64_t check_flags;         /* what the failed checks found */
     int candidate_failed;         /* the failure came from the candidate's plan or launch */
     int slow;                     /* stopped early by the time budget */
@@ -77,7 +78,8 @@ typedef struct bstate {
 
 /* Where one checked call's results are (bench_check.c). */
 typedef struct bcheck {
-    kr__check *pre, *post;        /* input hashes before and after, per tensor */
+    kr__check *pre, *post;        /* input hashes as generated (the reference's
+                                   * regenerated copy) and after, per tensor */
     kr__check *guards;            /* per tensor */
     kr__check *scratch;           /* per scratch buffer of the candidate's run */
     kr__check *cmp;               /* per output */
@@ -86,10 +88,14 @@ typedef struct bcheck {
 /* The fewest checked calls a benchmark makes, however early it stops. */
 #define KR__BENCH_MIN_CHECKS 3
 
-/* Whether the next timed candidate call is checked: a draw from the OS at
- * the options' check fraction. */
+/* Whether the next timed candidate call is checked: one of the floor's
+ * calls (kr__bench_pick_floor), or a draw from the OS at the options' check
+ * fraction. */
 int kr__bench_draw_check(const bstate *b);
-/* Before the call: the inputs' hashes as generated. */
+/* The floor of checked calls placed among the first timed calls: that
+ * many distinct call numbers below min_samples, drawn from the OS. */
+uint64_t kr__bench_pick_floor(const bstate *b);
+/* Before the call: c's slots allocated (nothing queued on the device). */
 int kr__bench_check_begin(bstate *b, size_t k, bcheck *c);
 /* After the call: hashes, guards, the reference on the set's seed, the
  * comparison; records failures in b. */

@@ -159,12 +159,10 @@ static int one_sample(bstate *b, int which, size_t k, int timed, int check)
     int rc = refresh_set(b, k);
     if (rc == KR_OK)
         rc = kr__tset_reguard(b->ctx, &b->set[k]);
-    /* every timed call of the candidate gets a checked call's pre-work (the
-     * inputs hashed): a kernel reading %globaltimer must find nothing that
-     * tells a checked call from the others before it runs. What a check
-     * does after the call cannot tell the call anything. */
-    if (rc == KR_OK && (check || (which == SIDE_CANDIDATE && b->has_ref &&
-                                  !(b->o.flags & KR_BENCH_NO_CHECK))))
+    /* nothing of a check is queued before the call (its inputs' expected
+     * hash comes from the reference's regenerated copy, after): a kernel
+     * reading %globaltimer finds no gap that tells a checked call */
+    if (rc == KR_OK && check)
         rc = kr__bench_check_begin(b, k, &c);
     if (rc == KR_OK && !s->callback)
         rc = kr__run_reset(b->ctx, &s->run[k]);
@@ -303,6 +301,7 @@ int kr__bench_measure(bstate *b, double *wall)
     size_t k = 0;
     int rc = KR_OK;
     take_memo(b);
+    b->floor_checks = kr__bench_pick_floor(b);
     /* warm-up: one untimed run of each side (module load, caches); not the
      * baseline's where a memo of it stands: it ran in this context before,
      * its module is loaded, and the memo's fresh samples judge it */
@@ -336,8 +335,9 @@ int kr__bench_measure(bstate *b, double *wall)
         if (done || (kr__now() - t0 > b->o.max_time_s && b->s[0].n >= 3))
             break;
     }
-    /* the floor of checked calls: more calls of the same kind, untimed (a
-     * slow candidate, verified already, is not held any longer) */
+    /* the floor of checked calls, where the timed calls stopped before its
+     * draws: more calls of the same kind, untimed (a slow candidate,
+     * verified already, is not held any longer) */
     for (size_t i = 0; rc == KR_OK && !b->slow && b->has_ref && !(b->o.flags & KR_BENCH_NO_CHECK) &&
                        b->checks < KR__BENCH_MIN_CHECKS; i++)
         rc = one_sample(b, SIDE_CANDIDATE, i % b->sets, 0, 1);

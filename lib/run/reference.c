@@ -159,12 +159,24 @@ static int scrub_after(kr_context *ctx, kr__reference *ref, size_t c, kr__run *r
     return rc;
 }
 
+/* h's hashes of the freshly generated inputs in, before anything reads them. */
+static int hash_inputs(kr_context *ctx, const kr__tset *in, const kr__input_hashes *h)
+{
+    int rc = KR_OK;
+    for (size_t t = 0; h && t < in->p->num_tensors && rc == KR_OK; t++)
+        if (in->buf[t].base && in->p->tensors[t].role == KR_ROLE_IN)
+            rc = kr__check_hash(ctx, &in->buf[t], h->key, &h->ids[t]);
+    return rc;
+}
+
 static int run_source(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
-                      const kr__tset *want, int fast)
+                      const kr__tset *want, int fast, const kr__input_hashes *h)
 {
     kr__run *run = fast ? &ref->fast_runs[c] : &ref->runs[c];
     size_t failed;
     int rc = kr__tset_fill_inputs(ctx, &ref->inputs[c], seed);
+    if (rc == KR_OK)
+        rc = hash_inputs(ctx, &ref->inputs[c], h);
     if (rc == KR_OK)
         rc = kr__tset_fill_outputs(ctx, want, seed, 0);
     if (rc == KR_OK)
@@ -190,13 +202,15 @@ static int run_source(kr_context *ctx, kr__reference *ref, size_t c, uint64_t se
 /* Golden: the inputs are generated on the device (the same bits as on the
  * host, faster) and copied out for the callback. host[t] for every tensor. */
 static int run_golden_host(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
-                           void **host)
+                           void **host, const kr__input_hashes *h)
 {
     const kr_problem *p = ref->p;
     const kr__cuda_api *cu = kr__cuda();
     kr__tset *in = &ref->inputs[c];
     uint64_t *bytes = calloc(p->num_tensors, sizeof *bytes);
     int rc = bytes ? kr__tset_fill_inputs(ctx, in, seed) : kr__fail(ctx, KR_ENOMEM, "out of memory");
+    if (rc == KR_OK)
+        rc = hash_inputs(ctx, in, h);
     if (rc == KR_OK)
         rc = kr__engine_wait(ctx, REFERENCE_TIMEOUT_S, "generating golden inputs");
     for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++) {
@@ -234,15 +248,21 @@ static void free_host(const kr_problem *p, void **host)
 }
 
 static int reference_run(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
-                         const kr__tset *want);
+                         const kr__tset *want, const kr__input_hashes *h);
+
+int kr__reference_run_hashed(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
+                             const kr__tset *want, const kr__input_hashes *h)
+{
+    double t0 = kr__now();
+    int rc = reference_run(ctx, ref, c, seed, want, h);
+    kr__prof_add(ctx, KR__PROF_REFERENCE, t0);
+    return rc;
+}
 
 int kr__reference_run(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
                       const kr__tset *want)
 {
-    double t0 = kr__now();
-    int rc = reference_run(ctx, ref, c, seed, want);
-    kr__prof_add(ctx, KR__PROF_REFERENCE, t0);
-    return rc;
+    return kr__reference_run_hashed(ctx, ref, c, seed, want, NULL);
 }
 
 int kr__reference_run_kernel(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
@@ -251,7 +271,7 @@ int kr__reference_run_kernel(kr_context *ctx, kr__reference *ref, size_t c, uint
     double t0 = kr__now();
     int rc = case_state(ctx, ref, c, fast);
     if (rc == KR_OK)
-        rc = run_source(ctx, ref, c, seed, want, fast);
+        rc = run_source(ctx, ref, c, seed, want, fast, NULL);
     kr__prof_add(ctx, KR__PROF_REFERENCE, t0);
     return rc;
 }
@@ -275,31 +295,31 @@ static void drop_fast(kr_context *ctx, kr__reference *ref, size_t c, int rc)
  * trusted; one that fails on a later seed while the context lives is
  * dropped for the reference (fast_reference.c). */
 static int run_serving(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
-                       const kr__tset *want)
+                       const kr__tset *want, const kr__input_hashes *h)
 {
     if (ref->use_fast) {
         int rc = case_state(ctx, ref, c, 1);
         if (rc == KR_OK)
-            rc = run_source(ctx, ref, c, seed, want, 1);
+            rc = run_source(ctx, ref, c, seed, want, 1, h);
         if (rc == KR_OK || ctx->poisoned)
             return rc;
         drop_fast(ctx, ref, c, rc);
     }
     int rc = case_state(ctx, ref, c, 0);
-    return rc == KR_OK ? run_source(ctx, ref, c, seed, want, 0) : rc;
+    return rc == KR_OK ? run_source(ctx, ref, c, seed, want, 0, h) : rc;
 }
 
 static int reference_run(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
-                         const kr__tset *want)
+                         const kr__tset *want, const kr__input_hashes *h)
 {
     if (!ref->golden)
-        return run_serving(ctx, ref, c, seed, want);
+        return run_serving(ctx, ref, c, seed, want, h);
     int rc = case_state(ctx, ref, c, 0);
     if (rc != KR_OK)
         return rc;
     const kr_problem *p = ref->p;
     void **host = calloc(p->num_tensors, sizeof *host);
-    rc = host ? run_golden_host(ctx, ref, c, seed, host) : kr__fail(ctx, KR_ENOMEM, "out of memory");
+    rc = host ? run_golden_host(ctx, ref, c, seed, host, h) : kr__fail(ctx, KR_ENOMEM, "out of memory");
     for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++) {
         if (!kr__is_output(&p->tensors[t]))
             continue;
@@ -365,7 +385,7 @@ int kr__reference_outputs_host(kr_context *ctx, kr__reference *ref, size_t c, ui
     memset(host, 0, p->num_tensors * sizeof *host);
     int rc = ref->golden ? case_state(ctx, ref, c, 0) : KR_OK; /* run_serving prepares its own */
     if (rc == KR_OK && ref->golden) {
-        rc = run_golden_host(ctx, ref, c, seed, host);
+        rc = run_golden_host(ctx, ref, c, seed, host, NULL);
         for (size_t t = 0; t < p->num_tensors; t++)
             if (!kr__is_output(&p->tensors[t])) {
                 free(host[t]);
@@ -375,7 +395,7 @@ int kr__reference_outputs_host(kr_context *ctx, kr__reference *ref, size_t c, ui
         kr__tset want;
         rc = kr__tset_alloc(ctx, &want, p, c, KR__SET_OUTPUTS, "reference output");
         if (rc == KR_OK)
-            rc = run_serving(ctx, ref, c, seed, &want);
+            rc = run_serving(ctx, ref, c, seed, &want, NULL);
         if (rc == KR_OK)
             rc = download(ctx, &want, host);
         kr__tset_free(ctx, &want);

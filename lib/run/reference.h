@@ -40,6 +40,17 @@ void kr__reference_close(kr_context *ctx, kr__reference *ref);
  * reference's inputs and scratch are scrubbed afterwards. */
 int kr__reference_run(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
                       const kr__tset *want);
+/* Keyed hashes (check slots, one per tensor; inputs only) of the inputs a
+ * reference run regenerates, queued before the reference reads them: what a
+ * candidate's inputs of the same seed must still hash to after its call, so
+ * the candidate's call needs no hashing before it. */
+typedef struct kr__input_hashes {
+    uint64_t key;
+    kr__check *ids;
+} kr__input_hashes;
+/* kr__reference_run, queueing h's hashes (NULL: none). */
+int kr__reference_run_hashed(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
+                             const kr__tset *want, const kr__input_hashes *h);
 /* The same outputs in malloc'd host memory (host[t] for each output and
  * in-out tensor, NULL for inputs; the caller frees them), which the device
  * cannot reach; nothing of them is left on the device or in pinned memory. */

@@ -336,6 +336,33 @@ static void graph_mode_and_timed_checks(void **state)
     kr_problem_free(p);
 }
 
+/* A timed call that changes its inputs is caught by the checked calls: the
+ * inputs' hash after the call against the hash of the same seed's inputs as
+ * the reference regenerates them (nothing is hashed before any call). The
+ * honest copy beside it is not flagged: the two hashes agree bit for bit. */
+static void timed_calls_that_write_inputs(void **state)
+{
+    (void)state;
+    kr_problem *p = problem(SPEC("100003", "8*N", "c[i] = a[i]"));
+    kr_bench_options o;
+    kr_bench_options_init(&o, KR_BENCH_OPTIONS_VERSION, KR_BENCH_FAST);
+    kr_report *r = bench(p, COPY, &o, NULL);
+    assert_false(kr_report_flags(r) & (KR_FLAG_INPUT_MUTATED | KR_FLAG_TIMED_OUTPUT_WRONG));
+    assert_true(metric(r, "timed_checks") >= 3);
+    kr_report_free(r);
+    const char *writer =
+        "// kreward: launch k grid=(cdiv(N,256)) block=(256) args=(a, c, N)\n"
+        "extern \"C\" __global__ void k(float* a, float* c, long long n) {\n"
+        "  long long i = blockIdx.x * 256ll + threadIdx.x;\n"
+        "  if (i < n) { c[i] = a[i]; a[i] = a[i] + 1.0f; } }\n";
+    r = bench(p, writer, &o, NULL);
+    assert_true(kr_report_flags(r) & KR_FLAG_INPUT_MUTATED);
+    assert_false(kr_report_flags(r) & KR_FLAG_TIMED_OUTPUT_WRONG);
+    assert_int_equal(kr_report_verdict(r), KR_VERDICT_INCORRECT);
+    kr_report_free(r);
+    kr_problem_free(p);
+}
+
 /* State outside the module's globals: a __constant__ written through its
  * generic address, and shared memory, which keeps what the last block on
  * an SM left. Each kernel below is wrong on every other call when its
@@ -589,6 +616,7 @@ int main(void)
         cmocka_unit_test(baseline_samples_are_shared),
         cmocka_unit_test(skipping_reads_is_implausible),
         cmocka_unit_test(graph_mode_and_timed_checks),
+        cmocka_unit_test(timed_calls_that_write_inputs),
         cmocka_unit_test(no_state_in_constants_or_shared_memory),
         cmocka_unit_test(golden_problem_timed_unchecked),
         cmocka_unit_test(lone_static_constant_is_admitted),
