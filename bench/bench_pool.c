@@ -84,7 +84,7 @@ static const char *const PROF_KEYS[] = {
     "profile_verify_ms", "profile_weak_ms", "profile_bench_ms", "profile_facts_ms",
     "profile_plan_ms", "profile_score_ms", "profile_engine_reference_ms", "profile_engine_wait_ms",
     "profile_engine_alloc_ms", "profile_engine_free_ms", "profile_engine_open_ms",
-    "profile_gpu_generate_ms", "profile_gpu_fill_ms", "profile_gpu_checks_ms", "profile_gpu_mask_ms",
+    "profile_gpu_generate_ms", "profile_gpu_fill_ms", "profile_gpu_checks_ms",
     "profile_gpu_reset_ms", "profile_gpu_reference_ms", "profile_gpu_candidate_ms",
     "profile_gpu_baseline_ms", "profile_generated_mb"};
 #define NUM_PROF_KEYS (sizeof PROF_KEYS / sizeof PROF_KEYS[0])
@@ -97,7 +97,7 @@ static const char *const PHASE_KEYS[] = {"profile_facts_ms", "profile_compile_ms
 static const char *const PROBLEM_KEYS[] = {
     "profile_verify_ms", "profile_bench_ms", "profile_engine_reference_ms", "profile_engine_wait_ms",
     "profile_gpu_generate_ms", "profile_generated_mb", "profile_gpu_fill_ms", "profile_gpu_checks_ms",
-    "profile_gpu_mask_ms", "profile_gpu_reset_ms", "profile_gpu_reference_ms",
+    "profile_gpu_reset_ms", "profile_gpu_reference_ms",
     "profile_gpu_candidate_ms", "profile_gpu_baseline_ms"};
 #define NUM_PROBLEM_KEYS (sizeof PROBLEM_KEYS / sizeof PROBLEM_KEYS[0])
 
@@ -340,10 +340,10 @@ static void print_profile(const char *what, const outcome *o)
     }
     /* the GPU's own time by category; what the waits saw beyond it is the
      * GPU idle between the host's steps (round trips, host work) */
-    static const int gpu_cols[] = {4, 6, 7, 8, 9, 10, 11, 12};
+    static const int gpu_cols[] = {4, 6, 7, 8, 9, 10, 11};
     printf("\n| %s, per problem: GPU time by category (passed, ms) | waits | generate | fill | checks "
-           "| mask | reset | reference | candidate | baseline | idle in waits |\n"
-           "|---|---|---|---|---|---|---|---|---|---|---|\n", what);
+           "| reset | reference | candidate | baseline | idle in waits |\n"
+           "|---|---|---|---|---|---|---|---|---|---|\n", what);
     for (size_t p = 0; p < NUM_PROBLEMS; p++) {
         if (!o->by_problem_n[p])
             continue;

@@ -171,6 +171,11 @@ static size_t add_shared(bstate *b, kr_report *r, double *times, size_t n, json_
     json_object_set_new(sec, "baseline_shared_samples", json_integer((json_int_t)shared));
     kr_report_set(r, "baseline_shared_samples", (double)shared);
     json_object_set_new(sec, "baseline_fresh_samples", json_integer((json_int_t)n));
+    /* after how many fresh samples the memo stood (more than three: the
+     * first ones missed it by chance, and were looked at again per sample) */
+    size_t agreed_at = shared ? b->memo_agreed_at : 0;
+    json_object_set_new(sec, "baseline_memo_agreed_at", json_integer((json_int_t)agreed_at));
+    kr_report_set(r, "baseline_memo_agreed_at", (double)agreed_at);
     return shared;
 }
 

@@ -235,8 +235,10 @@ static void check_memo(bstate *b)
     const bside *s = &b->s[SIDE_BASELINE];
     if (b->memo_state != MEMO_PENDING || s->n < KR__MEMO_FRESH)
         return;
-    if (kr__memo_agrees(&b->memo, s->event_us, s->n))
+    if (kr__memo_agrees(&b->memo, s->event_us, s->n)) {
         b->memo_state = MEMO_AGREED;
+        b->memo_agreed_at = s->n;
+    }
     else if (s->n >= b->o.min_samples)
         kr__bench_memo_disagree(b);
 }

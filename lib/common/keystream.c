@@ -1,8 +1,8 @@
 /* kr_keystream_xor (kreward/sys/keystream.h): ChaCha over a host buffer. Eight blocks
  * are computed side by side (each state word an array of eight lanes, which
  * the compiler turns into vector instructions: about 3x one block at a
- * time); kr_chacha.h's block function, the one the GPU's verification mask
- * uses, does the tail and is what the unit test compares against. */
+ * time); kr_chacha.h's block function does the tail and is what the unit
+ * test compares against. */
 #include "kreward/sys/keystream.h"
 #include "common/kr_gen.h"
 #include "common/kr_chacha.h"

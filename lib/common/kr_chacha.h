@@ -1,19 +1,16 @@
-/* The ChaCha20 block function (RFC 8439, section 2.3), shared verbatim by the
- * host (C11) and the GPU (CUDA C++ through NVRTC, after kr_gen.h, whose
- * integer types and KR_GEN_FN it uses).
+/* The ChaCha block function (RFC 8439, section 2.3; 20 rounds, or fewer
+ * for ChaCha8/12), in C11 with kr_gen.h's integer types and KR_GEN_FN.
  *
- * Why a real stream cipher: verification keeps the reference's outputs on
- * the device XOR-masked while a candidate runs (verify/verify_want.c). A
- * candidate that finds the buffer and knows a few plaintext words (it can
- * compute some outputs exactly, or they are zeros) must learn nothing about
- * the rest. A 64-bit mixing hash as keystream gave its key up to a 2^32
- * search from two known words; ChaCha20's 256-bit key does not. */
+ * Why a real stream cipher: the KernelBench path masks a batch's inputs
+ * under a fresh key until the clock starts (kr_keystream_xor, whose
+ * reference this is): a candidate that knows a few plaintext words must
+ * learn nothing about the rest. A 64-bit mixing hash as keystream gave its
+ * key up to a 2^32 search from two known words; ChaCha's 256-bit key does
+ * not. */
 #ifndef KR_CHACHA_H
 #define KR_CHACHA_H
 
-/* kr_gen.h comes first (its types and KR_GEN_FN): the builtin kernels'
- * source is the two files one after the other, with no #include between
- * them (the include policy would refuse one), and host code includes both. */
+/* kr_gen.h comes first (its types and KR_GEN_FN). */
 #ifndef KR_GEN_H
 #error "include common/kr_gen.h before common/kr_chacha.h"
 #endif

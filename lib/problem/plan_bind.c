@@ -132,7 +132,7 @@ static int reserved_name(const char *name)
     static const char *const reserved[] = {"kr_generate",     "kr_compare",      "kr_hash",
                                            "kr_check_bytes",  "kr_bitdiff",      "kr_spin_until",
                                            "kr_spin_cycles",  "kr_fma_peak",     "kr_mma_peak",
-                                           "kr_mask",         "kr_scrub_shared", "kr_device_write"};
+                                           "kr_scrub_shared", "kr_device_write"};
     for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
         if (strcmp(name, reserved[i]) == 0)
             return 1;

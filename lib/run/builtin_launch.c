@@ -85,15 +85,6 @@ int kr__k_compare(kr_context *ctx, CUdeviceptr got, CUdeviceptr want, uint64_t n
                   KR__GPU_CHECKS);
 }
 
-int kr__k_mask(kr_context *ctx, CUdeviceptr p, uint64_t bytes, const kr_chacha_key *key,
-               uint32_t nonce0, uint32_t nonce1)
-{
-    kr_chacha_key k = *key; /* passed by value: a struct of 8 words */
-    void *params[] = {&p, &bytes, &k, &nonce0, &nonce1};
-    return launch(ctx, kr__engine_of(ctx)->f_mask, (bytes + 63) / 64, params, "masking outputs",
-                  KR__GPU_MASK);
-}
-
 int kr__k_bitdiff(kr_context *ctx, CUdeviceptr a, CUdeviceptr b, uint64_t n, uint32_t elem,
                   CUdeviceptr count)
 {

@@ -1,13 +1,11 @@
 /* The builtin kernels' source (run/kr_device.cuh with the generator of
- * common/kr_gen.h and the cipher of common/kr_chacha.h, embedded at build
- * time), compiled once per context through the compile cache. */
+ * common/kr_gen.h, embedded at build time), compiled once per context
+ * through the compile cache. */
 #include "run/engine.h"
 #include "common/strbuf.h"
 
 extern const char kr__src_gen[];
 extern const size_t kr__src_gen_len;
-extern const char kr__src_chacha[];
-extern const size_t kr__src_chacha_len;
 extern const char kr__src_device[];
 extern const size_t kr__src_device_len;
 
@@ -15,8 +13,6 @@ int kr__builtins_compile(kr_context *ctx, kr_program **out)
 {
     kr__buf src = KR__BUF_INIT;
     kr__buf_append(&src, kr__src_gen, kr__src_gen_len);
-    kr__buf_puts(&src, "\n");
-    kr__buf_append(&src, kr__src_chacha, kr__src_chacha_len);
     kr__buf_puts(&src, "\n");
     kr__buf_append(&src, kr__src_device, kr__src_device_len);
     if (src.oom) {

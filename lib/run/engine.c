@@ -25,7 +25,7 @@ static int load_builtins(kr_context *ctx, kr__engine *e)
                {&e->f_hash, "kr_hash"},           {&e->f_check_bytes, "kr_check_bytes"},
                {&e->f_bitdiff, "kr_bitdiff"},     {&e->f_spin_until, "kr_spin_until"},
                {&e->f_spin_cycles, "kr_spin_cycles"}, {&e->f_fma_peak, "kr_fma_peak"},
-               {&e->f_mma_peak, "kr_mma_peak"},   {&e->f_mask, "kr_mask"},
+               {&e->f_mma_peak, "kr_mma_peak"},
                {&e->f_scrub_shared, "kr_scrub_shared"}, {&e->f_device_write, "kr_device_write"}};
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
         KR__CU(ctx, kr__cuda()->cuModuleGetFunction(fns[i].fn, e->builtins->module, fns[i].name),

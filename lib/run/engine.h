@@ -10,7 +10,6 @@
 #include "kreward/problem.h"
 #include "kreward/program.h"
 #include "common/kr_gen.h"
-#include "common/kr_chacha.h"
 #include "run/gpu_profile.h"
 #include "run/profile.h"
 
@@ -76,7 +75,7 @@ typedef struct kr__engine {
     CUstream stream;
     kr_program *builtins;
     CUfunction f_generate, f_compare, f_hash, f_check_bytes, f_bitdiff, f_spin_until,
-        f_spin_cycles, f_fma_peak, f_mma_peak, f_mask, f_scrub_shared, f_device_write;
+        f_spin_cycles, f_fma_peak, f_mma_peak, f_scrub_shared, f_device_write;
     CUfunction f_gen_special[KR__GEN_SPECIAL]; /* KR_GEN_SPECIALISED's kernels, in its order */
     int gen_generic_only;       /* KR_GEN_SPECIALISED=0: the generic kernel for all (A/B runs) */
     double peak_bytes_per_s;    /* measured device copy bandwidth (read + write), 0 until measured */
@@ -160,10 +159,6 @@ int kr__k_check_bytes(kr_context *ctx, CUdeviceptr p, uint64_t n, unsigned value
                       CUdeviceptr count, CUdeviceptr first);
 int kr__k_compare(kr_context *ctx, CUdeviceptr got, CUdeviceptr want, uint64_t n, int dtype,
                   double rtol, double atol, uint32_t poison, CUdeviceptr stats);
-/* XORs bytes at p with the ChaCha20 keystream of (key, nonce0, nonce1): its
- * own inverse. */
-int kr__k_mask(kr_context *ctx, CUdeviceptr p, uint64_t bytes, const kr_chacha_key *key,
-               uint32_t nonce0, uint32_t nonce1);
 /* Counts elements of elem bytes whose bits differ. */
 /* bytes written at dst by a kernel on stream (src NULL: zeros): the
  * context's device_write (context_impl.h) */

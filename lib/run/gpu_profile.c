@@ -1,8 +1,8 @@
 /* The GPU's own time per category in profile mode (gpu_profile.h). */
 #include "run/gpu_profile.h"
 
-const char *const kr__gpu_names[KR__GPU_N] = {"generate", "fill",      "checks",    "mask",
-                                              "reset",    "reference", "candidate", "baseline"};
+const char *const kr__gpu_names[KR__GPU_N] = {"generate",  "fill",      "checks",  "reset",
+                                              "reference", "candidate", "baseline"};
 
 int kr__gpu_timer_begin(kr__gpu_timer *g, int cat, CUstream stream)
 {

@@ -1,7 +1,7 @@
 /* Where the GPU's own time goes, in profile mode (KR_PROFILE set when the
  * engine was made): the host-side counters of profile.h see only waits,
  * and issue 34's split needs the GPU's side of them. The engine's own work
- * (fresh inputs, fills, checks, the keystream, the reset before a call,
+ * (fresh inputs, fills, checks, the reset before a call,
  * reference runs) is bracketed by event pairs, read when a wait finds the
  * stream done, so nothing here adds a synchronisation. The candidate's and
  * the baseline's calls are counted from the event pairs that already time
@@ -19,7 +19,6 @@ enum {
     KR__GPU_GENERATE,  /* the generator kernels: fresh inputs */
     KR__GPU_FILL,      /* poison, guard zones, the L2 flush, freed buffers zeroed */
     KR__GPU_CHECKS,    /* hashes, canary checks, comparisons, bit differences */
-    KR__GPU_MASK,      /* the keystream over reference outputs (verification) */
     KR__GPU_RESET,     /* before a call: sections restored, scratch reset, shared memory scrubbed */
     KR__GPU_REFERENCE, /* reference runs for expected outputs (the fast kernel or the naive one) */
     KR__GPU_CANDIDATE, /* the candidate's calls: verification runs and benchmark samples */

@@ -169,33 +169,6 @@ extern "C" __global__ void kr_hash(const kr_u8 *p, kr_u64 bytes, kr_u64 key, kr_
         atomicAdd((unsigned long long *)out, (unsigned long long)h);
 }
 
-/* XORs a buffer with the ChaCha20 keystream of (key, nonce), in place; the
- * same call undoes it. Verification keeps the reference's outputs on the
- * device this way while a candidate runs (verify/verify_want.c): a kernel
- * that reads beyond its own buffers finds ciphertext, and the 256-bit key
- * lives on the host (drawn per run from the OS). One thread per 64-byte
- * block of keystream. */
-extern "C" __global__ void kr_mask(kr_u8 *p, kr_u64 bytes, kr_chacha_key key, kr_u32 nonce0,
-                                   kr_u32 nonce1)
-{
-    const kr_u32 nonce[3] = {nonce0, nonce1, 0};
-    kr_u64 blocks = (bytes + 63) / 64;
-    kr_u64 stride = (kr_u64)gridDim.x * blockDim.x;
-    for (kr_u64 j = (kr_u64)blockIdx.x * blockDim.x + threadIdx.x; j < blocks; j += stride) {
-        kr_u32 ks[16];
-        kr_chacha20_block(&key, (kr_u32)j, nonce, ks);
-        kr_u64 base = j * 64;
-        if (base + 64 <= bytes) { /* a whole block: words (dbufs are 256-byte aligned) */
-            kr_u32 *w = (kr_u32 *)(p + base);
-            for (int i = 0; i < 16; i++)
-                w[i] ^= ks[i];
-        } else {                  /* the tail: bytes, little-endian keystream */
-            for (kr_u64 b = base; b < bytes; b++)
-                p[b] ^= (kr_u8)(ks[(b - base) / 4] >> (8 * ((b - base) % 4)));
-        }
-    }
-}
-
 /* Counts bytes that differ from value (canary guard zones); records the
  * lowest such offset. */
 extern "C" __global__ void kr_check_bytes(const kr_u8 *p, kr_u64 n, kr_u32 value,

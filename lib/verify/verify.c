@@ -1,16 +1,16 @@
 /* kr_verify: is the candidate right? One unit (case x seed) at a time:
  *
  *   inputs generated on the GPU, hashed (keyed hash, expected value on the host)
- *   reference outputs computed from the same seed on inputs of its own; they
- *     stay on the device masked under a key only the host holds while the
- *     candidate runs, and are unmasked for the comparison (verify_want.c)
- *   candidate run 1: fresh outputs poisoned with pattern A, guard zones,
- *     then canaries, input hashes, comparison with the reference
- *   candidate run 2: other fresh addresses, pattern B; the same checks plus a
- *     bitwise comparison with run 1 (nondeterministic vs race)
+ *   candidate run 1: fresh outputs poisoned with pattern A, guard zones;
+ *     then its canaries and input hashes
+ *   candidate run 2: other fresh addresses, pattern B; the same checks
+ *   then the reference's outputs, computed from the same seed on inputs of
+ *     its own (verify_want.c), and both runs' outputs compared with them,
+ *     and bit for bit with each other (nondeterministic vs race)
  *
- * Nothing the candidate can reach holds the answer while it runs, and every
- * check's expected value lives on the host. Judging is in verify_judge.c. */
+ * The answer does not exist on the device while candidate code runs, and
+ * every check's expected value lives on the host. Judging is in
+ * verify_judge.c. */
 #include "verify/verify_impl.h"
 #include "verify/verify.h"
 #include "common/options.h"
@@ -60,71 +60,29 @@ static int inputs_and_hashes(vstate *v, vunit *u)
     return rc;
 }
 
-/* Whether an output's comparison found values out of tolerance. */
+/* The values of a check batch's slots, kept past the batch (the engine's
+ * slots serve the next one): a unit's runs are judged after all of them. */
+static uint64_t *snapshot(kr_context *ctx)
+{
+    kr__engine *e = kr__engine_of(ctx);
+    uint64_t *vals = malloc((e->slots_used ? e->slots_used : 1) * sizeof *vals);
+    if (vals)
+        memcpy(vals, e->slots, e->slots_used * sizeof *vals);
+    return vals;
+}
+
+/* Whether a run's comparison found values out of tolerance. */
 static int values_differ(const vstate *v, const vchecks *m)
 {
     for (size_t t = 0; t < v->p->num_tensors; t++) {
         if (!kr__is_output(&v->p->tensors[t]))
             continue;
         kr__cmp_stats s;
-        kr__check_stats(v->ctx, m->cmp[t], &s);
+        memcpy(&s, &m->compared[m->cmp[t]], sizeof s);
         if (s.mismatches || s.nan_mismatch)
             return 1;
     }
     return 0;
-}
-
-/* Outputs that fail against the fast kernel (three quarters of the
- * tolerance) are judged again against the reference itself, with all of
- * it: what passes is what the reference passes, whichever kernel served
- * (fast_reference.c). want holds the reference's outputs from then on. No
- * candidate code runs meanwhile; want is masked again after, as always. */
-static int rejudge(vstate *v, vunit *u, int run, vchecks *m)
-{
-    kr_context *ctx = v->ctx;
-    u->by_reference = 1;
-    int rc = kr__reference_run_kernel(ctx, &v->ref, u->c, u->seed, &u->want, 0);
-    for (size_t t = 0; t < v->p->num_tensors && rc == KR_OK; t++) {
-        const kr__tensor *x = &v->p->tensors[t];
-        if (kr__is_output(x))
-            rc = kr__check_compare(ctx, &u->out[run].buf[t], &u->want.buf[t], x, 1.0,
-                                   kr__output_poison(x, run), &m->cmp[t]);
-    }
-    return rc == KR_OK ? kr__checks_fetch(ctx) : rc;
-}
-
-static int queue_checks(vstate *v, vunit *u, int run, const kr__run *cr, vchecks *m)
-{
-    const kr_problem *p = v->p;
-    kr_context *ctx = v->ctx;
-    int rc = kr__checks_begin(ctx);
-    if (rc == KR_OK)
-        rc = kr__tset_check_guards(ctx, &u->in, m->tensor_guards);
-    if (rc == KR_OK)
-        rc = kr__tset_check_guards(ctx, &u->out[run], m->tensor_guards);
-    if (rc == KR_OK)
-        rc = kr__run_check_guards(ctx, cr, m->scratch_guards);
-    m->num_scratch = cr->num_scratch;
-    for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++)
-        if (u->in.buf[t].base)
-            rc = kr__check_hash(ctx, &u->in.buf[t], v->key, &m->hash[t]);
-    if (rc == KR_OK)
-        rc = kr__vwant_reveal(v, u);
-    for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++) {
-        const kr__tensor *x = &p->tensors[t];
-        if (!kr__is_output(x))
-            continue;
-        rc = kr__check_compare(ctx, &u->out[run].buf[t], &u->want.buf[t], x,
-                               kr__vunit_share(v, u), kr__output_poison(x, run), &m->cmp[t]);
-        if (rc == KR_OK && run == 1)
-            rc = kr__check_bitdiff(ctx, &u->out[0].buf[t], &u->out[1].buf[t], x->dtype, &m->diff[t]);
-    }
-    if (rc == KR_OK)
-        rc = kr__checks_fetch(ctx);
-    if (rc == KR_OK && v->ref.use_fast && !u->by_reference && u->want_on_device &&
-        values_differ(v, m))
-        rc = rejudge(v, u, run, m);
-    return rc;
 }
 
 static int alloc_checks(vchecks *m, size_t tensors, size_t scratch)
@@ -145,22 +103,52 @@ static void free_checks(vchecks *m)
     free(m->hash);
     free(m->cmp);
     free(m->diff);
+    free(m->after_run);
+    free(m->compared);
+}
+
+/* What a run can be checked for without the reference: guard zones
+ * (inputs, outputs, scratch) and the inputs' hashes, fetched now, so a
+ * kernel that changed its inputs gets them back for the next run (that run
+ * then judges the kernel, not the damage). */
+static int checks_after_run(vstate *v, vunit *u, int run, const kr__run *cr, vchecks *m)
+{
+    const kr_problem *p = v->p;
+    kr_context *ctx = v->ctx;
+    int rc = alloc_checks(m, p->num_tensors, cr->num_scratch) ? kr__fail(ctx, KR_ENOMEM, "out of memory")
+                                                              : kr__checks_begin(ctx);
+    if (rc == KR_OK)
+        rc = kr__tset_check_guards(ctx, &u->in, m->tensor_guards);
+    if (rc == KR_OK)
+        rc = kr__tset_check_guards(ctx, &u->out[run], m->tensor_guards);
+    if (rc == KR_OK)
+        rc = kr__run_check_guards(ctx, cr, m->scratch_guards);
+    m->num_scratch = cr->num_scratch;
+    for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++)
+        if (u->in.buf[t].base)
+            rc = kr__check_hash(ctx, &u->in.buf[t], v->key, &m->hash[t]);
+    if (rc == KR_OK)
+        rc = kr__checks_fetch(ctx);
+    if (rc == KR_OK && !(m->after_run = snapshot(ctx)))
+        rc = kr__fail(ctx, KR_ENOMEM, "out of memory");
+    for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++)
+        if (u->in.buf[t].base && m->after_run[m->hash[t]] != u->in_hash[t])
+            rc = kr__tset_fill_inputs(ctx, &u->in, u->seed);
+    return rc;
 }
 
 /* One run of the candidate on fresh outputs (poison variant `run`) and
- * fresh scratch, then its checks. */
-static int candidate_run(vstate *v, vunit *u, int run)
+ * fresh scratch, then its checks that need no reference. A fault, hang or
+ * refused launch ends the unit: *err and *failed say which, for judging
+ * after the runs before it. */
+static int candidate_run(vstate *v, vunit *u, int run, vchecks *m, int *err, size_t *failed)
 {
     kr_context *ctx = v->ctx;
     kr__run cr;
-    vchecks m;
-    memset(&m, 0, sizeof m);
-    size_t failed = SIZE_MAX;
+    *failed = SIZE_MAX;
     int rc = kr__tset_alloc(ctx, &u->out[run], v->p, u->c, KR__SET_OUTPUTS, "output");
     if (rc == KR_OK)
         rc = kr__tset_fill_outputs(ctx, &u->out[run], u->seed, run);
-    if (rc == KR_OK)
-        rc = kr__vwant_hide(v, u);
     int prepared = rc == KR_OK ? kr__run_prepare(ctx, &cr, &v->cand, u->c) : KR_OK;
     if (rc != KR_OK)
         memset(&cr, 0, sizeof cr);
@@ -173,43 +161,97 @@ static int candidate_run(vstate *v, vunit *u, int run)
     if (rc == KR_OK) {
         kr__run_bind(&cr, &u->in, &u->out[run]);
         int slot = kr__gpu_begin(kr__engine_of(ctx), KR__GPU_CANDIDATE);
-        rc = kr__run_launch(ctx, &cr, &failed);
+        rc = kr__run_launch(ctx, &cr, failed);
         kr__gpu_end(kr__engine_of(ctx), slot);
     }
     if (rc == KR_OK)
         rc = kr__engine_wait(ctx, v->o.timeout_s, "the plan");
     if (rc != KR_OK) {
         kr__run_free(ctx, &cr);
-        u->stopped = 1; /* a fault, hang or refused launch ends the unit */
-        return kr__vjudge_error(v, u, rc, failed);
+        u->stopped = 1;
+        *err = rc;
+        return KR_OK;
     }
-    if (alloc_checks(&m, v->p->num_tensors, cr.num_scratch) != 0)
-        rc = kr__fail(ctx, KR_ENOMEM, "out of memory");
-    if (rc == KR_OK)
-        rc = queue_checks(v, u, run, &cr, &m);
-    if (rc == KR_OK)
-        rc = kr__vwant_conceal(v, u);
+    rc = checks_after_run(v, u, run, &cr, m);
     kr__run_free(ctx, &cr);
-    if (rc == KR_OK) {
-        kr__vjudge_run(v, u, run, &m);
-        /* a kernel that changed its inputs gets them back for the second run,
-         * so that run judges the kernel and not the damage */
-        for (size_t t = 0; t < v->p->num_tensors && rc == KR_OK; t++)
-            if (u->in.buf[t].base && kr__check_value(ctx, m.hash[t]) != u->in_hash[t])
-                rc = kr__tset_fill_inputs(ctx, &u->in, u->seed);
+    return rc;
+}
+
+/* Compares every run's outputs with want (the second's also bit for bit
+ * with the first's) into a snapshot each run's checks point to. */
+static int compare_runs(vstate *v, vunit *u, int runs, vchecks *m, double share)
+{
+    const kr_problem *p = v->p;
+    kr_context *ctx = v->ctx;
+    int rc = kr__checks_begin(ctx);
+    for (int run = 0; run < runs && rc == KR_OK; run++)
+        for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++) {
+            const kr__tensor *x = &p->tensors[t];
+            if (!kr__is_output(x))
+                continue;
+            rc = kr__check_compare(ctx, &u->out[run].buf[t], &u->want.buf[t], x, share,
+                                   kr__output_poison(x, run), &m[run].cmp[t]);
+            if (rc == KR_OK && run == 1)
+                rc = kr__check_bitdiff(ctx, &u->out[0].buf[t], &u->out[1].buf[t], x->dtype,
+                                       &m[1].diff[t]);
+        }
+    if (rc == KR_OK)
+        rc = kr__checks_fetch(ctx);
+    for (int run = 0; run < runs && rc == KR_OK; run++) {
+        free(m[run].compared);
+        if (!(m[run].compared = snapshot(ctx)))
+            rc = kr__fail(ctx, KR_ENOMEM, "out of memory");
     }
-    free_checks(&m);
+    return rc;
+}
+
+/* After the candidate's runs, the reference's outputs: none of them exists
+ * on the device while candidate code runs, so there is nothing to find and
+ * nothing to hide (they were kept masked through both runs before). The
+ * runs' outputs are compared with them; outputs that fail against the fast
+ * kernel (three quarters of the tolerance) are judged again against the
+ * reference itself, with all of it: what passes is what the reference
+ * passes, whichever kernel served (fast_reference.c). */
+static int judge_against_reference(vstate *v, vunit *u, int runs, vchecks *m)
+{
+    int rc = kr__vwant_compute(v, u);
+    if (rc == KR_OK)
+        rc = kr__vwant_reveal(v, u);
+    if (rc == KR_OK)
+        rc = compare_runs(v, u, runs, m, kr__vunit_share(v, u));
+    int differ = 0;
+    for (int run = 0; run < runs && rc == KR_OK; run++)
+        differ |= values_differ(v, &m[run]);
+    if (rc == KR_OK && differ && v->ref.use_fast && u->want_on_device) {
+        u->by_reference = 1;
+        rc = kr__reference_run_kernel(v->ctx, &v->ref, u->c, u->seed, &u->want, 0);
+        if (rc == KR_OK)
+            rc = compare_runs(v, u, runs, m, 1.0);
+    }
     return rc;
 }
 
 static int verify_unit(vstate *v, vunit *u)
 {
+    int runs = v->o.flags & KR_VERIFY_SINGLE_RUN ? 1 : 2, done = 0, err = KR_OK;
+    size_t failed = SIZE_MAX;
+    vchecks m[2];
+    memset(m, 0, sizeof m);
     int rc = inputs_and_hashes(v, u);
+    for (; done < runs && rc == KR_OK && !u->stopped; done++)
+        if ((rc = candidate_run(v, u, done, &m[done], &err, &failed)) == KR_OK && u->stopped)
+            break;
+    /* the runs that finished, judged in order, then the one that did not */
+    if (rc == KR_OK && done)
+        rc = judge_against_reference(v, u, done, m);
+    for (int run = 0; run < done && rc == KR_OK; run++)
+        kr__vjudge_run(v, u, run, &m[run]);
     if (rc == KR_OK)
-        rc = kr__vwant_compute(v, u);
-    int runs = v->o.flags & KR_VERIFY_SINGLE_RUN ? 1 : 2;
-    for (int run = 0; run < runs && rc == KR_OK && !u->stopped; run++)
-        rc = candidate_run(v, u, run);
+        rc = kr__vwant_conceal(v, u);
+    if (rc == KR_OK && err != KR_OK)
+        rc = kr__vjudge_error(v, u, err, failed);
+    free_checks(&m[0]);
+    free_checks(&m[1]);
     return rc;
 }
 

@@ -6,7 +6,6 @@
 
 #include "run/reference.h"
 #include "common/kr_gen.h"
-#include "common/kr_chacha.h"
 #include "kreward/verify.h"
 #include "report/report_impl.h"
 #include "common/strbuf.h"
@@ -39,12 +38,10 @@ typedef struct vunit {
     size_t c, s;
     uint64_t seed;
     kr__tset in, out[2], want;
-    /* Source references: the outputs stay in want, XOR-masked with mask_key
-     * (drawn per run, held here only) while the candidate runs, unmasked for
-     * the comparison. Golden references: host_want, uploaded after the run. */
+    /* Computed after the candidate's runs (verify.c): a source reference's
+     * outputs into want; a golden one's into host_want, uploaded for the
+     * comparison and scrubbed after it. */
     int want_on_device;
-    int masked;                  /* want is masked under mask_key now */
-    kr_chacha_key mask_key;
     void **host_want;            /* reference outputs on the host (malloc'd; for a
                                     source reference, downloaded to explain a failure) */
     uint64_t *in_hash;           /* expected keyed hash per input */
@@ -55,14 +52,17 @@ typedef struct vunit {
                                     with all of the tolerance (verify.c, rejudge) */
 } vunit;
 
-/* Where one run's check results are. */
+/* Where one run's check results are: slots of two batches, each kept in a
+ * snapshot (the engine's slots serve the next batch). */
 typedef struct vchecks {
-    kr__check *tensor_guards;    /* per tensor */
-    kr__check *scratch_guards;   /* per scratch buffer */
+    kr__check *tensor_guards;    /* per tensor: in after_run */
+    kr__check *scratch_guards;   /* per scratch buffer: in after_run */
     size_t num_scratch;
-    kr__check *hash;             /* per input */
-    kr__check *cmp;              /* per output */
-    kr__check *diff;             /* per output, second run only */
+    kr__check *hash;             /* per input: in after_run */
+    kr__check *cmp;              /* per output: in compared */
+    kr__check *diff;             /* per output, second run only: in compared */
+    uint64_t *after_run;         /* the batch right after the run */
+    uint64_t *compared;          /* the batch against the reference, after the runs */
 } vchecks;
 
 /* verify_want.c: the share of the tolerance the unit's outputs are judged
@@ -70,22 +70,20 @@ typedef struct vchecks {
  * reference's (fast_reference.c). */
 double kr__vunit_share(const vstate *v, const vunit *u);
 
-/* verify_want.c: the unit's reference outputs. Computed (source: on the
- * device; golden: on the host), hidden under a fresh mask before each
- * candidate run, revealed (unmasked, or uploaded) for the comparison. */
+/* verify_want.c: the unit's reference outputs, after the candidate's runs.
+ * Computed (source: on the device; golden: on the host), revealed (golden:
+ * uploaded) for the comparison, concealed (golden: scrubbed) after it. */
 int kr__vwant_compute(vstate *v, vunit *u);
-int kr__vwant_hide(vstate *v, vunit *u);
 int kr__vwant_reveal(vstate *v, vunit *u);
 int kr__vwant_conceal(vstate *v, vunit *u);
 /* Output t's reference values on the host (downloaded on first use for a
- * device-resident reference, which must be revealed); NULL when they
- * cannot be had. */
+ * device-resident reference); NULL when they cannot be had. */
 const void *kr__vunit_want_host(vstate *v, vunit *u, size_t t);
 
 /* Records a failure of the unit: the verdict (most severe wins), flags, and
  * the words of the first failure for the message and the feedback. */
 void kr__vfail(vstate *v, vunit *u, int verdict, uint64_t flags, const char *what);
-/* Judges one run from its fetched checks. */
+/* Judges one run from its checks' snapshots. */
 void kr__vjudge_run(vstate *v, vunit *u, int run, const vchecks *m);
 /* A fault, timeout, refused launch or plan error during a run: the
  * candidate's verdict (KR_OK), or rc when it was not the candidate's doing. */

@@ -1,17 +1,11 @@
-/* A verification unit's reference outputs ("want"): computed, hidden while
- * the candidate runs, revealed for the comparison, and downloaded only to
- * explain a failure.
- *
- * A source reference runs into device buffers and its outputs stay there,
- * XOR-masked by kr_mask with the ChaCha20 keystream of a 256-bit key drawn
- * from the OS per candidate run that only the host holds: a kernel that
- * finds the buffer by address arithmetic reads ciphertext, and plaintext it
- * can compute itself tells it nothing about the rest (a 64-bit mixing hash
- * did: its key fell to a 2^32 search from two known words). Copying the
- * outputs to host memory and back instead cost 0.3 s of a 0.4 s evaluation
- * on the H200 for 128 MiB tensors. Golden outputs come from the host (the
- * caller's callback), are uploaded only after the candidate ran and are
- * scrubbed after the comparison. */
+/* A verification unit's reference outputs ("want"), computed after the
+ * candidate's runs (verify.c), so that no candidate code runs while they
+ * exist on the device: nothing to find by address arithmetic, and nothing
+ * to hide (they were kept XOR-masked under ChaCha20 through both runs
+ * before, five passes over every output a unit; the order alone closes
+ * it). A source reference runs into device buffers; golden outputs come
+ * from the host (the caller's callback), are uploaded for the comparison
+ * and scrubbed after it. Downloaded only to explain a failure. */
 #include "verify/verify_impl.h"
 #include "common/random.h"
 
@@ -38,7 +32,7 @@ double kr__vunit_share(const vstate *v, const vunit *u)
 
 const void *kr__vunit_want_host(vstate *v, vunit *u, size_t t)
 {
-    if (u->host_want[t] || !u->want_on_device || u->masked || !u->want.buf[t].base)
+    if (u->host_want[t] || !u->want_on_device || !u->want.buf[t].base)
         return u->host_want[t];
     const kr__dbuf *b = &u->want.buf[t];
     void *host = malloc(b->bytes ? b->bytes : 1);
@@ -51,46 +45,14 @@ const void *kr__vunit_want_host(vstate *v, vunit *u, size_t t)
     return NULL;
 }
 
-/* XORs every reference output of the unit with the keystream of the unit's
- * key, one stream per tensor (the nonce); masking and unmasking are the
- * same call. */
-static int mask_want(vstate *v, vunit *u)
-{
-    int rc = KR_OK;
-    for (size_t t = 0; t < v->p->num_tensors && rc == KR_OK; t++)
-        if (u->want.buf[t].base)
-            rc = kr__k_mask(v->ctx, u->want.buf[t].ptr, u->want.buf[t].bytes, &u->mask_key,
-                            (uint32_t)t, (uint32_t)u->id);
-    return rc;
-}
-
-/* Before a candidate run: the reference outputs hidden under a fresh key. */
-int kr__vwant_hide(vstate *v, vunit *u)
-{
-    if (!u->want_on_device || u->masked)
-        return KR_OK;
-    for (size_t i = 0; i < 4; i++) {
-        uint64_t r = kr__random64();
-        u->mask_key.w[2 * i] = (kr_u32)r;
-        u->mask_key.w[2 * i + 1] = (kr_u32)(r >> 32);
-    }
-    u->masked = 1;
-    return mask_want(v, u);
-}
-
 /* The reference outputs on the device, for comparing, after the candidate
- * ran: unmasked, or (golden) uploaded. */
+ * ran: there already, or (golden) uploaded. */
 int kr__vwant_reveal(vstate *v, vunit *u)
 {
     const kr_problem *p = v->p;
     int rc = KR_OK;
-    if (u->want_on_device) {
-        if (u->masked)
-            rc = mask_want(v, u);
-        u->masked = 0;
-        memset(&u->mask_key, 0, sizeof u->mask_key);
-        return rc;
-    }
+    if (u->want_on_device)
+        return KR_OK;
     if (!u->want.buf)
         rc = kr__tset_alloc(v->ctx, &u->want, p, u->c, KR__SET_OUTPUTS, "reference copy");
     for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++) {
@@ -105,7 +67,7 @@ int kr__vwant_reveal(vstate *v, vunit *u)
 }
 
 /* After the comparison: golden outputs uploaded for it leave the device
- * (a source reference's are hidden again before the next run). */
+ * (a source reference's are scrubbed with the unit). */
 int kr__vwant_conceal(vstate *v, vunit *u)
 {
     return !u->want_on_device && u->want.buf ? kr__tset_scrub(v->ctx, &u->want) : KR_OK;
