@@ -20,7 +20,14 @@
 #define KR__MEMO_KEYS 16        /* problems remembered per context (least recent goes) */
 #define KR__MEMO_SAMPLES 48     /* samples per key: the most recent */
 #define KR__MEMO_MAX_AGE_S 30.0 /* older memos are not used (clocks, other load) */
-#define KR__MEMO_FRESH 3        /* fresh baseline samples every benchmark takes */
+#define KR__MEMO_FRESH 3        /* fresh baseline samples a benchmark takes before comparing */
+/* ...and where the memo was added to this recently (the previous candidate
+ * of a batch's problem, moments ago): one, each a naive reference's whole
+ * call (2-8 ms on the bundled large cases; three of them were a fifth of the
+ * pool's GPU time). A sample that misses is looked at again with every
+ * further one, as three would be. */
+#define KR__MEMO_YOUNG_S 5.0
+#define KR__MEMO_FRESH_YOUNG 1
 
 typedef struct kr__memo_entry {
     uint64_t key;               /* 0: unused */
@@ -40,6 +47,7 @@ typedef struct kr__memo_table {
 typedef struct kr__memo_view {
     size_t n_event, n_time;
     int cupti;
+    double age_s;               /* since samples were last added */
     double event_us[KR__MEMO_SAMPLES];
     double time_us[KR__MEMO_SAMPLES];
 } kr__memo_view;
@@ -51,6 +59,10 @@ int kr__memo_get(const kr__memo_table *t, uint64_t key, double now, kr__memo_vie
  * samples go first); times of another source than the memo's replace them. */
 void kr__memo_add(kr__memo_table *t, uint64_t key, double now, const double *event_us,
                   size_t n_event, const double *time_us, size_t n_time, int cupti);
+/* How many fresh samples a benchmark takes before comparing them with m:
+ * KR__MEMO_FRESH_YOUNG for a memo younger than KR__MEMO_YOUNG_S, else
+ * KR__MEMO_FRESH. */
+size_t kr__memo_fresh_needed(const kr__memo_view *m);
 /* Drops the key's samples (the conditions they were taken in are gone). */
 void kr__memo_forget(kr__memo_table *t, uint64_t key);
 /* Whether fresh event samples agree with the memo's: their median within

@@ -71,6 +71,7 @@ typedef struct bstate {
         MEMO_DISAGREED,           /* they did not: forgotten, and this run's do not join */
     } memo_state;
     kr__memo_view memo;
+    size_t memo_fresh;            /* fresh samples to take before comparing (kr__memo_fresh_needed) */
     size_t memo_agreed_at;        /* fresh baseline samples when the memo agreed (0: it did not) */
     int times_cupti;              /* the results' times came from CUPTI */
     double fresh_us[KR__MEMO_SAMPLES]; /* this benchmark's baseline times, for the memo */

@@ -225,15 +225,15 @@ static int side_done(const bstate *b, int which)
     return s->n >= b->o.min_samples && s->gpu_seconds >= b->o.min_time_s && precise_enough(b, s);
 }
 
-/* Once the baseline has its fresh samples: the memo counts from here if
- * they agree with it. Three samples of a microsecond kernel can miss by
- * chance, so a disagreement is looked at again with every fresh sample up
+/* Once the baseline has its fresh samples (three, one where the memo is
+ * moments old): the memo counts from here if they agree with it. A few
+ * samples of a microsecond kernel can miss by chance, so a disagreement is looked at again with every fresh sample up
  * to the side's own min_samples; disagreeing still, the conditions the memo
  * was taken in are gone: it is forgotten and the baseline timed in full. */
 static void check_memo(bstate *b)
 {
     const bside *s = &b->s[SIDE_BASELINE];
-    if (b->memo_state != MEMO_PENDING || s->n < KR__MEMO_FRESH)
+    if (b->memo_state != MEMO_PENDING || s->n < b->memo_fresh)
         return;
     if (kr__memo_agrees(&b->memo, s->event_us, s->n)) {
         b->memo_state = MEMO_AGREED;
@@ -262,8 +262,10 @@ static void take_memo(bstate *b)
      * (the memo's event times serve a CUPTI memo's falling back) */
     int cupti_expected = !(b->o.flags & KR_BENCH_EVENTS_ONLY) && kr__trace_active();
     if (kr__memo_get(b->e->memo, b->memo_key, kr__now(), &b->memo) &&
-        b->memo.n_event >= b->o.min_samples && (b->memo.cupti || !cupti_expected))
+        b->memo.n_event >= b->o.min_samples && (b->memo.cupti || !cupti_expected)) {
         b->memo_state = MEMO_PENDING;
+        b->memo_fresh = kr__memo_fresh_needed(&b->memo);
+    }
 }
 
 static double median_of(const double *v, size_t n)

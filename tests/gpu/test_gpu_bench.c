@@ -190,11 +190,12 @@ static void baseline_samples_are_shared(void **state)
            agreed, s2);
     /* the first benchmark's samples, all of them (fewer than the memo holds) */
     assert_true(shared2 == (fresh1 < KR__MEMO_SAMPLES ? fresh1 : KR__MEMO_SAMPLES));
-    /* the fresh samples until the memo agreed (three, or up to min_samples
-     * where the first ones missed it by chance) and no more: no warm-up, no
+    /* the fresh samples until the memo agreed (one here, or up to
+     * min_samples where the first ones missed it by chance) and no more: no warm-up, no
      * periodic ones once they agreed (the candidate's rounds give them
      * their turns) */
-    assert_true(agreed >= KR__MEMO_FRESH && agreed <= 10); /* the fast preset's min_samples */
+    /* moments after the first: a young memo, one fresh sample to compare */
+    assert_true(agreed >= KR__MEMO_FRESH_YOUNG && agreed <= 10); /* the fast preset's min_samples */
     assert_true(metric(second, "baseline_samples") - shared2 == agreed);
     assert_true(fabs(s2 - 1) < 0.05); /* the reference's own code against it */
     kr_report *wrong = bench(p, WRONG, &o, NULL);

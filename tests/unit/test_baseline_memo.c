@@ -6,6 +6,8 @@
 
 #include "bench/baseline_memo.h"
 
+#include <math.h>
+
 static kr__memo_table *table(void)
 {
     kr__memo_table *t = calloc(1, sizeof *t);
@@ -129,6 +131,29 @@ static void agreement(void **state)
     assert_false(kr__memo_agrees(&v, fine, 0));
 }
 
+/* One fresh sample against a memo added to moments ago (the previous
+ * candidate of the problem), three against an older one; the age counts
+ * from the last addition, not the first. */
+static void fresh_samples_by_the_memos_age(void **state)
+{
+    (void)state;
+    kr__memo_table *t = table();
+    double a[20];
+    fill(a, 20, 100, 0.01);
+    kr__memo_add(t, 9, 10.0, a, 20, a, 20, 1);
+    kr__memo_view v;
+    assert_int_equal(kr__memo_get(t, 9, 11.0, &v), 1);
+    assert_true(fabs(v.age_s - 1.0) < 1e-9);
+    assert_int_equal(kr__memo_fresh_needed(&v), KR__MEMO_FRESH_YOUNG);
+    assert_int_equal(kr__memo_get(t, 9, 10.0 + KR__MEMO_YOUNG_S + 1, &v), 1);
+    assert_int_equal(kr__memo_fresh_needed(&v), KR__MEMO_FRESH);
+    kr__memo_add(t, 9, 20.0, a, 5, a, 5, 1); /* young again */
+    assert_int_equal(kr__memo_get(t, 9, 21.0, &v), 1);
+    assert_int_equal(kr__memo_fresh_needed(&v), KR__MEMO_FRESH_YOUNG);
+    assert_true(KR__MEMO_FRESH_YOUNG < KR__MEMO_FRESH);
+    free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -137,6 +162,7 @@ int main(void)
         cmocka_unit_test(one_source_of_times),
         cmocka_unit_test(the_least_recent_key_is_evicted),
         cmocka_unit_test(agreement),
+        cmocka_unit_test(fresh_samples_by_the_memos_age),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
