@@ -86,7 +86,8 @@ static const char *const PROF_KEYS[] = {
     "profile_engine_alloc_ms", "profile_engine_free_ms", "profile_engine_open_ms",
     "profile_gpu_generate_ms", "profile_gpu_fill_ms", "profile_gpu_checks_ms",
     "profile_gpu_reset_ms", "profile_gpu_reference_ms", "profile_gpu_candidate_ms",
-    "profile_gpu_baseline_ms", "profile_generated_mb"};
+    "profile_gpu_baseline_ms", "profile_generated_mb", "profile_waits", "profile_mem_allocs",
+    "profile_mem_frees"};
 #define NUM_PROF_KEYS (sizeof PROF_KEYS / sizeof PROF_KEYS[0])
 static const char *const PHASE_KEYS[] = {"profile_facts_ms", "profile_compile_ms", "profile_plan_ms",
                                          "profile_verify_ms", "profile_weak_ms", "profile_bench_ms",

@@ -122,7 +122,7 @@ static const char *const phase_names[PH_N] = {"facts", "compile", "plan", "verif
 typedef struct {
     int on, line;
     double start, mark, phase[PH_N], engine0[KR__PROF_N];
-    unsigned long waits0;
+    unsigned long waits0, allocs0, frees0;
     double generated0, gpu0[KR__GPU_N];
 } profile;
 
@@ -136,6 +136,8 @@ static void profile_begin(profile *pr, kr_context *ctx)
     if (pr->on && kr__engine_of(ctx)) {
         memcpy(pr->engine0, kr__engine_of(ctx)->prof, sizeof pr->engine0);
         pr->waits0 = kr__engine_of(ctx)->waits;
+        pr->allocs0 = kr__engine_of(ctx)->mem_allocs;
+        pr->frees0 = kr__engine_of(ctx)->mem_frees;
         pr->generated0 = kr__engine_of(ctx)->generated_bytes;
         memcpy(pr->gpu0, kr__engine_of(ctx)->gpu.gpu_s, sizeof pr->gpu0);
     }
@@ -161,6 +163,10 @@ static void profile_metrics(const profile *pr, const kr__engine *e, kr_report *r
     }
     if (e) {
         kr_report_set(r, "profile_waits", (double)(e->waits - pr->waits0));
+        /* device allocations the spares did not serve (each a cuMemAlloc,
+         * whose frees may wait for the device) */
+        kr_report_set(r, "profile_mem_allocs", (double)(e->mem_allocs - pr->allocs0));
+        kr_report_set(r, "profile_mem_frees", (double)(e->mem_frees - pr->frees0));
         kr_report_set(r, "profile_generated_mb", (e->generated_bytes - pr->generated0) / 1e6);
         for (int i = 0; i < KR__GPU_N; i++) {
             snprintf(key, sizeof key, "profile_gpu_%s_ms", kr__gpu_names[i]);

@@ -58,6 +58,7 @@ int kr__dbuf_alloc(kr_context *ctx, kr__dbuf *b, uint64_t bytes, const char *wha
     if (alloc > free_b)
         return kr__fail(ctx, KR_ENOMEM, "%s needs %.2f GB of device memory; %.2f GB of %.2f GB are "
                         "free", what, (double)alloc / 1e9, (double)free_b / 1e9, (double)total / 1e9);
+    e->mem_allocs++;
     CUresult r = cu->cuMemAlloc(&b->base, alloc);
     if (r == CUDA_ERROR_OUT_OF_MEMORY)
         return kr__fail(ctx, KR_ENOMEM, "%s needs %.2f GB of device memory: the allocation failed",
@@ -92,8 +93,12 @@ static int keep_spare(kr_context *ctx, const kr__dbuf *b)
 void kr__dbuf_free(kr_context *ctx, kr__dbuf *b)
 {
     double t0 = kr__now();
-    if (b->base && !ctx->poisoned && !keep_spare(ctx, b))
+    if (b->base && !ctx->poisoned && !keep_spare(ctx, b)) {
+        kr__engine *e = kr__engine_of(ctx);
+        if (e)
+            e->mem_frees++;
         kr__cuda()->cuMemFree(b->base);
+    }
     kr__prof_add(ctx, KR__PROF_FREE, t0);
     memset(b, 0, sizeof *b);
 }

@@ -99,6 +99,7 @@ typedef struct kr__engine {
     size_t num_fast;
     double prof[KR__PROF_N];    /* where the time goes (profile.h) */
     unsigned long waits;        /* kr__engine_wait calls, for the profile */
+    unsigned long mem_allocs, mem_frees; /* cuMemAlloc / cuMemFree calls (spares missed), for the profile */
     double generated_bytes;     /* inputs written by the generator, for the profile */
     kr__gpu_timer gpu;          /* the GPU's time per category, in profile mode */
     struct kr__memo_table *memo; /* baseline samples shared between benchmarks, made on first use */
