@@ -17,7 +17,7 @@
 #                resumes from vet-resume/vet.jsonl (KR_SNAP_VET_RESUME),
 #                brings back vet.jsonl and summary.md
 #   kb           the KernelBench GPU tests: sandbox, attacks, region, corpus
-#                (GR_KB_TESTS: a selection of them)
+#                (GR_KB_TESTS: a selection of them; GR_KB_LIMIT s, 300)
 #   pool         bench_pool --per-problem 16 --profile (and GR_POOL_ARGS)
 #   poolab       the same without the in-process row, first with GR_POOLAB_OFF
 #                set (default: the problems' fast references and the GPU
@@ -110,7 +110,7 @@ step_vetcorpus() {
 }
 step_kb() {
   # shellcheck disable=SC2086
-  pyt kb 300 ${GR_KB_TESTS:-bindings/python/tests/kernelbench}
+  pyt kb "${GR_KB_LIMIT:-300}" ${GR_KB_TESTS:-bindings/python/tests/kernelbench}
 }
 step_pool() {
   lim=$(limit 150)
