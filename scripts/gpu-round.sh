@@ -64,6 +64,7 @@ step_gpu() {
     ${GR_GPU_TESTS:-$(for t in program generator verify bench sanity fault hang pool counters; do printf 'gpu_%s ' $t; done) gpu_suite} \
     > "$out/gpu.log" 2>&1
   rc=$?
+  cp "$b/meson-logs/testlog.txt" "$out/gpu-testlog.txt" 2>/dev/null  # every test's whole output
   grep -E "^ *[0-9]+/[0-9]+ " "$out/gpu.log" | grep -v " OK " | cut -c1-200
   note "gpu suite (rc $rc, limit $lim s, at $(elapsed) s): $(grep -E '^(Ok|Fail|Skipped|Timeout):' "$out/gpu.log" | tr -s ' ' | tr '\n' ' ')"
 }
