@@ -69,7 +69,7 @@ int kr__dbuf_alloc(kr_context *ctx, kr__dbuf *b, uint64_t bytes, const char *wha
 }
 
 /* Whether a freed allocation may be kept: room among the spares, under
- * the cap (an eighth of the device's memory at most), and zeroed on the
+ * the cap (a quarter of the device's memory at most), and zeroed on the
  * engine's stream, in order before whatever reuses it (a candidate never
  * sees what the last one, or the reference, left in a buffer). */
 static int keep_spare(kr_context *ctx, const kr__dbuf *b)
@@ -80,7 +80,7 @@ static int keep_spare(kr_context *ctx, const kr__dbuf *b)
     if (!e->spare_cap) { /* the device's memory does not change: asked once */
         size_t free_b = 0, total = 0;
         kr__cuda()->cuMemGetInfo(&free_b, &total);
-        e->spare_cap = total / 8 < KR__SPARE_MAX_BYTES ? total / 8 : KR__SPARE_MAX_BYTES;
+        e->spare_cap = total / 4 < KR__SPARE_MAX_BYTES ? total / 4 : KR__SPARE_MAX_BYTES;
     }
     if (e->spare_bytes + b->alloc > e->spare_cap || kr__dbuf_scrub(ctx, b) != KR_OK)
         return 0;

@@ -33,9 +33,13 @@ void kr__dbuf_free(kr_context *ctx, kr__dbuf *b);
 /* Gives every kept allocation back to the driver. */
 void kr__dbuf_release_spares(kr_context *ctx);
 
-/* At most this much device memory is kept in spares (and an eighth of the
- * device's). */
-#define KR__SPARE_MAX_BYTES (8ull << 30)
+/* At most this much device memory is kept in spares, and a quarter of the
+ * device's: a GPU worker of a batch serves every problem of it in turn, and
+ * an eighth (8 GB at most, 64 buffers) missed 21 allocations a candidate
+ * on the pool's 8 problems (a cuMemAlloc and a cuMemFree each: 7 of the
+ * worker's 33 ms a candidate, H100, cb07d97). An allocation that does not
+ * fit beside them gives them back first (kr__dbuf_alloc). */
+#define KR__SPARE_MAX_BYTES (32ull << 30)
 /* Refills both guard zones with the canary (queued on the stream). */
 int kr__dbuf_reguard(kr_context *ctx, const kr__dbuf *b);
 /* Zeroes the whole allocation (queued): for buffers that held the answer. */

@@ -61,7 +61,7 @@ typedef struct kr__fast_entry {
 
 /* A freed device buffer kept for the next allocation of the same size
  * (dbuf.c), zeroed when it was given back. */
-#define KR__SPARE_BUFFERS 64
+#define KR__SPARE_BUFFERS 256
 typedef struct kr__spare {
     CUdeviceptr base;
     uint64_t alloc;
