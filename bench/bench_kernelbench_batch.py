@@ -16,8 +16,10 @@ build or import cache of an earlier run helps):
 
 Every variant (`--variant NAME=JSON`, the Evaluator's `kernelbench` options
 merged over the defaults; several to compare mechanisms in one run) gets a
-fresh Evaluator and the same batch, submitted at once
-(`Evaluator.evaluate_batch`); the first variant is the ratio's base.
+fresh Evaluator and the same batch, submitted at once (`Evaluator.
+evaluate_async` for each, as a trainer's event loop would; a line per report
+as it comes, and each problem's setup time as it is made); the first variant
+is the ratio's base.
 Printed: per variant the wall, candidates/s, the ratio, reports right,
 and the medians of each evaluation phase (the reports' phase_*_s).
 
@@ -28,6 +30,7 @@ Without a GPU it says so and exits 0; `--cpu` runs the torch-only
 candidates on the CPU device (no timing credit there: a smoke test of the
 bench itself, small counts advised)."""
 import argparse
+import asyncio
 import json
 import pathlib
 import secrets
@@ -107,6 +110,25 @@ def candidates(problem, count, wrong_every, triton_ok):
     return out
 
 
+async def _submit_all(ev, paths, sources, t0):
+    """Every candidate submitted at once (as evaluate_batch does), each
+    report taken as it comes, with a line per report: a run cut short
+    still says how far it got and where the time went."""
+    async def one(i):
+        return i, await ev.evaluate_async(paths[i], sources[i])
+    reports = [None] * len(paths)
+    tasks = [asyncio.ensure_future(one(i)) for i in range(len(paths))]
+    for done, fut in enumerate(asyncio.as_completed(tasks), 1):
+        i, r = await fut
+        reports[i] = r
+        phases = {k[6:-2]: v for k, v in r.metrics().items() if k.startswith("phase_") and k.endswith("_s")}
+        top = sorted(phases.items(), key=lambda kv: -kv[1])[:3]
+        print(f"  {done}/{len(paths)} at {time.perf_counter() - t0:.1f} s: "
+              f"{pathlib.Path(paths[i]).stem} {r.verdict} "
+              + " ".join(f"{k} {v:.2f}" for k, v in top), flush=True)
+    return reports
+
+
 def run_variant(name, options, problems, batch, reward):
     import kreward
     paths = [str(KB / p) for p, _, _ in batch]
@@ -116,10 +138,12 @@ def run_variant(name, options, problems, batch, reward):
         # clock: the batch measures candidates, the per-problem cost apart
         t0 = time.perf_counter()
         for p in problems:
+            t1 = time.perf_counter()
             ev.problem(str(KB / p))
+            print(f"  {name}: setup {p} {time.perf_counter() - t1:.1f} s", flush=True)
         setup = time.perf_counter() - t0
         t0 = time.perf_counter()
-        reports = ev.evaluate_batch(paths, sources)
+        reports = asyncio.run(_submit_all(ev, paths, sources, t0))
         wall = time.perf_counter() - t0
     wrong = [(p, r.verdict, want, (r.message or "")[:160]) for (p, _, want), r in zip(batch, reports)
              if r.verdict != want]
