@@ -3,50 +3,16 @@
 #include "run/engine.h"
 #include "common/random.h"
 
-/* A grid-stride launch: enough blocks to fill the device, no more. */
-static unsigned blocks_for(const kr__engine *e, uint64_t n)
-{
-    uint64_t b = (n + 255) / 256, cap = (uint64_t)(e->sm_count > 0 ? e->sm_count : 1) * 16;
-    return (unsigned)(b < 1 ? 1 : b > cap ? cap : b);
-}
-
 /* cat: where profile mode counts its GPU time (gpu_profile.h) */
 static int launch(kr_context *ctx, CUfunction fn, uint64_t n, void **params, const char *what,
                   int cat)
 {
     kr__engine *e = kr__engine_of(ctx);
     int slot = kr__gpu_begin(e, cat);
-    CUresult r = kr__cuda()->cuLaunchKernel(fn, blocks_for(e, n), 1, 1, 256, 1, 1, 0, e->stream,
+    CUresult r = kr__cuda()->cuLaunchKernel(fn, kr__grid_blocks(e, n), 1, 1, 256, 1, 1, 0, e->stream,
                                             params, NULL);
     kr__gpu_end(e, slot);
     return r == CUDA_SUCCESS ? KR_OK : kr__cuda_fail(ctx, r, what);
-}
-
-/* KR_GEN_SPECIALISED as a table: what each kernel is for, and its name */
-#define KR__GEN_ROW(K, B, D) {KR_GEN_##K, KR_GEN_##B, KR_GEN_##D, "kr_generate_" #K "_" #B "_" #D},
-static const struct {
-    unsigned kind, base, dtype;
-    const char *name;
-} rows[KR__GEN_SPECIAL] = {KR_GEN_SPECIALISED(KR__GEN_ROW)};
-#undef KR__GEN_ROW
-
-const char *kr__gen_kernel_name(size_t i)
-{
-    return rows[i].name;
-}
-
-int kr__gen_kernel_for(const kr_gen_dist *d, const char **name)
-{
-    for (int i = 0; i < KR__GEN_SPECIAL; i++)
-        if (rows[i].kind == d->kind && rows[i].dtype == d->dtype &&
-            (rows[i].kind != KR_GEN_MIX || rows[i].base == d->base_kind)) {
-            if (name)
-                *name = rows[i].name;
-            return i;
-        }
-    if (name)
-        *name = "kr_generate";
-    return -1;
 }
 
 int kr__k_generate(kr_context *ctx, CUdeviceptr out, uint64_t n, const kr_gen_dist *d,
@@ -103,40 +69,4 @@ int kr__k_scrub_shared(kr_context *ctx)
     CUresult r = kr__cuda()->cuLaunchKernel(e->f_scrub_shared, blocks, 1, 1, 256, 1, 1,
                                             (unsigned)e->scrub_bytes, e->stream, params, NULL);
     return r == CUDA_SUCCESS ? KR_OK : kr__cuda_fail(ctx, r, "scrubbing shared memory");
-}
-
-int kr__k_device_write(kr_context *ctx, CUdeviceptr dst, const void *src, size_t bytes,
-                       CUstream stream)
-{
-    kr__engine *e = kr__engine_of(ctx);
-    const kr__cuda_api *cu = kr__cuda();
-    CUdeviceptr from = 0;
-    if (src && bytes > e->write_staging_bytes) {
-        /* the old buffer may still feed a queued write: the stream drains
-         * before it goes */
-        if (e->write_staging) {
-            CUresult r = cu->cuStreamSynchronize(stream);
-            if (r != CUDA_SUCCESS)
-                return kr__cuda_fail(ctx, r, "restoring a program's globals");
-            cu->cuMemFree(e->write_staging);
-            e->write_staging = 0;
-            e->write_staging_bytes = 0;
-        }
-        CUresult r = cu->cuMemAlloc(&e->write_staging, bytes);
-        if (r != CUDA_SUCCESS)
-            return kr__cuda_fail(ctx, r, "cuMemAlloc (a program's globals, staged)");
-        e->write_staging_bytes = bytes;
-    }
-    if (src) {
-        /* on the stream: ordered after the write that read the buffer last */
-        CUresult r = cu->cuMemcpyHtoDAsync(e->write_staging, src, bytes, stream);
-        if (r != CUDA_SUCCESS)
-            return kr__cuda_fail(ctx, r, "restoring a program's globals");
-        from = e->write_staging;
-    }
-    uint64_t n = bytes;
-    void *params[] = {&dst, &from, &n};
-    CUresult r = cu->cuLaunchKernel(e->f_device_write, blocks_for(e, n), 1, 1, 256, 1, 1, 0,
-                                    stream, params, NULL);
-    return r == CUDA_SUCCESS ? KR_OK : kr__cuda_fail(ctx, r, "restoring a program's globals");
 }

@@ -137,6 +137,45 @@ int kr__engine_get(kr_context *ctx, kr__engine **out)
     return KR_OK;
 }
 
+/* Restoring a program's globals (the context's device_write hook, set
+ * when the engine is made): staged through a device buffer of the
+ * engine's, written by its kernel on the caller's stream. */
+int kr__k_device_write(kr_context *ctx, CUdeviceptr dst, const void *src, size_t bytes,
+                       CUstream stream)
+{
+    kr__engine *e = kr__engine_of(ctx);
+    const kr__cuda_api *cu = kr__cuda();
+    CUdeviceptr from = 0;
+    if (src && bytes > e->write_staging_bytes) {
+        /* the old buffer may still feed a queued write: the stream drains
+         * before it goes */
+        if (e->write_staging) {
+            CUresult r = cu->cuStreamSynchronize(stream);
+            if (r != CUDA_SUCCESS)
+                return kr__cuda_fail(ctx, r, "restoring a program's globals");
+            cu->cuMemFree(e->write_staging);
+            e->write_staging = 0;
+            e->write_staging_bytes = 0;
+        }
+        CUresult r = cu->cuMemAlloc(&e->write_staging, bytes);
+        if (r != CUDA_SUCCESS)
+            return kr__cuda_fail(ctx, r, "cuMemAlloc (a program's globals, staged)");
+        e->write_staging_bytes = bytes;
+    }
+    if (src) {
+        /* on the stream: ordered after the write that read the buffer last */
+        CUresult r = cu->cuMemcpyHtoDAsync(e->write_staging, src, bytes, stream);
+        if (r != CUDA_SUCCESS)
+            return kr__cuda_fail(ctx, r, "restoring a program's globals");
+        from = e->write_staging;
+    }
+    uint64_t n = bytes;
+    void *params[] = {&dst, &from, &n};
+    CUresult r = cu->cuLaunchKernel(e->f_device_write, kr__grid_blocks(e, n), 1, 1, 256, 1, 1, 0,
+                                    stream, params, NULL);
+    return r == CUDA_SUCCESS ? KR_OK : kr__cuda_fail(ctx, r, "restoring a program's globals");
+}
+
 kr__engine *kr__engine_of(kr_context *ctx)
 {
     return ctx->engine;

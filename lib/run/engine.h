@@ -10,6 +10,7 @@
 #include "kreward/problem.h"
 #include "kreward/program.h"
 #include "common/kr_gen.h"
+#include "run/gen_kernels.h"
 #include "run/gpu_profile.h"
 #include "run/profile.h"
 
@@ -66,10 +67,6 @@ typedef struct kr__spare {
     CUdeviceptr base;
     uint64_t alloc;
 } kr__spare;
-
-/* How many generator kernels KR_GEN_SPECIALISED names (common/kr_gen.h). */
-#define KR__GEN_COUNT_ONE(K, B, D) +1
-#define KR__GEN_SPECIAL (0 KR_GEN_SPECIALISED(KR__GEN_COUNT_ONE))
 
 typedef struct kr__engine {
     CUstream stream;
@@ -147,12 +144,15 @@ static inline void kr__gpu_end(kr__engine *e, int slot)
         kr__gpu_timer_end(&e->gpu, slot, e->stream);
 }
 
-/* Launchers of the builtin kernels on the engine's stream. */
-/* The specialised generator kernel for d (its index in KR_GEN_SPECIALISED
- * and its name), or -1 and "kr_generate": the generic one. */
-int kr__gen_kernel_for(const kr_gen_dist *d, const char **name);
-/* The name of specialised kernel i (i < KR__GEN_SPECIAL). */
-const char *kr__gen_kernel_name(size_t i);
+/* A grid-stride launch of 256-thread blocks over n items: enough blocks to
+ * fill the device, no more. */
+static inline unsigned kr__grid_blocks(const kr__engine *e, uint64_t n)
+{
+    uint64_t b = (n + 255) / 256, cap = (uint64_t)(e->sm_count > 0 ? e->sm_count : 1) * 16;
+    return (unsigned)(b < 1 ? 1 : b > cap ? cap : b);
+}
+
+/* Launchers of the builtin kernels on the engine's stream (builtin_launch.c). */
 int kr__k_generate(kr_context *ctx, CUdeviceptr out, uint64_t n, const kr_gen_dist *d,
                    uint64_t seed, uint32_t tensor);
 int kr__k_hash(kr_context *ctx, CUdeviceptr p, uint64_t bytes, uint64_t key, CUdeviceptr out);
@@ -160,13 +160,13 @@ int kr__k_check_bytes(kr_context *ctx, CUdeviceptr p, uint64_t n, unsigned value
                       CUdeviceptr count, CUdeviceptr first);
 int kr__k_compare(kr_context *ctx, CUdeviceptr got, CUdeviceptr want, uint64_t n, int dtype,
                   double rtol, double atol, uint32_t poison, CUdeviceptr stats);
-/* Counts elements of elem bytes whose bits differ. */
 /* bytes written at dst by a kernel on stream (src NULL: zeros): the
- * context's device_write (context_impl.h) */
+ * context's device_write (context_impl.h; engine.c) */
 int kr__k_device_write(kr_context *ctx, CUdeviceptr dst, const void *src, size_t bytes,
                        CUstream stream);
 /* Every SM's shared memory filled with fresh random words (kr_scrub_shared). */
 int kr__k_scrub_shared(kr_context *ctx);
+/* Counts elements of elem bytes whose bits differ. */
 int kr__k_bitdiff(kr_context *ctx, CUdeviceptr a, CUdeviceptr b, uint64_t n, uint32_t elem,
                   CUdeviceptr count);
 
