@@ -24,6 +24,8 @@
 #                workers' problem affinity turned off, KR_FAST_REFERENCE=0
 #                KR_POOL_AFFINITY=0), then without
 #   timing       bench_timing (error against CUPTI, run-to-run CV)
+#   evalbatch    bench/bench_evaluator.py --profile: the trainer's path, kreward.Evaluator
+#                pool against in process (GR_EVAL_ARGS)
 #   geninfo      bench_inputs (the generator's GB/s per dtype and distribution),
 #                the generic kernel (KR_GEN_SPECIALISED=0) then the default; then
 #                ncu (where the machine lets it read counters) on one launch of
@@ -136,6 +138,13 @@ step_timing() {
   timeout -k 5 "$lim" "$b/bench/bench_timing" > "$out/timing.log" 2>&1
   rc=$?; tail -20 "$out/timing.log"
   note "timing (rc $rc, at $(elapsed) s)"
+}
+step_evalbatch() {
+  lim=$(limit 200)
+  # shellcheck disable=SC2086
+  timeout -k 5 "$lim" python3 bench/bench_evaluator.py --profile ${GR_EVAL_ARGS:-} > "$out/evalbatch.log" 2>&1
+  rc=$?; tail -30 "$out/evalbatch.log"
+  note "evalbatch (rc $rc, at $(elapsed) s): $(grep -E '^\| Evaluator' "$out/evalbatch.log" | tr -s ' ' | tr '\n' ';')"
 }
 step_geninfo() {
   lim=$(limit 150)
