@@ -241,12 +241,16 @@ static int verify_unit(vstate *v, vunit *u)
     for (; done < runs && rc == KR_OK && !u->stopped; done++)
         if ((rc = candidate_run(v, u, done, &m[done], &err, &failed)) == KR_OK && u->stopped)
             break;
-    /* the runs that finished, judged in order, then the one that did not */
-    if (rc == KR_OK && done)
+    /* the runs that finished, judged in order, then the one that did not.
+     * A fault or hang in the second run leaves a context that runs nothing
+     * more (poisoned): the first run's guards and inputs are judged, its
+     * outputs cannot be, and the unit's verdict is the fault's (it was
+     * before too: the most severe wins) */
+    if (rc == KR_OK && done && !v->ctx->poisoned)
         rc = judge_against_reference(v, u, done, m);
     for (int run = 0; run < done && rc == KR_OK; run++)
         kr__vjudge_run(v, u, run, &m[run]);
-    if (rc == KR_OK)
+    if (rc == KR_OK && !v->ctx->poisoned)
         rc = kr__vwant_conceal(v, u);
     if (rc == KR_OK && err != KR_OK)
         rc = kr__vjudge_error(v, u, err, failed);

@@ -83,7 +83,8 @@ const void *kr__vunit_want_host(vstate *v, vunit *u, size_t t);
 /* Records a failure of the unit: the verdict (most severe wins), flags, and
  * the words of the first failure for the message and the feedback. */
 void kr__vfail(vstate *v, vunit *u, int verdict, uint64_t flags, const char *what);
-/* Judges one run from its checks' snapshots. */
+/* Judges one run from its checks' snapshots (its outputs only where they
+ * were compared: not after a later run poisoned the context). */
 void kr__vjudge_run(vstate *v, vunit *u, int run, const vchecks *m);
 /* A fault, timeout, refused launch or plan error during a run: the
  * candidate's verdict (KR_OK), or rc when it was not the candidate's doing. */
