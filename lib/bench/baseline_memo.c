@@ -31,6 +31,7 @@ int kr__memo_get(const kr__memo_table *t, uint64_t key, double now, kr__memo_vie
     out->n_time = e->n_time;
     out->cupti = e->cupti;
     out->age_s = now - e->at;
+    out->quick = e->quick;
     memcpy(out->event_us, e->event_us, e->n_event * sizeof(double));
     memcpy(out->time_us, e->time_us, e->n_time * sizeof(double));
     return 1;
@@ -70,11 +71,13 @@ void kr__memo_add(kr__memo_table *t, uint64_t key, double now, const double *eve
     for (size_t i = 0; i < n_time; i++)
         ring_push(e->time_us, &e->n_time, &e->head_time, time_us[i]);
     e->at = now;
+    e->quick = n_event < KR__MEMO_FRESH ? e->quick + 1 : 0;
 }
 
 size_t kr__memo_fresh_needed(const kr__memo_view *m)
 {
-    return m->age_s < KR__MEMO_YOUNG_S ? KR__MEMO_FRESH_YOUNG : KR__MEMO_FRESH;
+    return m->age_s < KR__MEMO_YOUNG_S && m->quick < KR__MEMO_QUICK_MAX ? KR__MEMO_FRESH_YOUNG
+                                                                       : KR__MEMO_FRESH;
 }
 
 void kr__memo_forget(kr__memo_table *t, uint64_t key)

@@ -28,11 +28,17 @@
  * further one, as three would be. */
 #define KR__MEMO_YOUNG_S 5.0
 #define KR__MEMO_FRESH_YOUNG 1
+/* ...but no more than this many benchmarks in a row: each joins its one
+ * sample and keeps the memo young, and a chain of single samples, each
+ * within the agreement's tolerance, must not walk the memo's median away
+ * (every ninth compares three). */
+#define KR__MEMO_QUICK_MAX 8
 
 typedef struct kr__memo_entry {
     uint64_t key;               /* 0: unused */
     double at;                  /* when samples were last added (kr__now) */
     int cupti;                  /* time_us came from CUPTI (1) or events (0) */
+    unsigned quick;             /* additions in a row of fewer than KR__MEMO_FRESH samples */
     size_t n_event, n_time;     /* filled, up to KR__MEMO_SAMPLES */
     size_t head_event, head_time;
     double event_us[KR__MEMO_SAMPLES]; /* event times: the stopping rule's currency */
@@ -48,6 +54,7 @@ typedef struct kr__memo_view {
     size_t n_event, n_time;
     int cupti;
     double age_s;               /* since samples were last added */
+    unsigned quick;             /* the entry's count of quick additions in a row */
     double event_us[KR__MEMO_SAMPLES];
     double time_us[KR__MEMO_SAMPLES];
 } kr__memo_view;
@@ -60,7 +67,8 @@ int kr__memo_get(const kr__memo_table *t, uint64_t key, double now, kr__memo_vie
 void kr__memo_add(kr__memo_table *t, uint64_t key, double now, const double *event_us,
                   size_t n_event, const double *time_us, size_t n_time, int cupti);
 /* How many fresh samples a benchmark takes before comparing them with m:
- * KR__MEMO_FRESH_YOUNG for a memo younger than KR__MEMO_YOUNG_S, else
+ * KR__MEMO_FRESH_YOUNG for a memo younger than KR__MEMO_YOUNG_S that has
+ * had fewer than KR__MEMO_QUICK_MAX such additions in a row, else
  * KR__MEMO_FRESH. */
 size_t kr__memo_fresh_needed(const kr__memo_view *m);
 /* Drops the key's samples (the conditions they were taken in are gone). */

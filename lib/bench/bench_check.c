@@ -24,16 +24,18 @@ int kr__bench_draw_check(const bstate *b)
 }
 
 /* The floor used to be met after the timed calls, by untimed checked calls
- * (a whole sample and a reference run each, most benchmarks two of them):
- * placed among the timed calls it costs nothing more. A candidate cannot
- * tell which calls they are (the OS draws them per benchmark), and a
- * benchmark that stops before reaching them still meets the floor after. */
+ * (a whole sample and a reference run each, most benchmarks two of them).
+ * Two of its three now sit among the first timed calls, where they cost
+ * nothing more, and a candidate cannot tell which (the OS draws them per
+ * benchmark); the third stays after the last timed call (unless that call
+ * was checked), so a kernel that behaves for its first calls and cheats
+ * later (given a way to count them) meets a check too. */
 uint64_t kr__bench_pick_floor(const bstate *b)
 {
     uint64_t span = b->o.min_samples < 64 ? b->o.min_samples : 64, mask = 0;
-    if (span <= KR__BENCH_MIN_CHECKS)
+    if (span <= KR__BENCH_EARLY_CHECKS)
         return span == 64 ? ~0ull : (1ull << span) - 1;
-    for (int picked = 0; picked < KR__BENCH_MIN_CHECKS;) {
+    for (int picked = 0; picked < KR__BENCH_EARLY_CHECKS;) {
         uint64_t call = kr__random64() % span; /* bias of 2^-58 at most: none that matters */
         if (!(mask >> call & 1)) {
             mask |= 1ull << call;

@@ -50,6 +50,7 @@ typedef struct bstate {
     uint64_t key;                 /* input hash key, fresh per benchmark */
     size_t checks, checks_failed;
     uint64_t floor_checks;        /* timed candidate calls 0..63 checked whatever the draw */
+    int last_checked;             /* the candidate's latest call was checked */
     uint64_t check_flags;         /* what the failed checks found */
     int candidate_failed;         /* the failure came from the candidate's plan or launch */
     int slow;                     /* stopped early by the time budget */
@@ -89,13 +90,16 @@ typedef struct bcheck {
 
 /* The fewest checked calls a benchmark makes, however early it stops. */
 #define KR__BENCH_MIN_CHECKS 3
+/* Of them, this many at calls drawn among the first min_samples timed ones;
+ * the rest after the last timed call (kr__bench_measure). */
+#define KR__BENCH_EARLY_CHECKS (KR__BENCH_MIN_CHECKS - 1)
 
 /* Whether the next timed candidate call is checked: one of the floor's
  * calls (kr__bench_pick_floor), or a draw from the OS at the options' check
  * fraction. */
 int kr__bench_draw_check(const bstate *b);
-/* The floor of checked calls placed among the first timed calls: that
- * many distinct call numbers below min_samples, drawn from the OS. */
+/* The early part of the floor: KR__BENCH_EARLY_CHECKS distinct call
+ * numbers below min_samples, drawn from the OS. */
 uint64_t kr__bench_pick_floor(const bstate *b);
 /* Before the call: c's slots allocated (nothing queued on the device). */
 int kr__bench_check_begin(bstate *b, size_t k, bcheck *c);

@@ -177,6 +177,8 @@ static int one_sample(bstate *b, int which, size_t k, int timed, int check)
         rc = push_sample(b, s, us, mhz);
     if (rc == KR_OK && check)
         rc = kr__bench_check_end(b, k, &c);
+    if (which == SIDE_CANDIDATE)
+        b->last_checked = check;
     kr__bench_check_free(&c);
     return rc;
 }
@@ -339,11 +341,12 @@ int kr__bench_measure(bstate *b, double *wall)
         if (done || (kr__now() - t0 > b->o.max_time_s && b->s[0].n >= 3))
             break;
     }
-    /* the floor of checked calls, where the timed calls stopped before its
-     * draws: more calls of the same kind, untimed (a slow candidate,
-     * verified already, is not held any longer) */
+    /* the rest of the floor: a checked call after the last timed one
+     * (unless it was checked), and more where the timed calls stopped
+     * before the early draws; calls of the same kind, untimed (a slow
+     * candidate, verified already, is not held any longer) */
     for (size_t i = 0; rc == KR_OK && !b->slow && b->has_ref && !(b->o.flags & KR_BENCH_NO_CHECK) &&
-                       b->checks < KR__BENCH_MIN_CHECKS; i++)
+                       (b->checks < KR__BENCH_MIN_CHECKS || !b->last_checked); i++)
         rc = one_sample(b, SIDE_CANDIDATE, i % b->sets, 0, 1);
     *wall = kr__now() - t0;
     return rc;

@@ -97,6 +97,13 @@ void kr__dbuf_free(kr_context *ctx, kr__dbuf *b)
         kr__engine *e = kr__engine_of(ctx);
         if (e)
             e->mem_frees++;
+        /* zeroed before it goes as well: the driver may hand the same
+         * memory to the next allocation of this context (a sub-allocated
+         * small one), and with a caller's fixed seed what an earlier
+         * candidate wrote there would be a later one's answer; cuMemFree
+         * waits for the zeroing, queued before it on the stream */
+        if (e)
+            kr__dbuf_scrub(ctx, b);
         kr__cuda()->cuMemFree(b->base);
     }
     kr__prof_add(ctx, KR__PROF_FREE, t0);

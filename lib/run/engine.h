@@ -34,8 +34,11 @@ typedef struct kr__cmp_stats {
 } kr__cmp_stats;
 
 /* Small results written by helper kernels: one slot (8 bytes) per value,
- * copied to the host in one transfer (checks.h hands them out). */
-#define KR__SLOTS 4096
+ * copied to the host in one transfer (checks.h hands them out). A
+ * verification unit's comparison batch takes 18 per output (both runs'
+ * statistics, their bit difference, the first run's outputs hashed again):
+ * room for 455 outputs. */
+#define KR__SLOTS 8192
 
 /* Device printf output per launch (what does not fit is dropped). */
 #define KR__PRINTF_FIFO_BYTES (64u << 10)

@@ -61,6 +61,9 @@ typedef struct vchecks {
     kr__check *hash;             /* per input: in after_run */
     kr__check *cmp;              /* per output: in compared */
     kr__check *diff;             /* per output, second run only: in compared */
+    kr__check *out_hash;         /* per output, first run only: in after_run */
+    kr__check *out_hash_later;   /* the same after the second run: in compared */
+    int rehashed;                /* out_hash_later was taken (two runs) */
     uint64_t *after_run;         /* the batch right after the run */
     uint64_t *compared;          /* the batch against the reference, after the runs */
 } vchecks;

@@ -144,6 +144,14 @@ void kr__vjudge_run(vstate *v, vunit *u, int run, const vchecks *m)
                  p->tensors[t].name);
         kr__vfail(v, u, KR_VERDICT_INCORRECT, KR_FLAG_INPUT_MUTATED, what);
     }
+    for (size_t t = 0; t < p->num_tensors && m->compared && m->rehashed; t++) {
+        if (!u->out[0].buf[t].base || m->after_run[m->out_hash[t]] == m->compared[m->out_hash_later[t]])
+            continue;
+        char what[240];
+        snprintf(what, sizeof what, "the second run wrote into the first run's outputs of '%s' "
+                 "(an earlier call's buffers are not the kernel's to write)", p->tensors[t].name);
+        kr__vfail(v, u, KR_VERDICT_INCORRECT, KR_FLAG_OUT_OF_BOUNDS, what);
+    }
     int was_passing = u->passed;
     for (size_t t = 0; t < p->num_tensors && m->compared; t++) {
         if (!kr__is_output(&p->tensors[t]))

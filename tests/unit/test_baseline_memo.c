@@ -154,6 +154,33 @@ static void fresh_samples_by_the_memos_age(void **state)
     free(t);
 }
 
+/* Single-sample additions keep a memo young; after KR__MEMO_QUICK_MAX of
+ * them in a row the next benchmark compares three, and an addition of
+ * three starts the count again. */
+static void quick_additions_are_bounded(void **state)
+{
+    (void)state;
+    kr__memo_table *t = table();
+    double a[20];
+    fill(a, 20, 100, 0.01);
+    kr__memo_add(t, 5, 1.0, a, 20, a, 20, 1); /* a full first benchmark */
+    kr__memo_view v;
+    double now = 1.0;
+    for (int i = 0; i < KR__MEMO_QUICK_MAX; i++) {
+        assert_int_equal(kr__memo_get(t, 5, now + 0.5, &v), 1);
+        assert_int_equal(kr__memo_fresh_needed(&v), KR__MEMO_FRESH_YOUNG);
+        now += 0.5;
+        kr__memo_add(t, 5, now, a, 1, a, 1, 1);
+    }
+    assert_int_equal(kr__memo_get(t, 5, now + 0.5, &v), 1);
+    assert_int_equal(v.quick, KR__MEMO_QUICK_MAX);
+    assert_int_equal(kr__memo_fresh_needed(&v), KR__MEMO_FRESH);
+    kr__memo_add(t, 5, now + 0.5, a, KR__MEMO_FRESH, a, KR__MEMO_FRESH, 1);
+    assert_int_equal(kr__memo_get(t, 5, now + 1.0, &v), 1);
+    assert_int_equal(kr__memo_fresh_needed(&v), KR__MEMO_FRESH_YOUNG);
+    free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -163,6 +190,7 @@ int main(void)
         cmocka_unit_test(the_least_recent_key_is_evicted),
         cmocka_unit_test(agreement),
         cmocka_unit_test(fresh_samples_by_the_memos_age),
+        cmocka_unit_test(quick_additions_are_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
