@@ -16,6 +16,30 @@ static const char *const Y_IS_2X =
     "extern \\\"C\\\" __global__ void k(const float* x, float* y, int n) {"
     " int i = blockIdx.x * 256 + threadIdx.x; if (i < n) y[i] = 2 * x[i]; }\"}}";
 
+/* A problem, and a candidate's program and plan from one source: what the
+ * tests of candidates that break the device (fault, hang) start from. */
+typedef struct gpu_candidate {
+    kr_problem *p;
+    kr_program *prog;
+    kr_plan *plan;
+} gpu_candidate;
+
+static inline void gpu_candidate_load(gpu_candidate *c, kr_context *ctx, const char *problem_json,
+                                      const char *source)
+{
+    assert_int_equal(kr_problem_parse(&c->p, ctx, problem_json, strlen(problem_json), "p.json", NULL),
+                     KR_OK);
+    assert_int_equal(kr_compile(&c->prog, ctx, source, 0, NULL), KR_OK);
+    assert_int_equal(kr_plan_from_source(&c->plan, ctx, source, 0, "c.cu"), KR_OK);
+}
+
+static inline void gpu_candidate_free(gpu_candidate *c)
+{
+    kr_plan_free(c->plan);
+    kr_program_free(c->prog);
+    kr_problem_free(c->p);
+}
+
 /* A context on GPU 0, or exit 77 saying why there is none. */
 static inline kr_context *gpu_context_or_skip(void)
 {

@@ -17,29 +17,23 @@ static void hang_times_out(void **state)
 {
     (void)state;
     kr_context *ctx = gpu_context_or_skip();
-    kr_problem *p;
-    kr_program *prog;
-    kr_plan *plan;
-    assert_int_equal(kr_problem_parse(&p, ctx, Y_IS_2X, strlen(Y_IS_2X), "p.json", NULL), KR_OK);
-    assert_int_equal(kr_compile(&prog, ctx, CANDIDATE, 0, NULL), KR_OK);
-    assert_int_equal(kr_plan_from_source(&plan, ctx, CANDIDATE, 0, "c.cu"), KR_OK);
+    gpu_candidate c;
+    gpu_candidate_load(&c, ctx, Y_IS_2X, CANDIDATE);
     kr_verify_options o = KR_VERIFY_OPTIONS_INIT;
     o.timeout_s = 1.0;
     kr_report *r = NULL;
     double t0 = kr__now();
-    assert_int_equal(kr_verify((r = test_report()), ctx, p, prog, plan, &o), KR_OK);
+    assert_int_equal(kr_verify((r = test_report()), ctx, c.p, c.prog, c.plan, &o), KR_OK);
     double took = kr__now() - t0;
     printf("%s after %.2f s: %s\n", kr_verdict_name(kr_report_verdict(r)), took,
            kr_report_text(r, "message"));
     assert_int_equal(kr_report_verdict(r), KR_VERDICT_TIMEOUT);
     assert_true(took < 5.0);
     kr_report_free(r);
-    assert_int_equal(kr_verify((r = test_report()), ctx, p, prog, plan, &o), KR_EPOISONED);
+    assert_int_equal(kr_verify((r = test_report()), ctx, c.p, c.prog, c.plan, &o), KR_EPOISONED);
     kr_report_free(r);
     /* freeing must not block on the hung kernel */
-    kr_plan_free(plan);
-    kr_program_free(prog);
-    kr_problem_free(p);
+    gpu_candidate_free(&c);
     kr_context_free(ctx);
     _exit(0); /* the driver tears the hung context down with the process */
 }
