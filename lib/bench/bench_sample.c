@@ -229,9 +229,10 @@ static int side_done(const bstate *b, int which)
 
 /* Once the baseline has its fresh samples (three, one where the memo is
  * moments old): the memo counts from here if they agree with it. A few
- * samples of a microsecond kernel can miss by chance, so a disagreement is looked at again with every fresh sample up
- * to the side's own min_samples; disagreeing still, the conditions the memo
- * was taken in are gone: it is forgotten and the baseline timed in full. */
+ * samples of a microsecond kernel can miss by chance, so a disagreement is
+ * looked at again with every fresh sample up to the side's own
+ * min_samples; disagreeing still, the conditions the memo was taken in are
+ * gone: it is forgotten and the baseline timed in full. */
 static void check_memo(bstate *b)
 {
     const bside *s = &b->s[SIDE_BASELINE];

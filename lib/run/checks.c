@@ -2,6 +2,7 @@
 #include "run/checks.h"
 #include "common/dtype.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* n zeroed slots (8 bytes each) for one check's results. */
@@ -83,6 +84,15 @@ int kr__checks_fetch(kr_context *ctx)
     if (r != CUDA_SUCCESS)
         return kr__cuda_fail(ctx, r, "cuMemcpyDtoHAsync (check results)");
     return kr__engine_wait(ctx, 30, "reading check results");
+}
+
+uint64_t *kr__checks_snapshot(kr_context *ctx)
+{
+    kr__engine *e = kr__engine_of(ctx);
+    uint64_t *vals = malloc((e->slots_used ? e->slots_used : 1) * sizeof *vals);
+    if (vals)
+        memcpy(vals, e->slots, e->slots_used * sizeof *vals);
+    return vals;
 }
 
 uint64_t kr__check_guard_bytes(kr_context *ctx, kr__check c)

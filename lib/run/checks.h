@@ -33,6 +33,10 @@ int kr__checks_fetch(kr_context *ctx);
 uint64_t kr__check_guard_bytes(kr_context *ctx, kr__check c);  /* canary bytes changed */
 uint64_t kr__check_value(kr_context *ctx, kr__check c);        /* hash or differing elements */
 void kr__check_stats(kr_context *ctx, kr__check c, kr__cmp_stats *out);
+/* Every fetched result in malloc'd memory (the caller frees it; NULL when
+ * out of memory), indexed by the handles, valid past the next
+ * kr__checks_begin: for results judged after later batches ran. */
+uint64_t *kr__checks_snapshot(kr_context *ctx);
 
 /* The bits an unwritten element of output x holds in a run with poison
  * variant v: the poison pattern for outputs, none (~0) for in-outs, which

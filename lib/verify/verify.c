@@ -60,17 +60,6 @@ static int inputs_and_hashes(vstate *v, vunit *u)
     return rc;
 }
 
-/* The values of a check batch's slots, kept past the batch (the engine's
- * slots serve the next one): a unit's runs are judged after all of them. */
-static uint64_t *snapshot(kr_context *ctx)
-{
-    kr__engine *e = kr__engine_of(ctx);
-    uint64_t *vals = malloc((e->slots_used ? e->slots_used : 1) * sizeof *vals);
-    if (vals)
-        memcpy(vals, e->slots, e->slots_used * sizeof *vals);
-    return vals;
-}
-
 /* Whether a run's comparison found values out of tolerance. */
 static int values_differ(const vstate *v, const vchecks *m)
 {
@@ -141,12 +130,12 @@ static int checks_after_run(vstate *v, vunit *u, int run, const kr__run *cr, vch
             rc = kr__check_hash(ctx, &u->out[0].buf[t], v->key, &m->out_hash[t]);
     if (rc == KR_OK)
         rc = kr__checks_fetch(ctx);
-    if (rc == KR_OK && !(m->after_run = snapshot(ctx)))
+    if (rc == KR_OK && !(m->after_run = kr__checks_snapshot(ctx)))
         rc = kr__fail(ctx, KR_ENOMEM, "out of memory");
+    int changed = 0;
     for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++)
-        if (u->in.buf[t].base && m->after_run[m->hash[t]] != u->in_hash[t])
-            rc = kr__tset_fill_inputs(ctx, &u->in, u->seed);
-    return rc;
+        changed |= u->in.buf[t].base && m->after_run[m->hash[t]] != u->in_hash[t];
+    return rc == KR_OK && changed ? kr__tset_fill_inputs(ctx, &u->in, u->seed) : rc;
 }
 
 /* One run of the candidate on fresh outputs (poison variant `run`) and
@@ -218,7 +207,7 @@ static int compare_runs(vstate *v, vunit *u, int runs, vchecks *m, double share)
         rc = kr__checks_fetch(ctx);
     for (int run = 0; run < runs && rc == KR_OK; run++) {
         free(m[run].compared);
-        if (!(m[run].compared = snapshot(ctx)))
+        if (!(m[run].compared = kr__checks_snapshot(ctx)))
             rc = kr__fail(ctx, KR_ENOMEM, "out of memory");
     }
     return rc;
