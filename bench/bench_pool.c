@@ -102,6 +102,12 @@ static const char *const PROBLEM_KEYS[] = {
     "profile_gpu_candidate_ms", "profile_gpu_baseline_ms"};
 #define NUM_PROBLEM_KEYS (sizeof PROBLEM_KEYS / sizeof PROBLEM_KEYS[0])
 
+/* --profile: the GPU's categories (lib/run/gpu_profile.h), each as its
+ * time, its pairs (kernels or copies, one by one) and the bytes they touched */
+static const char *const GPU_CATS[] = {"generate", "fill", "checks", "reset", "reference",
+                                       "candidate", "baseline"};
+#define NUM_GPU_CATS (sizeof GPU_CATS / sizeof GPU_CATS[0])
+
 typedef struct {
     double wall;
     size_t total, right, faults, hangs;
@@ -112,6 +118,7 @@ typedef struct {
      * reports, and over every report of the phases' total and GPU waits */
     size_t profiled, profiled_all;
     double prof[NUM_PROF_KEYS], worker_ms_all, wait_ms_all;
+    double cat_ms[NUM_GPU_CATS], cat_n[NUM_GPU_CATS], cat_mb[NUM_GPU_CATS];
     /* the same per problem, passed reports (PROBLEM_KEYS) */
     size_t by_problem_n[NUM_PROBLEMS];
     double by_problem[NUM_PROBLEMS][NUM_PROBLEM_KEYS];
@@ -146,6 +153,15 @@ static void add_profile(outcome *o, const kr_report *r, int passed)
     for (size_t k = 0; k < NUM_PROF_KEYS; k++)
         if (kr_report_get(&v, r, PROF_KEYS[k]) == KR_OK)
             o->prof[k] += v;
+    for (size_t k = 0; k < NUM_GPU_CATS; k++) {
+        char key[64];
+        snprintf(key, sizeof key, "profile_gpu_%s_ms", GPU_CATS[k]);
+        o->cat_ms[k] += kr_report_get(&v, r, key) == KR_OK ? v : 0;
+        snprintf(key, sizeof key, "profile_gpu_%s_n", GPU_CATS[k]);
+        o->cat_n[k] += kr_report_get(&v, r, key) == KR_OK ? v : 0;
+        snprintf(key, sizeof key, "profile_gpu_%s_mb", GPU_CATS[k]);
+        o->cat_mb[k] += kr_report_get(&v, r, key) == KR_OK ? v : 0;
+    }
 }
 
 static const char *verdict(const kr_report *r)
@@ -321,6 +337,20 @@ static void print_profile(const char *what, const outcome *o)
            o->profiled);
     for (size_t k = 0; k < NUM_PROF_KEYS; k++)
         printf("| %s | %.2f |\n", PROF_KEYS[k] + 8, o->prof[k] / (double)o->profiled);
+    /* GB/s far below the memory's means launch gaps or slow kernels; us
+     * per pair near a launch's few means many small pieces of work */
+    printf("\n| %s: GPU category, a passed candidate | ms | pairs | MB touched | GB/s | us a pair |\n"
+           "|---|---|---|---|---|---|\n", what);
+    for (size_t k = 0; k < NUM_GPU_CATS; k++) {
+        double n = (double)o->profiled, ms = o->cat_ms[k] / n, pairs = o->cat_n[k] / n;
+        double mb = o->cat_mb[k] / n;
+        printf("| %s | %.2f | %.1f | ", GPU_CATS[k], ms, pairs);
+        if (mb > 0)
+            printf("%.0f | %.0f | ", mb, ms > 0 ? mb / ms : 0);
+        else
+            printf("n/a | n/a | ");
+        printf("%.1f |\n", pairs > 0 ? 1e3 * ms / pairs : 0);
+    }
     double per = o->worker_ms_all / (double)o->profiled_all, wait = o->wait_ms_all / (double)o->profiled_all;
     printf("  %s, every profiled report (%zu): worker %.1f ms a candidate (at most %.1f candidates/s "
            "with one GPU worker), GPU waits %.1f ms (floor: %.1f candidates/s if all host work "

@@ -102,6 +102,7 @@ static int timed_enqueue(bstate *b, bside *s, size_t k)
     const kr__cuda_api *cu = kr__cuda();
     kr__engine *e = b->e;
     if (!(b->o.flags & KR_BENCH_NO_FLUSH)) {
+        kr__gpu_bytes(e, KR__GPU_FILL, (double)b->flush.bytes);
         int slot = kr__gpu_begin(e, KR__GPU_FILL); /* before the spin: outside the clock */
         CUresult r = cu->cuMemsetD32Async(b->flush.ptr, (unsigned)b->seeds, b->flush.bytes / 4, e->stream);
         kr__gpu_end(e, slot);

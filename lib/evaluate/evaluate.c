@@ -123,7 +123,7 @@ typedef struct {
     int on, line;
     double start, mark, phase[PH_N], engine0[KR__PROF_N];
     unsigned long waits0, allocs0, frees0;
-    double generated0, gpu0[KR__GPU_N];
+    double generated0, gpu0[KR__GPU_N], pairs0[KR__GPU_N], bytes0[KR__GPU_N];
 } profile;
 
 static void profile_begin(profile *pr, kr_context *ctx)
@@ -140,6 +140,8 @@ static void profile_begin(profile *pr, kr_context *ctx)
         pr->frees0 = kr__engine_of(ctx)->mem_frees;
         pr->generated0 = kr__engine_of(ctx)->generated_bytes;
         memcpy(pr->gpu0, kr__engine_of(ctx)->gpu.gpu_s, sizeof pr->gpu0);
+        memcpy(pr->pairs0, kr__engine_of(ctx)->gpu.pairs, sizeof pr->pairs0);
+        memcpy(pr->bytes0, kr__engine_of(ctx)->gpu.bytes, sizeof pr->bytes0);
     }
 }
 
@@ -171,6 +173,10 @@ static void profile_metrics(const profile *pr, const kr__engine *e, kr_report *r
         for (int i = 0; i < KR__GPU_N; i++) {
             snprintf(key, sizeof key, "profile_gpu_%s_ms", kr__gpu_names[i]);
             kr_report_set(r, key, 1e3 * (e->gpu.gpu_s[i] - pr->gpu0[i]));
+            snprintf(key, sizeof key, "profile_gpu_%s_n", kr__gpu_names[i]);
+            kr_report_set(r, key, e->gpu.pairs[i] - pr->pairs0[i]);
+            snprintf(key, sizeof key, "profile_gpu_%s_mb", kr__gpu_names[i]);
+            kr_report_set(r, key, (e->gpu.bytes[i] - pr->bytes0[i]) / 1e6);
         }
     }
 }

@@ -115,6 +115,7 @@ int kr__dbuf_reguard(kr_context *ctx, const kr__dbuf *b)
     const kr__cuda_api *cu = kr__cuda();
     kr__engine *e = kr__engine_of(ctx);
     CUstream s = e->stream;
+    kr__gpu_bytes(e, KR__GPU_FILL, (double)(b->alloc - b->bytes));
     int slot = kr__gpu_begin(e, KR__GPU_FILL);
     CUresult r = cu->cuMemsetD8Async(b->base, KR__CANARY, KR__GUARD_BYTES, s);
     if (r == CUDA_SUCCESS)
@@ -128,6 +129,7 @@ int kr__dbuf_scrub(kr_context *ctx, const kr__dbuf *b)
     if (!b->base)
         return KR_OK;
     kr__engine *e = kr__engine_of(ctx);
+    kr__gpu_bytes(e, KR__GPU_FILL, (double)b->alloc);
     int slot = kr__gpu_begin(e, KR__GPU_FILL);
     CUresult r = kr__cuda()->cuMemsetD8Async(b->base, 0, b->alloc, e->stream);
     kr__gpu_end(e, slot);
@@ -172,6 +174,7 @@ int kr__poison(kr_context *ctx, const kr__dbuf *b, int dtype, int variant)
     uint32_t bits = kr__poison_bits(dtype, variant);
     int size = kr_gen_dtype_size((kr_u32)dtype);
     kr__engine *e = kr__engine_of(ctx);
+    kr__gpu_bytes(e, KR__GPU_FILL, (double)b->bytes);
     int slot = kr__gpu_begin(e, KR__GPU_FILL);
     CUresult r = size == 1 ? cu->cuMemsetD8Async(b->ptr, (unsigned char)bits, b->bytes, s)
                : size == 2 ? cu->cuMemsetD16Async(b->ptr, (unsigned short)bits, b->bytes / 2, s)

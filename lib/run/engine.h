@@ -146,6 +146,11 @@ static inline void kr__gpu_end(kr__engine *e, int slot)
     if (e)
         kr__gpu_timer_end(&e->gpu, slot, e->stream);
 }
+static inline void kr__gpu_bytes(kr__engine *e, int cat, double bytes)
+{
+    if (e)
+        kr__gpu_timer_bytes(&e->gpu, cat, bytes);
+}
 
 /* A grid-stride launch of 256-thread blocks over n items: enough blocks to
  * fill the device, no more. */

@@ -30,10 +30,18 @@ void kr__gpu_timer_end(kr__gpu_timer *g, int slot, CUstream stream)
         g->used++;
 }
 
-void kr__gpu_timer_add(kr__gpu_timer *g, int cat, double seconds)
+void kr__gpu_timer_bytes(kr__gpu_timer *g, int cat, double bytes)
 {
     if (g->on)
+        g->bytes[cat] += bytes;
+}
+
+void kr__gpu_timer_add(kr__gpu_timer *g, int cat, double seconds)
+{
+    if (g->on) {
         g->gpu_s[cat] += seconds;
+        g->pairs[cat] += 1;
+    }
 }
 
 void kr__gpu_timer_harvest(kr__gpu_timer *g)
@@ -41,8 +49,10 @@ void kr__gpu_timer_harvest(kr__gpu_timer *g)
     const kr__cuda_api *cu = kr__cuda();
     for (size_t i = 0; i < g->used; i++) {
         float ms = 0;
-        if (cu->cuEventElapsedTime(&ms, g->ev[i][0], g->ev[i][1]) == CUDA_SUCCESS)
+        if (cu->cuEventElapsedTime(&ms, g->ev[i][0], g->ev[i][1]) == CUDA_SUCCESS) {
             g->gpu_s[g->cat[i]] += ms * 1e-3;
+            g->pairs[g->cat[i]] += 1;
+        }
     }
     g->used = 0;
     g->depth = 0;

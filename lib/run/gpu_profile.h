@@ -38,6 +38,10 @@ typedef struct kr__gpu_timer {
     size_t used;                       /* pairs recorded since the last harvest */
     int depth;                         /* open pairs: one inside another counts in the outer only */
     double gpu_s[KR__GPU_N];           /* each category's GPU time so far */
+    /* what each category's time bought: its harvested pairs (kernels or
+     * copies, bracketed one by one) and the bytes they touched (read plus
+     * written), so a category's GB/s tells a slow kernel from launch gaps */
+    double pairs[KR__GPU_N], bytes[KR__GPU_N];
 } kr__gpu_timer;
 
 /* The pair's slot, its start recorded on stream (-1: off; -2: inside an
@@ -46,6 +50,8 @@ typedef struct kr__gpu_timer {
  * left open. */
 int kr__gpu_timer_begin(kr__gpu_timer *g, int cat, CUstream stream);
 void kr__gpu_timer_end(kr__gpu_timer *g, int slot, CUstream stream);
+/* Counts bytes a category's work touches (read plus written). */
+void kr__gpu_timer_bytes(kr__gpu_timer *g, int cat, double bytes);
 /* Adds seconds measured otherwise (a sample's own event pair). */
 void kr__gpu_timer_add(kr__gpu_timer *g, int cat, double seconds);
 /* Adds the recorded pairs' times (the stream done) to their categories. */
