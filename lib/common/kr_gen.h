@@ -4,11 +4,12 @@
  * Why the same bits: a caller rebuilds inputs on the host (e.g. to compute
  * golden outputs with PyTorch) and must see exactly what the GPU kernel saw.
  * So this file uses only operations IEEE 754 fixes exactly: + - * / and sqrt
- * in double and float, int<->double, int->float and double->float
- * conversions, integer bit work.
+ * in double and float, the float fused multiply-add where written out
+ * (KR_GEN_FMAF: fmaf, correctly rounded on both), int<->double, int->float
+ * and double->float conversions, integer bit work.
  * No libm transcendental (log/cos/exp are written here as polynomials) and
- * no fused multiply-add: the host compiles it with -ffp-contract=off (the
- * default in ISO C mode), NVRTC with --fmad=false.
+ * no contraction of a*b+c the code did not write: the host compiles it with
+ * -ffp-contract=off (the default in ISO C mode), NVRTC with --fmad=false.
  *
  * Randomness: Philox4x32-10 (Salmon et al., SC'11), key = seed, counter =
  * (index, tensor, stream tag). */
@@ -23,6 +24,7 @@ typedef unsigned int kr_u32;
 typedef unsigned long long kr_u64;
 typedef long long kr_i64;
 #define KR_GEN_SQRT(x) sqrt(x)
+#define KR_GEN_FMAF(a, b, c) fmaf(a, b, c)
 #define KR_GEN_F2U(f) __float_as_uint(f)
 #define KR_GEN_U2F(u) __uint_as_float(u)
 #define KR_GEN_D2U(d) ((kr_u64)__double_as_longlong(d))
@@ -44,6 +46,7 @@ typedef uint32_t kr_u32;
 typedef uint64_t kr_u64;
 typedef int64_t kr_i64;
 #define KR_GEN_SQRT(x) sqrt(x)
+#define KR_GEN_FMAF(a, b, c) fmaf(a, b, c)
 static inline kr_u32 kr_gen_f2u(float f) { kr_u32 u; memcpy(&u, &f, 4); return u; }
 static inline float kr_gen_u2f(kr_u32 u) { float f; memcpy(&f, &u, 4); return f; }
 static inline kr_u64 kr_gen_d2u(double d) { kr_u64 u; memcpy(&u, &d, 8); return u; }
@@ -239,11 +242,11 @@ KR_GEN_FN float kr_gen_logf(float x)
     }
     float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
     float t = 0.111111111f;
-    t = t * s2 + 0.142857143f;
-    t = t * s2 + 0.2f;
-    t = t * s2 + 0.333333333f;
-    t = t * s2 + 1.0f;
-    return 2.0f * s * t + (float)e * 0.693147181f;
+    t = KR_GEN_FMAF(t, s2, 0.142857143f);
+    t = KR_GEN_FMAF(t, s2, 0.2f);
+    t = KR_GEN_FMAF(t, s2, 0.333333333f);
+    t = KR_GEN_FMAF(t, s2, 1.0f);
+    return KR_GEN_FMAF((float)e, 0.693147181f, 2.0f * s * t);
 }
 
 /* cos(2 pi u) and sin(2 pi u) for u in [0, 1): quadrant from u, Taylor to
@@ -253,30 +256,31 @@ KR_GEN_FN float kr_gen_cossin2pif(float u, float *sin_out)
     float q4 = u * 4.0f;
     int q = (int)q4;
     float x = (q4 - (float)q) * 1.57079633f, x2 = x * x;
-    float c = 2.08767570e-09f;     /* 1/12! */
-    c = c * -x2 + 2.75573192e-07f; /* 1/10! */
-    c = c * -x2 + 2.48015873e-05f; /* 1/8! */
-    c = c * -x2 + 1.38888889e-03f; /* 1/6! */
-    c = c * -x2 + 4.16666667e-02f; /* 1/4! */
-    c = c * -x2 + 0.5f;
-    c = c * -x2 + 1.0f;
-    float s = 1.60590438e-10f;     /* 1/13! */
-    s = s * -x2 + 2.50521084e-08f; /* 1/11! */
-    s = s * -x2 + 2.75573192e-06f; /* 1/9! */
-    s = s * -x2 + 1.98412698e-04f; /* 1/7! */
-    s = s * -x2 + 8.33333333e-03f; /* 1/5! */
-    s = s * -x2 + 0.166666667f;    /* 1/3! */
-    s = s * -x2 + 1.0f;
+    float c = 2.08767570e-09f;                  /* 1/12! */
+    c = KR_GEN_FMAF(c, -x2, 2.75573192e-07f); /* 1/10! */
+    c = KR_GEN_FMAF(c, -x2, 2.48015873e-05f); /* 1/8! */
+    c = KR_GEN_FMAF(c, -x2, 1.38888889e-03f); /* 1/6! */
+    c = KR_GEN_FMAF(c, -x2, 4.16666667e-02f); /* 1/4! */
+    c = KR_GEN_FMAF(c, -x2, 0.5f);
+    c = KR_GEN_FMAF(c, -x2, 1.0f);
+    float s = 1.60590438e-10f;                  /* 1/13! */
+    s = KR_GEN_FMAF(s, -x2, 2.50521084e-08f); /* 1/11! */
+    s = KR_GEN_FMAF(s, -x2, 2.75573192e-06f); /* 1/9! */
+    s = KR_GEN_FMAF(s, -x2, 1.98412698e-04f); /* 1/7! */
+    s = KR_GEN_FMAF(s, -x2, 8.33333333e-03f); /* 1/5! */
+    s = KR_GEN_FMAF(s, -x2, 0.166666667f);    /* 1/3! */
+    s = KR_GEN_FMAF(s, -x2, 1.0f);
     s = s * x;
     *sin_out = q == 0 ? s : q == 1 ? c : q == 2 ? -s : -c;
     return q == 0 ? c : q == 1 ? -s : q == 2 ? -c : s;
 }
 
-/* Box-Muller: both normal values of a group's four words, mean and std
- * applied (in double). f64 tensors keep the double form (53-bit uniforms,
- * tails to 8.6 sigma); the others use float (24-bit uniforms, tails to
- * 5.8 sigma: beyond it lies one value in 10^8). */
-KR_GEN_FN void kr_gen_normal_pair(const kr_gen_dist *d, const kr_u32 w[4], double z[2])
+/* Box-Muller: a pair of normal values, mean and std applied (in double).
+ * f64 tensors keep the double form (53-bit uniforms from all four words of
+ * w, tails to 8.6 sigma); the others use float (24-bit uniforms from the
+ * words x and y, tails to 5.8 sigma: beyond it lies one value in 10^8). */
+KR_GEN_FN void kr_gen_normal_pair(const kr_gen_dist *d, const kr_u32 w[4], kr_u32 x, kr_u32 y,
+                                  double z[2])
 {
     if (d->dtype == KR_GEN_F64) {
         double u1 = 1.0 - kr_gen_u01(w[0], w[1]); /* (0, 1] */
@@ -286,8 +290,8 @@ KR_GEN_FN void kr_gen_normal_pair(const kr_gen_dist *d, const kr_u32 w[4], doubl
         z[1] = d->a + d->b * r * sn;
         return;
     }
-    float u1 = (float)((w[0] >> 8) + 1u) * 5.96046448e-08f; /* (0, 1], times 2^-24 */
-    float u2 = (float)(w[2] >> 8) * 5.96046448e-08f;        /* [0, 1) */
+    float u1 = (float)((x >> 8) + 1u) * 5.96046448e-08f; /* (0, 1], times 2^-24 */
+    float u2 = (float)(y >> 8) * 5.96046448e-08f;        /* [0, 1) */
     float r = sqrtf(-2.0f * kr_gen_logf(u1)), sn;
     float cs = kr_gen_cossin2pif(u2, &sn);
     z[0] = d->a + d->b * (double)(r * cs);
@@ -295,8 +299,13 @@ KR_GEN_FN void kr_gen_normal_pair(const kr_gen_dist *d, const kr_u32 w[4], doubl
 }
 
 /* How many elements one Philox call (4 words) serves: cheap distributions
- * use one word per element, normal pairs share Box-Muller's cos and sin.
- * Part of the definition of the values: host and GPU agree on it. */
+ * use one word per element, a float normal pair two (Box-Muller's cos and
+ * sin shared: two pairs a call), an f64 pair all four; a mix over a float
+ * uniform or normal base two words per element (its value's, and the
+ * outlier draw's). The generator writes every input of every timed
+ * sample, so Philox calls and Box-Muller pairs per element are most of a
+ * benchmark's generation cost. Part of the definition of the values: host
+ * and GPU agree on it. */
 KR_GEN_FN int kr_gen_per_call(const kr_gen_dist *d)
 {
     if (d->kind == KR_GEN_UNIFORM)
@@ -306,6 +315,9 @@ KR_GEN_FN int kr_gen_per_call(const kr_gen_dist *d)
     if (d->kind == KR_GEN_BERNOULLI)
         return 4;
     if (d->kind == KR_GEN_NORMAL)
+        return d->dtype == KR_GEN_F64 ? 2 : 4;
+    if (d->kind == KR_GEN_MIX && d->dtype != KR_GEN_F64 &&
+        (d->base_kind == KR_GEN_UNIFORM || d->base_kind == KR_GEN_NORMAL))
         return 2;
     return 1;
 }
@@ -328,13 +340,19 @@ KR_GEN_FN double kr_gen_base(kr_u32 kind, const kr_gen_dist *d, const kr_u32 w[4
                              int per_call)
 {
     if (kind == KR_GEN_UNIFORM) {
-        double u = per_call == 4 ? kr_gen_u24(kr_gen_word(w, lane)) : kr_gen_u01(w[0], w[1]);
+        double u = per_call == 4   ? kr_gen_u24(kr_gen_word(w, lane))
+                 : per_call == 2 ? kr_gen_u24(kr_gen_word(w, 2 * lane)) /* a mix's value word */
+                                 : kr_gen_u01(w[0], w[1]);
         return d->a + (d->b - d->a) * u;
     }
     if (kind == KR_GEN_NORMAL) {
+        /* four lanes: pairs (w0, w1) and (w2, w3); a mix's two: (w0, w2) */
         double z[2];
-        kr_gen_normal_pair(d, w, z);
-        return lane ? z[1] : z[0];
+        if (per_call == 4)
+            kr_gen_normal_pair(d, w, kr_gen_word(w, lane & 2), kr_gen_word(w, (lane & 2) + 1), z);
+        else
+            kr_gen_normal_pair(d, w, w[0], w[2], z);
+        return (lane & 1) ? z[1] : z[0];
     }
     /* pareto, symmetric: scale * (u^(-1/alpha) - 1) with a random sign */
     double u = 1.0 - kr_gen_u01(w[0], w[1]);
@@ -425,13 +443,18 @@ KR_GEN_FN kr_u64 kr_gen_bits(const kr_gen_dist *d, const kr_u32 w[4], int lane, 
         }
     } else if (d->kind == KR_GEN_BERNOULLI) {
         iv = kr_gen_u24(kr_gen_word(w, lane)) < d->p;
+    } else if (d->kind == KR_GEN_MIX && per_call == 2) {
+        /* a float uniform or normal base: the outlier draw from the word
+         * after the value's (w1 for lane 0, w3 for lane 1) */
+        v = kr_gen_base(d->base_kind, d, w, lane, 2);
+        if (kr_gen_u24(kr_gen_word(w, 2 * lane + 1)) < d->p)
+            v = v * d->outlier_scale;
     } else if (d->kind == KR_GEN_MIX) {
         v = kr_gen_base(d->base_kind, d, w, 0, 1);
-        /* the outlier draw from a word the base value left alone (w[3]:
-         * uniform and pareto use w[0..1] and one bit of w[2], a float
-         * normal w[0] and w[2]); a double normal uses all four, so it
-         * takes a second Philox call (one call per element was a quarter
-         * of the speed of the other distributions) */
+        /* an f64 or pareto base: the outlier draw from a word the base
+         * value left alone (w[3]: uniform and pareto use w[0..1] and one
+         * bit of w[2]); a double normal uses all four, so it takes a
+         * second Philox call */
         double u;
         if (d->base_kind == KR_GEN_NORMAL && d->dtype == KR_GEN_F64) {
             kr_u32 w2[4] = {w[2], w[3], w[0] ^ w[1], 0x6d697821u /* "mix!" */};
@@ -514,18 +537,33 @@ KR_GEN_FN void kr_gen_group(const kr_gen_dist *d, kr_u64 seed, kr_u32 tensor, kr
     kr_u8 *dst = out + first * (kr_u64)size;
     if (first + (kr_u64)per <= n && per >= 2) {
         kr_u64 b0, b1, b2 = 0, b3 = 0;
-        if (d->kind == KR_GEN_NORMAL) { /* the pair's logarithm and cosine once */
+        if (d->kind == KR_GEN_NORMAL) { /* each pair's logarithm and cosine once */
             double z[2];
-            kr_gen_normal_pair(d, w, z);
+            kr_gen_normal_pair(d, w, w[0], w[1], z);
+            b0 = kr_gen_encode(d, z[0], 0, 0);
+            b1 = kr_gen_encode(d, z[1], 0, 0);
+            if (per == 4) {
+                kr_gen_normal_pair(d, w, w[2], w[3], z);
+                b2 = kr_gen_encode(d, z[0], 0, 0);
+                b3 = kr_gen_encode(d, z[1], 0, 0);
+            }
+        } else if (d->kind == KR_GEN_MIX && d->base_kind == KR_GEN_NORMAL) {
+            /* per == 2: one pair, then each lane's outlier draw (as kr_gen_bits) */
+            double z[2];
+            kr_gen_normal_pair(d, w, w[0], w[2], z);
+            if (kr_gen_u24(w[1]) < d->p)
+                z[0] = z[0] * d->outlier_scale;
+            if (kr_gen_u24(w[3]) < d->p)
+                z[1] = z[1] * d->outlier_scale;
             b0 = kr_gen_encode(d, z[0], 0, 0);
             b1 = kr_gen_encode(d, z[1], 0, 0);
         } else {
             b0 = kr_gen_bits(d, w, 0, per, seed, tensor);
             b1 = kr_gen_bits(d, w, 1, per, seed, tensor);
-        }
-        if (per == 4) {
-            b2 = kr_gen_bits(d, w, 2, per, seed, tensor);
-            b3 = kr_gen_bits(d, w, 3, per, seed, tensor);
+            if (per == 4) {
+                b2 = kr_gen_bits(d, w, 2, per, seed, tensor);
+                b3 = kr_gen_bits(d, w, 3, per, seed, tensor);
+            }
         }
         int bits = 8 * size, bytes = per * size;
         if (bytes <= 8) /* packed little-endian into one word */
