@@ -32,7 +32,9 @@ void kr__gpu_timer_end(kr__gpu_timer *g, int slot, CUstream stream)
 
 void kr__gpu_timer_bytes(kr__gpu_timer *g, int cat, double bytes)
 {
-    if (g->on)
+    /* only where the pair about to begin will be timed in cat: inside an
+     * open pair its time is the outer category's */
+    if (g->on && g->depth == 0 && g->used < KR__GPU_EVENTS)
         g->bytes[cat] += bytes;
 }
 

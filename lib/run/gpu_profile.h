@@ -50,7 +50,8 @@ typedef struct kr__gpu_timer {
  * left open. */
 int kr__gpu_timer_begin(kr__gpu_timer *g, int cat, CUstream stream);
 void kr__gpu_timer_end(kr__gpu_timer *g, int slot, CUstream stream);
-/* Counts bytes a category's work touches (read plus written). */
+/* Counts bytes a category's work touches (read plus written); called just
+ * before the work's begin, and counted only where that pair will be timed. */
 void kr__gpu_timer_bytes(kr__gpu_timer *g, int cat, double bytes);
 /* Adds seconds measured otherwise (a sample's own event pair). */
 void kr__gpu_timer_add(kr__gpu_timer *g, int cat, double seconds);

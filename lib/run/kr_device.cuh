@@ -130,8 +130,10 @@ static __device__ __forceinline__ void kr_cmp_one(kr_cmp_acc &a, kr_u64 graw, kr
         ok = err <= atol + rtol * aw;
         a.max_abs = fmax(a.max_abs, err);
         /* a division only where the ratio may grow (a few times a
-         * thread), not per element: it made the comparison compute-bound */
-        if (w != 0 && err > a.max_rel * aw)
+         * thread), not per element: it made the comparison compute-bound.
+         * >=, not >: a product rounded (or overflowed) up to err must not
+         * hide a larger ratio */
+        if (w != 0 && err != 0 && err >= a.max_rel * aw)
             a.max_rel = fmax(a.max_rel, err / aw);
         a.sq_err += err * err;
         a.sq_ref += w * w;

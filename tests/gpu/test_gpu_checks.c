@@ -1,7 +1,9 @@
 /* gpu: the check kernels (kr_compare, kr_hash, kr_bitdiff) give what the
  * host's rules give, for every dtype, on both of their paths: 16-byte
  * vectors where the buffers are aligned, element by element where not (the
- * same bytes one element past an aligned address) and in the tail. */
+ * same bytes one element past an aligned address, in one buffer or both)
+ * and in the tail; sizes below one vector, and above one pass of the
+ * grid (16 blocks of 256 threads per SM: 540672 threads on 132 SMs). */
 #include "gpu_test.h"
 
 #include "common/dtype.h"
@@ -31,14 +33,14 @@ static CUdeviceptr upload(CUdeviceptr d, size_t offset, const void *bytes, size_
 
 typedef struct {
     unsigned long long bad, unwritten, nanbad, first, max_abs_bits;
-    double max_rel, sq_err;
+    double max_rel, sq_err, sq_ref;
 } host_stats;
 
 /* kr_compare's rules (run/kr_device.cuh) on the host, element by element. */
 static host_stats host_compare(int dtype, const unsigned char *got, const unsigned char *want,
                                uint64_t n, double rtol, double atol, uint32_t poison)
 {
-    host_stats h = {0, 0, 0, ~0ull, 0, 0, 0};
+    host_stats h = {0, 0, 0, ~0ull, 0, 0, 0, 0};
     double max_abs = 0;
     for (uint64_t i = 0; i < n; i++) {
         uint32_t gb = kr__element_bits(dtype, got, i), wb = kr__element_bits(dtype, want, i);
@@ -53,6 +55,7 @@ static host_stats host_compare(int dtype, const unsigned char *got, const unsign
             if (w != 0)
                 h.max_rel = fmax(h.max_rel, err / fabs(w));
             h.sq_err += err * err;
+            h.sq_ref += w * w;
         }
         if (!ok) {
             h.bad++;
@@ -88,14 +91,18 @@ static void compare_matches_the_host_rule(void **state)
     static const int dtypes[] = {KR_DTYPE_F32, KR_DTYPE_F16, KR_DTYPE_BF16, KR_DTYPE_F64,
                                  KR_DTYPE_I8, KR_DTYPE_U8, KR_DTYPE_I32, KR_DTYPE_I64,
                                  KR_DTYPE_BOOL, KR_DTYPE_FP8_E4M3, KR_DTYPE_FP8_E5M2};
-    const uint64_t n = 40961; /* vectors, a grid pass or more, and a tail */
-    unsigned char *got = malloc(n * 8), *want = malloc(n * 8);
+    /* 2^22 + 5: two passes of the grid's vectors for 4-byte types, a tail
+     * of 5 (or 1 vector + 5); 3: below one vector */
+    static const uint64_t sizes[] = {(1u << 22) + 5, 3};
+    const uint64_t most = sizes[0];
+    unsigned char *got = malloc(most * 8), *want = malloc(most * 8);
     CUdeviceptr dg, dw, stats;
-    assert_int_equal(kr__cuda()->cuMemAlloc(&dg, n * 8 + 64), CUDA_SUCCESS);
-    assert_int_equal(kr__cuda()->cuMemAlloc(&dw, n * 8 + 64), CUDA_SUCCESS);
+    assert_int_equal(kr__cuda()->cuMemAlloc(&dg, most * 8 + 64), CUDA_SUCCESS);
+    assert_int_equal(kr__cuda()->cuMemAlloc(&dw, most * 8 + 64), CUDA_SUCCESS);
     assert_int_equal(kr__cuda()->cuMemAlloc(&stats, sizeof(kr__cmp_stats)), CUDA_SUCCESS);
-    for (size_t k = 0; k < sizeof dtypes / sizeof dtypes[0]; k++) {
-        int dtype = dtypes[k], size = kr__dtype_size(dtype);
+    for (size_t k = 0; k < 2 * sizeof dtypes / sizeof dtypes[0]; k++) {
+        int dtype = dtypes[k / 2], size = kr__dtype_size(dtype);
+        uint64_t n = sizes[k % 2];
         uint32_t poison = kr__poison_bits(dtype, 0);
         for (uint64_t i = 0; i < n; i++) {
             unsigned char *w = want + i * size, *g = got + i * size;
@@ -124,22 +131,28 @@ static void compare_matches_the_host_rule(void **state)
         }
         double rtol = 1e-3, atol = 1e-5;
         host_stats h = host_compare(dtype, got, want, n, rtol, atol, poison);
-        assert_true(h.bad > 0 && h.unwritten > 0);
-        for (int path = 0; path < 2; path++) {
-            /* path 1: one element past a 16-byte boundary (size < 16): no vectors */
+        if (n > 1000)
+            assert_true(h.bad > 0 && h.unwritten > 0);
+        for (int path = 0; path < 3; path++) {
+            /* 1: both one element past a 16-byte boundary (size < 16): no
+             * vectors; 2: only the outputs so */
             size_t off = path ? (size_t)size : 0;
-            CUdeviceptr g = upload(dg, off, got, n * size), w = upload(dw, off, want, n * size);
+            CUdeviceptr g = upload(dg, off, got, n * size),
+                        w = upload(dw, path == 2 ? 0 : off, want, n * size);
             kr__cmp_stats st = device_compare(g, w, n, dtype, rtol, atol, poison, stats);
             double max_rel;
             memcpy(&max_rel, &st.max_rel_bits, 8);
             if (st.mismatches != h.bad || st.unwritten != h.unwritten || st.nan_mismatch != h.nanbad ||
                 st.first_bad != h.first || st.max_abs_bits != h.max_abs_bits ||
-                !near(max_rel, h.max_rel, 1e-12) || !near(st.sum_sq_err, h.sq_err, 1e-9))
-                fail_msg("%s, %s: device mismatches %llu unwritten %llu nan %llu first %llu max_rel "
-                         "%.17g sq_err %.17g; host %llu %llu %llu %llu %.17g %.17g",
-                         kr__dtype_name(dtype), path ? "element by element" : "vectors",
+                !near(max_rel, h.max_rel, 1e-12) || !near(st.sum_sq_err, h.sq_err, 1e-9) ||
+                !near(st.sum_sq_ref, h.sq_ref, 1e-9))
+                fail_msg("%s, n %llu, %s: device mismatches %llu unwritten %llu nan %llu first %llu "
+                         "max_rel %.17g sq_err %.17g sq_ref %.17g; host %llu %llu %llu %llu %.17g "
+                         "%.17g %.17g", kr__dtype_name(dtype), (unsigned long long)n,
+                         path == 0 ? "vectors" : path == 1 ? "element by element" : "one unaligned",
                          st.mismatches, st.unwritten, st.nan_mismatch, st.first_bad, max_rel,
-                         st.sum_sq_err, h.bad, h.unwritten, h.nanbad, h.first, h.max_rel, h.sq_err);
+                         st.sum_sq_err, st.sum_sq_ref, h.bad, h.unwritten, h.nanbad, h.first,
+                         h.max_rel, h.sq_err, h.sq_ref);
         }
     }
     kr__cuda()->cuMemFree(dg);
@@ -173,12 +186,13 @@ static uint64_t host_hash(const unsigned char *p, uint64_t bytes, uint64_t key)
 static void hash_matches_the_host(void **state)
 {
     (void)state;
-    const uint64_t lens[] = {3, 16, 1000, (1u << 20) + 7};
-    unsigned char *buf = malloc(lens[3]);
-    for (uint64_t i = 0; i < lens[3]; i++)
+    const uint64_t lens[] = {3, 16, 1000, (1u << 20) + 7, (1u << 24) + 7}; /* the last: 2 passes */
+    const uint64_t most = lens[sizeof lens / sizeof lens[0] - 1];
+    unsigned char *buf = malloc(most);
+    for (uint64_t i = 0; i < most; i++)
         buf[i] = (unsigned char)next();
     CUdeviceptr d, out;
-    assert_int_equal(kr__cuda()->cuMemAlloc(&d, lens[3] + 64), CUDA_SUCCESS);
+    assert_int_equal(kr__cuda()->cuMemAlloc(&d, most + 64), CUDA_SUCCESS);
     assert_int_equal(kr__cuda()->cuMemAlloc(&out, 8), CUDA_SUCCESS);
     for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++)
         for (int path = 0; path < 2; path++) {
@@ -201,7 +215,7 @@ static void hash_matches_the_host(void **state)
 static void bitdiff_counts_elements(void **state)
 {
     (void)state;
-    const uint64_t n = 20011;
+    const uint64_t n = (1u << 22) + 3; /* two passes of the grid's vectors for 1-byte elements */
     unsigned char *a = malloc(n * 8), *b = malloc(n * 8);
     CUdeviceptr da, db, count;
     assert_int_equal(kr__cuda()->cuMemAlloc(&da, n * 8 + 64), CUDA_SUCCESS);

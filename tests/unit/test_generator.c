@@ -296,19 +296,37 @@ static void polynomial_math(void **state)
 
 /* A normal pair is computed once per group (kr_gen_group) and per lane
  * (kr_gen_element): both give the same bits, in float dtypes and f64. */
-static void normal_pairs_agree(void **state)
+/* The group path (several elements from one Philox call, what the GPU
+ * kernels run) writes what the element-by-element definition does, for
+ * the distributions whose elements share work (normal pairs, a mix's
+ * value and outlier words), partial last groups included. */
+static void groups_agree_with_elements(void **state)
 {
     (void)state;
     static const unsigned dtypes[] = {KR_GEN_F32, KR_GEN_F64, KR_GEN_BF16, KR_GEN_F16};
-    for (size_t k = 0; k < sizeof dtypes / sizeof dtypes[0]; k++) {
-        kr_gen_dist d = dist(KR_GEN_NORMAL, dtypes[k], 0.5, 3);
-        unsigned char by_group[1000 * 8], by_element[1000 * 8];
-        for (uint64_t g = 0; g < 500; g++)
-            kr_gen_group(&d, 11, 2, g, 1000, by_group);
-        for (uint64_t i = 0; i < 1000; i++)
-            kr_gen_element(&d, 11, 2, i, by_element);
-        assert_memory_equal(by_group, by_element, 1000 * (size_t)kr_gen_dtype_size(dtypes[k]));
-    }
+    static const unsigned kinds[][2] = {{KR_GEN_NORMAL, 0},
+                                        {KR_GEN_UNIFORM, 0},
+                                        {KR_GEN_MIX, KR_GEN_UNIFORM},
+                                        {KR_GEN_MIX, KR_GEN_NORMAL},
+                                        {KR_GEN_MIX, KR_GEN_PARETO}};
+    static const uint64_t sizes[] = {1, 2, 3, 5, 999, 1000};
+    for (size_t k = 0; k < sizeof dtypes / sizeof dtypes[0]; k++)
+        for (size_t j = 0; j < sizeof kinds / sizeof kinds[0]; j++)
+            for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+                kr_gen_dist d = dist(kinds[j][0], dtypes[k], kinds[j][1] == KR_GEN_PARETO ? 1.5 : 0.5, 3);
+                d.base_kind = kinds[j][1];
+                d.p = 0.2;
+                d.outlier_scale = 100;
+                uint64_t n = sizes[z], per = (uint64_t)kr_gen_per_call(&d);
+                unsigned char by_group[1000 * 8], by_element[1000 * 8];
+                for (uint64_t g = 0; g * per < n; g++)
+                    kr_gen_group(&d, 11, 2, g, n, by_group);
+                for (uint64_t i = 0; i < n; i++)
+                    kr_gen_element(&d, 11, 2, i, by_element);
+                if (memcmp(by_group, by_element, n * (size_t)kr_gen_dtype_size(dtypes[k])))
+                    fail_msg("kind %u base %u dtype %u n %llu: the group path differs", kinds[j][0],
+                             kinds[j][1], dtypes[k], (unsigned long long)n);
+            }
 }
 
 static void never_constant(void **state)
@@ -444,7 +462,7 @@ int main(void)
         cmocka_unit_test(clamped_to_dtype),
         cmocka_unit_test(rounding_into_small_formats),
         cmocka_unit_test(polynomial_math),
-        cmocka_unit_test(normal_pairs_agree),
+        cmocka_unit_test(groups_agree_with_elements),
         cmocka_unit_test(never_constant),
         cmocka_unit_test(builtin_kernels_compile),
         cmocka_unit_test(generator_kernel_choice),
