@@ -1,7 +1,10 @@
 /* bench/inputs: how fast the GPU generator fills tensors (goal: >= 1 TB/s
  * for f32 uniform on an H200), against a device-to-device copy of the same
  * size (the memory ceiling, counted as bytes written) and the host
- * generator (the alternative for golden inputs). */
+ * generator (the alternative for golden inputs); then how fast the check
+ * kernels read (comparison, keyed hash, bit difference: verification's and
+ * the checked calls' work on every output and input), against the copy's
+ * reads. */
 #include "common/clock.h"
 #include "common/dtype.h"
 #include "run/engine.h"
@@ -34,6 +37,55 @@ static int wanted(int argc, char **argv, const char *name)
             return 1;
     }
     return !any;
+}
+
+/* Seconds a launch of one check kernel over `bytes` of each buffer. */
+static double time_check(kr_context *ctx, int which, CUdeviceptr a, CUdeviceptr b, uint64_t bytes,
+                         int dtype, CUdeviceptr stats, int reps)
+{
+    uint64_t n = bytes / (uint64_t)kr__dtype_size(dtype);
+    double t0 = 0;
+    for (int i = -1; i < reps; i++) { /* the first one warms */
+        if (i == 0)
+            t0 = kr__now();
+        if (which == 0)
+            kr__k_compare(ctx, a, b, n, dtype, 1e-3, 1e-5, 0x7FBADBADu, stats);
+        else if (which == 1)
+            kr__k_hash(ctx, a, bytes, 0x1234567u + (uint64_t)i, stats);
+        else
+            kr__k_bitdiff(ctx, a, b, n, (uint32_t)kr__dtype_size(dtype), stats);
+        if (i == -1)
+            kr__engine_wait(ctx, 60, "warm");
+    }
+    kr__engine_wait(ctx, 60, "checks");
+    return (kr__now() - t0) / reps;
+}
+
+/* The check kernels' read rate on two generated buffers of 1 GiB. */
+static void check_rows(kr_context *ctx, int argc, char **argv, CUdeviceptr a, CUdeviceptr b,
+                       uint64_t bytes, double copy_read_gbs, int once)
+{
+    static const struct {
+        int which, dtype;
+        const char *name;
+    } rows[] = {{0, KR_DTYPE_F32, "check:compare-f32"},   {0, KR_DTYPE_BF16, "check:compare-bf16"},
+                {0, KR_DTYPE_F16, "check:compare-f16"},   {0, KR_DTYPE_F64, "check:compare-f64"},
+                {0, KR_DTYPE_I8, "check:compare-i8"},     {1, KR_DTYPE_U8, "check:hash"},
+                {2, KR_DTYPE_F32, "check:bitdiff-f32"},   {2, KR_DTYPE_BF16, "check:bitdiff-bf16"}};
+    CUdeviceptr stats;
+    if (kr__cuda()->cuMemAlloc(&stats, 64) != CUDA_SUCCESS)
+        return;
+    kr__cuda()->cuMemsetD8(stats, 0, 64);
+    printf("\nThe check kernels, 1 GiB per buffer (GB/s read; a copy reads %.0f)\n\n"
+           "| kernel | GB/s read | vs a copy's reads |\n|---|---|---|\n", copy_read_gbs);
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        if (!wanted(argc, argv, rows[r].name))
+            continue;
+        double t = time_check(ctx, rows[r].which, a, b, bytes, rows[r].dtype, stats, once ? 1 : 10);
+        double read = (rows[r].which == 1 ? 1.0 : 2.0) * (double)bytes / t / 1e9;
+        printf("| %s | %.0f | %.0f %% |\n", rows[r].name + 6, read, 100 * read / copy_read_gbs);
+    }
+    kr__cuda()->cuMemFree(stats);
 }
 
 int main(int argc, char **argv)
@@ -118,6 +170,18 @@ int main(int argc, char **argv)
                rows[r].name, gpu, 100 * gpu / (bytes / copy / 1e9), cpu, gpu / cpu);
     }
     free(host);
+    /* two buffers of ordinary values for the checks: normal, f32 bits
+     * (every dtype reads them as its own; what matters is bytes) */
+    kr_gen_dist normal;
+    memset(&normal, 0, sizeof normal);
+    normal.kind = KR_GEN_NORMAL;
+    normal.dtype = KR_GEN_F32;
+    normal.b = 1;
+    normal.clamp = kr__dtype_max(KR_DTYPE_F32);
+    kr__k_generate(ctx, d, bytes / 4, &normal, 3, 0);
+    kr__k_generate(ctx, d2, bytes / 4, &normal, 3, 0); /* equal: the comparison's usual case */
+    kr__engine_wait(ctx, 60, "generate");
+    check_rows(ctx, argc, argv, d, d2, bytes, bytes / copy / 1e9, once);
     kr__cuda()->cuMemFree(d);
     kr__cuda()->cuMemFree(d2);
     kr_context_free(ctx);

@@ -26,8 +26,9 @@
 #   timing       bench_timing (error against CUPTI, run-to-run CV)
 #   evalbatch    bench/bench_evaluator.py --profile: the trainer's path, kreward.Evaluator
 #                pool against in process (GR_EVAL_ARGS)
-#   geninfo      bench_inputs (the generator's GB/s per dtype and distribution),
-#                the generic kernel (KR_GEN_SPECIALISED=0) then the default; then
+#   geninfo      bench_inputs (the generator's GB/s per dtype and distribution,
+#                the check kernels' read GB/s), the generic generator kernel
+#                (KR_GEN_SPECIALISED=0) then the default; then
 #                ncu (where the machine lets it read counters) on one launch of
 #                each of GR_GEN_ROWS (e.g. "f32:mix-uniform")
 #   profstart    bench/profiler_start_cost.py (attribution's cost: torch.profiler, CUPTI alone)
@@ -160,7 +161,7 @@ step_geninfo() {
       --section Occupancy --section WarpStateStats --section InstructionStats --section LaunchStats \
       "$b/bench/bench_inputs" "$row" --once >> "$out/geninfo.log" 2>&1 || echo "ncu rc $?" >> "$out/geninfo.log"
   done
-  note "geninfo (rc $rc, at $(elapsed) s): $(grep -E '^\| (f32|bf16|f16) ' "$out/geninfo.log" | cut -d'|' -f2-4 | tr -s ' ' | tr '\n' ';')"
+  note "geninfo (rc $rc, at $(elapsed) s): $(grep -E '^\| (f32|bf16|f16) ' "$out/geninfo.log" | cut -d'|' -f2-4 | tr -s ' ' | tr '\n' ';') checks: $(grep -E '^\| (compare|hash|bitdiff)' "$out/geninfo.log" | tail -8 | cut -d'|' -f2-3 | tr -s ' ' | tr '\n' ';')"
 }
 step_profstart() {
   lim=$(limit 120)
