@@ -18,6 +18,7 @@
 #include <kreward/kreward.h>
 
 #include "common/clock.h"
+#include "run/gpu_profile.h"
 
 #include <jansson.h>
 #include <signal.h>
@@ -102,12 +103,6 @@ static const char *const PROBLEM_KEYS[] = {
     "profile_gpu_candidate_ms", "profile_gpu_baseline_ms"};
 #define NUM_PROBLEM_KEYS (sizeof PROBLEM_KEYS / sizeof PROBLEM_KEYS[0])
 
-/* --profile: the GPU's categories (lib/run/gpu_profile.h), each as its
- * time, its pairs (kernels or copies, one by one) and the bytes they touched */
-static const char *const GPU_CATS[] = {"generate", "fill", "checks", "reset", "reference",
-                                       "candidate", "baseline"};
-#define NUM_GPU_CATS (sizeof GPU_CATS / sizeof GPU_CATS[0])
-
 typedef struct {
     double wall;
     size_t total, right, faults, hangs;
@@ -118,7 +113,9 @@ typedef struct {
      * reports, and over every report of the phases' total and GPU waits */
     size_t profiled, profiled_all;
     double prof[NUM_PROF_KEYS], worker_ms_all, wait_ms_all;
-    double cat_ms[NUM_GPU_CATS], cat_n[NUM_GPU_CATS], cat_mb[NUM_GPU_CATS];
+    /* the GPU's categories (kr__gpu_names), each as its time, its pairs
+     * (kernels or copies, one by one) and the bytes they touched */
+    double cat_ms[KR__GPU_N], cat_n[KR__GPU_N], cat_mb[KR__GPU_N];
     /* the same per problem, passed reports (PROBLEM_KEYS) */
     size_t by_problem_n[NUM_PROBLEMS];
     double by_problem[NUM_PROBLEMS][NUM_PROBLEM_KEYS];
@@ -153,13 +150,13 @@ static void add_profile(outcome *o, const kr_report *r, int passed)
     for (size_t k = 0; k < NUM_PROF_KEYS; k++)
         if (kr_report_get(&v, r, PROF_KEYS[k]) == KR_OK)
             o->prof[k] += v;
-    for (size_t k = 0; k < NUM_GPU_CATS; k++) {
+    for (size_t k = 0; k < KR__GPU_N; k++) {
         char key[64];
-        snprintf(key, sizeof key, "profile_gpu_%s_ms", GPU_CATS[k]);
+        snprintf(key, sizeof key, "profile_gpu_%s_ms", kr__gpu_names[k]);
         o->cat_ms[k] += kr_report_get(&v, r, key) == KR_OK ? v : 0;
-        snprintf(key, sizeof key, "profile_gpu_%s_n", GPU_CATS[k]);
+        snprintf(key, sizeof key, "profile_gpu_%s_n", kr__gpu_names[k]);
         o->cat_n[k] += kr_report_get(&v, r, key) == KR_OK ? v : 0;
-        snprintf(key, sizeof key, "profile_gpu_%s_mb", GPU_CATS[k]);
+        snprintf(key, sizeof key, "profile_gpu_%s_mb", kr__gpu_names[k]);
         o->cat_mb[k] += kr_report_get(&v, r, key) == KR_OK ? v : 0;
     }
 }
@@ -341,10 +338,10 @@ static void print_profile(const char *what, const outcome *o)
      * per pair near a launch's few means many small pieces of work */
     printf("\n| %s: GPU category, a passed candidate | ms | pairs | MB touched | GB/s | us a pair |\n"
            "|---|---|---|---|---|---|\n", what);
-    for (size_t k = 0; k < NUM_GPU_CATS; k++) {
+    for (size_t k = 0; k < KR__GPU_N; k++) {
         double n = (double)o->profiled, ms = o->cat_ms[k] / n, pairs = o->cat_n[k] / n;
         double mb = o->cat_mb[k] / n;
-        printf("| %s | %.2f | %.1f | ", GPU_CATS[k], ms, pairs);
+        printf("| %s | %.2f | %.1f | ", kr__gpu_names[k], ms, pairs);
         if (mb > 0)
             printf("%.0f | %.0f | ", mb, ms > 0 ? mb / ms : 0);
         else

@@ -426,6 +426,13 @@ KR_GEN_FN void kr_gen_words(kr_u64 seed, kr_u32 tensor, kr_u64 group, kr_u32 w[4
 
 KR_GEN_FN kr_u64 kr_gen_encode(const kr_gen_dist *d, double v, kr_i64 iv, int is_int);
 
+/* A mix's outlier rule: the base value v, scaled where the element's
+ * uniform draw u falls under the outlier fraction. */
+KR_GEN_FN double kr_gen_outlier(const kr_gen_dist *d, double v, double u)
+{
+    return u < d->p ? v * d->outlier_scale : v;
+}
+
 /* One element's bits, from its group's words. */
 KR_GEN_FN kr_u64 kr_gen_bits(const kr_gen_dist *d, const kr_u32 w[4], int lane, int per_call,
                              kr_u64 seed, kr_u32 tensor)
@@ -446,9 +453,8 @@ KR_GEN_FN kr_u64 kr_gen_bits(const kr_gen_dist *d, const kr_u32 w[4], int lane, 
     } else if (d->kind == KR_GEN_MIX && per_call == 2) {
         /* a float uniform or normal base: the outlier draw from the word
          * after the value's (w1 for lane 0, w3 for lane 1) */
-        v = kr_gen_base(d->base_kind, d, w, lane, 2);
-        if (kr_gen_u24(kr_gen_word(w, 2 * lane + 1)) < d->p)
-            v = v * d->outlier_scale;
+        v = kr_gen_outlier(d, kr_gen_base(d->base_kind, d, w, lane, 2),
+                           kr_gen_u24(kr_gen_word(w, 2 * lane + 1)));
     } else if (d->kind == KR_GEN_MIX) {
         v = kr_gen_base(d->base_kind, d, w, 0, 1);
         /* an f64 or pareto base: the outlier draw from a word the base
@@ -463,8 +469,7 @@ KR_GEN_FN kr_u64 kr_gen_bits(const kr_gen_dist *d, const kr_u32 w[4], int lane, 
         } else {
             u = kr_gen_u24(w[3]);
         }
-        if (u < d->p)
-            v = v * d->outlier_scale;
+        v = kr_gen_outlier(d, v, u);
     } else {
         v = kr_gen_base(d->kind, d, w, lane, per_call);
     }
@@ -551,12 +556,8 @@ KR_GEN_FN void kr_gen_group(const kr_gen_dist *d, kr_u64 seed, kr_u32 tensor, kr
             /* per == 2: one pair, then each lane's outlier draw (as kr_gen_bits) */
             double z[2];
             kr_gen_normal_pair(d, w, w[0], w[2], z);
-            if (kr_gen_u24(w[1]) < d->p)
-                z[0] = z[0] * d->outlier_scale;
-            if (kr_gen_u24(w[3]) < d->p)
-                z[1] = z[1] * d->outlier_scale;
-            b0 = kr_gen_encode(d, z[0], 0, 0);
-            b1 = kr_gen_encode(d, z[1], 0, 0);
+            b0 = kr_gen_encode(d, kr_gen_outlier(d, z[0], kr_gen_u24(w[1])), 0, 0);
+            b1 = kr_gen_encode(d, kr_gen_outlier(d, z[1], kr_gen_u24(w[3])), 0, 0);
         } else {
             b0 = kr_gen_bits(d, w, 0, per, seed, tensor);
             b1 = kr_gen_bits(d, w, 1, per, seed, tensor);
