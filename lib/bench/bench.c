@@ -126,6 +126,7 @@ static int setup_buffers(bstate *b)
         return rc;
     KR__CU(b->ctx, cu->cuEventCreate(&b->ev_start, CU_EVENT_DEFAULT), "cuEventCreate");
     KR__CU(b->ctx, cu->cuEventCreate(&b->ev_stop, CU_EVENT_DEFAULT), "cuEventCreate");
+    KR__CU(b->ctx, cu->cuEventCreate(&b->ev_done, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
     /* persisting-L2 windows survive memset flushes: disable and reset them */
     cu->cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0);
     cu->cuCtxResetPersistingL2Cache();
@@ -224,6 +225,8 @@ static void teardown(bstate *b)
         cu->cuEventDestroy(b->ev_start);
     if (alive && b->ev_stop)
         cu->cuEventDestroy(b->ev_stop);
+    if (alive && b->ev_done)
+        cu->cuEventDestroy(b->ev_done);
     free(b->order);
 }
 
@@ -259,6 +262,10 @@ static int read_options(bstate *b, const kr_bench_options *opts, const kr_baseli
     if (b->c >= b->p->num_cases)
         return kr__fail(b->ctx, KR_EINVAL, "case %lld does not exist", (long long)b->o.case_index);
     b->sets = b->o.buffer_sets;
+    /* KR_BENCH_AHEAD=0: each sample makes its own values after the last
+     * call is done (as before the samples overlapped), for comparisons */
+    const char *ahead = getenv("KR_BENCH_AHEAD");
+    b->ahead = !(ahead && !strcmp(ahead, "0"));
     b->seeds = b->o.seed ? b->o.seed : kr__random64();
     b->key = b->key ? b->key : kr__random64();
     return KR_OK;

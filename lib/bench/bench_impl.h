@@ -40,8 +40,16 @@ typedef struct bstate {
     kr__tset set[KR__BENCH_MAX_SETS];
     uint64_t set_seed[KR__BENCH_MAX_SETS]; /* the seed each set's values came from */
     uint64_t seeds;               /* advances per regeneration */
+    /* the sets in turn, whichever side takes the sample (kr__bench_set_of),
+     * and whether a set's fresh values are already queued: each sample
+     * queues the next one's behind its call, so the GPU makes them while
+     * the host reads this sample and queues the next call */
+    size_t issued;
+    unsigned char ready[KR__BENCH_MAX_SETS];
+    int ahead;                    /* the next sample's values queued ahead (KR_BENCH_AHEAD) */
     kr__dbuf flush;
     CUevent ev_start, ev_stop;
+    CUevent ev_done;              /* after the clock probe: the sample is done, the next one's values may not be */
     bside s[2];
     /* timed-output checks against the reference */
     kr__reference ref;
@@ -115,6 +123,12 @@ uint64_t kr__bench_memo_key(const bstate *b, const kr_baseline *bl);
 /* The fresh baseline samples disagree with the memo (bench_sample.c): its
  * conditions are gone; it is forgotten and this run adds nothing to it. */
 void kr__bench_memo_disagree(bstate *b);
+
+/* The buffer set of the g-th sample of a benchmark (either side): no two
+ * samples in a row share one (the next sample's values are made while this
+ * one's call and checks use its own), and each side, taking turns as the
+ * rounds do, walks every set. */
+size_t kr__bench_set_of(size_t g, size_t sets);
 
 /* Runs the warm-up and the timed rounds until the stopping rule holds. */
 int kr__bench_measure(bstate *b, double *wall);

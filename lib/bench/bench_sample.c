@@ -1,10 +1,12 @@
 /* One sample of the benchmark (either side; the sides alternate):
- *   regenerate the inputs of the next buffer set (fresh values), poison its
- *   outputs, reset scratch; flush L2 (a memset over twice its size); block
- *   the stream with kr_spin_until on a host-mapped flag; record start;
+ *   the next buffer set in turn, its inputs regenerated (fresh values) and
+ *   its outputs poisoned behind the previous call; reset scratch; flush L2
+ *   (a memset over twice its size); block the stream with kr_spin_until on a host-mapped flag; record start;
  *   enqueue the plan (or graph, or the caller's baseline); record stop;
- *   enqueue a clock probe; release the flag. The enqueued work then runs
- *   back to back: host launch latency is outside the interval.
+ *   enqueue a clock probe; release the flag; queue the values of the set
+ *   after. The enqueued work then runs back to back: host launch latency
+ *   is outside the interval, and the next values are made while the host
+ *   reads this sample.
  * Some candidate samples are followed by a reference run on the set's seed
  * and a comparison (timed-output checks).
  * A side that met its stopping rule is sampled every DONE_PERIOD-th round
@@ -27,13 +29,29 @@
 #define DONE_PERIOD 8
 #define SPIN_TIMEOUT_NS 2000000000ull
 
-/* Fresh values in the inputs of a set, poison in its outputs. */
-static int refresh_set(bstate *b, size_t k)
+/* Fresh values in the inputs of a set, poison in its outputs, its guard
+ * zones restored: the set is ready for its next call. */
+static int prepare_set(bstate *b, size_t k)
 {
     uint64_t seed = kr_problem_case_seed(b->seeds++, b->c);
     b->set_seed[k] = seed;
     int rc = kr__tset_fill_inputs(b->ctx, &b->set[k], seed);
-    return rc == KR_OK ? kr__tset_fill_outputs(b->ctx, &b->set[k], seed, 0) : rc;
+    if (rc == KR_OK)
+        rc = kr__tset_fill_outputs(b->ctx, &b->set[k], seed, 0);
+    if (rc == KR_OK)
+        rc = kr__tset_reguard(b->ctx, &b->set[k]);
+    b->ready[k] = rc == KR_OK;
+    return rc;
+}
+
+size_t kr__bench_set_of(size_t g, size_t sets)
+{
+    if (sets <= 2)
+        return sets == 2 ? g % 2 : 0;
+    /* one set skipped every `sets` samples: neighbours differ by one or two
+     * sets (never none), and a side taking every other sample, or two of
+     * every four as the rounds' turns give it, still meets them all */
+    return (g + g / sets) % sets;
 }
 
 static int enqueue_side(bstate *b, bside *s, size_t k)
@@ -127,6 +145,8 @@ static int timed_enqueue(bstate *b, bside *s, size_t k)
     if (rc == KR_OK)
         KR__CU(b->ctx, cu->cuLaunchKernel(e->f_spin_cycles, 1, 1, 1, 1, 1, 1, 0, e->stream,
                                           probe_params, NULL), "launching the clock probe");
+    if (rc == KR_OK)
+        KR__CU(b->ctx, cu->cuEventRecord(b->ev_done, e->stream), "cuEventRecord");
     atomic_store((_Atomic int *)e->flag, 1); /* release: the queued work runs back to back */
     return rc;
 }
@@ -150,16 +170,22 @@ static int read_sample(bstate *b, bside *s, double *us, double *mhz)
     return KR_OK;
 }
 
-/* One call of a side on buffer set k. timed: the sample counts; check: the
- * candidate's call is checked (bench_check.c). */
-static int one_sample(bstate *b, int which, size_t k, int timed, int check)
+/* One call of a side, on the next set in turn. timed: the sample counts;
+ * check: the candidate's call is checked (bench_check.c). Its set's values
+ * were queued behind the previous call (made here otherwise), and the next
+ * set's are queued behind this one: the wait is for this call only, so the
+ * GPU makes them while the host reads this sample, checks it and queues the
+ * next call (one sample's host round trip, ~70 us, was GPU idle, a
+ * candidate's ~30 samples a tenth of its GPU worker's time). The values are
+ * made after the call before: no call sees the next one's inputs. */
+static int one_sample(bstate *b, int which, int timed, int check)
 {
     bside *s = &b->s[which];
     bcheck c;
     memset(&c, 0, sizeof c);
-    int rc = refresh_set(b, k);
-    if (rc == KR_OK)
-        rc = kr__tset_reguard(b->ctx, &b->set[k]);
+    size_t k = kr__bench_set_of(b->issued++, b->sets);
+    int rc = b->ready[k] ? KR_OK : prepare_set(b, k);
+    b->ready[k] = 0;
     /* nothing of a check is queued before the call (its inputs' expected
      * hash comes from the reference's regenerated copy, after): a kernel
      * reading %globaltimer finds no gap that tells a checked call */
@@ -169,8 +195,11 @@ static int one_sample(bstate *b, int which, size_t k, int timed, int check)
         rc = kr__run_reset(b->ctx, &s->run[k]);
     if (rc == KR_OK)
         rc = timed_enqueue(b, s, k);
+    size_t next = kr__bench_set_of(b->issued, b->sets);
+    if (rc == KR_OK && b->ahead && next != k)
+        rc = prepare_set(b, next);
     if (rc == KR_OK)
-        rc = kr__engine_wait(b->ctx, 10 + b->o.max_time_s, "a timed sample");
+        rc = kr__engine_wait_event(b->ctx, b->ev_done, 10 + b->o.max_time_s, "a timed sample");
     double us = 0, mhz = 0;
     if (rc == KR_OK)
         rc = read_sample(b, s, &us, &mhz);
@@ -306,7 +335,6 @@ static int too_slow(const bstate *b)
 int kr__bench_measure(bstate *b, double *wall)
 {
     double t0 = kr__now();
-    size_t k = 0;
     int rc = KR_OK;
     take_memo(b);
     b->floor_checks = kr__bench_pick_floor(b);
@@ -315,7 +343,7 @@ int kr__bench_measure(bstate *b, double *wall)
      * its module is loaded, and the memo's fresh samples judge it */
     for (int w = 0; w < 2 && rc == KR_OK; w++)
         if (b->s[w].active && !(w == SIDE_BASELINE && b->memo_state == MEMO_PENDING))
-            rc = one_sample(b, w, k++ % b->sets, 0, 0);
+            rc = one_sample(b, w, 0, 0);
     kr__trace_discard();
     for (size_t round = 0; rc == KR_OK; round++) {
         /* both sides walk the same sets in the same order (no side is tied
@@ -332,7 +360,7 @@ int kr__bench_measure(bstate *b, double *wall)
             if (b->s[w].active && b->s[w].n < b->o.max_samples &&
                 (!side_done(b, w) || (!memo_done && (round % (2 * DONE_PERIOD) == 0 ||
                                                      round % (2 * DONE_PERIOD) == DONE_PERIOD + 1))))
-                rc = one_sample(b, w, b->s[w].n % b->sets, 1, draw(b, w));
+                rc = one_sample(b, w, 1, draw(b, w));
         }
         check_memo(b);
         int done = side_done(b, 0) && side_done(b, 1);
@@ -347,9 +375,13 @@ int kr__bench_measure(bstate *b, double *wall)
      * (unless it was checked), and more where the timed calls stopped
      * before the early draws; calls of the same kind, untimed (a slow
      * candidate, verified already, is not held any longer) */
-    for (size_t i = 0; rc == KR_OK && !b->slow && b->has_ref && !(b->o.flags & KR_BENCH_NO_CHECK) &&
-                       (b->checks < KR__BENCH_MIN_CHECKS || !b->last_checked); i++)
-        rc = one_sample(b, SIDE_CANDIDATE, i % b->sets, 0, 1);
+    while (rc == KR_OK && !b->slow && b->has_ref && !(b->o.flags & KR_BENCH_NO_CHECK) &&
+           (b->checks < KR__BENCH_MIN_CHECKS || !b->last_checked))
+        rc = one_sample(b, SIDE_CANDIDATE, 0, 1);
+    /* the last sample's values for a next one: nothing may still run when
+     * the trace is read and the sets are freed */
+    if (rc == KR_OK)
+        rc = kr__engine_wait(b->ctx, 10, "the benchmark's last queued inputs");
     *wall = kr__now() - t0;
     return rc;
 }

@@ -63,6 +63,7 @@
     X(cuEventDestroy, 4000)                           \
     X(cuEventRecord, 2000)                            \
     X(cuEventSynchronize, 2000)                       \
+    X(cuEventQuery, 2000)                             \
     X(cuEventElapsedTime, 12080)                      \
     X(cuStreamBeginCapture, 10010)                    \
     X(cuStreamEndCapture, 10000)                      \

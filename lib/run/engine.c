@@ -232,7 +232,10 @@ static double wait_spin_s(void)
     return spin;
 }
 
-int kr__engine_wait(kr_context *ctx, double timeout_s, const char *what)
+/* Polls until the stream (ev NULL) or the event is done: spinning first,
+ * then sleeping with a doubling nap; past the deadline the context is
+ * poisoned (a running kernel cannot be stopped from inside the process). */
+static int wait_for(kr_context *ctx, CUevent ev, double timeout_s, const char *what)
 {
     const kr__cuda_api *cu = kr__cuda();
     kr__engine *e = ctx->engine;
@@ -240,26 +243,38 @@ int kr__engine_wait(kr_context *ctx, double timeout_s, const char *what)
     struct timespec nap = {0, 20000};
     e->waits++;
     for (;;) {
-        CUresult r = cu->cuStreamQuery(e->stream);
+        CUresult r = ev ? cu->cuEventQuery(ev) : cu->cuStreamQuery(e->stream);
         if (r == CUDA_SUCCESS) {
             kr__prof_add(ctx, KR__PROF_WAIT, t0);
-            kr__gpu_timer_harvest(&e->gpu);
+            if (ev)
+                kr__gpu_timer_harvest_done(&e->gpu);
+            else
+                kr__gpu_timer_harvest(&e->gpu);
             return KR_OK;
         }
         if (r != CUDA_ERROR_NOT_READY)
             return kr__cuda_fail(ctx, r, what);
         double now = kr__now();
         if (now > deadline) {
-            /* a running kernel cannot be stopped from inside the process */
             ctx->poisoned = 1;
             snprintf(ctx->poison_why, sizeof ctx->poison_why,
                      "%s did not finish within %.1f s (a hang?)", what, timeout_s);
             return kr__fail(ctx, KR_ETIMEOUT, "%s", ctx->poison_why);
         }
         if (now < spin_until)
-            continue; /* cuStreamQuery itself takes a microsecond or so */
+            continue; /* a query itself takes a microsecond or so */
         nanosleep(&nap, NULL);
         if (nap.tv_nsec < 1000000)
             nap.tv_nsec *= 2;
     }
+}
+
+int kr__engine_wait(kr_context *ctx, double timeout_s, const char *what)
+{
+    return wait_for(ctx, NULL, timeout_s, what);
+}
+
+int kr__engine_wait_event(kr_context *ctx, CUevent ev, double timeout_s, const char *what)
+{
+    return wait_for(ctx, ev, timeout_s, what);
 }

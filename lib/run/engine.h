@@ -123,6 +123,9 @@ kr__engine *kr__engine_of(kr_context *ctx);
 /* Waits for the stream with a deadline; a kernel still running then is a
  * hang the process cannot recover from: the context is poisoned. */
 int kr__engine_wait(kr_context *ctx, double timeout_s, const char *what);
+/* The same for one event: work queued after it may still run (the next
+ * benchmark sample's fresh inputs, bench_sample.c). */
+int kr__engine_wait_event(kr_context *ctx, CUevent ev, double timeout_s, const char *what);
 
 /* Pinned host memory of at least bytes (reused between calls). Whoever
  * stages reference results in it scrubs it before a candidate runs: pinned

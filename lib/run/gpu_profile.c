@@ -60,6 +60,34 @@ void kr__gpu_timer_harvest(kr__gpu_timer *g)
     g->depth = 0;
 }
 
+void kr__gpu_timer_harvest_done(kr__gpu_timer *g)
+{
+    const kr__cuda_api *cu = kr__cuda();
+    size_t done = 0;
+    if (!g->on || g->depth > 0) /* a pair still open: its slots are in use */
+        return;
+    while (done < g->used && cu->cuEventQuery(g->ev[done][1]) == CUDA_SUCCESS) {
+        float ms = 0;
+        if (cu->cuEventElapsedTime(&ms, g->ev[done][0], g->ev[done][1]) == CUDA_SUCCESS) {
+            g->gpu_s[g->cat[done]] += ms * 1e-3;
+            g->pairs[g->cat[done]] += 1;
+        }
+        done++;
+    }
+    /* the pending pairs to the front, their slots' events swapped so each
+     * slot keeps events of its own */
+    for (size_t i = done; i < g->used; i++) {
+        size_t j = i - done;
+        for (int k = 0; k < 2; k++) {
+            CUevent t = g->ev[j][k];
+            g->ev[j][k] = g->ev[i][k];
+            g->ev[i][k] = t;
+        }
+        g->cat[j] = g->cat[i];
+    }
+    g->used -= done;
+}
+
 void kr__gpu_timer_free(kr__gpu_timer *g)
 {
     for (size_t i = 0; i < KR__GPU_EVENTS; i++)

@@ -57,6 +57,9 @@ void kr__gpu_timer_bytes(kr__gpu_timer *g, int cat, double bytes);
 void kr__gpu_timer_add(kr__gpu_timer *g, int cat, double seconds);
 /* Adds the recorded pairs' times (the stream done) to their categories. */
 void kr__gpu_timer_harvest(kr__gpu_timer *g);
+/* The same for the pairs done so far, in order, at a wait for one event
+ * (work past it still running); the rest stay for a later harvest. */
+void kr__gpu_timer_harvest_done(kr__gpu_timer *g);
 void kr__gpu_timer_free(kr__gpu_timer *g);
 
 #endif

@@ -76,12 +76,41 @@ static void draw_says_yes_on_the_floor_calls(void **state)
     assert_true(kr__bench_draw_check(&b));
 }
 
+/* The sets in turn (kr__bench_set_of): the next sample's values are made
+ * while this one's call and checks still use its set, so two samples in a
+ * row never share one; and each side, whether it takes turns with the
+ * other (rounds alternate which goes first: c b b c c b ...) or runs
+ * alone, meets every set, as the per-side walk before it did. */
+static void sets_in_turn_never_repeat_and_every_side_meets_all(void **state)
+{
+    (void)state;
+    assert_int_equal(kr__bench_set_of(0, 1), 0);
+    assert_int_equal(kr__bench_set_of(7, 1), 0);
+    for (size_t sets = 2; sets <= KR__BENCH_MAX_SETS; sets++) {
+        unsigned seen[2] = {0, 0}, alone = 0;
+        size_t span = 4 * sets * sets;
+        for (size_t g = 0; g < span; g++) {
+            size_t k = kr__bench_set_of(g, sets);
+            assert_true(k < sets);
+            assert_true(k != kr__bench_set_of(g + 1, sets));
+            int side = (int)(((g / 2) + (g % 2)) & 1); /* round g/2 goes (g/2 & 1) first */
+            seen[side] |= 1u << k;
+            alone |= 1u << k;
+        }
+        unsigned all = (1u << sets) - 1;
+        assert_int_equal(seen[0], all);
+        assert_int_equal(seen[1], all);
+        assert_int_equal(alone, all);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(floor_is_that_many_calls_below_min_samples),
         cmocka_unit_test(floor_moves_from_benchmark_to_benchmark),
         cmocka_unit_test(draw_says_yes_on_the_floor_calls),
+        cmocka_unit_test(sets_in_turn_never_repeat_and_every_side_meets_all),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
