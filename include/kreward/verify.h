@@ -17,7 +17,11 @@ typedef struct kr_verify_options {
     uint32_t version;          /* KR_VERIFY_OPTIONS_VERSION */
     uint32_t seeds_per_case;   /* 0: 2 */
     uint64_t seed;             /* 0: fresh from the OS (recorded in the report) */
-    double timeout_s;          /* per run of the plan; 0: 10 s */
+    double timeout_s;          /* per run of the plan, at most; 0: 10 s. A run's
+                                * deadline is 10^5 x the reference's GPU time on
+                                * its case (timed once per problem in a context),
+                                * at least 0.25 s, at most this: a hang on a small
+                                * case ends in a fraction of a second */
     uint32_t flags;            /* KR_VERIFY_* */
     uint32_t max_mismatches;   /* listed per output; 0: 5 */
 } kr_verify_options;

@@ -89,6 +89,9 @@ static void engine_free(kr_context *ctx)
     kr_program_free(e->builtins);
     free(e->sound);
     free(e->fast);
+    for (size_t i = 0; i < e->num_ref_times; i++)
+        free(e->ref_times[i].seconds);
+    free(e->ref_times);
     free(e->memo);
     if (ctx->poisoned || kr__cuda()->cuCtxSetCurrent(ctx->cu) != CUDA_SUCCESS) {
         free(e); /* the driver objects die with the process */

@@ -63,6 +63,14 @@ typedef struct kr__fast_entry {
     char why[320];              /* why not, where it did not */
 } kr__fast_entry;
 
+/* What the reference took on each case of a problem, measured once per
+ * context (verify_deadline.c): a candidate's run may take a multiple. */
+typedef struct kr__ref_time_entry {
+    char hash[33];              /* kr_problem_hash */
+    size_t num_cases;
+    double *seconds;            /* per case; 0 where not measured yet */
+} kr__ref_time_entry;
+
 /* A freed device buffer kept for the next allocation of the same size
  * (dbuf.c), zeroed when it was given back. */
 #define KR__SPARE_BUFFERS 256
@@ -97,6 +105,8 @@ typedef struct kr__engine {
     size_t num_sound;
     kr__fast_entry *fast;       /* problems whose fast reference was checked so far */
     size_t num_fast;
+    kr__ref_time_entry *ref_times; /* problems whose reference was timed so far */
+    size_t num_ref_times;
     double prof[KR__PROF_N];    /* where the time goes (profile.h) */
     unsigned long waits;        /* kr__engine_wait calls, for the profile */
     unsigned long mem_allocs, mem_frees; /* cuMemAlloc / cuMemFree calls (spares missed), for the profile */

@@ -169,6 +169,19 @@ static int hash_inputs(kr_context *ctx, const kr__tset *in, const kr__input_hash
     return rc;
 }
 
+/* An event pair for timing a launch (both or neither). */
+static int launch_events(kr_context *ctx, CUevent ev[2])
+{
+    const kr__cuda_api *cu = kr__cuda();
+    if (cu->cuEventCreate(&ev[0], CU_EVENT_DEFAULT) == CUDA_SUCCESS &&
+        cu->cuEventCreate(&ev[1], CU_EVENT_DEFAULT) == CUDA_SUCCESS)
+        return KR_OK;
+    if (ev[0])
+        cu->cuEventDestroy(ev[0]);
+    ev[0] = ev[1] = NULL;
+    return kr__fail(ctx, KR_ECUDA, "cuEventCreate (timing the reference)");
+}
+
 static int run_source(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
                       const kr__tset *want, int fast, const kr__input_hashes *h)
 {
@@ -181,14 +194,28 @@ static int run_source(kr_context *ctx, kr__reference *ref, size_t c, uint64_t se
         rc = kr__tset_fill_outputs(ctx, want, seed, 0);
     if (rc == KR_OK)
         rc = kr__run_reset(ctx, run);
+    CUevent ev[2] = {NULL, NULL};
+    if (rc == KR_OK && ref->time_launch)
+        rc = launch_events(ctx, ev);
     if (rc == KR_OK) {
+        kr__engine *e = kr__engine_of(ctx);
         kr__run_bind(run, &ref->inputs[c], want);
-        int slot = kr__gpu_begin(kr__engine_of(ctx), KR__GPU_REFERENCE);
+        int slot = kr__gpu_begin(e, KR__GPU_REFERENCE);
+        if (ev[0])
+            kr__cuda()->cuEventRecord(ev[0], e->stream);
         rc = kr__run_launch(ctx, run, &failed);
-        kr__gpu_end(kr__engine_of(ctx), slot);
+        if (ev[1])
+            kr__cuda()->cuEventRecord(ev[1], e->stream);
+        kr__gpu_end(e, slot);
     }
     if (rc == KR_OK)
         rc = kr__engine_wait(ctx, REFERENCE_TIMEOUT_S, "the reference");
+    float ms = 0;
+    if (rc == KR_OK && ev[0] && kr__cuda()->cuEventElapsedTime(&ms, ev[0], ev[1]) == CUDA_SUCCESS)
+        ref->last_launch_s = ms * 1e-3;
+    for (int i = 0; i < 2; i++)
+        if (ev[i] && !ctx->poisoned)
+            kr__cuda()->cuEventDestroy(ev[i]);
     if (rc != KR_OK) {
         /* what it computed before it failed is not left behind either (a
          * failed fast kernel is dropped and the candidate runs next) */

@@ -27,6 +27,10 @@ typedef struct kr__reference {
     kr__run *fast_runs;    /* per case, prepared on first use */
     int use_fast;
     char fast_why[320];    /* why a problem's fast kernel is not used ("" when it is) */
+    /* set by the caller: the next source runs time their launches alone
+     * (event pair), into last_launch_s (verify_deadline.c) */
+    int time_launch;
+    double last_launch_s;
 } kr__reference;
 
 /* Compiles and binds a source reference (through the compile cache), or

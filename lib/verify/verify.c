@@ -166,7 +166,7 @@ static int candidate_run(vstate *v, vunit *u, int run, vchecks *m, int *err, siz
         kr__gpu_end(kr__engine_of(ctx), slot);
     }
     if (rc == KR_OK)
-        rc = kr__engine_wait(ctx, v->o.timeout_s, "the plan");
+        rc = kr__engine_wait(ctx, u->deadline_s, "the plan");
     if (rc != KR_OK) {
         kr__run_free(ctx, &cr);
         u->stopped = 1;
@@ -245,7 +245,11 @@ static int verify_unit(vstate *v, vunit *u)
     size_t failed = SIZE_MAX;
     vchecks m[2];
     memset(m, 0, sizeof m);
-    int rc = inputs_and_hashes(v, u);
+    int rc = kr__vdeadline(v, u->c, &u->deadline_s, &u->reference_s);
+    if (rc == KR_OK)
+        json_object_set_new(u->json, "deadline_s", json_real(u->deadline_s));
+    if (rc == KR_OK)
+        rc = inputs_and_hashes(v, u);
     for (; done < runs && rc == KR_OK && !u->stopped; done++)
         if ((rc = candidate_run(v, u, done, &m[done], &err, &failed)) == KR_OK && u->stopped)
             break;

@@ -50,6 +50,8 @@ typedef struct vunit {
     int stopped;                 /* a fault, hang or refused launch ended it */
     int by_reference;            /* want holds the reference's own outputs again: judged
                                     with all of the tolerance (verify.c, rejudge) */
+    double deadline_s;           /* a run's deadline (verify_deadline.c) */
+    double reference_s;          /* the reference's time on the case it came from (0: none) */
 } vunit;
 
 /* Where one run's check results are: slots of two batches, each kept in a
@@ -67,6 +69,15 @@ typedef struct vchecks {
     uint64_t *after_run;         /* the batch right after the run */
     uint64_t *compared;          /* the batch against the reference, after the runs */
 } vchecks;
+
+/* verify_deadline.c: how long one run of case c may take, from the
+ * reference's time on the case (timed once per problem and case in the
+ * context) and timeout_s; *reference_s is that time (0: none, the deadline
+ * is timeout_s). The rule alone: kr__vdeadline_rule. */
+int kr__vdeadline(vstate *v, size_t c, double *deadline, double *reference_s);
+#define KR__DEADLINE_FACTOR 1e5 /* a run may take this many times the reference's time */
+#define KR__DEADLINE_FLOOR_S 0.25  /* and at least this long */
+double kr__vdeadline_rule(double reference_s, double timeout_s);
 
 /* verify_want.c: the share of the tolerance the unit's outputs are judged
  * with: 3/4 against a fast kernel's outputs, all of it against the

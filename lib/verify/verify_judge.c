@@ -188,7 +188,13 @@ int kr__vjudge_error(vstate *v, vunit *u, int rc, size_t failed_launch)
         snprintf(what, sizeof what, "the kernel faulted: %s", kr_context_errmsg(v->ctx));
         kr__vfail(v, u, KR_VERDICT_FAULT, 0, what);
     } else if (rc == KR_ETIMEOUT) {
-        snprintf(what, sizeof what, "the kernel did not finish within %.1f s", v->o.timeout_s);
+        if (u->reference_s > 0 && u->deadline_s < v->o.timeout_s)
+            snprintf(what, sizeof what, "the kernel did not finish within %.2f s (the reference "
+                     "took %.3f ms on this case; a run may take %.0fx that, at least %.2f s, at "
+                     "most timeout_s %.1f s)", u->deadline_s, u->reference_s * 1e3,
+                     KR__DEADLINE_FACTOR, KR__DEADLINE_FLOOR_S, v->o.timeout_s);
+        else
+            snprintf(what, sizeof what, "the kernel did not finish within %.1f s", u->deadline_s);
         kr__vfail(v, u, KR_VERDICT_TIMEOUT, 0, what);
     } else if (rc == KR_EPLAN) {
         kr__vfail(v, u, KR_VERDICT_INVALID_PLAN, 0, kr_context_errmsg(v->ctx));
