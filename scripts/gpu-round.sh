@@ -131,7 +131,7 @@ step_poolab() {
     env $([ $side = off ] && echo ${GR_POOLAB_OFF:-KR_FAST_REFERENCE=0 KR_POOL_AFFINITY=0}) timeout -k 5 "$lim" "$b/bench/bench_pool" \
       --per-problem 16 --profile --skip-in-process ${GR_POOL_ARGS:-} > "$out/pool-$side.log" 2>&1
     rc=$?; grep -A12 "per problem" "$out/pool-$side.log" | head -28
-    note "pool, fast references and affinity $side (rc $rc, at $(elapsed) s): $(grep -E '^\| pool' "$out/pool-$side.log" | head -2 | tr -s ' ' | tr '\n' ';')"
+    note "pool, ${GR_POOLAB_OFF:-KR_FAST_REFERENCE=0 KR_POOL_AFFINITY=0} $([ $side = off ] && echo set || echo unset) (rc $rc, at $(elapsed) s): $(grep -E '^\| pool' "$out/pool-$side.log" | head -2 | tr -s ' ' | tr '\n' ';')"
   done
 }
 step_timing() {
