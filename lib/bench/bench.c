@@ -262,10 +262,13 @@ static int read_options(bstate *b, const kr_bench_options *opts, const kr_baseli
     if (b->c >= b->p->num_cases)
         return kr__fail(b->ctx, KR_EINVAL, "case %lld does not exist", (long long)b->o.case_index);
     b->sets = b->o.buffer_sets;
-    /* KR_BENCH_AHEAD=0: each sample makes its own values after the last
-     * call is done (as before the samples overlapped), for comparisons */
+    /* KR_BENCH_AHEAD=0: each sample makes its own set's values after the
+     * call before it is done (as before the samples overlapped), for
+     * comparisons. Warm-L2 timing (no flush) makes them right before its
+     * call: a checked call's work, queued after the next set's values,
+     * would have taken their place in the cache */
     const char *ahead = getenv("KR_BENCH_AHEAD");
-    b->ahead = !(ahead && !strcmp(ahead, "0"));
+    b->ahead = !(ahead && !strcmp(ahead, "0")) && !(b->o.flags & KR_BENCH_NO_FLUSH);
     b->seeds = b->o.seed ? b->o.seed : kr__random64();
     b->key = b->key ? b->key : kr__random64();
     return KR_OK;

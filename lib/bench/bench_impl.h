@@ -40,11 +40,11 @@ typedef struct bstate {
     kr__tset set[KR__BENCH_MAX_SETS];
     uint64_t set_seed[KR__BENCH_MAX_SETS]; /* the seed each set's values came from */
     uint64_t seeds;               /* advances per regeneration */
-    /* the sets in turn, whichever side takes the sample (kr__bench_set_of),
-     * and whether a set's fresh values are already queued: each sample
-     * queues the next one's behind its call, so the GPU makes them while
-     * the host reads this sample and queues the next call */
-    size_t issued;
+    /* the next sample's set (drawn: kr__bench_next_set), whichever side
+     * takes it, and whether a set's fresh values are already queued: each
+     * sample queues the next one's behind its call, so the GPU makes them
+     * while the host reads this sample and queues the next call */
+    size_t next;
     unsigned char ready[KR__BENCH_MAX_SETS];
     int ahead;                    /* the next sample's values queued ahead (KR_BENCH_AHEAD) */
     kr__dbuf flush;
@@ -124,11 +124,11 @@ uint64_t kr__bench_memo_key(const bstate *b, const kr_baseline *bl);
  * conditions are gone; it is forgotten and this run adds nothing to it. */
 void kr__bench_memo_disagree(bstate *b);
 
-/* The buffer set of the g-th sample of a benchmark (either side): no two
- * samples in a row share one (the next sample's values are made while this
- * one's call and checks use its own), and each side, taking turns as the
- * rounds do, walks every set. */
-size_t kr__bench_set_of(size_t g, size_t sets);
+/* The next sample's buffer set (either side), from a random word r: any
+ * set but the current one (its values are made while this call and its
+ * checks use the current set), so whatever the schedule every side meets
+ * every set. */
+size_t kr__bench_next_set(size_t current, size_t sets, uint64_t r);
 
 /* Runs the warm-up and the timed rounds until the stopping rule holds. */
 int kr__bench_measure(bstate *b, double *wall);

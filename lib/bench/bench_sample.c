@@ -1,6 +1,6 @@
 /* One sample of the benchmark (either side; the sides alternate):
- *   the next buffer set in turn, its inputs regenerated (fresh values) and
- *   its outputs poisoned behind the previous call; reset scratch; flush L2
+ *   a buffer set drawn (not the last one), its inputs regenerated (fresh
+ *   values) and its outputs poisoned behind the previous call; reset scratch; flush L2
  *   (a memset over twice its size); block the stream with kr_spin_until on a host-mapped flag; record start;
  *   enqueue the plan (or graph, or the caller's baseline); record stop;
  *   enqueue a clock probe; release the flag; queue the values of the set
@@ -17,6 +17,7 @@
  * no warm-up call, its memo's fresh samples, and nothing after they agree. */
 #include "bench/bench_impl.h"
 #include "common/clock.h"
+#include "common/random.h"
 #include "driver/trace.h"
 
 #include <math.h>
@@ -44,14 +45,12 @@ static int prepare_set(bstate *b, size_t k)
     return rc;
 }
 
-size_t kr__bench_set_of(size_t g, size_t sets)
+size_t kr__bench_next_set(size_t current, size_t sets, uint64_t r)
 {
-    if (sets <= 2)
-        return sets == 2 ? g % 2 : 0;
-    /* one set skipped every `sets` samples: neighbours differ by one or two
-     * sets (never none), and a side taking every other sample, or two of
-     * every four as the rounds' turns give it, still meets them all */
-    return (g + g / sets) % sets;
+    /* any other set, drawn: a fixed turn would tie the set to the sample's
+     * place in the schedule, and a side sampled every DONE_PERIOD-th round
+     * met as few as two of six sets */
+    return sets < 2 ? 0 : (current + 1 + (size_t)(r % (sets - 1))) % sets;
 }
 
 static int enqueue_side(bstate *b, bside *s, size_t k)
@@ -132,21 +131,25 @@ static int timed_enqueue(bstate *b, bside *s, size_t k)
     void *spin_params[] = {&e->flag_dev, &timeout};
     KR__CU(b->ctx, cu->cuLaunchKernel(e->f_spin_until, 1, 1, 1, 1, 1, 1, 0, e->stream, spin_params,
                                       NULL), "launching the spin kernel");
-    KR__CU(b->ctx, cu->cuEventRecord(b->ev_start, e->stream), "cuEventRecord");
-    int rc = enqueue_side(b, s, k);
-    if (rc != KR_OK && s == &b->s[SIDE_CANDIDATE])
+    /* from here on the flag is released whatever fails: a spin left
+     * waiting would hold the stream for SPIN_TIMEOUT_NS */
+    int rc = cu->cuEventRecord(b->ev_start, e->stream) == CUDA_SUCCESS
+                 ? KR_OK
+                 : kr__cuda_fail(b->ctx, CUDA_ERROR_UNKNOWN, "cuEventRecord (start)");
+    if (rc == KR_OK && (rc = enqueue_side(b, s, k)) != KR_OK && s == &b->s[SIDE_CANDIDATE])
         b->candidate_failed = 1;
-    if (rc == KR_OK)
-        rc = (cu->cuEventRecord(b->ev_stop, e->stream) == CUDA_SUCCESS) ? KR_OK : KR_ECUDA;
+    CUresult r = CUDA_SUCCESS;
+    if (rc == KR_OK && (r = cu->cuEventRecord(b->ev_stop, e->stream)) != CUDA_SUCCESS)
+        rc = kr__cuda_fail(b->ctx, r, "cuEventRecord (stop)");
     long long cycles = PROBE_CYCLES;
     CUdeviceptr ns_out = e->flag_dev + KR__PROBE_NS_OFFSET;
     CUdeviceptr cyc_out = e->flag_dev + KR__PROBE_CYCLES_OFFSET;
     void *probe_params[] = {&cycles, &ns_out, &cyc_out};
-    if (rc == KR_OK)
-        KR__CU(b->ctx, cu->cuLaunchKernel(e->f_spin_cycles, 1, 1, 1, 1, 1, 1, 0, e->stream,
-                                          probe_params, NULL), "launching the clock probe");
-    if (rc == KR_OK)
-        KR__CU(b->ctx, cu->cuEventRecord(b->ev_done, e->stream), "cuEventRecord");
+    if (rc == KR_OK && (r = cu->cuLaunchKernel(e->f_spin_cycles, 1, 1, 1, 1, 1, 1, 0, e->stream,
+                                               probe_params, NULL)) != CUDA_SUCCESS)
+        rc = kr__cuda_fail(b->ctx, r, "launching the clock probe");
+    if (rc == KR_OK && (r = cu->cuEventRecord(b->ev_done, e->stream)) != CUDA_SUCCESS)
+        rc = kr__cuda_fail(b->ctx, r, "cuEventRecord (done)");
     atomic_store((_Atomic int *)e->flag, 1); /* release: the queued work runs back to back */
     return rc;
 }
@@ -170,22 +173,24 @@ static int read_sample(bstate *b, bside *s, double *us, double *mhz)
     return KR_OK;
 }
 
-/* One call of a side, on the next set in turn. timed: the sample counts;
- * check: the candidate's call is checked (bench_check.c). Its set's values
- * were queued behind the previous call (made here otherwise), and the next
- * set's are queued behind this one: the wait is for this call only, so the
- * GPU makes them while the host reads this sample, checks it and queues the
- * next call (one sample's host round trip, ~70 us, was GPU idle, a
- * candidate's ~30 samples a tenth of its GPU worker's time). The values are
- * made after the call before: no call sees the next one's inputs. */
+/* One call of a side, on the set made ready for it. timed: the sample
+ * counts; check: the candidate's call is checked (bench_check.c). Its
+ * set's values were queued behind the previous call (made here otherwise),
+ * and another set's are queued behind this one: the wait is for this call
+ * only, so the GPU makes them while the host reads this sample, checks it
+ * and queues the next call (one sample's host round trip, ~70 us, was GPU
+ * idle, a candidate's ~30 samples a tenth of its GPU worker's time). The
+ * values are made after the call before: no call sees the next one's
+ * inputs. */
 static int one_sample(bstate *b, int which, int timed, int check)
 {
     bside *s = &b->s[which];
     bcheck c;
     memset(&c, 0, sizeof c);
-    size_t k = kr__bench_set_of(b->issued++, b->sets);
+    size_t k = b->next;
     int rc = b->ready[k] ? KR_OK : prepare_set(b, k);
     b->ready[k] = 0;
+    b->next = kr__bench_next_set(k, b->sets, kr__random64());
     /* nothing of a check is queued before the call (its inputs' expected
      * hash comes from the reference's regenerated copy, after): a kernel
      * reading %globaltimer finds no gap that tells a checked call */
@@ -195,11 +200,14 @@ static int one_sample(bstate *b, int which, int timed, int check)
         rc = kr__run_reset(b->ctx, &s->run[k]);
     if (rc == KR_OK)
         rc = timed_enqueue(b, s, k);
-    size_t next = kr__bench_set_of(b->issued, b->sets);
-    if (rc == KR_OK && b->ahead && next != k)
-        rc = prepare_set(b, next);
-    if (rc == KR_OK)
+    if (rc == KR_OK) {
+        /* the call's own error (a fault surfaces at the first sync) comes
+         * before the next set's */
+        int ahead = b->ahead && b->next != k ? prepare_set(b, b->next) : KR_OK;
         rc = kr__engine_wait_event(b->ctx, b->ev_done, 10 + b->o.max_time_s, "a timed sample");
+        if (rc == KR_OK)
+            rc = ahead;
+    }
     double us = 0, mhz = 0;
     if (rc == KR_OK)
         rc = read_sample(b, s, &us, &mhz);
@@ -346,7 +354,7 @@ int kr__bench_measure(bstate *b, double *wall)
             rc = one_sample(b, w, 0, 0);
     kr__trace_discard();
     for (size_t round = 0; rc == KR_OK; round++) {
-        /* both sides walk the same sets in the same order (no side is tied
+        /* both sides draw their sets from the same ones (no side is tied
          * to buffers that happen to sit better in memory), and take turns
          * going first in a round (no side always follows the other) */
         for (size_t i = 0; i < 2 && rc == KR_OK; i++) {
