@@ -259,9 +259,14 @@ static int wait_for(kr_context *ctx, CUevent ev, double timeout_s, const char *w
             return kr__cuda_fail(ctx, r, what);
         double now = kr__now();
         if (now > deadline) {
+            /* once more: a poller descheduled past the deadline (busy host
+             * CPUs) must not call a finished kernel a hang */
+            r = ev ? cu->cuEventQuery(ev) : cu->cuStreamQuery(e->stream);
+            if (r == CUDA_SUCCESS || r != CUDA_ERROR_NOT_READY)
+                continue;
             ctx->poisoned = 1;
             snprintf(ctx->poison_why, sizeof ctx->poison_why,
-                     "%s did not finish within %.1f s (a hang?)", what, timeout_s);
+                     "%s did not finish within %.2f s (a hang?)", what, timeout_s);
             return kr__fail(ctx, KR_ETIMEOUT, "%s", ctx->poison_why);
         }
         if (now < spin_until)

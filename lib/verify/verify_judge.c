@@ -194,7 +194,7 @@ int kr__vjudge_error(vstate *v, vunit *u, int rc, size_t failed_launch)
                      "most timeout_s %.1f s)", u->deadline_s, u->reference_s * 1e3,
                      KR__DEADLINE_FACTOR, KR__DEADLINE_FLOOR_S, v->o.timeout_s);
         else
-            snprintf(what, sizeof what, "the kernel did not finish within %.1f s", u->deadline_s);
+            snprintf(what, sizeof what, "the kernel did not finish within %.2f s", u->deadline_s);
         kr__vfail(v, u, KR_VERDICT_TIMEOUT, 0, what);
     } else if (rc == KR_EPLAN) {
         kr__vfail(v, u, KR_VERDICT_INVALID_PLAN, 0, kr_context_errmsg(v->ctx));

@@ -31,8 +31,8 @@ static void hang_times_out(void **state)
     printf("%s after %.2f s: %s\n", kr_verdict_name(kr_report_verdict(r)), took,
            kr_report_text(r, "message"));
     assert_int_equal(kr_report_verdict(r), KR_VERDICT_TIMEOUT);
-    /* the reference's timing run and the floor of 0.25 s, far from 10 s */
-    assert_true(took < 3.0);
+    /* the reference's timing runs, a compile and the floor of 0.25 s: far from 10 s */
+    assert_true(took < 4.0);
     assert_non_null(strstr(kr_report_text(r, "message"), "the reference took"));
     kr_report_free(r);
     assert_int_equal(kr_verify((r = test_report()), ctx, c.p, c.prog, c.plan, &o), KR_EPOISONED);
