@@ -5,6 +5,7 @@
 #include "../unit/helpers.h"
 
 #include <jansson.h>
+#include <time.h>
 
 /* y = 2x over N = 1000 floats, with a CUDA reference: the problem of the
  * tests whose candidates break the device (fault, hang). */
@@ -38,6 +39,26 @@ static inline void gpu_candidate_free(gpu_candidate *c)
     kr_plan_free(c->plan);
     kr_program_free(c->prog);
     kr_problem_free(c->p);
+}
+
+/* Verifies a candidate that hangs, with the default timeout (10 s): the
+ * verdict must be timeout within max_s (a run's deadline follows the
+ * reference's time on the case: verify_deadline.c). The report is returned
+ * (the caller frees it); the context runs nothing more. */
+static inline kr_report *gpu_verify_hang(kr_context *ctx, const gpu_candidate *c, double max_s)
+{
+    kr_verify_options o = KR_VERIFY_OPTIONS_INIT;
+    kr_report *r = test_report();
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(kr_verify(r, ctx, c->p, c->prog, c->plan, &o), KR_OK);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double took = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    printf("%s after %.2f s: %s\n", kr_verdict_name(kr_report_verdict(r)), took,
+           kr_report_text(r, "message"));
+    assert_int_equal(kr_report_verdict(r), KR_VERDICT_TIMEOUT);
+    assert_true(took < max_s);
+    return r;
 }
 
 /* A context on GPU 0, or exit 77 saying why there is none. */

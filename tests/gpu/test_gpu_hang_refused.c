@@ -6,9 +6,6 @@
  * own: the hang leaves the context unusable. */
 #include "gpu_test.h"
 
-#include "common/clock.h"
-
-#include <string.h>
 #include <unistd.h>
 
 static const char *CANDIDATE =
@@ -27,16 +24,7 @@ static void hang_before_a_refused_launch_is_a_hang(void **state)
     kr_context *ctx = gpu_context_or_skip();
     gpu_candidate c;
     gpu_candidate_load(&c, ctx, Y_IS_2X, CANDIDATE);
-    kr_verify_options o = KR_VERIFY_OPTIONS_INIT; /* timeout_s 0: 10 s */
-    kr_report *r = NULL;
-    double t0 = kr__now();
-    assert_int_equal(kr_verify((r = test_report()), ctx, c.p, c.prog, c.plan, &o), KR_OK);
-    double took = kr__now() - t0;
-    printf("%s after %.2f s: %s\n", kr_verdict_name(kr_report_verdict(r)), took,
-           kr_report_text(r, "message"));
-    assert_int_equal(kr_report_verdict(r), KR_VERDICT_TIMEOUT);
-    assert_true(took < 4.0);
-    kr_report_free(r);
+    kr_report_free(gpu_verify_hang(ctx, &c, 4.0));
     gpu_candidate_free(&c);
     kr_context_free(ctx);
     _exit(0); /* the driver tears the hung context down with the process */
