@@ -21,7 +21,8 @@ typedef struct kr_verify_options {
                                 * deadline is 10^5 x the reference's GPU time on
                                 * its case (timed once per problem in a context),
                                 * at least 0.25 s, at most this: a hang on a small
-                                * case ends in a fraction of a second */
+                                * case ends in a fraction of a second (a candidate
+                                * calling device printf: this) */
     uint32_t flags;            /* KR_VERIFY_* */
     uint32_t max_mismatches;   /* listed per output; 0: 5 */
 } kr_verify_options;

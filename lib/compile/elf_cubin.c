@@ -317,8 +317,8 @@ static int writable_across_calls(const char *sec)
 }
 
 /* One symbol of the symbol table: a writable global (in a .nv.global*
- * or user constant section) is recorded with its group; the heap functions and managed
- * variables are noted. */
+ * or user constant section) is recorded with its group; the heap functions, printf and
+ * managed variables are noted. */
 static int read_symbol(const elf *e, span s, uint64_t off, const section *strtab,
                        kr__image_facts *f)
 {
@@ -335,6 +335,8 @@ static int read_symbol(const elf *e, span s, uint64_t off, const section *strtab
     if (type == 2 /* FUNC */ && shndx == 0 /* undefined: resolved by the driver */ &&
         (!strcmp(name, "malloc") || !strcmp(name, "free") || !strcmp(name, "__nv_aligned_device_malloc")))
         f->uses_heap = 1;
+    if (type == 2 && shndx == 0 && !strcmp(name, "vprintf"))
+        f->uses_printf = 1;
     if (type != 1 /* OBJECT */ || shndx == 0 || shndx >= e->nsec)
         return 0;
     const char *sec = section_name(e, &e->sec[shndx]);

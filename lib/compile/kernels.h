@@ -58,6 +58,8 @@ typedef struct kr__image_facts {
     size_t num_groups;
     int uses_heap;       /* calls device malloc/free: heap blocks outlive a call */
     int has_managed;     /* __managed__ variables: host-visible state */
+    int uses_printf;     /* calls device printf (vprintf): a run's wall follows the host
+                          * draining its buffer, not the GPU's work (verify_deadline.c) */
 } kr__image_facts;
 
 /* Fill facts from a CUBIN or PTX image; -1 with a reason when malformed. */

@@ -244,7 +244,7 @@ int kr__ptx_read_facts(const unsigned char *image, size_t len, kr__image_facts *
             break;
         /* a module-scope statement: `.global` or `.const` data (a constant is
          * device memory a generic store can change: elf_cubin.c), or
-         * `.extern .func` heap calls */
+         * `.extern .func` heap and printf calls */
         if (strncmp(p, ".extern", 7) == 0 || strncmp(p, ".visible", 8) == 0 ||
             strncmp(p, ".global", 7) == 0 || strncmp(p, ".weak", 5) == 0 ||
             strncmp(p, ".const", 6) == 0) {
@@ -256,6 +256,8 @@ int kr__ptx_read_facts(const unsigned char *image, size_t len, kr__image_facts *
             if (strstr(stmt, ".func") && (strstr(stmt, " malloc") || strstr(stmt, " free") ||
                                           strstr(stmt, ")malloc") || strstr(stmt, ")free")))
                 f->uses_heap = 1;
+            else if (strstr(stmt, ".func") && (strstr(stmt, " vprintf") || strstr(stmt, ")vprintf")))
+                f->uses_printf = 1;
             else if ((strstr(stmt, ".global ") || strstr(stmt, ".const ")) &&
                      !strstr(stmt, ".func")) {
                 const char *name;

@@ -206,6 +206,20 @@ static void globals_and_heap(void **state)
         assert_int_equal(kr__program_admissible(ctx, p), KR_ECOMPILE);
         assert_contains(kr_context_errmsg(ctx), "device malloc");
         kr_program_free(p);
+
+        /* device printf: noted (verification's deadline is then the
+         * caller's timeout: the run waits on the host's draining), admitted */
+        p = NULL;
+        const char *print = "#include <cstdio>\n"
+                            "extern \"C\" __global__ void k(float *y) { printf(\"%f\\n\", y[0]); }\n";
+        assert_int_equal(kr_compile(&p, ctx, print, 0, &o), KR_OK);
+        assert_true(p->facts.uses_printf);
+        assert_false(p->facts.uses_heap);
+        assert_int_equal(kr__program_admissible(ctx, p), KR_OK);
+        kr_program_free(p);
+        assert_int_equal(kr_compile(&p, ctx, heap, 0, &o), KR_OK);
+        assert_false(p->facts.uses_printf);
+        kr_program_free(p);
     }
     kr_compile_options o;
     kr_compile_options_init(&o, KR_COMPILE_OPTIONS_VERSION);
