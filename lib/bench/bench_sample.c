@@ -1,12 +1,13 @@
 /* One sample of the benchmark (either side; the sides alternate):
  *   a buffer set drawn (not the last one), its inputs regenerated (fresh
- *   values) and its outputs poisoned behind the previous call; reset scratch; flush L2
- *   (a memset over twice its size); block the stream with kr_spin_until on a host-mapped flag; record start;
- *   enqueue the plan (or graph, or the caller's baseline); record stop;
- *   enqueue a clock probe; release the flag; queue the values of the set
- *   after. The enqueued work then runs back to back: host launch latency
- *   is outside the interval, and the next values are made while the host
- *   reads this sample.
+ *   values) and its outputs poisoned behind the previous call; reset
+ *   scratch; flush L2 (a memset over twice its size); block the stream
+ *   with kr_spin_until on a host-mapped flag; record start; enqueue the
+ *   plan (or graph, or the caller's baseline); record stop; enqueue a clock
+ *   probe; release the flag; queue the values of the set after. The
+ *   enqueued work then runs back to back: host launch latency is outside
+ *   the interval, and the next values are made while the host reads this
+ *   sample.
  * Some candidate samples are followed by a reference run on the set's seed
  * and a comparison (timed-output checks).
  * A side that met its stopping rule is sampled every DONE_PERIOD-th round
@@ -133,12 +134,10 @@ static int timed_enqueue(bstate *b, bside *s, size_t k)
                                       NULL), "launching the spin kernel");
     /* from here on the flag is released whatever fails: a spin left
      * waiting would hold the stream for SPIN_TIMEOUT_NS */
-    int rc = cu->cuEventRecord(b->ev_start, e->stream) == CUDA_SUCCESS
-                 ? KR_OK
-                 : kr__cuda_fail(b->ctx, CUDA_ERROR_UNKNOWN, "cuEventRecord (start)");
+    CUresult r = cu->cuEventRecord(b->ev_start, e->stream);
+    int rc = r == CUDA_SUCCESS ? KR_OK : kr__cuda_fail(b->ctx, r, "cuEventRecord (start)");
     if (rc == KR_OK && (rc = enqueue_side(b, s, k)) != KR_OK && s == &b->s[SIDE_CANDIDATE])
         b->candidate_failed = 1;
-    CUresult r = CUDA_SUCCESS;
     if (rc == KR_OK && (r = cu->cuEventRecord(b->ev_stop, e->stream)) != CUDA_SUCCESS)
         rc = kr__cuda_fail(b->ctx, r, "cuEventRecord (stop)");
     long long cycles = PROBE_CYCLES;
