@@ -12,9 +12,9 @@
  * the ratio (the all-GPU pool over the one-GPU pool), for the multi-GPU
  * target. --hang-timeout: every job's verification timeout_s (default 2 s),
  * the cap of a run's deadline: verification ends a hang sooner where the
- * reference is fast on the case (verify_deadline.c). --profile: the workers report where their
- * time goes (KR_PROFILE=metrics) and a table per batch prints it, with the
- * batch's floor (issue 34's split). */
+ * reference is fast on the case (verify_deadline.c). --profile: the
+ * workers report where their time goes (KR_PROFILE=metrics) and a table
+ * per batch prints it, with the batch's floor (issue 34's split). */
 #include <kreward/kreward.h>
 
 #include "common/clock.h"

@@ -197,15 +197,11 @@ static int one_sample(bstate *b, int which, int timed, int check)
         rc = kr__bench_check_begin(b, k, &c);
     if (rc == KR_OK && !s->callback)
         rc = kr__run_reset(b->ctx, &s->run[k]);
-    if (rc == KR_OK && (rc = timed_enqueue(b, s, k)) != KR_OK && b->candidate_failed &&
-        !b->ctx->poisoned) {
-        /* a launch refused after others were queued: they run, and one
-         * that hangs is this sample's hang, not teardown's (a free that
-         * would block on it) */
-        int w = kr__engine_wait(b->ctx, 10 + b->o.max_time_s, "a timed sample's queued launches");
-        if (w == KR_ETIMEOUT || w == KR_EFAULT)
-            rc = w;
-    }
+    /* a launch refused after others were queued: one of those that hangs
+     * is this sample's hang, not teardown's (a free that would block on it) */
+    if (rc == KR_OK && (rc = timed_enqueue(b, s, k)) != KR_OK && b->candidate_failed)
+        rc = kr__engine_settle_refused(b->ctx, rc, 10 + b->o.max_time_s,
+                                       "a timed sample's queued launches");
     if (rc == KR_OK) {
         /* the call's own error (a fault surfaces at the first sync) comes
          * before the next set's */

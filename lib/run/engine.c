@@ -235,18 +235,23 @@ static double wait_spin_s(void)
     return spin;
 }
 
+/* Whether the stream (ev NULL) or the event is done. */
+static CUresult query(const kr__engine *e, CUevent ev)
+{
+    return ev ? kr__cuda()->cuEventQuery(ev) : kr__cuda()->cuStreamQuery(e->stream);
+}
+
 /* Polls until the stream (ev NULL) or the event is done: spinning first,
  * then sleeping with a doubling nap; past the deadline the context is
  * poisoned (a running kernel cannot be stopped from inside the process). */
 static int wait_for(kr_context *ctx, CUevent ev, double timeout_s, const char *what)
 {
-    const kr__cuda_api *cu = kr__cuda();
     kr__engine *e = ctx->engine;
     double t0 = kr__now(), deadline = t0 + timeout_s, spin_until = t0 + wait_spin_s();
     struct timespec nap = {0, 20000};
     e->waits++;
     for (;;) {
-        CUresult r = ev ? cu->cuEventQuery(ev) : cu->cuStreamQuery(e->stream);
+        CUresult r = query(e, ev);
         if (r == CUDA_SUCCESS) {
             kr__prof_add(ctx, KR__PROF_WAIT, t0);
             if (ev)
@@ -261,7 +266,7 @@ static int wait_for(kr_context *ctx, CUevent ev, double timeout_s, const char *w
         if (now > deadline) {
             /* once more: a poller descheduled past the deadline (busy host
              * CPUs) must not call a finished kernel a hang */
-            r = ev ? cu->cuEventQuery(ev) : cu->cuStreamQuery(e->stream);
+            r = query(e, ev);
             if (r == CUDA_SUCCESS || r != CUDA_ERROR_NOT_READY)
                 continue;
             ctx->poisoned = 1;
@@ -285,4 +290,12 @@ int kr__engine_wait(kr_context *ctx, double timeout_s, const char *what)
 int kr__engine_wait_event(kr_context *ctx, CUevent ev, double timeout_s, const char *what)
 {
     return wait_for(ctx, ev, timeout_s, what);
+}
+
+int kr__engine_settle_refused(kr_context *ctx, int rc, double timeout_s, const char *what)
+{
+    if (ctx->poisoned)
+        return rc;
+    int w = kr__engine_wait(ctx, timeout_s, what);
+    return w == KR_ETIMEOUT || w == KR_EFAULT ? w : rc;
 }

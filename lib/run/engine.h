@@ -136,6 +136,11 @@ int kr__engine_wait(kr_context *ctx, double timeout_s, const char *what);
 /* The same for one event: work queued after it may still run (the next
  * benchmark sample's fresh inputs, bench_sample.c). */
 int kr__engine_wait_event(kr_context *ctx, CUevent ev, double timeout_s, const char *what);
+/* After a plan's launch was refused (rc) with launches before it queued:
+ * waits for those within timeout_s, and a hang or fault of theirs is the
+ * answer (the candidate's, not the next wait's, which would call it its
+ * own); rc otherwise. */
+int kr__engine_settle_refused(kr_context *ctx, int rc, double timeout_s, const char *what);
 
 /* Pinned host memory of at least bytes (reused between calls). Whoever
  * stages reference results in it scrubs it before a candidate runs: pinned

@@ -167,13 +167,11 @@ static int candidate_run(vstate *v, vunit *u, int run, vchecks *m, int *err, siz
     }
     if (rc == KR_OK) {
         rc = kr__engine_wait(ctx, u->deadline_s, "the plan");
-    } else if (*failed != SIZE_MAX && *failed > 0 && !ctx->poisoned) {
+    } else if (*failed != SIZE_MAX && *failed > 0) {
         /* a later launch refused: the ones before it run, and one that
-         * hangs or faults is this run's, not the next wait's (a
-         * reference's or a check's, which would call it theirs) */
-        int w = kr__engine_wait(ctx, u->deadline_s, "the plan's launches before the refused one");
-        if (w == KR_ETIMEOUT || w == KR_EFAULT)
-            rc = w;
+         * hangs or faults is this run's, not a reference's or a check's */
+        rc = kr__engine_settle_refused(ctx, rc, u->deadline_s,
+                                       "the plan's launches before the refused one");
     }
     if (rc != KR_OK) {
         kr__run_free(ctx, &cr);
