@@ -101,17 +101,32 @@ def median_speedup(runner, source, runs, **kw):
     return statistics.median(r["speedup"] for r in results), results
 
 
+def speedups_of_fresh_runners(imp, d, source, runs):
+    """The median speedup of `runs` evaluations, each in a Runner of its
+    own: a worker's speed on this machine is partly its process's own
+    (where its pages and threads landed: one process timed the same code
+    20-35 % slower than another, all its batches alike, in CI), and a kept
+    baseline worker is one such draw for every evaluation of its Runner,
+    which a median over one Runner's evaluations cannot average out."""
+    results = []
+    for s in range(runs):
+        with runner_for(imp, d / f"runner{s}") as runner:
+            results.append(median_speedup(runner, source, 1)[1][0])
+    return statistics.median(r["speedup"] for r in results), results
+
+
 @pytest.mark.parametrize("problem", ["level1/01_relu.py", "level1/08_sum_reduction.py",
                                      "level2/01_gemm_bias_relu.py"])
 def test_model_as_candidate_is_timed_like_the_baseline(problem, tmp_path):
-    """The same code on both sides: the ratio of the medians within
-    [0.8, 1.25] (the median of three evaluations: CI machines are shared).
-    The corpus' own sizes: 3 to 60 ms a call on two cores; gemm_bias_relu's
-    weights are lifted (fresh per call, through functional_call, on both
-    sides)."""
+    """The same code on both sides: the median speedup within [0.8, 1.25]
+    over five evaluations, each with its own workers (CI machines are
+    shared, and each process draws its own speed: see
+    speedups_of_fresh_runners). The corpus' own sizes: 3 to 60 ms a call on
+    two cores; gemm_bias_relu's weights are lifted (fresh per call, through
+    functional_call, on both sides)."""
     path = KB / problem
-    with runner_for(import_problem(str(path)), tmp_path) as runner:
-        speedup, results = median_speedup(runner, model_as_candidate(path.read_text()), 3)
+    speedup, results = speedups_of_fresh_runners(import_problem(str(path)), tmp_path,
+                                                 model_as_candidate(path.read_text()), 5)
     assert 0.8 <= speedup <= 1.25, [(r["time_us"], r["baseline_us"], r["calls"]) for r in results]
 
 
@@ -189,8 +204,11 @@ def test_processes_left_running_cannot_slow_the_baseline(matmul, marker):
         assert processes_named(marker) == [], "the candidate's burners outlived its evaluation"
         honest, _ = median_speedup(runner, model_as_candidate(MATMUL), 3)
     assert all(any("left" in n and "ended before the baseline" in n for n in r["notes"]) for r in results)
-    # the burners would have doubled the baseline's time on two cores
-    assert speedup <= 1.25 and speedup <= 1.2 * honest, (speedup, honest)
+    # the burners would have doubled the baseline's time on two cores; the
+    # honest candidate in the same Runner shares its baseline worker's own
+    # speed (speedups_of_fresh_runners), so the claim is relative to it, and
+    # the absolute bound only says no doubling reached either
+    assert speedup <= 1.5 and speedup <= 1.2 * honest, (speedup, honest)
 
 
 # Asks the kernel whether it may signal (signal 0: nothing is delivered),
