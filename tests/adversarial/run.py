@@ -48,6 +48,16 @@ def judge(case, report, wall):
         problems.append(f"speedup {speedup:.2f}x above {case['max_speedup']}x: the cheat paid")
     if "max_wall_s" in case and wall > case["max_wall_s"]:
         problems.append(f"took {wall:.1f} s, over {case['max_wall_s']} s")
+    if "max_bench_calls" in case:
+        # the time budget's claim, apart from the process's start and the
+        # verification (which a correct slow kernel must finish): the
+        # measurement lasts a few of the candidate's calls, not a schedule
+        bench_s, call_us = metrics.get("bench_wall_s"), metrics.get("time_us")
+        if bench_s is None or not call_us:
+            problems.append("no bench_wall_s and time_us to bound the measurement by")
+        elif bench_s > case["max_bench_calls"] * call_us * 1e-6 + 1.0:
+            problems.append(f"the measurement took {bench_s:.1f} s, over {case['max_bench_calls']} "
+                            f"calls of {call_us * 1e-6:.2f} s and 1 s: the budget did not stop it")
     return problems
 
 
