@@ -272,6 +272,8 @@ class Evaluation:
         # the candidate's worker was the spare (torch and CUDA up before
         # it was asked for): start_and_load is then mostly the load
         res["started_ahead"] = loaded["started_ahead"]
+        # forked from the Runner's zygote (torch imported there) or exec'd
+        res["worker_start"] = loaded.get("worker_start")
         # what its ready paid for the libraries' first use (cuBLAS, cuDNN,
         # Triton), before any candidate code: before, the candidate's verify did
         res["worker_warm_s"] = loaded.get("warm_s")

@@ -34,7 +34,8 @@ from .baseline_memo import BaselineMemo
 from .build_env import build_env
 from .cuda_ipc import OUT_OF_MEMORY, new_buffer
 from .worker_process import (WorkerDied, WorkerProcess, WorkerProtocolError, WorkerTimeout, optional_number,
-                             printable)
+                             printable, worker_environment)
+from .zygote import ZygoteUnavailable, shared_zygote
 
 KEEP_WARM = 8             # Runners whose workers stay between evaluations (the most recent)
 # a GPU worker's own device buffer (cuda_ipc.py), through which a masked
@@ -109,11 +110,13 @@ class Processes:
     times for the next evaluations (False: every evaluation times it in
     full); attribution: how a candidate's worker attributes a call's
     kernels: "cupti" (kernel_trace.py, torch.profiler where no CUPTI
-    binds) or "torch" (torch.profiler always)."""
+    binds) or "torch" (torch.profiler always); zygote: fork the workers
+    from the process's zygote, torch imported there (zygote.py; False:
+    each worker starts by exec and imports torch itself)."""
 
     def __init__(self, *, device, sandbox, staging, cache_dir, ref_source, problem, inputs_from, staged,
                  region_bytes, max_call_bytes, spare, compile_baseline, timeout_s, cuda_arch=None,
-                 pch_dir=None, baseline_memo=True, spare_ahead=True, attribution="cupti"):
+                 pch_dir=None, baseline_memo=True, spare_ahead=True, attribution="cupti", zygote=False):
         self.device, self.cache_dir, self._ref_source, self._problem = device, cache_dir, ref_source, problem
         self.inputs_from, self.staged, self.region_bytes = inputs_from, staged, region_bytes
         self.max_call_bytes, self.keep_spare, self.compile_baseline = max_call_bytes, spare, compile_baseline
@@ -142,6 +145,10 @@ class Processes:
         self.clock = None
         self.spare_source = None   # "start": the source the spare was started for
         self.spare_folder = None   # "start", no source named: the fresh folder it writes
+        # the workers forked from the process's zygote (zygote=True): asked
+        # for now, so torch's import in it overlaps the caller's own setup
+        self.use_zygote, self.zygote_why = zygote, None
+        self._zygote()
 
     def close(self):
         """Ends the baseline worker and the spare (a later evaluation starts
@@ -159,6 +166,19 @@ class Processes:
         self.spare_source = self.spare_folder = None
         with _warm_lock:
             _warm.pop(id(self), None)
+
+    def _zygote(self):
+        """The process's zygote (zygote.shared_zygote: one for every Runner,
+        started again where it died), or None: not asked for, or none can
+        start here (zygote_why; workers start by exec, their results'
+        worker_start says why)."""
+        if not self.use_zygote or self.zygote_why is not None:
+            return None
+        try:
+            return shared_zygote(worker_environment())
+        except (ZygoteUnavailable, OSError) as e:
+            self.zygote_why = f"{type(e).__name__}: {e}"[:400]
+            return None
 
     # ---- starting a worker
     def _folder(self, source):
@@ -220,7 +240,8 @@ class Processes:
         try:
             w = WorkerProcess(None if env is None else {**env, **benv},
                               self._config_reading(ext, reads) if self.sandbox == "start" else None,
-                              region_bytes=self.region_bytes if region else 0, shared=shared)
+                              region_bytes=self.region_bytes if region else 0, shared=shared,
+                              zygote=self._zygote())
         except BaseException:
             if shared is not None:
                 shared.close()
@@ -351,6 +372,7 @@ class Processes:
             loaded["launch_us"] = launch_us
             loaded["launch_overlapped"] = overlapped
             loaded["started_ahead"] = ahead
+            loaded["worker_start"] = w.started_by
             loaded["warm_s"] = optional_number(ready.get("warm_s"))
             return w, loaded
         except BaseException:

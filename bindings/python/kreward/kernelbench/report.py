@@ -141,6 +141,8 @@ def _fill(r, result, problem_name, candidate_name, source, weak):
         r["evaluation_s"] = round(sum(v for v in (result.get("phases_s") or {}).values()
                                       if _number(v)), 4)
     r.flags = flags
+    if isinstance(result.get("worker_start"), str):  # "zygote", "exec" or "exec (why)"
+        r.set_text("worker_start", result["worker_start"])
     fb = _feedback(result, verdict)
     if weak and verdict == "pass":
         fb = f"{fb}; the problem cannot tell fast from lazy ({weak}): no speed credit"

@@ -128,7 +128,7 @@ class Runner:
     def __init__(self, imported, device="cuda", cache_dir=None, timeout_s=600.0, call_timeout_s=60.0,
                  sandbox="auto", batch_ms=10.0, batch_bytes=None, spare=True, baseline="eager",
                  inputs=None, staging="auto", eval_timeout_s=None, cuda_arch=None, pch_dir=None,
-                 baseline_memo=True, spare_ahead=True, attribution="cupti"):
+                 baseline_memo=True, spare_ahead=True, attribution="cupti", zygote=False):
         """sandbox: "auto" (the default): "start" where a worker starts in
         it, else "init" from then on, said in every result's notes (CUDA
         failed to start inside the sandbox on driver 570+ until the grants
@@ -190,7 +190,13 @@ class Runner:
         through the libcupti torch loaded, kernel_trace.py; torch.profiler
         where none binds) or "torch" (a torch.profiler session: seconds of
         kineto start in each fresh worker). Results' attribution_via says
-        which ran."""
+        which ran.
+        zygote: fork every worker from the process's zygote, one process
+        with torch already imported that every Runner shares (zygote.py:
+        CUDA never started there), so a worker's start skips Python's and
+        torch's (False: each worker is a fresh Python that imports torch);
+        results' worker_start says how the candidate's worker started
+        ("exec (why)" where the zygote could not)."""
         _check_attribution(attribution)
         if sandbox not in ("auto", "start", "init", None):
             raise ValueError(f"sandbox must be 'auto', 'start', 'init' or None, not {sandbox!r}")
@@ -264,7 +270,7 @@ class Runner:
             region_bytes=region_bytes(self.layouts, self.batch_bytes, self.max_call_bytes),
             max_call_bytes=self.max_call_bytes, spare=spare, compile_baseline=baseline == "compile",
             timeout_s=timeout_s, cuda_arch=cuda_arch, pch_dir=pch_dir, baseline_memo=baseline_memo,
-            spare_ahead=spare_ahead, attribution=attribution)
+            spare_ahead=spare_ahead, attribution=attribution, zygote=zygote)
         self._processes = Processes(**self._processes_args)
 
     def slot_processes(self):

@@ -21,6 +21,8 @@ import tempfile
 import threading
 import time
 
+from .zygote import ZygoteUnavailable
+
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 F_SETPIPE_SZ = 1031       # fcntl: outputs of 64 MB in 1 MB reads, not 64 kB ones
 MAX_LINE = 16 << 20       # a reply's JSON line (a load error's trace, a profile's kernel list)
@@ -46,6 +48,18 @@ def watch_starts(callback):
         finally:
             _watch.callback = before
     return watching()
+
+
+def worker_environment():
+    """The caller's environment as a worker gets it: what finds Python,
+    the toolkit and the device, and nothing else of the caller's."""
+    keep = {k: v for k, v in os.environ.items()
+            if k in ("PATH", "HOME", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_VISIBLE_DEVICES",
+                     "PYTHONPATH", "TMPDIR", "TRITON_CACHE_DIR", "USER", "LOGNAME")}
+    # getpass.getuser() reads the password file (refused) without them
+    keep.setdefault("USER", "kreward")
+    keep.setdefault("LOGNAME", keep["USER"])
+    return keep
 
 
 class WorkerDied(Exception):
@@ -226,7 +240,7 @@ class WorkerProcess:
     request has a deadline. Requests can be sent ahead of their replies
     (send, then receive in order)."""
 
-    def __init__(self, env=None, sandbox=None, region_bytes=0, shared=None, niceness=0):
+    def __init__(self, env=None, sandbox=None, region_bytes=0, shared=None, niceness=0, zygote=None):
         """region_bytes: an input region of that size shared with the
         worker (inputs.py; self.region, the caller's mapping), or none.
         niceness: the supervisor, the worker and all they start run that
@@ -236,7 +250,9 @@ class WorkerProcess:
         (cuda_ipc.CallerBuffer), this worker's alone: a descriptor of it
         goes to the worker at its start (none stays here), and end()
         frees it once the worker is gone. If this raises, the caller
-        still owns it."""
+        still owns it. zygote: a zygote.Zygote that forks the supervisor
+        (torch imported already), or None: started by exec; started_by
+        says which ("exec (why not the zygote)" where it could not)."""
         # staging: how a batch's inputs reach its device (transfer.py put):
         # None until the first, then "ipc" or "host (why not ipc)"
         self.shared, self.staging = None, None
@@ -252,12 +268,7 @@ class WorkerProcess:
         except OSError:
             pass
         self.log = tempfile.TemporaryFile()
-        keep = {k: v for k, v in os.environ.items()
-                if k in ("PATH", "HOME", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_VISIBLE_DEVICES",
-                         "PYTHONPATH", "TMPDIR", "TRITON_CACHE_DIR", "USER", "LOGNAME")}
-        # getpass.getuser() reads the password file (refused) without them
-        keep.setdefault("USER", "kreward")
-        keep.setdefault("LOGNAME", keep["USER"])
+        keep = worker_environment()
         argv = [sys.executable, WORKER, str(to_w), str(from_w), json.dumps(sandbox) if sandbox else ""]
         nice = shutil.which("nice") if niceness else None
         if nice:
@@ -278,18 +289,30 @@ class WorkerProcess:
             fds.append(region_fd)
         argv.append(str(region_fd) if region_fd is not None else "")
         # the supervisor: its stdin and stdout are the control pipes (reap, status)
+        self.proc, self.started_by = None, "exec"
         try:
+            shared_fd = None
             if shared is not None:
                 try:
-                    fds.append(shared.export())
-                    argv.append(str(fds[-1]))
+                    shared_fd = shared.export()
+                    fds.append(shared_fd)
+                    argv.append(str(shared_fd))
                 except Exception as e:  # noqa: BLE001 - staged through the region instead
                     shared.close()
                     shared = None
                     self.staging = f"host (the shared buffer could not be exported: {e})"[:400]
-            self.proc = subprocess.Popen(argv, pass_fds=tuple(fds), stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=self.log,
-                                         env={**keep, **(env or {})}, start_new_session=True)
+            if zygote is not None:
+                try:
+                    self.proc = zygote.spawn(self.log.fileno(), [to_w, from_w, region_fd, shared_fd],
+                                             argv[argv.index(WORKER) + 3], {**keep, **(env or {})},
+                                             niceness)
+                    self.started_by = "zygote"
+                except ZygoteUnavailable as e:
+                    self.started_by = f"exec ({e})"[:400]
+            if self.proc is None:
+                self.proc = subprocess.Popen(argv, pass_fds=tuple(fds), stdin=subprocess.PIPE,
+                                             stdout=subprocess.PIPE, stderr=self.log,
+                                             env={**keep, **(env or {})}, start_new_session=True)
         finally:
             for fd in fds:
                 os.close(fd)

@@ -439,11 +439,14 @@ def test_a_hung_candidate_in_flight_is_frozen_past_overdue_and_aborted_alone(tmp
         lane.close()
 
 
-def test_two_candidates_in_flight_through_the_real_runner_on_the_cpu(tmp_path, monkeypatch):
+# zygote: every slot's workers forked from the Runner's one zygote
+@pytest.mark.parametrize("zygote", [False, True])
+def test_two_candidates_in_flight_through_the_real_runner_on_the_cpu(tmp_path, monkeypatch, zygote):
     pytest.importorskip("torch", reason="the ModelNew runner needs torch")
     from kreward.kernelbench.lanes import RunnerLane
 
-    lane = RunnerLane("cpu", {"cache_dir": str(tmp_path), "timeout_s": 120, "call_timeout_s": 30}, in_flight=2)
+    lane = RunnerLane("cpu", {"cache_dir": str(tmp_path), "timeout_s": 120, "call_timeout_s": 30,
+                              "zygote": zygote}, in_flight=2)
     freezes = []
     real_freeze = lane.gate.freezer.freeze
 
@@ -472,6 +475,7 @@ def test_two_candidates_in_flight_through_the_real_runner_on_the_cpu(tmp_path, m
         got = _collect(s, timeout=600)
     assert [t for t, _ in got] == tickets
     assert [r["verdict"] for _, r in got] == ["pass", "wrong", "pass"], [r.get("feedback") for _, r in got]
+    assert {r["worker_start"] for _, r in got} == {"zygote" if zygote else "exec"}, got
     for _, r in (got[0], got[2]):
         assert r["baseline_us"] > 0 and "gate" in r and "gate" in r["phases_s"]
         assert "gate_baseline" in r and "gate_baseline" in r["phases_s"]

@@ -74,20 +74,24 @@ def problem(tmp_path_factory):
     return import_problem(str(d / "small_relu.py")), d, secret
 
 
-def runner(problem, tmp, mode="start"):
+def runner(problem, tmp, mode="start", zygote=False):
     imp, d, _ = problem
-    return Runner(imp, "cpu", cache_dir=str(d / f"ext-{tmp}"), timeout_s=300, call_timeout_s=30,
-                  sandbox=mode)
+    return Runner(imp, "cpu", cache_dir=str(d / f"ext-{tmp}-{int(zygote)}"), timeout_s=300, call_timeout_s=30,
+                  sandbox=mode, zygote=zygote)
 
 
 def run(r, source):
     return r.evaluate(source, seed=5, verify_seeds=1, batches=1, calls=2, checks=1, baseline=False)
 
 
+# zygote: the workers forked from a process with torch imported (zygote.py):
+# the same sandbox, entered by a worker that is its only thread
+@pytest.mark.parametrize("zygote", [False, True])
 @pytest.mark.parametrize("mode", ["start", "init"])
-def test_honest_candidate_passes_sealed(problem, mode):
-    res = run(runner(problem, mode, mode), HONEST)
+def test_honest_candidate_passes_sealed(problem, mode, zygote):
+    res = run(runner(problem, mode, mode, zygote), HONEST)
     assert res["verdict"] == "pass", res
+    assert res["worker_start"] == ("zygote" if zygote else "exec"), res
     sb = res["sandbox"]
     assert sb["applied"] and sb["when"] == mode and sb["landlock"] and sb["seccomp"]
     assert sb["exec"] is False and sb["network"] is False  # sealed after the cases ran
@@ -109,13 +113,14 @@ def test_honest_candidate_passes_sealed(problem, mode):
     ("a UDP socket", "socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"),
     ("a program, once sealed", "subprocess.run(['/bin/true'], check=True) if SEALED() else None\n"),
 ])
-def test_cheating_forward_is_denied(problem, mode, what, body):
+@pytest.mark.parametrize("zygote", [False, True])
+def test_cheating_forward_is_denied(problem, mode, what, body, zygote):
     _, d, secret = problem
     # SEALED: true from the timed calls on, when exec is refused (before,
     # during the first call of every case, programs may run: Triton compiles)
     top = (f"SECRET = {str(secret)!r}\n_calls = [0]\n"
            "def SEALED():\n    _calls[0] += 1\n    return _calls[0] > 3\n")
-    res = run(runner(problem, f"{mode}-cheat", mode), cheat(body, top))
+    res = run(runner(problem, f"{mode}-cheat", mode, zygote), cheat(body, top))
     assert res["verdict"] == "denied", (what, res)
     assert "refused by the sandbox" in res["feedback"] and res["reward"] == 0.0
     assert not (d / "planted.txt").exists()

@@ -1,0 +1,352 @@
+"""The zygote: one process per caller with torch already imported (CUDA
+never initialised in it) that forks each ModelNew worker's supervisor, so
+a worker's start skips Python's start and torch's import (1.3 s of CPU on
+this project's machine, more beside CUDA's libraries on a GPU host). One
+for the whole process (shared_zygote): every Runner's workers get their
+own environment and sandbox config with each spawn, so nothing of a Runner
+is the zygote's, and a torch held once, not per Runner (a lane keeps 8).
+
+Why a fork is as clean as a fresh process here: the zygote runs no
+candidate code and never touches CUDA (torch's own rule: CUDA is not
+re-initialised in a child of a process that used it), so the child starts
+CUDA for itself as a fresh worker does; fork copies one thread, so the
+worker still enters its "start" sandbox as the only thread (worker.py);
+the forked supervisor closes every descriptor but its own pipes before it
+forks the worker, so nothing the zygote held (its request socket above all:
+a worker holding it could ask for processes outside its sandbox) reaches
+candidate code. Python reseeds `random` in a forked child; the zygote's
+memory is the child's copy, never shared back.
+
+Protocol on a SOCK_SEQPACKET socket pair (each message one request or one
+answer): the caller sends a JSON request with the supervisor's descriptors
+attached (SCM_RIGHTS): control in, control out, its log, then the worker's
+(request pipe, reply pipe, input region, shared device buffer, as many as
+it has); the zygote forks, and answers {"pid": ...} with a pidfd of the
+child attached, opened before the zygote can reap it (so the caller's
+liveness checks cannot meet a recycled pid). EOF on the socket (the caller
+gone or closed) ends the zygote; its children are the caller's to end.
+
+The caller's side: shared_zygote (the process's, started at the first
+call, again after it died), Zygote (start, spawn, close) and ForkedProcess
+(the subset of subprocess.Popen that worker_process.py and freezer.py use).
+Standard library only at import; the zygote process itself imports torch."""
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ZYGOTE = os.path.abspath(__file__)
+WORKER = os.path.join(os.path.dirname(ZYGOTE), "worker.py")
+MAX_MESSAGE = 1 << 20     # a request: the worker's sandbox config and environment
+MAX_FDS = 8               # control in/out, log, and the worker's four
+READY_TIMEOUT_S = 120.0   # the zygote's own start (torch's import on a busy host)
+
+
+class ZygoteUnavailable(Exception):
+    """No worker can be forked by this zygote (it failed to start, died,
+    or the kernel lacks pidfds); the caller starts the worker by exec."""
+
+
+_shared = None
+_shared_lock = threading.Lock()
+
+
+def shared_zygote(env):
+    """The process's zygote (env: its environment where it must start):
+    the running one; a new one where none runs or the last was killed; the
+    last one where it failed its own start (its spawn then raises
+    ZygoteUnavailable with the reason: a restart would fail the same way,
+    a torch import each time)."""
+    global _shared
+    with _shared_lock:
+        z = _shared
+        if z is None or (z.proc.poll() is not None and not z.failed_start):
+            _shared = Zygote(env)
+        return _shared
+
+
+class ForkedProcess:
+    """A supervisor forked by the zygote, seen from the caller: pid, the
+    control pipes as stdin/stdout, poll() and wait() through its pidfd (it
+    is the zygote's child, not the caller's, so no exit status: returncode
+    is -1 once it has ended)."""
+
+    def __init__(self, pid, pidfd, stdin, stdout):
+        self.pid, self._pidfd = pid, pidfd
+        self.stdin, self.stdout = stdin, stdout
+        self.returncode = None
+        self.args = ["zygote", WORKER]
+
+    def poll(self):
+        if self.returncode is None and self._pidfd is not None:
+            if select.select([self._pidfd], [], [], 0)[0]:
+                self._ended()
+        return self.returncode
+
+    def wait(self, timeout=None):
+        if self.returncode is None and self._pidfd is not None:
+            if not select.select([self._pidfd], [], [], timeout)[0]:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            self._ended()
+        return self.returncode
+
+    def _ended(self):
+        self.returncode = -1
+        os.close(self._pidfd)
+        self._pidfd = None
+
+    def __del__(self):
+        if getattr(self, "_pidfd", None) is not None:
+            try:
+                os.close(self._pidfd)
+            except OSError:
+                pass
+
+
+class Zygote:
+    """The caller's handle on a zygote process: started at once (its import
+    overlaps the caller's own work), waited for at the first spawn."""
+
+    def __init__(self, env):
+        """env: the zygote's environment (worker_process.py's kept
+        variables: what a worker's own import of torch would see)."""
+        if not hasattr(os, "pidfd_open") or not hasattr(socket, "send_fds"):
+            raise ZygoteUnavailable("no pidfd_open or send_fds in this Python (Linux 5.3+, Python 3.9+)")
+        self.why = None            # why it can fork no more (ZygoteUnavailable's text)
+        self.failed_start = False  # its own start failed (its import): not started again
+        self.import_s = None       # torch's import in the zygote, from its ready
+        self._ready = False
+        self._lock = threading.Lock()  # one spawn at a time: in-flight slots share a zygote
+        self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._log = tempfile.TemporaryFile()  # the zygote's own errors (a failed import)
+        try:
+            self.proc = subprocess.Popen([sys.executable, ZYGOTE, str(theirs.fileno())],
+                                         pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=self._log, env=env,
+                                         start_new_session=True)
+        except BaseException:
+            self._sock.close()
+            self._log.close()
+            raise
+        finally:
+            theirs.close()
+
+    def _wait_ready(self, timeout_s):
+        if self._ready:
+            return
+        if self.why:
+            raise ZygoteUnavailable(self.why)
+        try:
+            msg, _ = self._receive(timeout_s, "its start")
+            if not msg.get("ready"):
+                self._fail(f"the zygote did not start: {msg.get('error', msg)}")
+        except ZygoteUnavailable:
+            self.failed_start = True
+            raise
+        self.import_s, self._ready = msg.get("import_s"), True
+
+    def _receive(self, timeout_s, what):
+        if not select.select([self._sock], [], [], timeout_s)[0]:
+            self._fail(f"the zygote did not answer {what} in {timeout_s:.0f} s")
+        try:
+            data, fds, _, _ = socket.recv_fds(self._sock, MAX_MESSAGE, 1)
+        except OSError as e:
+            self._fail(f"the zygote's socket failed: {e}")
+        if not data:
+            self._fail(f"the zygote ended: {self._log_tail()}")
+        try:
+            return json.loads(data), fds
+        except ValueError:
+            for fd in fds:
+                os.close(fd)
+            self._fail(f"the zygote answered {data[:200]!r}")
+
+    def _log_tail(self):
+        try:
+            self._log.seek(0)
+            return self._log.read()[-1000:].decode(errors="replace").strip() or "no message"
+        except (OSError, ValueError):
+            return "no message"
+
+    def _fail(self, why):
+        self.why = why[:600]
+        raise ZygoteUnavailable(self.why)
+
+    def spawn(self, log_fd, worker_fds, config_json, env, niceness=0, timeout_s=READY_TIMEOUT_S):
+        """A supervisor for a worker, forked: log_fd its stderr (and the
+        worker's); worker_fds the worker's descriptors in worker.py's argv
+        order (request, reply, region or None, shared or None), passed as
+        they are; config_json its sandbox config ("" for none); env its
+        whole environment; niceness as nice(1)'s. Its control pipes are
+        made here. A ForkedProcess (stdin, stdout: its control pipes), or
+        ZygoteUnavailable."""
+        with self._lock:
+            return self._spawn(log_fd, worker_fds, config_json, env, niceness, timeout_s)
+
+    def _spawn(self, log_fd, worker_fds, config_json, env, niceness, timeout_s):
+        self._wait_ready(timeout_s)
+        ctl_in_r, ctl_in_w = os.pipe()
+        ctl_out_r, ctl_out_w = os.pipe()
+        present = [fd for fd in worker_fds if fd is not None]
+        request = {"op": "spawn", "config": config_json, "env": env, "niceness": int(niceness),
+                   "worker": [None if fd is None else present.index(fd) for fd in worker_fds]}
+        try:
+            try:
+                socket.send_fds(self._sock, [json.dumps(request).encode()],
+                                [ctl_in_r, ctl_out_w, log_fd] + present)
+            except OSError as e:  # the zygote is gone (EPIPE), or the socket closed
+                self._fail(f"the zygote took no request ({e}): {self._log_tail()}")
+            msg, fds = self._receive(timeout_s, "a spawn")
+        except BaseException:
+            for fd in (ctl_in_w, ctl_out_r):
+                os.close(fd)
+            raise
+        finally:
+            os.close(ctl_in_r)
+            os.close(ctl_out_w)
+        if "pid" not in msg or len(fds) != 1:
+            for fd in fds + [ctl_in_w, ctl_out_r]:
+                os.close(fd)
+            self._fail(f"the zygote could not fork: {msg.get('error', msg)}")
+        return ForkedProcess(msg["pid"], fds[0], os.fdopen(ctl_in_w, "wb"), os.fdopen(ctl_out_r, "rb"))
+
+    def close(self):
+        """Ends the zygote (its children are not its to end: each
+        supervisor ends with its caller's control pipe)."""
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+        if self.proc.poll() is None:
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+
+# ------------------------------------------------------- the zygote process
+def _serve(sock):
+    t0 = time.perf_counter()
+    try:
+        import numpy  # noqa: F401 - what torch's import would load anyway
+        import torch
+        if torch.cuda.is_initialized():  # never: the children start CUDA themselves
+            raise RuntimeError("CUDA was initialised by torch's import")
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("kr_kb_worker", WORKER)
+        worker = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(worker)
+    except BaseException as e:  # noqa: BLE001 - said to the caller, which starts workers by exec
+        socket.send_fds(sock, [json.dumps({"ready": False, "error": f"{type(e).__name__}: {e}"[:500]}
+                                          ).encode()], [])
+        return
+    socket.send_fds(sock, [json.dumps({"ready": True, "import_s": round(time.perf_counter() - t0, 3)}
+                                      ).encode()], [])
+    while True:
+        _reap()
+        if not select.select([sock], [], [], 1.0)[0]:
+            continue
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, MAX_FDS)
+        except OSError:
+            return
+        if not data:
+            return  # the caller closed or died
+        try:
+            req = json.loads(data)
+            if req.get("op") != "spawn" or len(fds) < 3:
+                raise ValueError(f"not a spawn request with its descriptors: {str(req)[:200]}")
+            pid = os.fork()
+            if pid == 0:
+                _child(sock, req, fds, worker)
+            pidfd = os.pidfd_open(pid)  # before any _reap: the pid cannot be recycled yet
+            socket.send_fds(sock, [json.dumps({"pid": pid}).encode()], [pidfd])
+            os.close(pidfd)
+        except Exception as e:  # noqa: BLE001 - the caller is told, the zygote goes on
+            try:
+                socket.send_fds(sock, [json.dumps({"error": f"{type(e).__name__}: {e}"[:500]}).encode()], [])
+            except OSError:
+                return
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+
+def _reap():
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if not pid:
+            return
+
+
+def _child(sock, req, fds, worker):
+    """The forked supervisor: its session, its descriptors (control in and
+    out on 0 and 1, the log on 2, the worker's, nothing else), its
+    environment, then worker.py's supervise as if started by exec."""
+    code = 1
+    try:
+        os.setsid()  # a group of its own: the caller's killpg reaches it and only it
+        ctl_in, ctl_out, log = fds[:3]
+        os.dup2(ctl_in, 0)
+        os.dup2(ctl_out, 1)
+        os.dup2(log, 2)
+        mine = fds[3:]
+        wfds = [None if i is None else mine[i] for i in req["worker"]]
+        keep = {0, 1, 2} | {fd for fd in wfds if fd is not None}
+        for fd in _open_fds():
+            if fd not in keep:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        for fd in keep - {0, 1, 2}:
+            os.set_inheritable(fd, True)  # as Popen's pass_fds left them
+        sock.detach()  # closed above; the object must not close a recycled number
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # as an exec'd supervisor starts
+        os.environ.clear()
+        os.environ.update(req["env"])
+        if req.get("niceness"):
+            os.nice(req["niceness"])
+        sys.argv = [WORKER] + [("" if fd is None else str(fd)) for fd in wfds[:2]] + \
+            [req["config"] or ""] + [("" if fd is None else str(fd)) for fd in wfds[2:]]
+        config = json.loads(req["config"]) if req["config"] else None
+        worker.supervise(wfds[0], wfds[1], config, *(wfds[2:] + [None, None])[:2])
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:  # noqa: BLE001 - on the log, as a failed start by exec would be
+        import traceback
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _open_fds():
+    try:
+        return [int(x) for x in os.listdir("/proc/self/fd")]
+    except OSError:
+        return list(range(3, 1024))
+
+
+def main():
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller's Ctrl-C is the caller's
+    _serve(sock)
+
+
+if __name__ == "__main__":
+    main()

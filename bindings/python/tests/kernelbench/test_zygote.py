@@ -1,0 +1,272 @@
+"""The zygote (kernelbench/zygote.py) on the CPU: workers forked from a
+process with torch imported start faster than by exec and are judged the
+same; a forked worker holds none of the zygote's descriptors (its request
+socket would start processes outside the sandbox); the supervisor it forks
+still ends what a candidate leaves running; a zygote that is gone or never
+started leaves workers to exec, said in every result; the zygote ends with
+its Runner. The sandbox tests run under it too (test_sandbox.py)."""
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the ModelNew runner needs torch")
+
+from kreward.kernelbench import import_problem  # noqa: E402
+from kreward.kernelbench.processes import library_path  # noqa: E402
+from kreward.kernelbench.runner import Runner  # noqa: E402
+from kreward.kernelbench.worker_process import WorkerProcess, worker_environment  # noqa: E402
+from kreward.kernelbench import zygote as zygote_mod  # noqa: E402
+from kreward.kernelbench.zygote import Zygote  # noqa: E402
+
+PROBLEM = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+
+    class Model(nn.Module):
+        def forward(self, x):
+            return torch.relu(x)
+
+
+    def get_inputs():
+        return [torch.randn(64, 128)]
+
+
+    def get_init_inputs():
+        return []
+""")
+HONEST = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x.clamp_min(0)\n"
+WRONG = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x.clamp_min(0) * 0.5\n"
+
+
+@pytest.fixture(scope="module")
+def relu(tmp_path_factory):
+    d = tmp_path_factory.mktemp("kb_zygote")
+    (d / "small_relu.py").write_text(PROBLEM)
+    return import_problem(str(d / "small_relu.py"))
+
+
+def quick(runner, source, seed=1):
+    return runner.evaluate(source, seed=seed, verify_seeds=1, batches=1, calls=2, checks=1)
+
+
+def ready_in(zygote):
+    """Seconds from a worker's creation to its ready reply (no sandbox)."""
+    t0 = time.perf_counter()
+    w = WorkerProcess(zygote=zygote)
+    try:
+        r, _ = w.request({"op": "ready", "device": "cpu", "library": library_path()}, 120)
+        assert r["ok"], r
+        assert w.started_by == ("zygote" if zygote else "exec"), w.started_by
+        return time.perf_counter() - t0
+    finally:
+        w.end()
+
+
+def descendants(pid):
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        try:
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/children") as f:
+                    todo.extend(int(x) for x in f.read().split())
+        except OSError:
+            pass
+    return found
+
+
+def fd_targets(pid):
+    out = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            out[int(fd)] = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            pass
+    return out
+
+
+def test_a_forked_worker_starts_faster_than_an_execd_one():
+    """The import of torch is the zygote's, once: a forked worker's ready
+    comes in well under the exec'd one's (the median of three each; the
+    zygote's own start is waited for before the clock)."""
+    z = Zygote(worker_environment())
+    try:
+        z._wait_ready(120)
+        forked = statistics.median(ready_in(z) for _ in range(3))
+    finally:
+        z.close()
+    execd = statistics.median(ready_in(None) for _ in range(3))
+    assert forked < 0.6 * execd, (forked, execd)
+
+
+def test_a_zygote_runner_judges_as_an_exec_runner(relu, tmp_path):
+    with Runner(relu, "cpu", cache_dir=str(tmp_path / "ext"), timeout_s=300,
+                call_timeout_s=60, zygote=True) as r:
+        honest, wrong, again = quick(r, HONEST), quick(r, WRONG, 2), quick(r, HONEST, 3)
+    assert honest["verdict"] == "pass" and again["verdict"] == "pass", (honest, again)
+    assert wrong["verdict"] == "wrong", wrong
+    assert {honest["worker_start"], wrong["worker_start"], again["worker_start"]} == {"zygote"}
+
+
+def test_a_forked_worker_holds_none_of_the_zygotes_descriptors():
+    """The supervisor and the worker hold their pipes, the log and the
+    standard descriptors, no socket (the zygote's request socket among
+    them: a worker holding it could ask for processes of its choosing)."""
+    z = Zygote(worker_environment())
+    try:
+        w = WorkerProcess(zygote=z)
+        try:
+            r, _ = w.request({"op": "ready", "device": "cpu", "library": library_path()}, 120)
+            assert r["ok"] and w.started_by == "zygote", (r, w.started_by)
+            tree = descendants(w.proc.pid)
+            assert len(tree) == 2, tree  # the supervisor and its worker
+            for pid in tree:
+                targets = fd_targets(pid)
+                assert not [t for t in targets.values() if t.startswith("socket:")], (pid, targets)
+            zy = fd_targets(z.proc.pid)
+            assert [t for t in zy.values() if t.startswith("socket:")], zy  # (the check sees sockets)
+        finally:
+            w.end()
+    finally:
+        z.close()
+
+
+LEAVER = HONEST + '''
+import os, time
+_child = os.fork()
+if _child == 0:         # a child left running, in a session of its own
+    try:
+        os.setsid()
+        time.sleep(600)
+    finally:
+        os._exit(0)
+open(os.path.join(LEAVE_AT, "leaver-" + str(_child)), "w").close()
+'''
+
+
+def test_what_a_forked_candidate_leaves_running_is_ended(relu, tmp_path):
+    """The forked supervisor is the subreaper as an exec'd one is: the
+    child the candidate leaves (its own session, orphaned) is ended before
+    the baseline is timed, and the result says so."""
+    with Runner(relu, "cpu", cache_dir=str(tmp_path / "ext"), timeout_s=300,
+                call_timeout_s=60, zygote=True, sandbox=None) as r:
+        res = quick(r, f"LEAVE_AT = {str(tmp_path)!r}\n" + LEAVER)
+    assert res["verdict"] == "pass" and res["worker_start"] == "zygote", res
+    assert any("ended before the baseline" in n for n in res["notes"]), res["notes"]
+    pids = [int(p.name.split("-")[1]) for p in tmp_path.glob("leaver-*")]
+    assert pids, "the candidate's child never ran"
+    for pid in pids:
+        assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z", pid
+
+
+@pytest.fixture
+def fresh_zygote():
+    """The process's zygote forgotten before and after (each test its own)."""
+    zygote_mod._shared = None
+    yield
+    if zygote_mod._shared is not None:
+        zygote_mod._shared.close()
+    zygote_mod._shared = None
+
+
+def test_every_runner_shares_the_processes_zygote(relu, tmp_path, fresh_zygote):
+    with Runner(relu, "cpu", cache_dir=str(tmp_path / "a"), timeout_s=300, call_timeout_s=60,
+                zygote=True) as a, \
+            Runner(relu, "cpu", cache_dir=str(tmp_path / "b"), timeout_s=300, call_timeout_s=60,
+                   zygote=True) as b:
+        assert quick(a, HONEST)["worker_start"] == "zygote"
+        assert quick(b, HONEST)["worker_start"] == "zygote"
+        parents = {_parent(w.proc.pid) for w in (a._processes.baseline, b._processes.baseline)}
+    assert parents == {zygote_mod._shared.proc.pid}, parents
+    assert zygote_mod._shared.proc.poll() is None  # closing a Runner leaves it to the others
+
+
+def _parent(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def test_a_killed_zygote_is_started_again(relu, tmp_path, fresh_zygote):
+    with Runner(relu, "cpu", cache_dir=str(tmp_path / "ext"), timeout_s=300,
+                call_timeout_s=60, zygote=True, spare=False) as r:
+        first = quick(r, HONEST)
+        old = zygote_mod._shared.proc
+        os.kill(old.pid, signal.SIGKILL)
+        old.wait()
+        second = quick(r, HONEST, 2)
+    assert first["worker_start"] == "zygote" and second["worker_start"] == "zygote", (first, second)
+    assert second["verdict"] == "pass" and zygote_mod._shared.proc.pid != old.pid
+
+
+def test_a_zygote_that_cannot_start_leaves_workers_to_exec_and_says_so(relu, tmp_path, fresh_zygote,
+                                                                       monkeypatch):
+    monkeypatch.setattr(zygote_mod, "ZYGOTE", str(tmp_path / "no-such-zygote.py"))
+    with Runner(relu, "cpu", cache_dir=str(tmp_path / "ext"), timeout_s=300,
+                call_timeout_s=60, zygote=True) as r:
+        res, again = quick(r, HONEST), quick(r, HONEST, 2)
+    assert res["verdict"] == "pass" and again["verdict"] == "pass", (res, again)
+    for x in (res, again):
+        assert x["worker_start"].startswith("exec (") and "no-such-zygote.py" in x["worker_start"], x
+    assert zygote_mod._shared.failed_start  # not started again for every worker
+
+
+def test_the_zygote_ends_with_its_process(tmp_path):
+    """A caller killed outright: its zygote sees its socket close and ends."""
+    script = ("import os, sys\n"
+              "from kreward.kernelbench.zygote import shared_zygote\n"
+              "from kreward.kernelbench.worker_process import worker_environment\n"
+              "z = shared_zygote(worker_environment())\n"
+              "z._wait_ready(120)\n"
+              "print(z.proc.pid, flush=True)\n"
+              "os.kill(os.getpid(), 9)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    pid = int(out.stdout.split()[0])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.05)
+    assert not _alive(pid), "the zygote outlived its caller"
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_without_the_zygote_workers_start_by_exec(relu, tmp_path):
+    with Runner(relu, "cpu", cache_dir=str(tmp_path / "ext"), timeout_s=300,
+                call_timeout_s=60) as r:
+        res = quick(r, HONEST)
+    assert res["verdict"] == "pass" and res["worker_start"] == "exec", res
+
+
+def test_kreward_serve_turns_it_on_for_its_runners():
+    from kreward.serve.__main__ import kernelbench_options, parser
+    assert kernelbench_options(parser().parse_args(["--kernelbench-zygote"]))["runner"]["zygote"] is True
+    assert "zygote" not in kernelbench_options(parser().parse_args([]))["runner"]
+
+
+def test_the_evaluators_kernelbench_options_reach_the_runner(relu, tmp_path):
+    """The Evaluator's door (kernelbench={"runner": {...}}, lanes.py) builds
+    its Runners with the option, and the report says how the worker started."""
+    import kreward
+    with kreward.Evaluator(reward="kernelbench", gpus="none", cache_dir=str(tmp_path),
+                           kernelbench={"devices": ["cpu"],
+                                        "runner": {"zygote": True, "timeout_s": 120,
+                                                   "call_timeout_s": 30}}) as ev:
+        r = ev.evaluate(PROBLEM, HONEST)
+        try:
+            assert r.verdict == "passed" and r.text("worker_start") == "zygote", (r.verdict, r.feedback)
+        finally:
+            r.close()
