@@ -810,8 +810,7 @@ def supervise(rfd, wfd, config, region_fd=None, shared_fd=None):
 
 
 def _worker_child(supervisor, rfd, wfd, config, region_fd=None, shared_fd=None):
-    code = 1
-    try:
+    def body():
         os.setsid()  # its own session: nothing it does reaches the supervisor's group
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the supervisor killed: so is the worker
         if os.getppid() != supervisor:
@@ -821,6 +820,16 @@ def _worker_child(supervisor, rfd, wfd, config, region_fd=None, shared_fd=None):
         os.close(null)
         os.dup2(2, 1)  # the candidate's prints go to stderr, never into a protocol
         run_worker(rfd, wfd, config, region_fd, shared_fd)
+    exit_after(body)
+
+
+def exit_after(body):
+    """A forked child's whole life: body(), then the process ends with its
+    exit code (0, SystemExit's, or 1 after an exception, its trace on
+    stderr), never returning into the code that forked it."""
+    code = 1
+    try:
+        body()
         code = 0
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)

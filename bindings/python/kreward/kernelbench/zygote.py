@@ -294,8 +294,7 @@ def _child(sock, req, fds, worker):
     """The forked supervisor: its session, its descriptors (control in and
     out on 0 and 1, the log on 2, the worker's, nothing else), its
     environment, then worker.py's supervise as if started by exec."""
-    code = 1
-    try:
+    def body():
         os.setsid()  # a group of its own: the caller's killpg reaches it and only it
         ctl_in, ctl_out, log = fds[:3]
         os.dup2(ctl_in, 0)
@@ -322,17 +321,7 @@ def _child(sock, req, fds, worker):
             [req["config"] or ""] + [("" if fd is None else str(fd)) for fd in wfds[2:]]
         config = json.loads(req["config"]) if req["config"] else None
         worker.supervise(wfds[0], wfds[1], config, *(wfds[2:] + [None, None])[:2])
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    except BaseException:  # noqa: BLE001 - on the log, as a failed start by exec would be
-        import traceback
-        traceback.print_exc()
-    finally:
-        try:
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
+    worker.exit_after(body)
 
 
 def _open_fds():
