@@ -85,6 +85,19 @@ class _Stopped:
             os.close(self.fd)
             self.fd = None
 
+    @classmethod
+    def root(cls, proc):
+        """A worker's supervisor: an exec'd one is this process's child (its
+        pidfd checked against this process as its parent); a forked one is
+        the zygote's (zygote.ForkedProcess), held by a copy of the pidfd it
+        came with, which names it whatever its parent."""
+        dup = getattr(proc, "dup_pidfd", None)
+        if dup is None:
+            return cls(proc.pid, os.getpid())
+        s = cls.__new__(cls)
+        s.pid, s.fd = proc.pid, dup()  # (ProcessLookupError once it ended)
+        return s
+
 
 class Freezer:
     """The workers of one lane (track: every WorkerProcess its evaluation
@@ -134,18 +147,25 @@ class Freezer:
     def _stop_trees(self, workers):
         roots = [w.proc.pid for w in workers]
         deadline = time.monotonic() + STOP_WAIT_S
-        for root in roots:
+        stopped_roots = []
+        for w in workers:
+            root = w.proc.pid
             if root not in self._stopped and not descendants(root):
                 # its supervisor has not forked the worker yet (a start
                 # just sent): stopped itself, it forks nothing while the
                 # others are frozen; a fork that beat the signal is a child
                 # the walk below finds
                 try:
-                    s = _Stopped(root, os.getpid())
+                    s = _Stopped.root(w.proc)
                 except ProcessLookupError:
                     continue
                 self._stopped[root] = s
                 s.signal(signal.SIGSTOP)
+                stopped_roots.append(root)
+        # seen stopped before the walk: a fork in progress when the signal
+        # came has returned by then, its child listed (a forked supervisor
+        # forks its worker within microseconds of its own start)
+        _wait_stopped(stopped_roots, deadline)
         for _ in range(MAX_ROUNDS):
             new = [(pid, parent) for root in roots for pid, parent in descendants(root)
                    if pid not in self._stopped]
@@ -160,9 +180,7 @@ class Freezer:
                 s.signal(signal.SIGSTOP)
             # stopped processes fork no more: wait until they are seen
             # stopped, so the next walk's list is complete
-            while time.monotonic() < deadline and any(
-                    _stat(pid)[0] not in (None, "T", "t", "Z", "X") for pid, _ in new):
-                time.sleep(0.0005)
+            _wait_stopped([pid for pid, _ in new], deadline)
 
     def thaw(self):
         """Continues every process the freeze stopped; the seconds frozen
@@ -178,6 +196,13 @@ class Freezer:
             for w in workers:
                 resume(w)
             return time.monotonic() - self._since
+
+
+def _wait_stopped(pids, deadline):
+    """Until every one of pids is seen stopped or gone (or the deadline)."""
+    while time.monotonic() < deadline and any(_stat(pid)[0] not in (None, "T", "t", "Z", "X")
+                                              for pid in pids):
+        time.sleep(0.0005)
 
 
 _lost_lock = threading.Lock()

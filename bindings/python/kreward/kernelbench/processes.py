@@ -35,7 +35,7 @@ from .build_env import build_env
 from .cuda_ipc import OUT_OF_MEMORY, new_buffer
 from .worker_process import (WorkerDied, WorkerProcess, WorkerProtocolError, WorkerTimeout, optional_number,
                              printable, worker_environment)
-from .zygote import ZygoteUnavailable, shared_zygote
+from .zygote import ZygoteLost, ZygoteUnavailable, shared_zygote
 
 KEEP_WARM = 8             # Runners whose workers stay between evaluations (the most recent)
 # a GPU worker's own device buffer (cuda_ipc.py), through which a masked
@@ -236,16 +236,29 @@ class Processes:
         benv, reads = build_env(self.cuda_arch, self.pch_dir)
         self._plant(ext if env is not None else None, source)
         region = self.inputs_from == "caller"
-        shared, why = self._shared_buffer() if region and self.staged else (None, None)
-        try:
-            w = WorkerProcess(None if env is None else {**env, **benv},
-                              self._config_reading(ext, reads) if self.sandbox == "start" else None,
-                              region_bytes=self.region_bytes if region else 0, shared=shared,
-                              zygote=self._zygote())
-        except BaseException:
-            if shared is not None:
-                shared.close()
-            raise
+        zygote, lost = self._zygote(), None
+        while True:
+            shared, why = self._shared_buffer() if region and self.staged else (None, None)
+            try:
+                w = WorkerProcess(None if env is None else {**env, **benv},
+                                  self._config_reading(ext, reads) if self.sandbox == "start" else None,
+                                  region_bytes=self.region_bytes if region else 0, shared=shared,
+                                  zygote=zygote)
+                break
+            except ZygoteLost as e:
+                # sent, its answer lost: what the zygote forked may hold that
+                # start's descriptors and device buffer, so this start is by
+                # exec with new ones (the zygote is ended; the next worker
+                # gets another)
+                if shared is not None:
+                    shared.close()
+                zygote, lost = None, f"exec (the zygote lost this start: {e})"[:400]
+            except BaseException:
+                if shared is not None:
+                    shared.close()
+                raise
+        if lost:
+            w.started_by = lost
         w.build_env = (benv, reads)
         w.folder = ext  # its build folder, where known now ("start": the one it may write)
         w.beside = False  # whether its ready ran beside another candidate (start_spare)

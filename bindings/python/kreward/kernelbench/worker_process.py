@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 
-from .zygote import ZygoteUnavailable
+from .zygote import ForkedProcess, ZygoteUnavailable
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 F_SETPIPE_SZ = 1031       # fcntl: outputs of 64 MB in 1 MB reads, not 64 kB ones
@@ -313,6 +313,15 @@ class WorkerProcess:
                 self.proc = subprocess.Popen(argv, pass_fds=tuple(fds), stdin=subprocess.PIPE,
                                              stdout=subprocess.PIPE, stderr=self.log,
                                              env={**keep, **(env or {})}, start_new_session=True)
+        except BaseException:
+            # not started (ZygoteLost among them: the caller starts another
+            # with new descriptors): this side's ends go too
+            for f in (self._w, self._r):
+                os.close(f)
+            self.log.close()
+            if self.region is not None:
+                self.region.close()
+            raise
         finally:
             for fd in fds:
                 os.close(fd)
@@ -538,10 +547,13 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             res = dict(res, clean=False, why="the worker's supervisor did not exit")
         if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
+            if isinstance(self.proc, ForkedProcess):
+                self.proc.kill()  # through its pidfd: the zygote reaps, so its pid may be reused
+            else:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
             self.proc.wait()
         for fd in (self._r, self._w):
             try:

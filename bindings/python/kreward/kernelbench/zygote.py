@@ -59,47 +59,98 @@ _shared_lock = threading.Lock()
 
 def shared_zygote(env):
     """The process's zygote (env: its environment where it must start):
-    the running one; a new one where none runs or the last was killed; the
-    last one where it failed its own start (its spawn then raises
-    ZygoteUnavailable with the reason: a restart would fail the same way,
-    a torch import each time)."""
+    the running one; a new one where none runs or the last was lost (killed,
+    or a spawn's answer lost); the last one where it failed its own start
+    (its spawn then raises ZygoteUnavailable with the reason: a restart
+    would fail the same way, a torch import each time)."""
     global _shared
     with _shared_lock:
         z = _shared
-        if z is None or (z.proc.poll() is not None and not z.failed_start):
+        if z is None or (not z.failed_start and (z.why or z.proc.poll() is not None)):
+            if z is not None:
+                z.close()
             _shared = Zygote(env)
         return _shared
 
 
+def _forget_in_child():
+    """A fork of the caller (a DataLoader's worker, multiprocessing) starts
+    its own zygote if it asks for one, and holds no socket of its parent's
+    (which would keep that zygote alive past its caller)."""
+    global _shared, _shared_lock
+    z, _shared, _shared_lock = _shared, None, threading.Lock()
+    if z is not None:
+        try:
+            z._sock.close()
+        except OSError:
+            pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
+
+
+class ZygoteLost(Exception):
+    """A spawn's request reached the zygote and its answer did not come
+    back (a timeout, the zygote killed, an exception here): a child may
+    hold the descriptors it carried, so they are not to be given to another
+    worker. The zygote is ended and not used again (shared_zygote starts
+    another)."""
+
+
 class ForkedProcess:
     """A supervisor forked by the zygote, seen from the caller: pid, the
-    control pipes as stdin/stdout, poll() and wait() through its pidfd (it
-    is the zygote's child, not the caller's, so no exit status: returncode
-    is -1 once it has ended)."""
+    control pipes as stdin/stdout, poll(), wait() and kill() through its
+    pidfd (it is the zygote's child, not the caller's: no exit status,
+    returncode is -1 once it has ended; a signal through the pidfd cannot
+    reach a process that took its pid after the zygote reaped it).
+    Thread-safe, as Popen's own."""
 
     def __init__(self, pid, pidfd, stdin, stdout):
         self.pid, self._pidfd = pid, pidfd
         self.stdin, self.stdout = stdin, stdout
         self.returncode = None
         self.args = ["zygote", WORKER]
+        self._lock = threading.Lock()
 
     def poll(self):
-        if self.returncode is None and self._pidfd is not None:
-            if select.select([self._pidfd], [], [], 0)[0]:
-                self._ended()
-        return self.returncode
+        with self._lock:
+            if self.returncode is None and select.select([self._pidfd], [], [], 0)[0]:
+                self.returncode = -1
+                os.close(self._pidfd)
+                self._pidfd = None
+            return self.returncode
 
     def wait(self, timeout=None):
-        if self.returncode is None and self._pidfd is not None:
-            if not select.select([self._pidfd], [], [], timeout)[0]:
-                raise subprocess.TimeoutExpired(self.args, timeout)
-            self._ended()
-        return self.returncode
+        try:
+            fd = self.dup_pidfd()
+        except ProcessLookupError:
+            return self.returncode
+        try:
+            ready = select.select([fd], [], [], timeout)[0]
+        finally:
+            os.close(fd)
+        if not ready:
+            raise subprocess.TimeoutExpired(self.args, timeout)
+        return self.poll()
 
-    def _ended(self):
-        self.returncode = -1
-        os.close(self._pidfd)
-        self._pidfd = None
+    def dup_pidfd(self):
+        """A pidfd of its own (the caller closes it), or ProcessLookupError
+        once it has ended."""
+        with self._lock:
+            if self._pidfd is None:
+                raise ProcessLookupError(self.pid)
+            return os.dup(self._pidfd)
+
+    def kill(self):
+        """SIGKILL to the supervisor (alone in its process group: the
+        worker is in a session of its own, ended by its parent-death signal)."""
+        with self._lock:
+            if self._pidfd is not None:
+                try:
+                    signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+                except OSError:
+                    pass
 
     def __del__(self):
         if getattr(self, "_pidfd", None) is not None:
@@ -116,13 +167,15 @@ class Zygote:
     def __init__(self, env):
         """env: the zygote's environment (worker_process.py's kept
         variables: what a worker's own import of torch would see)."""
-        if not hasattr(os, "pidfd_open") or not hasattr(socket, "send_fds"):
-            raise ZygoteUnavailable("no pidfd_open or send_fds in this Python (Linux 5.3+, Python 3.9+)")
+        if not hasattr(os, "pidfd_open") or not hasattr(socket, "send_fds") or \
+                not hasattr(signal, "pidfd_send_signal"):
+            raise ZygoteUnavailable("no pidfds or send_fds in this Python (Linux 5.3+, Python 3.9+)")
         self.why = None            # why it can fork no more (ZygoteUnavailable's text)
         self.failed_start = False  # its own start failed (its import): not started again
         self.import_s = None       # torch's import in the zygote, from its ready
         self._ready = False
         self._lock = threading.Lock()  # one spawn at a time: in-flight slots share a zygote
+        self._next_id = 0          # a spawn's number, echoed by its answer
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._log = tempfile.TemporaryFile()  # the zygote's own errors (a failed import)
         try:
@@ -138,16 +191,17 @@ class Zygote:
             theirs.close()
 
     def _wait_ready(self, timeout_s):
-        if self._ready:
-            return
         if self.why:
             raise ZygoteUnavailable(self.why)
+        if self._ready:
+            return
         try:
             msg, _ = self._receive(timeout_s, "its start")
             if not msg.get("ready"):
                 self._fail(f"the zygote did not start: {msg.get('error', msg)}")
         except ZygoteUnavailable:
             self.failed_start = True
+            self._end_process()  # (one that is only slow would hold torch for nothing)
             raise
         self.import_s, self._ready = msg.get("import_s"), True
 
@@ -155,7 +209,7 @@ class Zygote:
         if not select.select([self._sock], [], [], timeout_s)[0]:
             self._fail(f"the zygote did not answer {what} in {timeout_s:.0f} s")
         try:
-            data, fds, _, _ = socket.recv_fds(self._sock, MAX_MESSAGE, 1)
+            data, fds, _, _ = socket.recv_fds(self._sock, MAX_MESSAGE, 1, socket.MSG_CMSG_CLOEXEC)
         except OSError as e:
             self._fail(f"the zygote's socket failed: {e}")
         if not data:
@@ -175,7 +229,7 @@ class Zygote:
             return "no message"
 
     def _fail(self, why):
-        self.why = why[:600]
+        self.why = self.why or why[:600]
         raise ZygoteUnavailable(self.why)
 
     def spawn(self, log_fd, worker_fds, config_json, env, niceness=0, timeout_s=READY_TIMEOUT_S):
@@ -184,28 +238,42 @@ class Zygote:
         order (request, reply, region or None, shared or None), passed as
         they are; config_json its sandbox config ("" for none); env its
         whole environment; niceness as nice(1)'s. Its control pipes are
-        made here. A ForkedProcess (stdin, stdout: its control pipes), or
-        ZygoteUnavailable."""
+        made here. A ForkedProcess (stdin, stdout: its control pipes);
+        ZygoteUnavailable where nothing was sent (the descriptors are the
+        caller's still: a start by exec may take them), ZygoteLost where
+        the request was sent and its answer lost."""
         with self._lock:
             return self._spawn(log_fd, worker_fds, config_json, env, niceness, timeout_s)
 
     def _spawn(self, log_fd, worker_fds, config_json, env, niceness, timeout_s):
         self._wait_ready(timeout_s)
+        self._next_id += 1
+        present = [fd for fd in worker_fds if fd is not None]
+        request = {"op": "spawn", "id": self._next_id, "config": config_json, "env": env,
+                   "niceness": int(niceness), "cwd": os.getcwd(),
+                   "worker": [None if fd is None else present.index(fd) for fd in worker_fds]}
         ctl_in_r, ctl_in_w = os.pipe()
         ctl_out_r, ctl_out_w = os.pipe()
-        present = [fd for fd in worker_fds if fd is not None]
-        request = {"op": "spawn", "config": config_json, "env": env, "niceness": int(niceness),
-                   "worker": [None if fd is None else present.index(fd) for fd in worker_fds]}
+        sent = False
         try:
             try:
                 socket.send_fds(self._sock, [json.dumps(request).encode()],
                                 [ctl_in_r, ctl_out_w, log_fd] + present)
             except OSError as e:  # the zygote is gone (EPIPE), or the socket closed
                 self._fail(f"the zygote took no request ({e}): {self._log_tail()}")
+            sent = True
             msg, fds = self._receive(timeout_s, "a spawn")
-        except BaseException:
-            for fd in (ctl_in_w, ctl_out_r):
+            if msg.get("id") != request["id"]:
+                for fd in fds:
+                    os.close(fd)
+                self._fail(f"the zygote answered spawn {msg.get('id')} to spawn {request['id']}")
+        except BaseException as e:
+            for fd in (ctl_in_w, ctl_out_r):  # (a supervisor forked meanwhile sees EOF and ends)
                 os.close(fd)
+            if sent:
+                self.why = self.why or f"a spawn's answer was lost: {type(e).__name__}: {e}"[:600]
+                self._end_process()
+                raise ZygoteLost(self.why) from e
             raise
         finally:
             os.close(ctl_in_r)
@@ -213,23 +281,39 @@ class Zygote:
         if "pid" not in msg or len(fds) != 1:
             for fd in fds + [ctl_in_w, ctl_out_r]:
                 os.close(fd)
+            if msg.get("forked") is not False:  # a child may hold the descriptors
+                self.why = self.why or f"a spawn forked and failed: {msg.get('error', msg)}"[:600]
+                self._end_process()
+                raise ZygoteLost(self.why)
             self._fail(f"the zygote could not fork: {msg.get('error', msg)}")
         return ForkedProcess(msg["pid"], fds[0], os.fdopen(ctl_in_w, "wb"), os.fdopen(ctl_out_r, "rb"))
 
+    def _end_process(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
     def close(self):
         """Ends the zygote (its children are not its to end: each
-        supervisor ends with its caller's control pipe)."""
+        supervisor ends with its caller's control pipe). A spawn in
+        progress in another thread ends with ZygoteLost or
+        ZygoteUnavailable."""
+        self.why = self.why or "the zygote was closed"
         try:
-            self._sock.close()
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes a spawn waiting for its answer
         except OSError:
             pass
-        if self.proc.poll() is None:
+        with self._lock:
             try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
+                self._sock.close()
+            except OSError:
+                pass
+            if self.proc.poll() is None:
+                try:
+                    self.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    self._end_process()
+            self._log.close()
 
 
 # ------------------------------------------------------- the zygote process
@@ -260,19 +344,29 @@ def _serve(sock):
             return
         if not data:
             return  # the caller closed or died
+        req, pid = {}, None
         try:
             req = json.loads(data)
-            if req.get("op") != "spawn" or len(fds) < 3:
+            if not isinstance(req, dict) or req.get("op") != "spawn" or len(fds) < 3:
                 raise ValueError(f"not a spawn request with its descriptors: {str(req)[:200]}")
             pid = os.fork()
             if pid == 0:
                 _child(sock, req, fds, worker)
             pidfd = os.pidfd_open(pid)  # before any _reap: the pid cannot be recycled yet
-            socket.send_fds(sock, [json.dumps({"pid": pid}).encode()], [pidfd])
-            os.close(pidfd)
-        except Exception as e:  # noqa: BLE001 - the caller is told, the zygote goes on
             try:
-                socket.send_fds(sock, [json.dumps({"error": f"{type(e).__name__}: {e}"[:500]}).encode()], [])
+                socket.send_fds(sock, [json.dumps({"id": req.get("id"), "pid": pid}).encode()], [pidfd])
+            finally:
+                os.close(pidfd)
+        except Exception as e:  # noqa: BLE001 - the caller is told, the zygote goes on
+            if pid is not None:  # forked, not answered: ended (the caller will not use its descriptors)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            answer = {"id": req.get("id") if isinstance(req, dict) else None,
+                      "error": f"{type(e).__name__}: {e}"[:500], "forked": pid is not None}
+            try:
+                socket.send_fds(sock, [json.dumps(answer).encode()], [])
             except OSError:
                 return
         finally:
@@ -296,6 +390,8 @@ def _child(sock, req, fds, worker):
     environment, then worker.py's supervise as if started by exec."""
     def body():
         os.setsid()  # a group of its own: the caller's killpg reaches it and only it
+        if min(fds) <= 2:  # (never: the zygote's own 0, 1 and 2 stay open)
+            raise RuntimeError(f"a received descriptor is a standard one: {fds}")
         ctl_in, ctl_out, log = fds[:3]
         os.dup2(ctl_in, 0)
         os.dup2(ctl_out, 1)
@@ -303,18 +399,21 @@ def _child(sock, req, fds, worker):
         mine = fds[3:]
         wfds = [None if i is None else mine[i] for i in req["worker"]]
         keep = {0, 1, 2} | {fd for fd in wfds if fd is not None}
-        for fd in _open_fds():
-            if fd not in keep:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        _close_all_but(keep)
         for fd in keep - {0, 1, 2}:
             os.set_inheritable(fd, True)  # as Popen's pass_fds left them
         sock.detach()  # closed above; the object must not close a recycled number
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # as an exec'd supervisor starts
         os.environ.clear()
         os.environ.update(req["env"])
+        # as a fresh process finds them: the temporary folder from TMPDIR
+        # (torch's import asked tempfile for one, under the zygote's
+        # environment), the caller's folder of the moment
+        tempfile.tempdir = None
+        try:
+            os.chdir(req.get("cwd") or "/")
+        except OSError:
+            pass
         if req.get("niceness"):
             os.nice(req["niceness"])
         sys.argv = [WORKER] + [("" if fd is None else str(fd)) for fd in wfds[:2]] + \
@@ -324,11 +423,22 @@ def _child(sock, req, fds, worker):
     worker.exit_after(body)
 
 
-def _open_fds():
+def _close_all_but(keep):
+    """Closes every descriptor of this process but those in keep."""
     try:
-        return [int(x) for x in os.listdir("/proc/self/fd")]
-    except OSError:
-        return list(range(3, 1024))
+        open_fds = [int(x) for x in os.listdir("/proc/self/fd")]
+    except OSError:  # no /proc: every number up to the limit, around the kept ones
+        low = 0
+        for fd in sorted(keep) + [os.sysconf("SC_OPEN_MAX")]:
+            os.closerange(low, fd)
+            low = fd + 1
+        return
+    for fd in open_fds:
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def main():

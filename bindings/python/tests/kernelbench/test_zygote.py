@@ -270,3 +270,122 @@ def test_the_evaluators_kernelbench_options_reach_the_runner(relu, tmp_path):
             assert r.verdict == "passed" and r.text("worker_start") == "zygote", (r.verdict, r.feedback)
         finally:
             r.close()
+
+
+# ---- the lifecycle's failures (review helper-25's proofs, kept as tests)
+def test_a_worker_forked_during_a_freeze_is_stopped():
+    """A slot starting a worker during another's exclusive phase: the
+    forked supervisor (the zygote's child, not this process's) is stopped
+    through its own pidfd, and its ready waits for the thaw."""
+    import threading
+    from kreward.kernelbench.freezer import Freezer
+    from kreward.kernelbench.worker_process import WorkerTimeout, watch_starts
+    z = Zygote(worker_environment())
+    try:
+        z._wait_ready(120)
+        f = Freezer()
+        t = threading.Thread(target=f.freeze)  # another slot's phase: frozen by another thread
+        t.start()
+        t.join()
+        with watch_starts(f.track):
+            w = WorkerProcess(zygote=z)
+        try:
+            assert w.started_by == "zygote"
+            # the supervisor itself where it had not forked yet, else the worker below it
+            assert set(descendants(w.proc.pid)) & set(f._stopped), (f._stopped, descendants(w.proc.pid))
+            w.send({"op": "ready", "device": "cpu", "library": library_path()})
+            with pytest.raises(WorkerTimeout):
+                w.receive(3)
+            f.thaw()
+            r, _ = w.receive(120)
+            assert r["ok"], r
+        finally:
+            f.thaw()
+            w.end()
+    finally:
+        z.close()
+
+
+def _spare_fds():
+    r, w = os.pipe()
+    r2, w2 = os.pipe()
+    log = os.open(os.devnull, os.O_WRONLY)
+    return log, [r, w2, None, None], [r, w, r2, w2, log]
+
+
+def test_a_spawn_whose_answer_is_lost_ends_the_zygote_and_the_next_starts_cleanly(fresh_zygote):
+    """A spawn that times out (the zygote stalled) after its request went:
+    ZygoteLost, the zygote ended, never read one answer late (which put
+    every later spawn one answer behind); the next worker gets a new one."""
+    from kreward.kernelbench.zygote import ZygoteLost, shared_zygote
+    z = shared_zygote(worker_environment())
+    z._wait_ready(120)
+    os.kill(z.proc.pid, signal.SIGSTOP)  # stands for any stall past the spawn's limit
+    log, wfds, mine = _spare_fds()
+    try:
+        with pytest.raises(ZygoteLost):
+            z.spawn(log, wfds, "", worker_environment(), timeout_s=1)
+    finally:
+        for fd in mine:
+            os.close(fd)
+    assert z.proc.wait(timeout=10) is not None and z.why
+    z2 = shared_zygote(worker_environment())
+    assert z2 is not z
+    w = WorkerProcess(zygote=z2)
+    try:
+        r, _ = w.request({"op": "ready", "device": "cpu", "library": library_path()}, 120)
+        assert r["ok"] and w.started_by == "zygote" and w.alive(), (r, w.started_by)
+        assert _parent(w.proc.pid) == z2.proc.pid
+    finally:
+        assert w.end()["clean"]
+
+
+def test_a_start_whose_zygote_answer_is_lost_is_made_again_by_exec(relu, tmp_path, fresh_zygote, monkeypatch):
+    """Through a Runner: the lost start is not handed the descriptors it
+    sent (a child may hold them): a worker by exec with new ones, said."""
+    from kreward.kernelbench import zygote as zm
+    real = zm.Zygote._spawn
+
+    def lose(self, *a, **kw):  # the first spawn only (the candidate's worker)
+        monkeypatch.setattr(zm.Zygote, "_spawn", real)
+        self._wait_ready(120)
+        os.kill(self.proc.pid, signal.SIGSTOP)
+        return real(self, *a[:-1], 1)  # its answer waited for 1 s
+    with Runner(relu, "cpu", cache_dir=str(tmp_path / "ext"), timeout_s=300, call_timeout_s=60,
+                zygote=True, spare=False, sandbox=None) as r:
+        monkeypatch.setattr(zm.Zygote, "_spawn", lose)
+        w = r._processes._spawn()  # a start as the evaluation makes it (ready sent)
+        try:
+            ready, _ = w.receive(120)
+            assert ready["ok"] and w.started_by.startswith("exec (the zygote lost"), (ready, w.started_by)
+        finally:
+            assert w.end()["clean"]
+        again = quick(r, HONEST, 2)
+    assert again["verdict"] == "pass" and again["worker_start"] == "zygote", again
+
+
+def test_poll_from_two_threads_closes_the_pidfd_once():
+    import threading
+    from kreward.kernelbench.zygote import ForkedProcess
+    errors = []
+    for _ in range(100):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        fp = ForkedProcess(pid, os.pidfd_open(pid), None, None)
+        os.waitpid(pid, 0)
+        barrier = threading.Barrier(2)
+
+        def go():
+            barrier.wait()
+            try:
+                fp.poll()
+            except Exception as e:  # noqa: BLE001 - what the test counts
+                errors.append(repr(e))
+        threads = [threading.Thread(target=go) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert fp.returncode == -1
+    assert errors == []
