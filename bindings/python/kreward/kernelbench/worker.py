@@ -28,7 +28,9 @@ Sandbox (confine.py, through libkreward's kr_sandbox_enter, by path: the
 package kreward is never imported here): with a config in argv[3] the
 worker enters it before anything but the standard library is loaded
 ("start": every thread torch and CUDA start later is inside it; Landlock
-does not reach threads that already run); with the config in the `load`
+does not reach threads that already run; a worker forked from the zygote,
+zygote.py, has torch's modules already and enters it as its only thread,
+before anything of its own runs); with the config in the `load`
 request ("init"), after torch and CUDA are up, before the candidate's code
 (so an "init" worker can be started before its candidate is known: the
 runner's spare). Reads limited to Python's trees, the toolkit, driver and
