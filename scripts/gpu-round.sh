@@ -33,6 +33,8 @@
 #                each of GR_GEN_ROWS (e.g. "f32:mix-uniform")
 #   profstart    bench/profiler_start_cost.py (attribution's cost: torch.profiler, CUPTI alone)
 #   kbbatch      bench/bench_kernelbench_batch.py (GR_KBBATCH_ARGS: its variants, sizes)
+#   wstart       bench/bench_worker_start.py: a ModelNew worker's start by exec
+#                and forked from the zygote, per start and per candidate
 #   kbbench      bench/bench_kernelbench.py with the time left (GR_KB_ARGS)
 #   defence      bench/bench_defence_cost.py: this tree against old/ (the tree
 #                before the defences, device-snapshot.sh's KR_SNAP_OLD=1)
@@ -168,6 +170,12 @@ step_profstart() {
   timeout -k 5 "$lim" python3 bench/profiler_start_cost.py > "$out/profstart.log" 2>&1
   rc=$?; cat "$out/profstart.log" | tail -40
   note "profstart (rc $rc, at $(elapsed) s)"
+}
+step_wstart() {
+  lim=$(limit 150)
+  timeout -k 5 "$lim" python3 bench/bench_worker_start.py > "$out/wstart.log" 2>&1
+  rc=$?; tail -8 "$out/wstart.log"
+  note "wstart (rc $rc, limit $lim s, at $(elapsed) s): $(grep -E '^ratio' "$out/wstart.log")"
 }
 step_kbbatch() {
   lim=$(limit 300)
