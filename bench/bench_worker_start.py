@@ -54,6 +54,8 @@ def starts(device, n, zygote):
         t0 = time.perf_counter()
         w = WorkerProcess(zygote=zygote)
         try:
+            if w.started_by != ("zygote" if zygote else "exec"):
+                raise RuntimeError(f"a worker meant to be forked started by {w.started_by}")
             r, _ = w.request({"op": "ready", "device": device, "library": library_path()}, 300)
             if not r["ok"]:
                 raise RuntimeError(f"ready failed: {r.get('error')}")
@@ -76,6 +78,8 @@ def candidates(device, n, zygote, folder):
             res = r.evaluate(candidate(i), seed=i)
             if res["verdict"] != "pass":
                 raise RuntimeError(f"candidate {i}: {res['verdict']}: {res.get('feedback')}")
+            if res.get("worker_start") != ("zygote" if zygote else "exec"):
+                raise RuntimeError(f"candidate {i}'s worker started by {res.get('worker_start')}")
             if i:
                 walls.append(time.perf_counter() - t0)
                 loads.append(res["phases_s"].get("start_and_load", 0.0))
@@ -99,18 +103,17 @@ def main(argv=None):
     print(f"device {device}; the zygote's start {time.perf_counter() - t0:.2f} s "
           f"(torch's import in it {z.import_s} s)", flush=True)
     rows = []
+    med = statistics.median
+    # each row as it is measured (a limit that ends the run keeps the rows before it)
+    print(f"\n{'start':<8} {'ready s':>9} {'min-max':>13} {'cand wall s':>12} {'start_and_load':>15} "
+          f"{'spare_ready':>12}", flush=True)
     with tempfile.TemporaryDirectory() as d:
         for name, zy in (("exec", None), ("zygote", z)):
             s = starts(device, a.starts, zy)
             w, lo, sp = candidates(device, a.candidates, zy is not None, d)
             rows.append((name, s, w, lo, sp))
-            print(f"  {name}: done", flush=True)
-    med = statistics.median
-    print(f"\n{'start':<8} {'ready s':>9} {'min-max':>13} {'cand wall s':>12} {'start_and_load':>15} "
-          f"{'spare_ready':>12}")
-    for name, s, w, lo, sp in rows:
-        print(f"{name:<8} {med(s):>9.3f} {min(s):>6.3f}-{max(s):<6.3f} {med(w):>12.3f} {med(lo):>15.3f} "
-              f"{med(sp):>12.3f}")
+            print(f"{name:<8} {med(s):>9.3f} {min(s):>6.3f}-{max(s):<6.3f} {med(w):>12.3f} {med(lo):>15.3f} "
+                  f"{med(sp):>12.3f}", flush=True)
     (_, s0, w0, _, _), (_, s1, w1, _, _) = rows
     print(f"\nratio exec/zygote: ready {med(s0) / med(s1):.2f}x, candidate wall {med(w0) / med(w1):.2f}x")
     return 0

@@ -172,7 +172,7 @@ step_profstart() {
   note "profstart (rc $rc, at $(elapsed) s)"
 }
 step_wstart() {
-  lim=$(limit 150)
+  lim=$(limit 300)
   timeout -k 5 "$lim" python3 bench/bench_worker_start.py > "$out/wstart.log" 2>&1
   rc=$?; tail -8 "$out/wstart.log"
   note "wstart (rc $rc, limit $lim s, at $(elapsed) s): $(grep -E '^ratio' "$out/wstart.log")"

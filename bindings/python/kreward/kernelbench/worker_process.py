@@ -250,7 +250,7 @@ class WorkerProcess:
         (cuda_ipc.CallerBuffer), this worker's alone: a descriptor of it
         goes to the worker at its start (none stays here), and end()
         frees it once the worker is gone. If this raises, the caller
-        still owns it. zygote: a zygote.Zygote that forks the supervisor
+        still owns it (and closes it: closing a closed one does nothing). zygote: a zygote.Zygote that forks the supervisor
         (torch imported already), or None: started by exec; started_by
         says which ("exec (why not the zygote)" where it could not)."""
         # staging: how a batch's inputs reach its device (transfer.py put):

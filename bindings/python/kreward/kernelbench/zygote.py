@@ -48,6 +48,15 @@ MAX_FDS = 8               # control in/out, log, and the worker's four
 READY_TIMEOUT_S = 120.0   # the zygote's own start (torch's import on a busy host)
 
 
+def _readable(fd, timeout_s):
+    """Whether fd has something to read (or its end: EOF, a process's exit
+    on a pidfd) within timeout_s (None: no limit); poll, not select, so a
+    descriptor numbered past 1023 in a busy trainer works too."""
+    p = select.poll()
+    p.register(fd, select.POLLIN)
+    return bool(p.poll(None if timeout_s is None else max(0.0, timeout_s) * 1000))
+
+
 class ZygoteUnavailable(Exception):
     """No worker can be forked by this zygote (it failed to start, died,
     or the kernel lacks pidfds); the caller starts the worker by exec."""
@@ -66,6 +75,12 @@ def shared_zygote(env):
     global _shared
     with _shared_lock:
         z = _shared
+        if z is not None and not z._ready and z.proc.poll() is not None:
+            with z._lock:  # its unread answer says whether its start failed
+                try:
+                    z._wait_ready(0)
+                except ZygoteUnavailable:
+                    pass
         if z is None or (not z.failed_start and (z.why or z.proc.poll() is not None)):
             if z is not None:
                 z.close()
@@ -115,7 +130,7 @@ class ForkedProcess:
 
     def poll(self):
         with self._lock:
-            if self.returncode is None and select.select([self._pidfd], [], [], 0)[0]:
+            if self.returncode is None and _readable(self._pidfd, 0):
                 self.returncode = -1
                 os.close(self._pidfd)
                 self._pidfd = None
@@ -127,7 +142,7 @@ class ForkedProcess:
         except ProcessLookupError:
             return self.returncode
         try:
-            ready = select.select([fd], [], [], timeout)[0]
+            ready = _readable(fd, timeout)
         finally:
             os.close(fd)
         if not ready:
@@ -198,15 +213,20 @@ class Zygote:
         try:
             msg, _ = self._receive(timeout_s, "its start")
             if not msg.get("ready"):
+                self.failed_start = True  # its import failed: it would again
                 self._fail(f"the zygote did not start: {msg.get('error', msg)}")
         except ZygoteUnavailable:
-            self.failed_start = True
-            self._end_process()  # (one that is only slow would hold torch for nothing)
+            if timeout_s and self.proc.poll() is None:
+                # no answer in time: one that hangs at its start is not
+                # started again (one that is only slow would hold torch for
+                # nothing); one that ended unanswered (killed) may be
+                self.failed_start = True
+                self._end_process()
             raise
         self.import_s, self._ready = msg.get("import_s"), True
 
     def _receive(self, timeout_s, what):
-        if not select.select([self._sock], [], [], timeout_s)[0]:
+        if not _readable(self._sock.fileno(), timeout_s):
             self._fail(f"the zygote did not answer {what} in {timeout_s:.0f} s")
         try:
             data, fds, _, _ = socket.recv_fds(self._sock, MAX_MESSAGE, 1, socket.MSG_CMSG_CLOEXEC)
@@ -249,8 +269,12 @@ class Zygote:
         self._wait_ready(timeout_s)
         self._next_id += 1
         present = [fd for fd in worker_fds if fd is not None]
+        try:
+            cwd = os.getcwd()
+        except OSError:  # the caller's folder removed: the child takes /
+            cwd = None
         request = {"op": "spawn", "id": self._next_id, "config": config_json, "env": env,
-                   "niceness": int(niceness), "cwd": os.getcwd(),
+                   "niceness": int(niceness), "cwd": cwd,
                    "worker": [None if fd is None else present.index(fd) for fd in worker_fds]}
         ctl_in_r, ctl_in_w = os.pipe()
         ctl_out_r, ctl_out_w = os.pipe()
@@ -273,8 +297,9 @@ class Zygote:
             if sent:
                 self.why = self.why or f"a spawn's answer was lost: {type(e).__name__}: {e}"[:600]
                 self._end_process()
-                raise ZygoteLost(self.why) from e
-            raise
+                if isinstance(e, Exception):
+                    raise ZygoteLost(self.why) from e
+            raise  # (an interrupt stays one: the caller's cleanup runs, nothing is retried)
         finally:
             os.close(ctl_in_r)
             os.close(ctl_out_w)

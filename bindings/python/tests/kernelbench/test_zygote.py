@@ -389,3 +389,41 @@ def test_poll_from_two_threads_closes_the_pidfd_once():
             t.join()
         assert fp.returncode == -1
     assert errors == []
+
+
+def test_a_zygote_whose_import_fails_is_not_started_again(tmp_path, fresh_zygote):
+    """Its "ready: false" is read before a dead zygote is replaced: one
+    failed import per process, not one per Runner."""
+    from kreward.kernelbench.zygote import ZygoteUnavailable, shared_zygote
+    fake = tmp_path / "fake"
+    (fake / "torch").mkdir(parents=True)
+    (fake / "torch" / "__init__.py").write_text("raise ImportError('no torch here')\n")
+    env = dict(worker_environment(), PYTHONPATH=str(fake))
+    z = shared_zygote(env)
+    assert z.proc.wait(timeout=60) is not None  # it answered and ended
+    assert shared_zygote(env) is z and z.failed_start
+    with pytest.raises(ZygoteUnavailable, match="no torch here"):
+        z.spawn(0, [None, None, None, None], "", env)
+
+
+def test_a_caller_whose_folder_was_removed_still_forks(tmp_path, fresh_zygote):
+    z = shared_zygote_for_test()
+    here = os.getcwd()
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    os.chdir(gone)
+    try:
+        gone.rmdir()
+        w = WorkerProcess(zygote=z)
+        try:
+            r, _ = w.request({"op": "ready", "device": "cpu", "library": library_path()}, 120)
+            assert r["ok"] and w.started_by == "zygote", (r, w.started_by)
+        finally:
+            w.end()
+    finally:
+        os.chdir(here)
+
+
+def shared_zygote_for_test():
+    from kreward.kernelbench.zygote import shared_zygote
+    return shared_zygote(worker_environment())
