@@ -85,6 +85,9 @@ def parse_args(argv=None):
                         "done, not while it runs (Runner(spare_ahead=False)): with KernelBench's eval "
                         "run too, no spare at all, as before (its start would overlap KernelBench's "
                         "timing), so each candidate's start_and_load pays the worker's start")
+    p.add_argument("--zygote", action="store_true",
+                   help="kreward's workers forked from the process's zygote, torch imported there "
+                        "(Runner(zygote=True)), not each started by exec")
     p.add_argument("--attribution", choices=("cupti", "torch"), default="cupti",
                    help="how kreward attributes a candidate's kernels: CUPTI's records "
                         "(kernel_trace.py, the default) or a torch.profiler session "
@@ -357,7 +360,7 @@ def main(argv=None):
                 # side's timing (spare_options)
                 runners[problem] = Runner(imp, "cuda", cache_dir=kr_ext, staging=args.staging,
                                           baseline_memo=not args.no_baseline_memo,
-                                          attribution=args.attribution,
+                                          attribution=args.attribution, zygote=args.zygote,
                                           **spare_options(args))
             except ImportRefused as e:
                 runners[problem] = f"not imported ({e.reason})"
