@@ -189,6 +189,7 @@ class Zygote:
         self.failed_start = False  # its own start failed (its import): not started again
         self.import_s = None       # torch's import in the zygote, from its ready
         self._ready = False
+        self._unanswered_end = False  # its socket closed with no answer read (it ended)
         self._lock = threading.Lock()  # one spawn at a time: in-flight slots share a zygote
         self._next_id = 0          # a spawn's number, echoed by its answer
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -216,10 +217,20 @@ class Zygote:
                 self.failed_start = True  # its import failed: it would again
                 self._fail(f"the zygote did not start: {msg.get('error', msg)}")
         except ZygoteUnavailable:
-            if timeout_s and self.proc.poll() is None:
+            if self._unanswered_end:
+                # ended without an answer: one that exited of its own accord
+                # (its script or Python failed: a code) would again; one
+                # killed by a signal (out of memory) need not
+                try:
+                    code = self.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    self._end_process()
+                    code = None
+                self.failed_start = code is None or code >= 0
+            elif timeout_s:
                 # no answer in time: one that hangs at its start is not
                 # started again (one that is only slow would hold torch for
-                # nothing); one that ended unanswered (killed) may be
+                # nothing)
                 self.failed_start = True
                 self._end_process()
             raise
@@ -233,6 +244,7 @@ class Zygote:
         except OSError as e:
             self._fail(f"the zygote's socket failed: {e}")
         if not data:
+            self._unanswered_end = True
             self._fail(f"the zygote ended: {self._log_tail()}")
         try:
             return json.loads(data), fds

@@ -427,3 +427,20 @@ def test_a_caller_whose_folder_was_removed_still_forks(tmp_path, fresh_zygote):
 def shared_zygote_for_test():
     from kreward.kernelbench.zygote import shared_zygote
     return shared_zygote(worker_environment())
+
+
+def test_a_zygote_killed_during_its_start_may_be_started_again(fresh_zygote):
+    """Killed by a signal before it answered (out of memory, say): not a
+    failed start, the next worker gets a new zygote."""
+    from kreward.kernelbench.zygote import shared_zygote
+    z = shared_zygote(worker_environment())
+    os.kill(z.proc.pid, signal.SIGKILL)
+    z.proc.wait()
+    z2 = shared_zygote(worker_environment())
+    assert z2 is not z and not z.failed_start
+    w = WorkerProcess(zygote=z2)
+    try:
+        r, _ = w.request({"op": "ready", "device": "cpu", "library": library_path()}, 120)
+        assert r["ok"] and w.started_by == "zygote", (r, w.started_by)
+    finally:
+        w.end()
