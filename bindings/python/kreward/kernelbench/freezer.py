@@ -57,9 +57,11 @@ class _Stopped:
     """One process this freeze stopped, held by pidfd where possible."""
     __slots__ = ("pid", "fd")
 
-    def __init__(self, pid, parent):
-        self.pid, self.fd = pid, None
-        if hasattr(os, "pidfd_open"):
+    def __init__(self, pid, parent, fd=None):
+        """fd: a pidfd of pid already held (its own, closed with it): no
+        check of the parent then."""
+        self.pid, self.fd = pid, fd
+        if fd is None and hasattr(os, "pidfd_open"):
             try:
                 self.fd = os.pidfd_open(pid)
             except OSError:
@@ -94,9 +96,7 @@ class _Stopped:
         dup = getattr(proc, "dup_pidfd", None)
         if dup is None:
             return cls(proc.pid, os.getpid())
-        s = cls.__new__(cls)
-        s.pid, s.fd = proc.pid, dup()  # (ProcessLookupError once it ended)
-        return s
+        return cls(proc.pid, None, dup())  # (ProcessLookupError once it ended)
 
 
 class Freezer:

@@ -250,9 +250,10 @@ class WorkerProcess:
         (cuda_ipc.CallerBuffer), this worker's alone: a descriptor of it
         goes to the worker at its start (none stays here), and end()
         frees it once the worker is gone. If this raises, the caller
-        still owns it (and closes it: closing a closed one does nothing). zygote: a zygote.Zygote that forks the supervisor
-        (torch imported already), or None: started by exec; started_by
-        says which ("exec (why not the zygote)" where it could not)."""
+        still owns it (and closes it: closing a closed one does nothing).
+        zygote: a zygote.Zygote that forks the supervisor (torch imported
+        already), or None: started by exec; started_by says which
+        ("exec (why not the zygote)" where it could not)."""
         # staging: how a batch's inputs reach its device (transfer.py put):
         # None until the first, then "ipc" or "host (why not ipc)"
         self.shared, self.staging = None, None
@@ -269,7 +270,8 @@ class WorkerProcess:
             pass
         self.log = tempfile.TemporaryFile()
         keep = worker_environment()
-        argv = [sys.executable, WORKER, str(to_w), str(from_w), json.dumps(sandbox) if sandbox else ""]
+        config_json = json.dumps(sandbox) if sandbox else ""
+        argv = [sys.executable, WORKER, str(to_w), str(from_w), config_json]
         nice = shutil.which("nice") if niceness else None
         if nice:
             argv = [nice, "-n", str(int(niceness))] + argv
@@ -304,8 +306,7 @@ class WorkerProcess:
             if zygote is not None:
                 try:
                     self.proc = zygote.spawn(self.log.fileno(), [to_w, from_w, region_fd, shared_fd],
-                                             argv[argv.index(WORKER) + 3], {**keep, **(env or {})},
-                                             niceness)
+                                             config_json, {**keep, **(env or {})}, niceness)
                     self.started_by = "zygote"
                 except ZygoteUnavailable as e:
                     self.started_by = f"exec ({e})"[:400]

@@ -18,11 +18,15 @@ import pytest
 torch = pytest.importorskip("torch", reason="the ModelNew runner needs torch")
 
 from kreward.kernelbench import import_problem  # noqa: E402
+from kreward.kernelbench import zygote as zygote_mod  # noqa: E402
+from kreward.kernelbench.freezer import Freezer, descendants  # noqa: E402
 from kreward.kernelbench.processes import library_path  # noqa: E402
 from kreward.kernelbench.runner import Runner  # noqa: E402
-from kreward.kernelbench.worker_process import WorkerProcess, worker_environment  # noqa: E402
-from kreward.kernelbench import zygote as zygote_mod  # noqa: E402
-from kreward.kernelbench.zygote import Zygote  # noqa: E402
+from kreward.kernelbench.supervisor import _stat  # noqa: E402
+from kreward.kernelbench.worker_process import (WorkerProcess, WorkerTimeout, watch_starts,  # noqa: E402
+                                                worker_environment)
+from kreward.kernelbench.zygote import (ForkedProcess, Zygote, ZygoteLost, ZygoteUnavailable,  # noqa: E402
+                                        shared_zygote)
 
 PROBLEM = textwrap.dedent("""
     import torch
@@ -69,18 +73,9 @@ def ready_in(zygote):
         w.end()
 
 
-def descendants(pid):
-    found, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        found.append(p)
-        try:
-            for tid in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{tid}/children") as f:
-                    todo.extend(int(x) for x in f.read().split())
-        except OSError:
-            pass
-    return found
+def tree(pid):
+    """pid and every process below it (freezer.descendants leaves pid out)."""
+    return [pid] + [p for p, _ in descendants(pid)]
 
 
 def fd_targets(pid):
@@ -126,9 +121,9 @@ def test_a_forked_worker_holds_none_of_the_zygotes_descriptors():
         try:
             r, _ = w.request({"op": "ready", "device": "cpu", "library": library_path()}, 120)
             assert r["ok"] and w.started_by == "zygote", (r, w.started_by)
-            tree = descendants(w.proc.pid)
-            assert len(tree) == 2, tree  # the supervisor and its worker
-            for pid in tree:
+            procs = tree(w.proc.pid)
+            assert len(procs) == 2, procs  # the supervisor and its worker
+            for pid in procs:
                 targets = fd_targets(pid)
                 assert not [t for t in targets.values() if t.startswith("socket:")], (pid, targets)
             zy = fd_targets(z.proc.pid)
@@ -184,14 +179,9 @@ def test_every_runner_shares_the_processes_zygote(relu, tmp_path, fresh_zygote):
                    zygote=True) as b:
         assert quick(a, HONEST)["worker_start"] == "zygote"
         assert quick(b, HONEST)["worker_start"] == "zygote"
-        parents = {_parent(w.proc.pid) for w in (a._processes.baseline, b._processes.baseline)}
+        parents = {_stat(w.proc.pid)[1] for w in (a._processes.baseline, b._processes.baseline)}
     assert parents == {zygote_mod._shared.proc.pid}, parents
     assert zygote_mod._shared.proc.poll() is None  # closing a Runner leaves it to the others
-
-
-def _parent(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[1])
 
 
 def test_a_killed_zygote_is_started_again(relu, tmp_path, fresh_zygote):
@@ -231,17 +221,9 @@ def test_the_zygote_ends_with_its_process(tmp_path):
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     pid = int(out.stdout.split()[0])
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and _alive(pid):
+    while time.monotonic() < deadline and _stat(pid)[0] not in (None, "Z"):
         time.sleep(0.05)
-    assert not _alive(pid), "the zygote outlived its caller"
-
-
-def _alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    assert _stat(pid)[0] in (None, "Z"), "the zygote outlived its caller"
 
 
 def test_without_the_zygote_workers_start_by_exec(relu, tmp_path):
@@ -278,8 +260,6 @@ def test_a_worker_forked_during_a_freeze_is_stopped():
     forked supervisor (the zygote's child, not this process's) is stopped
     through its own pidfd, and its ready waits for the thaw."""
     import threading
-    from kreward.kernelbench.freezer import Freezer
-    from kreward.kernelbench.worker_process import WorkerTimeout, watch_starts
     z = Zygote(worker_environment())
     try:
         z._wait_ready(120)
@@ -292,7 +272,7 @@ def test_a_worker_forked_during_a_freeze_is_stopped():
         try:
             assert w.started_by == "zygote"
             # the supervisor itself where it had not forked yet, else the worker below it
-            assert set(descendants(w.proc.pid)) & set(f._stopped), (f._stopped, descendants(w.proc.pid))
+            assert set(tree(w.proc.pid)) & set(f._stopped), (f._stopped, tree(w.proc.pid))
             w.send({"op": "ready", "device": "cpu", "library": library_path()})
             with pytest.raises(WorkerTimeout):
                 w.receive(3)
@@ -317,7 +297,6 @@ def test_a_spawn_whose_answer_is_lost_ends_the_zygote_and_the_next_starts_cleanl
     """A spawn that times out (the zygote stalled) after its request went:
     ZygoteLost, the zygote ended, never read one answer late (which put
     every later spawn one answer behind); the next worker gets a new one."""
-    from kreward.kernelbench.zygote import ZygoteLost, shared_zygote
     z = shared_zygote(worker_environment())
     z._wait_ready(120)
     os.kill(z.proc.pid, signal.SIGSTOP)  # stands for any stall past the spawn's limit
@@ -335,7 +314,7 @@ def test_a_spawn_whose_answer_is_lost_ends_the_zygote_and_the_next_starts_cleanl
     try:
         r, _ = w.request({"op": "ready", "device": "cpu", "library": library_path()}, 120)
         assert r["ok"] and w.started_by == "zygote" and w.alive(), (r, w.started_by)
-        assert _parent(w.proc.pid) == z2.proc.pid
+        assert _stat(w.proc.pid)[1] == z2.proc.pid
     finally:
         assert w.end()["clean"]
 
@@ -343,17 +322,16 @@ def test_a_spawn_whose_answer_is_lost_ends_the_zygote_and_the_next_starts_cleanl
 def test_a_start_whose_zygote_answer_is_lost_is_made_again_by_exec(relu, tmp_path, fresh_zygote, monkeypatch):
     """Through a Runner: the lost start is not handed the descriptors it
     sent (a child may hold them): a worker by exec with new ones, said."""
-    from kreward.kernelbench import zygote as zm
-    real = zm.Zygote._spawn
+    real = zygote_mod.Zygote._spawn
 
     def lose(self, *a, **kw):  # the first spawn only (the candidate's worker)
-        monkeypatch.setattr(zm.Zygote, "_spawn", real)
+        monkeypatch.setattr(zygote_mod.Zygote, "_spawn", real)
         self._wait_ready(120)
         os.kill(self.proc.pid, signal.SIGSTOP)
         return real(self, *a[:-1], 1)  # its answer waited for 1 s
     with Runner(relu, "cpu", cache_dir=str(tmp_path / "ext"), timeout_s=300, call_timeout_s=60,
                 zygote=True, spare=False, sandbox=None) as r:
-        monkeypatch.setattr(zm.Zygote, "_spawn", lose)
+        monkeypatch.setattr(zygote_mod.Zygote, "_spawn", lose)
         w = r._processes._spawn()  # a start as the evaluation makes it (ready sent)
         try:
             ready, _ = w.receive(120)
@@ -366,7 +344,6 @@ def test_a_start_whose_zygote_answer_is_lost_is_made_again_by_exec(relu, tmp_pat
 
 def test_poll_from_two_threads_closes_the_pidfd_once():
     import threading
-    from kreward.kernelbench.zygote import ForkedProcess
     errors = []
     for _ in range(100):
         pid = os.fork()
@@ -394,7 +371,6 @@ def test_poll_from_two_threads_closes_the_pidfd_once():
 def test_a_zygote_whose_import_fails_is_not_started_again(tmp_path, fresh_zygote):
     """Its "ready: false" is read before a dead zygote is replaced: one
     failed import per process, not one per Runner."""
-    from kreward.kernelbench.zygote import ZygoteUnavailable, shared_zygote
     fake = tmp_path / "fake"
     (fake / "torch").mkdir(parents=True)
     (fake / "torch" / "__init__.py").write_text("raise ImportError('no torch here')\n")
@@ -407,7 +383,7 @@ def test_a_zygote_whose_import_fails_is_not_started_again(tmp_path, fresh_zygote
 
 
 def test_a_caller_whose_folder_was_removed_still_forks(tmp_path, fresh_zygote):
-    z = shared_zygote_for_test()
+    z = shared_zygote(worker_environment())
     here = os.getcwd()
     gone = tmp_path / "gone"
     gone.mkdir()
@@ -424,15 +400,9 @@ def test_a_caller_whose_folder_was_removed_still_forks(tmp_path, fresh_zygote):
         os.chdir(here)
 
 
-def shared_zygote_for_test():
-    from kreward.kernelbench.zygote import shared_zygote
-    return shared_zygote(worker_environment())
-
-
 def test_a_zygote_killed_during_its_start_may_be_started_again(fresh_zygote):
     """Killed by a signal before it answered (out of memory, say): not a
     failed start, the next worker gets a new zygote."""
-    from kreward.kernelbench.zygote import shared_zygote
     z = shared_zygote(worker_environment())
     os.kill(z.proc.pid, signal.SIGKILL)
     z.proc.wait()
