@@ -147,14 +147,24 @@ def run_variant(name, options, problems, batch, reward):
         wall = time.perf_counter() - t0
     wrong = [(p, r.verdict, want, (r.message or "")[:160]) for (p, _, want), r in zip(batch, reports)
              if r.verdict != want]
-    phases = {}
+    phases, ops = {}, {}
     for r in reports:
         for key, value in r.metrics().items():
             if key.startswith("phase_") and key.endswith("_s"):
                 phases.setdefault(key[6:-2], []).append(value)
+        # inside the timed phases: each side's requests and the caller's
+        # own steps (the result's ops_s, timing.py clocks_read)
+        result = json.loads(r.text("kernelbench") or "{}")
+        for side, steps in (result.get("ops_s") or {}).items():
+            for op, seconds in steps.items():
+                ops.setdefault(f"{side}.{op}", []).append(seconds)
+        for key in ("calls", "batches"):
+            if isinstance(result.get(key), (int, float)):
+                ops.setdefault(f"({key})", []).append(result[key])
     return {"name": name, "options": options, "setup_s": setup, "wall_s": wall, "n": len(reports),
             "rate": len(reports) / wall if wall > 0 else float("inf"), "wrong": wrong,
-            "phases": {k: statistics.median(v) for k, v in phases.items()}}
+            "phases": {k: statistics.median(v) for k, v in phases.items()},
+            "ops": {k: statistics.median(v) for k, v in ops.items()}}
 
 
 def parse_args(argv=None):
@@ -210,6 +220,12 @@ def main(argv=None):
         print(f"\nmedian seconds per phase\n{'variant':<14} " + " ".join(f"{k[:14]:>14}" for k in names))
         for r in rows:
             print(f"{r['name']:<14} " + " ".join(f"{r['phases'].get(k, float('nan')):14.3f}" for k in names))
+    for r in rows:
+        if r["ops"]:
+            print(f"\n{r['name']}: inside the timed phases, median seconds per candidate "
+                  "(a side's requests by op, the caller's own steps; (calls) and (batches) are counts)")
+            for k, v in sorted(r["ops"].items(), key=lambda kv: (not kv[0].startswith("("), -kv[1])):
+                print(f"  {k:<32} {v:10.4f}")
     for r in rows:
         for p, got, want, msg in r["wrong"][:10]:
             print(f"  {r['name']}: {p} {got} (expected {want}): {msg}")

@@ -116,7 +116,7 @@ class Processes:
 
     def __init__(self, *, device, sandbox, staging, cache_dir, ref_source, problem, inputs_from, staged,
                  region_bytes, max_call_bytes, spare, compile_baseline, timeout_s, cuda_arch=None,
-                 pch_dir=None, baseline_memo=True, spare_ahead=True, attribution="cupti", zygote=False):
+                 pch_dir=None, baseline_memo=True, spare_ahead=True, attribution="cupti", zygote=True):
         self.device, self.cache_dir, self._ref_source, self._problem = device, cache_dir, ref_source, problem
         self.inputs_from, self.staged, self.region_bytes = inputs_from, staged, region_bytes
         self.max_call_bytes, self.keep_spare, self.compile_baseline = max_call_bytes, spare, compile_baseline

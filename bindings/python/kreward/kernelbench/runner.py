@@ -128,7 +128,7 @@ class Runner:
     def __init__(self, imported, device="cuda", cache_dir=None, timeout_s=600.0, call_timeout_s=60.0,
                  sandbox="auto", batch_ms=10.0, batch_bytes=None, spare=True, baseline="eager",
                  inputs=None, staging="auto", eval_timeout_s=None, cuda_arch=None, pch_dir=None,
-                 baseline_memo=True, spare_ahead=True, attribution="cupti", zygote=False):
+                 baseline_memo=True, spare_ahead=True, attribution="cupti", zygote=True):
         """sandbox: "auto" (the default): "start" where a worker starts in
         it, else "init" from then on, said in every result's notes (CUDA
         failed to start inside the sandbox on driver 570+ until the grants
@@ -191,10 +191,12 @@ class Runner:
         where none binds) or "torch" (a torch.profiler session: seconds of
         kineto start in each fresh worker). Results' attribution_via says
         which ran.
-        zygote: fork every worker from the process's zygote, one process
-        with torch already imported that every Runner shares (zygote.py:
-        CUDA never started there), so a worker's start skips Python's and
-        torch's (False: each worker is a fresh Python that imports torch);
+        zygote (default True since measured on a GPU: 2.4x issue 31's
+        batch, docs/results.md): fork every worker from the process's
+        zygote, one process with torch already imported that every Runner
+        shares (zygote.py: CUDA never started there), so a worker's start
+        skips Python's and torch's (False: each worker is a fresh Python
+        that imports torch);
         results' worker_start says how the candidate's worker started
         ("exec (why)" where the zygote could not)."""
         _check_attribution(attribution)

@@ -59,9 +59,9 @@ def parser():
                    help="ModelNew candidates evaluated at once per GPU, timed one at a time "
                         "(1, the default: one at a time; opt-in until measured on a GPU: "
                         "docs/kernelbench.md)")
-    p.add_argument("--kernelbench-zygote", action="store_true",
-                   help="fork ModelNew workers from a process with torch imported, instead of "
-                        "starting each by exec (opt-in until measured on a GPU: docs/kernelbench.md)")
+    p.add_argument("--kernelbench-zygote", action=argparse.BooleanOptionalAction, default=True,
+                   help="fork ModelNew workers from a process with torch imported (the default); "
+                        "--no-kernelbench-zygote starts each by exec (docs/kernelbench.md)")
     p.add_argument("--log-level", default="info")
     return p
 
@@ -74,8 +74,7 @@ def kernelbench_options(args):
         o["devices"] = [d.strip() for d in args.kernelbench_devices.split(",") if d.strip()]
     if args.kernelbench_in_flight > 1:
         o["in_flight"] = args.kernelbench_in_flight
-    if args.kernelbench_zygote:
-        o["runner"]["zygote"] = True
+    o["runner"]["zygote"] = args.kernelbench_zygote
     return o
 
 

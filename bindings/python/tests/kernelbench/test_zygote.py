@@ -226,17 +226,21 @@ def test_the_zygote_ends_with_its_process(tmp_path):
     assert _stat(pid)[0] in (None, "Z"), "the zygote outlived its caller"
 
 
-def test_without_the_zygote_workers_start_by_exec(relu, tmp_path):
+def test_the_zygote_is_the_default_and_exec_is_asked_for(relu, tmp_path):
     with Runner(relu, "cpu", cache_dir=str(tmp_path / "ext"), timeout_s=300,
                 call_timeout_s=60) as r:
+        res = quick(r, HONEST)
+    assert res["verdict"] == "pass" and res["worker_start"] == "zygote", res
+    with Runner(relu, "cpu", cache_dir=str(tmp_path / "ext"), timeout_s=300,
+                call_timeout_s=60, zygote=False) as r:
         res = quick(r, HONEST)
     assert res["verdict"] == "pass" and res["worker_start"] == "exec", res
 
 
-def test_kreward_serve_turns_it_on_for_its_runners():
+def test_kreward_serve_forks_by_default_and_can_exec():
     from kreward.serve.__main__ import kernelbench_options, parser
-    assert kernelbench_options(parser().parse_args(["--kernelbench-zygote"]))["runner"]["zygote"] is True
-    assert "zygote" not in kernelbench_options(parser().parse_args([]))["runner"]
+    assert kernelbench_options(parser().parse_args([]))["runner"]["zygote"] is True
+    assert kernelbench_options(parser().parse_args(["--no-kernelbench-zygote"]))["runner"]["zygote"] is False
 
 
 def test_the_evaluators_kernelbench_options_reach_the_runner(relu, tmp_path):
