@@ -16,7 +16,8 @@ build or import cache of an earlier run helps):
 
 Every variant (`--variant NAME=JSON`, the Evaluator's `kernelbench` options
 merged over the defaults; several to compare mechanisms in one run) gets a
-fresh Evaluator and the same batch, submitted at once (`Evaluator.
+fresh Evaluator and a batch of the same shape with fresh nonces (no variant
+finds another's Triton kernels compiled), submitted at once (`Evaluator.
 evaluate_async` for each, as a trainer's event loop would; a line per report
 as it comes, and each problem's setup time as it is made); the first variant
 is the ratio's base.
@@ -65,6 +66,7 @@ import triton.language as tl
 
 @triton.jit
 def elementwise_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    # {nonce}: in the kernel's own source, so Triton compiles it afresh
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask)
@@ -93,8 +95,9 @@ class ModelNew(Model):
 
 
 def candidates(problem, count, wrong_every, triton_ok):
-    """[(source, expected verdict)] for one problem: fresh sources, one in
-    wrong_every wrong."""
+    """[(source, expected verdict, identical)] for one problem: fresh
+    sources, one in wrong_every wrong; identical: the problem's Model as
+    ModelNew (its speedup should be 1: the timing's quality)."""
     stem = pathlib.Path(problem).stem
     text = (KB / problem).read_text()
     out = []
@@ -104,9 +107,11 @@ def candidates(problem, count, wrong_every, triton_ok):
         if triton_ok and stem in ELEMENTWISE:
             src = TRITON_TEMPLATE.format(nonce=nonce, expr=ELEMENTWISE[stem], block=(256, 512, 1024, 2048)[i % 4],
                                          wrong=" * 1.1 + 0.1" if wrong else "")
+            identical = False
         else:
             src = f"# candidate {nonce}\n{text}\n" + (TORCH_WRONG if wrong else "\nModelNew = Model\n")
-        out.append((src, "incorrect" if wrong else "passed"))
+            identical = not wrong
+        out.append((src, "incorrect" if wrong else "passed", identical))
     return out
 
 
@@ -131,8 +136,8 @@ async def _submit_all(ev, paths, sources, t0):
 
 def run_variant(name, options, problems, batch, reward):
     import kreward
-    paths = [str(KB / p) for p, _, _ in batch]
-    sources = [src for _, src, _ in batch]
+    paths = [str(KB / p) for p, _, _, _ in batch]
+    sources = [src for _, src, _, _ in batch]
     with kreward.Evaluator(reward=reward, kernelbench=options) as ev:
         # each problem's setup (import, the baseline's worker) before the
         # clock: the batch measures candidates, the per-problem cost apart
@@ -145,8 +150,11 @@ def run_variant(name, options, problems, batch, reward):
         t0 = time.perf_counter()
         reports = asyncio.run(_submit_all(ev, paths, sources, t0))
         wall = time.perf_counter() - t0
-    wrong = [(p, r.verdict, want, (r.message or "")[:160]) for (p, _, want), r in zip(batch, reports)
+    wrong = [(p, r.verdict, want, (r.message or "")[:160]) for (p, _, want, _), r in zip(batch, reports)
              if r.verdict != want]
+    # the Model timed as its own candidate: how far from 1 the speedup is
+    identical = [r.get("speedup") for (_, _, _, same), r in zip(batch, reports)
+                 if same and r.verdict == "passed" and r.get("speedup", float("nan")) == r.get("speedup")]
     phases, ops = {}, {}
     for r in reports:
         for key, value in r.metrics().items():
@@ -164,7 +172,8 @@ def run_variant(name, options, problems, batch, reward):
     return {"name": name, "options": options, "setup_s": setup, "wall_s": wall, "n": len(reports),
             "rate": len(reports) / wall if wall > 0 else float("inf"), "wrong": wrong,
             "phases": {k: statistics.median(v) for k, v in phases.items()},
-            "ops": {k: statistics.median(v) for k, v in ops.items()}}
+            "ops": {k: statistics.median(v) for k, v in ops.items()},
+            "identical_speedups": identical}
 
 
 def parse_args(argv=None):
@@ -200,10 +209,13 @@ def main(argv=None):
     problems = PROBLEMS[:a.problems]
     # interleaved as a trainer submits a GRPO step: every problem's k-th
     # candidate before any (k+1)-th
-    per = {p: candidates(p, a.per_problem, a.wrong_every, not a.cpu) for p in problems}
-    batch = [(p, *per[p][i]) for i in range(a.per_problem) for p in problems]
     rows = []
     for name, options in variants:
+        # fresh sources for each variant: the same candidates again would
+        # find their Triton kernels compiled by the variant before (a run at
+        # 63f2321 credited that to the second variant)
+        per = {p: candidates(p, a.per_problem, a.wrong_every, not a.cpu) for p in problems}
+        batch = [(p, *per[p][i]) for i in range(a.per_problem) for p in problems]
         if a.cpu:
             options = {**options, "devices": ["cpu"]}
         rows.append(run_variant(name, options, problems, batch, a.reward))
@@ -215,6 +227,12 @@ def main(argv=None):
     for r in rows:
         print(f"{r['name']:<14} {r['setup_s']:8.1f} {r['wall_s']:8.1f} {r['rate']:8.2f} "
               f"{r['rate'] / base:8.2f} {r['n'] - len(r['wrong']):>4}/{r['n']:<4}  {json.dumps(r['options'])}")
+    for r in rows:
+        same = r["identical_speedups"]
+        if same:
+            inside = sum(0.9 <= x <= 1.1 for x in same)
+            print(f"{r['name']}: the Model as its own candidate, speedup {min(same):.3f}-{max(same):.3f} "
+                  f"(median {statistics.median(same):.3f}), {inside} of {len(same)} within [0.9, 1.1]")
     names = sorted({k for r in rows for k in r["phases"]})
     if names:
         print(f"\nmedian seconds per phase\n{'variant':<14} " + " ".join(f"{k[:14]:>14}" for k in names))

@@ -40,8 +40,11 @@ from .zygote import ZygoteLost, ZygoteUnavailable, shared_zygote
 KEEP_WARM = 8             # Runners whose workers stay between evaluations (the most recent)
 # a GPU worker's own device buffer (cuda_ipc.py), through which a masked
 # chunk reaches it in pieces of this size at most: one per worker, on the
-# caller's GPU, so small (a piece costs a request, ~0.1-0.3 ms)
-SHARED_BYTES = 32 << 20
+# caller's GPU. A piece costs a copy, a wait and a request: at 32 MiB a 2
+# GiB batch was 64 of them, and `stage` took as long as write_region (0.13
+# s a side of a 4096^2 relu's timed phase, 9d75b9e on an H100); 128 MiB
+# is 16, and 24 kept workers (KEEP_WARM Runners' three) hold 3 GiB at most
+SHARED_BYTES = 128 << 20
 
 
 def library_path():

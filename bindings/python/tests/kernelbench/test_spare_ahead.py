@@ -8,7 +8,6 @@ from every request and reply of every worker (a log around WorkerProcess's
 send and receive)."""
 import os
 import pathlib
-import signal
 
 import pytest
 
@@ -144,8 +143,11 @@ def ahead_spares(monkeypatch, spoil):
 
 
 def test_a_spare_that_dies_leaves_the_candidate_alone(relu, tmp_path, monkeypatch):
-    # its supervisor killed: the worker goes with it (PR_SET_PDEATHSIG)
-    ahead_spares(monkeypatch, lambda w: os.killpg(w.proc.pid, signal.SIGKILL))
+    # its supervisor killed: the worker goes with it (PR_SET_PDEATHSIG). By
+    # its own kill (a pidfd for one forked from the zygote): a forked
+    # supervisor makes its group itself, so a killpg right after its start
+    # could find none yet
+    ahead_spares(monkeypatch, lambda w: w.proc.kill())
     with runner(relu, tmp_path) as r:
         res = r.evaluate(HONEST, **KW)
         assert res["verdict"] == "pass" and res["reward"] > 0, res

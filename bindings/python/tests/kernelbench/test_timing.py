@@ -20,6 +20,7 @@ torch = pytest.importorskip("torch", reason="the ModelNew runner needs torch")
 from kreward.kernelbench import import_problem  # noqa: E402
 from kreward.kernelbench import processes  # noqa: E402
 from kreward.kernelbench.runner import Runner  # noqa: E402
+from kreward.kernelbench.supervisor import _stat  # noqa: E402
 
 KB = pathlib.Path(__file__).resolve().parents[4] / "examples" / "kernelbench"
 
@@ -338,9 +339,18 @@ def test_the_baseline_worker_and_the_spare_are_kept_and_ended(matmul):
     assert again["baseline_us"] != first["baseline_us"]
     kept = [base, runner._processes.spare.proc.pid]
     runner.close()
-    time.sleep(0.1)
     for pid in kept:
-        assert not os.path.exists(f"/proc/{pid}"), pid
+        assert ended(pid), pid
+
+
+def ended(pid, within_s=5.0):
+    """Whether process pid is gone, or a zombie its parent has not reaped
+    yet (a supervisor forked from the zygote is the zygote's to reap, at
+    its next turn), within within_s."""
+    deadline = time.monotonic() + within_s
+    while _stat(pid)[0] not in (None, "Z") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return _stat(pid)[0] in (None, "Z")
 
 
 def test_only_the_most_recent_runners_keep_their_workers(matmul, monkeypatch):
@@ -356,8 +366,7 @@ def test_only_the_most_recent_runners_keep_their_workers(matmul, monkeypatch):
     assert second.evaluate(src, **kw)["verdict"] == "pass"
     assert first._processes.baseline is None and first._processes.spare is None  # ended: the older of the two
     assert second._processes.baseline is not None and second._processes.spare is not None
-    time.sleep(0.1)
-    assert not any(os.path.exists(f"/proc/{pid}") for pid in kept)
+    assert all(ended(pid) for pid in kept), kept
     assert first.evaluate(src, **kw)["verdict"] == "pass"  # started again when used again
     first.close()
     second.close()
