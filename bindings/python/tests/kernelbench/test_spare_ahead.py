@@ -6,7 +6,6 @@ fails to start never the candidate's outcome; spare_ahead=False starting it
 once the candidate is done, spare=False starting none. The order is read
 from every request and reply of every worker (a log around WorkerProcess's
 send and receive)."""
-import os
 import pathlib
 
 import pytest
