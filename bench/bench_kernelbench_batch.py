@@ -152,9 +152,20 @@ def run_variant(name, options, problems, batch, reward):
         wall = time.perf_counter() - t0
     wrong = [(p, r.verdict, want, (r.message or "")[:160]) for (p, _, want, _), r in zip(batch, reports)
              if r.verdict != want]
-    # the Model timed as its own candidate: how far from 1 the speedup is
-    identical = [r.get("speedup") for (_, _, _, same), r in zip(batch, reports)
-                 if same and r.verdict == "passed" and r.get("speedup", float("nan")) == r.get("speedup")]
+    # the Model timed as its own candidate: how far from 1 the speedup is,
+    # with each worker's launch time (measured in its ready) beside it
+    identical = []
+    for (p, _, _, same), r in zip(batch, reports):
+        if same and r.verdict == "passed" and r.get("speedup", float("nan")) == r.get("speedup"):
+            identical.append(r.get("speedup"))
+            result = json.loads(r.text("kernelbench") or "{}")
+            launch = result.get("launch_us") or {}
+            print(f"  {name}: {pathlib.Path(p).stem} as its own candidate: speedup {r.get('speedup'):.3f}, "
+                  f"time_us {result.get('time_us')}, baseline_us {result.get('baseline_us')}, "
+                  f"launch_us candidate {launch.get('candidate')} baseline {launch.get('baseline')}, "
+                  f"worker_start {result.get('worker_start')}, baseline_memo {result.get('baseline_memo')}, "
+                  f"batches_us {result.get('batches_us')}, kernel_share {result.get('kernel_share')}",
+                  flush=True)
     phases, ops = {}, {}
     for r in reports:
         for key, value in r.metrics().items():
@@ -179,6 +190,8 @@ def run_variant(name, options, problems, batch, reward):
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--problems", type=int, default=8, help="how many problems of the list (default 8)")
+    p.add_argument("--only", default="", help="comma-separated problems of the list by stem (e.g. "
+                   "05_softmax,22_layernorm), instead of --problems")
     p.add_argument("--per-problem", type=int, default=16, help="fresh candidates per problem (16)")
     p.add_argument("--wrong-every", type=int, default=3, help="one candidate in this many is wrong (3)")
     p.add_argument("--reward", default="kernelbench")
@@ -207,6 +220,12 @@ def main(argv=None):
         name, _, js = v.partition("=")
         variants.append((name, json.loads(js or "{}")))
     problems = PROBLEMS[:a.problems]
+    if a.only:
+        stems = [x.strip() for x in a.only.split(",") if x.strip()]
+        problems = [p for p in PROBLEMS if pathlib.Path(p).stem in stems]
+        if len(problems) != len(stems):
+            print(f"bench_kernelbench_batch: --only names problems not in the list: {a.only}")
+            return 2
     # interleaved as a trainer submits a GRPO step: every problem's k-th
     # candidate before any (k+1)-th
     rows = []
