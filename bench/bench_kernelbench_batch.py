@@ -164,7 +164,8 @@ def run_variant(name, options, problems, batch, reward):
                   f"time_us {result.get('time_us')}, baseline_us {result.get('baseline_us')}, "
                   f"launch_us candidate {launch.get('candidate')} baseline {launch.get('baseline')}, "
                   f"worker_start {result.get('worker_start')}, baseline_memo {result.get('baseline_memo')}, "
-                  f"batches_us {result.get('batches_us')}, kernel_share {result.get('kernel_share')}",
+                  f"batches_us {result.get('batches_us')}, batches_event_us {result.get('batches_event_us')}, "
+                  f"kernel_share {result.get('kernel_share')}",
                   flush=True)
     phases, ops = {}, {}
     for r in reports:

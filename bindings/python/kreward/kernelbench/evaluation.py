@@ -336,6 +336,10 @@ class Evaluation:
                    prepare_us=median(preps))
         # every batch's per-call time, for the noise behind the medians
         res["batches_us"] = {"candidate": [round(x, 3) for x in wall]}
+        # the worker's own CUDA-event time of each batch beside the caller's
+        # clock: which of the two a batch's spread is in (the GPU's work, or
+        # the host's and the requests')
+        res["batches_event_us"] = {"candidate": [round(x, 3) for x in events]}
         res.setdefault("ops_s", {})["candidate"] = self.timing.clocks_read(w)
         if self.staged:
             res["staging"] = {"candidate": w.staging or "host"}
@@ -375,8 +379,8 @@ class Evaluation:
             self.processes.note_baseline(launch_us=r["launch_us"] if r["ok"] else None)
             self.timing.clocks_reset(b)
             self.timing.warmup(b, warm, rng, lifted)
-            wall, _, _ = self.timing.timed(b, batches, calls, checks, rng, lifted, preps=preps,
-                                           until=memo.enough)
+            wall, events, _ = self.timing.timed(b, batches, calls, checks, rng, lifted, preps=preps,
+                                                until=memo.enough)
         except (WorkerDied, WorkerTimeout, CandidateDenied, RuntimeError) as e:
             self.processes.end_baseline()  # (its memo with it)
             res["notes"].append(f"the baseline could not be timed: {e}")
@@ -397,6 +401,7 @@ class Evaluation:
         if facts.get("compile_seconds") is not None:
             res["baseline_compile_seconds"] = round(facts["compile_seconds"], 3)
         res.setdefault("batches_us", {})["baseline"] = [round(x, 3) for x in wall]  # (this evaluation's)
+        res.setdefault("batches_event_us", {})["baseline"] = [round(x, 3) for x in events]
         if memo.stand_ins(wall):
             res["batches_us"]["baseline_memo"] = [round(x, 3) for x in memo.stand_ins(wall)]
         res.setdefault("ops_s", {})["baseline"] = self.timing.clocks_read(b)

@@ -270,6 +270,10 @@ def test_the_second_candidate_times_fewer_baseline_batches(runner, baseline_ops,
     assert ops.count("launch") == 1 and ops.count("prepare") == FRESH + 1
     assert len(second["batches_us"]["baseline"]) == FRESH
     assert len(second["batches_us"]["baseline_memo"]) == BATCHES - FRESH
+    # the workers' own event times of the batches timed here, beside them
+    assert len(second["batches_event_us"]["baseline"]) == FRESH
+    assert len(second["batches_event_us"]["candidate"]) == len(second["batches_us"]["candidate"])
+    assert all(x > 0 for x in second["batches_event_us"]["baseline"]), second["batches_event_us"]
     assert "baseline_memo" not in first["batches_us"]
     # the baseline's median is over the fresh batches and the memo's
     both = sorted(first["batches_us"]["baseline"] + second["batches_us"]["baseline"])
