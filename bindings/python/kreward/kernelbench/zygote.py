@@ -26,10 +26,12 @@ child attached, opened before the zygote can reap it (so the caller's
 liveness checks cannot meet a recycled pid). EOF on the socket (the caller
 gone or closed) ends the zygote; its children are the caller's to end.
 
-The caller's side: shared_zygote (the process's, started at the first
-call, again after it died), Zygote (start, spawn, close) and ForkedProcess
-(the subset of subprocess.Popen that worker_process.py and freezer.py use).
-Standard library only at import; the zygote process itself imports torch."""
+This file is the caller's side: shared_zygote (the process's, started at
+the first call, again after it died), Zygote (start, spawn, close) and
+ForkedProcess (the subset of subprocess.Popen that worker_process.py and
+freezer.py use). Standard library only at import. The zygote process's own
+program (its import of torch, the loop that forks, the child's set-up) is
+zygote_main.py."""
 import json
 import os
 import select
@@ -39,12 +41,11 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 
-ZYGOTE = os.path.abspath(__file__)
-WORKER = os.path.join(os.path.dirname(ZYGOTE), "worker.py")
-MAX_MESSAGE = 1 << 20     # a request: the worker's sandbox config and environment
-MAX_FDS = 8               # control in/out, log, and the worker's four
+from .zygote_main import MAX_MESSAGE, WORKER
+
+# the zygote process's program (zygote_main.py), run by path
+ZYGOTE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote_main.py")
 READY_TIMEOUT_S = 120.0   # the zygote's own start (torch's import on a busy host)
 
 
@@ -351,138 +352,3 @@ class Zygote:
                 except subprocess.TimeoutExpired:
                     self._end_process()
             self._log.close()
-
-
-# ------------------------------------------------------- the zygote process
-def _serve(sock):
-    t0 = time.perf_counter()
-    try:
-        import numpy  # noqa: F401 - what torch's import would load anyway
-        import torch
-        if torch.cuda.is_initialized():  # never: the children start CUDA themselves
-            raise RuntimeError("CUDA was initialised by torch's import")
-        import importlib.util
-        spec = importlib.util.spec_from_file_location("kr_kb_worker", WORKER)
-        worker = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(worker)
-    except BaseException as e:  # noqa: BLE001 - said to the caller, which starts workers by exec
-        socket.send_fds(sock, [json.dumps({"ready": False, "error": f"{type(e).__name__}: {e}"[:500]}
-                                          ).encode()], [])
-        return
-    socket.send_fds(sock, [json.dumps({"ready": True, "import_s": round(time.perf_counter() - t0, 3)}
-                                      ).encode()], [])
-    while True:
-        _reap()
-        if not select.select([sock], [], [], 1.0)[0]:
-            continue
-        try:
-            data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, MAX_FDS)
-        except OSError:
-            return
-        if not data:
-            return  # the caller closed or died
-        req, pid = {}, None
-        try:
-            req = json.loads(data)
-            if not isinstance(req, dict) or req.get("op") != "spawn" or len(fds) < 3:
-                raise ValueError(f"not a spawn request with its descriptors: {str(req)[:200]}")
-            pid = os.fork()
-            if pid == 0:
-                _child(sock, req, fds, worker)
-            pidfd = os.pidfd_open(pid)  # before any _reap: the pid cannot be recycled yet
-            try:
-                socket.send_fds(sock, [json.dumps({"id": req.get("id"), "pid": pid}).encode()], [pidfd])
-            finally:
-                os.close(pidfd)
-        except Exception as e:  # noqa: BLE001 - the caller is told, the zygote goes on
-            if pid is not None:  # forked, not answered: ended (the caller will not use its descriptors)
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            answer = {"id": req.get("id") if isinstance(req, dict) else None,
-                      "error": f"{type(e).__name__}: {e}"[:500], "forked": pid is not None}
-            try:
-                socket.send_fds(sock, [json.dumps(answer).encode()], [])
-            except OSError:
-                return
-        finally:
-            for fd in fds:
-                os.close(fd)
-
-
-def _reap():
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if not pid:
-            return
-
-
-def _child(sock, req, fds, worker):
-    """The forked supervisor: its session, its descriptors (control in and
-    out on 0 and 1, the log on 2, the worker's, nothing else), its
-    environment, then worker.py's supervise as if started by exec."""
-    def body():
-        os.setsid()  # a group of its own: the caller's killpg reaches it and only it
-        if min(fds) <= 2:  # (never: the zygote's own 0, 1 and 2 stay open)
-            raise RuntimeError(f"a received descriptor is a standard one: {fds}")
-        ctl_in, ctl_out, log = fds[:3]
-        os.dup2(ctl_in, 0)
-        os.dup2(ctl_out, 1)
-        os.dup2(log, 2)
-        mine = fds[3:]
-        wfds = [None if i is None else mine[i] for i in req["worker"]]
-        keep = {0, 1, 2} | {fd for fd in wfds if fd is not None}
-        _close_all_but(keep)
-        for fd in keep - {0, 1, 2}:
-            os.set_inheritable(fd, True)  # as Popen's pass_fds left them
-        sock.detach()  # closed above; the object must not close a recycled number
-        signal.signal(signal.SIGINT, signal.SIG_DFL)  # as an exec'd supervisor starts
-        os.environ.clear()
-        os.environ.update(req["env"])
-        # as a fresh process finds them: the temporary folder from TMPDIR
-        # (torch's import asked tempfile for one, under the zygote's
-        # environment), the caller's folder of the moment
-        tempfile.tempdir = None
-        try:
-            os.chdir(req.get("cwd") or "/")
-        except OSError:
-            pass
-        if req.get("niceness"):
-            os.nice(req["niceness"])
-        sys.argv = [WORKER] + [("" if fd is None else str(fd)) for fd in wfds[:2]] + \
-            [req["config"] or ""] + [("" if fd is None else str(fd)) for fd in wfds[2:]]
-        config = json.loads(req["config"]) if req["config"] else None
-        worker.supervise(wfds[0], wfds[1], config, *(wfds[2:] + [None, None])[:2])
-    worker.exit_after(body)
-
-
-def _close_all_but(keep):
-    """Closes every descriptor of this process but those in keep."""
-    try:
-        open_fds = [int(x) for x in os.listdir("/proc/self/fd")]
-    except OSError:  # no /proc: every number up to the limit, around the kept ones
-        low = 0
-        for fd in sorted(keep) + [os.sysconf("SC_OPEN_MAX")]:
-            os.closerange(low, fd)
-            low = fd + 1
-        return
-    for fd in open_fds:
-        if fd not in keep:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-
-
-def main():
-    sock = socket.socket(fileno=int(sys.argv[1]))
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller's Ctrl-C is the caller's
-    _serve(sock)
-
-
-if __name__ == "__main__":
-    main()
