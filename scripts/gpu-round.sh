@@ -36,6 +36,9 @@
 #   wstart       bench/bench_worker_start.py: a ModelNew worker's start by exec
 #                and forked from the zygote, per start and per candidate
 #   kbbench      bench/bench_kernelbench.py with the time left (GR_KB_ARGS)
+#   kbprobe      bench/kb_timing_probe.py: where a ModelNew timed batch's per-call
+#                time goes (host against GPU, per batch) and the proposed fixes'
+#                A/B, unpinned then pinned to GR_PROBE_PIN (default "3"); JSON back
 #   defence      bench/bench_defence_cost.py: this tree against old/ (the tree
 #                before the defences, device-snapshot.sh's KR_SNAP_OLD=1)
 # Every step's log goes to $OUT/<step>.log; the last lines are a summary per
@@ -170,6 +173,17 @@ step_profstart() {
   timeout -k 5 "$lim" python3 bench/profiler_start_cost.py > "$out/profstart.log" 2>&1
   rc=$?; cat "$out/profstart.log" | tail -40
   note "profstart (rc $rc, at $(elapsed) s)"
+}
+step_kbprobe() {
+  lim=$(limit 300)
+  timeout -k 5 "$((lim / 2))" python3 bench/kb_timing_probe.py --out "$out/kb_timing_probe.json" \
+    > "$out/kbprobe.log" 2>&1
+  rc=$?
+  timeout -k 5 "$((lim / 2))" python3 bench/kb_timing_probe.py --pin "${GR_PROBE_PIN:-3}" --no-kernels \
+    --out "$out/kb_timing_probe_pinned.json" > "$out/kbprobe-pinned.log" 2>&1
+  local pinned=$?
+  tail -12 "$out/kbprobe.log"
+  note "kbprobe (rc $rc, pinned rc $pinned, limit $lim s, at $(elapsed) s): $(grep -c '"problem"' "$out/kbprobe.log") rows"
 }
 step_wstart() {
   lim=$(limit 300)

@@ -39,11 +39,13 @@ from .zygote import ZygoteLost, ZygoteUnavailable, shared_zygote
 
 KEEP_WARM = 8             # Runners whose workers stay between evaluations (the most recent)
 # a GPU worker's own device buffer (cuda_ipc.py), through which a masked
-# chunk reaches it in pieces of this size at most: one per worker, on the
-# caller's GPU. A piece costs a copy, a wait and a request: at 32 MiB a 2
-# GiB batch was 64 of them, and `stage` took as long as write_region (0.13
-# s a side of a 4096^2 relu's timed phase, 9d75b9e on an H100); 128 MiB
-# is 16, and 24 kept workers (KEEP_WARM Runners' three) hold 3 GiB at most
+# chunk reaches it in pieces of this size at most (smaller where a batch's
+# inputs are: staging_bytes): one per worker, on the caller's GPU. A piece
+# costs a copy, a wait and a request: at 32 MiB a 2 GiB batch was 64 of
+# them, and `stage` took as long as write_region (0.13 s a side of a
+# 4096^2 relu's timed phase, 9d75b9e on an H100); 128 MiB is 16. Workers
+# kept: KEEP_WARM Runners' three (3 GiB at most), and with K in flight a
+# candidate worker and a spare per slot more (in_flight.py: 5 GiB at K=4)
 SHARED_BYTES = 128 << 20
 
 
@@ -101,7 +103,9 @@ class Processes:
     (layouts, init_inputs, values, state_names); inputs_from: "caller"
     (each worker gets an input region of region_bytes) or "worker";
     staged: whether a worker stages its inputs to its device (then it gets
-    a shared device buffer where the driver allows); max_call_bytes: the
+    a shared device buffer where the driver allows, of staging_bytes or
+    SHARED_BYTES, the smaller; staging_bytes: the most a batch's inputs
+    take in the region, None: region_bytes); max_call_bytes: the
     largest case's inputs and outputs (a reply's bound); spare: start the
     next candidate's worker ahead; spare_ahead: start it while the
     candidate before it runs, once that one is loaded (else once it is
@@ -119,9 +123,11 @@ class Processes:
 
     def __init__(self, *, device, sandbox, staging, cache_dir, ref_source, problem, inputs_from, staged,
                  region_bytes, max_call_bytes, spare, compile_baseline, timeout_s, cuda_arch=None,
-                 pch_dir=None, baseline_memo=True, spare_ahead=True, attribution="cupti", zygote=True):
+                 pch_dir=None, baseline_memo=True, spare_ahead=True, attribution="cupti", zygote=True,
+                 staging_bytes=None):
         self.device, self.cache_dir, self._ref_source, self._problem = device, cache_dir, ref_source, problem
         self.inputs_from, self.staged, self.region_bytes = inputs_from, staged, region_bytes
+        self.staging_bytes = region_bytes if staging_bytes is None else min(staging_bytes, region_bytes)
         self.max_call_bytes, self.keep_spare, self.compile_baseline = max_call_bytes, spare, compile_baseline
         self.spare_ahead, self.attribution = spare_ahead, attribution
         self.timeout_s = timeout_s
@@ -213,7 +219,7 @@ class Processes:
         try:
             # (on the CPU, host memory: only a Runner told to stage as a
             # GPU's does gets here, to test the protocol without one)
-            return new_buffer(torch, self.device, min(self.region_bytes, SHARED_BYTES)), None
+            return new_buffer(torch, self.device, min(self.staging_bytes, SHARED_BYTES)), None
         except Exception as e:  # noqa: BLE001 - any refusal (a driver without the calls: AttributeError)
             why = f"no shared device buffer: {type(e).__name__}: {e}"[:400]
             if getattr(e, "code", None) != OUT_OF_MEMORY:

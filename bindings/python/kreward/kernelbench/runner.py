@@ -40,8 +40,9 @@ Defences, as for device-only candidates where they apply:
 Timing, the same for both sides: the reference Model runs in a baseline
 worker of its own that lives as long as the Runner, and is timed in every
 evaluation right after the candidate, with the candidate's schedule (a
-warmup batch, discarded, then `batches` batches of the same number of
-calls, each followed by the same fetches); the speedup is the ratio of the
+warmup batch, discarded, a second of the timed size where that is larger,
+then `batches` batches of the same number of calls, each followed by the
+same fetches); the speedup is the ratio of the
 medians. Once that worker has clean recent batches of the same schedule
 (baseline_memo.py), it times 3 fresh ones and counts the memo's with them
 when they agree, else the whole schedule. Batches grow until they take `batch_ms` (the request's own
@@ -75,7 +76,7 @@ from .reference import Reference
 from .report import reward_of
 from .scoring import (LAUNCH_BOUND, MOSTLY_TORCH_SHARE, attribute, custom_kernel_names, custom_share,
                       kernel_share, launch_luck, luck_note)
-from .timing import Timing, region_bytes
+from .timing import MAX_CALLS, Timing, region_bytes
 from .transfer import Transfer
 from .verification import Verification
 
@@ -270,6 +271,11 @@ class Runner:
                      "state_names": self.state_names},
             inputs_from=inputs, staged=staged,
             region_bytes=region_bytes(self.layouts, self.batch_bytes, self.max_call_bytes),
+            # what a batch can stage at most: a small problem's batch is
+            # its MAX_CALLS calls, far under batch_bytes (its workers'
+            # staging buffers no larger)
+            staging_bytes=region_bytes(self.layouts, min(self.batch_bytes, MAX_CALLS * self.max_call_bytes),
+                                       self.max_call_bytes),
             max_call_bytes=self.max_call_bytes, spare=spare, compile_baseline=baseline == "compile",
             timeout_s=timeout_s, cuda_arch=cuda_arch, pch_dir=pch_dir, baseline_memo=baseline_memo,
             spare_ahead=spare_ahead, attribution=attribution, zygote=zygote)

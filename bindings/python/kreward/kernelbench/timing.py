@@ -3,7 +3,8 @@ candidate's worker and the reference's):
 - one batch (batch): fresh inputs made and handed over untimed
   (transfer.py), then the calls back to back on the caller's clock (`go`),
   the worker's commitment to its outputs made inside it;
-- the schedule: a warmup batch, discarded (warmup), then `batches` batches
+- the schedule: a warmup batch, discarded (warmup; evaluation.py adds a
+  second of the timed size where that is larger), then `batches` batches
   of the same number of calls (timed), each followed by the fetches of
   calls drawn after it ran (checked by the caller's check, or fetched and
   not compared), their number sized to the clock (calls_for);

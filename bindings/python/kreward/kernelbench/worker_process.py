@@ -62,6 +62,17 @@ def worker_environment():
     return keep
 
 
+def _ready(fds, events, timeout_s):
+    """The descriptors of fds ready for events (select.POLLIN or POLLOUT;
+    an end or an error counts, as select counted them) within timeout_s.
+    poll, not select: in a trainer with over 1023 descriptors open the
+    workers' pipes get numbers select refuses (ValueError out of evaluate)."""
+    p = select.poll()
+    for fd in fds:
+        p.register(fd, events)
+    return [fd for fd, _ in p.poll(max(0.0, timeout_s) * 1000)]
+
+
 class WorkerDied(Exception):
     pass
 
@@ -362,7 +373,7 @@ class WorkerProcess:
         pipe open: no EOF then)."""
         while True:
             left = deadline - time.monotonic()
-            ready = select.select([self._r, self._ctl], [], [], max(left, 0))[0] if left > 0 else []
+            ready = _ready([self._r, self._ctl], select.POLLIN, left) if left > 0 else []
             if self._r in ready:
                 return
             if not ready:
@@ -419,7 +430,7 @@ class WorkerProcess:
             deadline = self.deadline
         while data:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([], [self._w], [], left)[1]:
+            if left <= 0 or not _ready([self._w], select.POLLOUT, left):
                 raise WorkerTimeout(self.deadline_why if capped else
                                     "the worker did not read its requests in time")
             try:
@@ -485,7 +496,7 @@ class WorkerProcess:
         deadline = time.monotonic() + timeout_s
         while b"\n" not in self._ctl_buf:
             left = max(0.0, deadline - time.monotonic())
-            if not select.select([self._ctl], [], [], left)[0]:
+            if not _ready([self._ctl], select.POLLIN, left):
                 return None
             data = os.read(self._ctl, 4096)
             if not data:

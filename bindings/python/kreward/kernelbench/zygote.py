@@ -65,6 +65,12 @@ class ZygoteUnavailable(Exception):
 
 _shared = None
 _shared_lock = threading.Lock()
+# zygotes in a row that ended before they forked any worker (a lost first
+# spawn: a kernel refusing what a spawn needs, a fork refused): past this,
+# none is started again and every worker starts by exec, instead of a
+# torch import for each worker on top of its exec (helper-27)
+BARREN_LIMIT = 2
+_barren = 0
 
 
 def shared_zygote(env):
@@ -73,7 +79,7 @@ def shared_zygote(env):
     or a spawn's answer lost); the last one where it failed its own start
     (its spawn then raises ZygoteUnavailable with the reason: a restart
     would fail the same way, a torch import each time)."""
-    global _shared
+    global _shared, _barren
     with _shared_lock:
         z = _shared
         if z is not None and not z._ready and z.proc.poll() is not None:
@@ -84,6 +90,12 @@ def shared_zygote(env):
                     pass
         if z is None or (not z.failed_start and (z.why or z.proc.poll() is not None)):
             if z is not None:
+                _barren = 0 if z.spawned else _barren + 1
+                if _barren >= BARREN_LIMIT:
+                    z.failed_start = True
+                    z.why = (f"{BARREN_LIMIT} zygotes in a row ended before they forked a worker; "
+                             f"the last: {z.why or 'it exited'}")[:600]
+                    return z
                 z.close()
             _shared = Zygote(env)
         return _shared
@@ -93,8 +105,8 @@ def _forget_in_child():
     """A fork of the caller (a DataLoader's worker, multiprocessing) starts
     its own zygote if it asks for one, and holds no socket of its parent's
     (which would keep that zygote alive past its caller)."""
-    global _shared, _shared_lock
-    z, _shared, _shared_lock = _shared, None, threading.Lock()
+    global _shared, _shared_lock, _barren
+    z, _shared, _shared_lock, _barren = _shared, None, threading.Lock(), 0
     if z is not None:
         try:
             z._sock.close()
@@ -128,10 +140,20 @@ class ForkedProcess:
         self.returncode = None
         self.args = ["zygote", WORKER]
         self._lock = threading.Lock()
+        self._owner = os.getpid()
+
+    def _foreign(self):
+        """Whether this is a fork of the caller (multiprocessing, a helper
+        process) holding a copy: there the supervisor is the parent's, and
+        ended as far as this process goes, as a Popen child is to a fork of
+        its parent (ECHILD), so nothing here reaps, signals or evaluates
+        with the parent's workers (a Runner's end in the fork would
+        otherwise have sent them `reap`: helper-27)."""
+        return os.getpid() != self._owner
 
     def poll(self):
         with self._lock:
-            if self.returncode is None and _readable(self._pidfd, 0):
+            if self.returncode is None and (self._foreign() or _readable(self._pidfd, 0)):
                 self.returncode = -1
                 os.close(self._pidfd)
                 self._pidfd = None
@@ -141,7 +163,7 @@ class ForkedProcess:
         try:
             fd = self.dup_pidfd()
         except ProcessLookupError:
-            return self.returncode
+            return self.poll()
         try:
             ready = _readable(fd, timeout)
         finally:
@@ -154,7 +176,7 @@ class ForkedProcess:
         """A pidfd of its own (the caller closes it), or ProcessLookupError
         once it has ended."""
         with self._lock:
-            if self._pidfd is None:
+            if self._pidfd is None or self._foreign():
                 raise ProcessLookupError(self.pid)
             return os.dup(self._pidfd)
 
@@ -162,7 +184,7 @@ class ForkedProcess:
         """SIGKILL to the supervisor (alone in its process group: the
         worker is in a session of its own, ended by its parent-death signal)."""
         with self._lock:
-            if self._pidfd is not None:
+            if self._pidfd is not None and not self._foreign():
                 try:
                     signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
                 except OSError:
@@ -189,6 +211,7 @@ class Zygote:
         self.why = None            # why it can fork no more (ZygoteUnavailable's text)
         self.failed_start = False  # its own start failed (its import): not started again
         self.import_s = None       # torch's import in the zygote, from its ready
+        self.spawned = 0           # workers it forked and answered for
         self._ready = False
         self._unanswered_end = False  # its socket closed with no answer read (it ended)
         self._lock = threading.Lock()  # one spawn at a time: in-flight slots share a zygote
@@ -324,6 +347,7 @@ class Zygote:
                 self._end_process()
                 raise ZygoteLost(self.why)
             self._fail(f"the zygote could not fork: {msg.get('error', msg)}")
+        self.spawned += 1
         return ForkedProcess(msg["pid"], fds[0], os.fdopen(ctl_in_w, "wb"), os.fdopen(ctl_out_r, "rb"))
 
     def _end_process(self):

@@ -31,6 +31,10 @@ def _serve(sock):
         spec = importlib.util.spec_from_file_location("kr_kb_worker", WORKER)
         worker = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(worker)
+        # every spawn's answer carries a pidfd: a kernel or a seccomp
+        # profile that refuses pidfd_open fails this start (the caller then
+        # starts workers by exec), not every spawn after a ready
+        os.close(os.pidfd_open(os.getpid()))
     except BaseException as e:  # noqa: BLE001 - said to the caller, which starts workers by exec
         socket.send_fds(sock, [json.dumps({"ready": False, "error": f"{type(e).__name__}: {e}"[:500]}
                                           ).encode()], [])
@@ -39,7 +43,7 @@ def _serve(sock):
                                       ).encode()], [])
     while True:
         _reap()
-        if not select.select([sock], [], [], 1.0)[0]:
+        if not _readable(sock, 1.0):
             continue
         try:
             data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, MAX_FDS)
@@ -64,7 +68,8 @@ def _serve(sock):
             if pid is not None:  # forked, not answered: ended (the caller will not use its descriptors)
                 try:
                     os.kill(pid, signal.SIGKILL)
-                except OSError:
+                    os.waitpid(pid, 0)  # reaped here: the caller ends this zygote next, and an
+                except OSError:         # orphaned zombie would stay with a caller that is PID 1
                     pass
             answer = {"id": req.get("id") if isinstance(req, dict) else None,
                       "error": f"{type(e).__name__}: {e}"[:500], "forked": pid is not None}
@@ -75,6 +80,14 @@ def _serve(sock):
         finally:
             for fd in fds:
                 os.close(fd)
+
+
+def _readable(sock, timeout_s):
+    """poll, not select: the socket keeps the caller's descriptor number
+    (pass_fds), which in a busy trainer is past what select takes."""
+    p = select.poll()
+    p.register(sock, select.POLLIN)
+    return bool(p.poll(timeout_s * 1000))
 
 
 def _reap():

@@ -770,6 +770,40 @@ def test_a_staged_batch_goes_through_the_workers_shared_buffer_in_pieces(tmp_pat
         assert run(r, SKIP_THE_STAGE, baseline=False)["verdict"] == "wrong"
 
 
+SMALL_RELU = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(64, 128)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_small_problems_staging_buffer_is_sized_by_its_batches(tmp_path_factory):
+    """A worker's staging buffer holds what one batch can stage, not
+    SHARED_BYTES whatever the problem: a 64 x 128 relu's largest batch
+    (MAX_CALLS calls of 64 KiB in and out) is a few MiB, and its workers'
+    buffers no larger (each had 128 MiB of the caller's GPU: helper-27)."""
+    from kreward.kernelbench import processes
+    from kreward.kernelbench.timing import MAX_CALLS
+    with cpu_runner(tmp_path_factory, written(tmp_path_factory, "small_relu.py", SMALL_RELU)) as r:
+        r.staged = True
+        res = run(r, SMALL_RELU.replace("class Model(", "class ModelNew("), baseline=True)
+        assert res["verdict"] == "pass" and res["staging"] == {"candidate": "ipc", "baseline": "ipc"}, res
+        size = r._processes.baseline.shared.nbytes
+        assert size <= MAX_CALLS * r.max_call_bytes + (1 << 20) < processes.SHARED_BYTES, size
+
+
 def test_a_shared_buffer_that_cannot_be_exported_leaves_the_region(staged_matmul_runner, monkeypatch):
     """A buffer made but refused a descriptor (the driver's export failed):
     the worker starts without one, staged through the region (said why),

@@ -165,11 +165,11 @@ def test_what_a_forked_candidate_leaves_running_is_ended(relu, tmp_path):
 @pytest.fixture
 def fresh_zygote():
     """The process's zygote forgotten before and after (each test its own)."""
-    zygote_mod._shared = None
+    zygote_mod._shared, zygote_mod._barren = None, 0
     yield
     if zygote_mod._shared is not None:
         zygote_mod._shared.close()
-    zygote_mod._shared = None
+    zygote_mod._shared, zygote_mod._barren = None, 0
 
 
 def test_every_runner_shares_the_processes_zygote(relu, tmp_path, fresh_zygote):
@@ -418,3 +418,110 @@ def test_a_zygote_killed_during_its_start_may_be_started_again(fresh_zygote):
         assert r["ok"] and w.started_by == "zygote", (r, w.started_by)
     finally:
         w.end()
+
+
+def test_a_fork_of_the_caller_leaves_the_parents_workers_alone(relu, tmp_path):
+    """A trainer's fork (multiprocessing, a helper) that drops its copy of a
+    Runner: with exec'd workers its poll met ECHILD and sent nothing; a
+    forked supervisor's pidfd said alive, and the fork's end of the Runner
+    sent `reap` to the parent's baseline and spare (helper-27). Now the
+    parent's supervisors are ended as far as the fork goes."""
+    with Runner(relu, "cpu", cache_dir=str(tmp_path / "ext"), timeout_s=300, call_timeout_s=60) as r:
+        assert quick(r, HONEST)["verdict"] == "pass"
+        p = r._processes
+        assert p.baseline.alive() and p.spare is not None and p.spare.alive()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                r.close()  # what the fork's finalisation of its copy runs
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        time.sleep(0.3)
+        assert p.baseline is not None and p.baseline.alive(), "the fork ended the parent's baseline worker"
+        assert p.spare is not None and p.spare.alive(), "the fork ended the parent's spare"
+        assert quick(r, HONEST, 2)["verdict"] == "pass"
+
+
+SITE_WITHOUT_PIDFDS = """
+import errno, os, sys
+if sys.argv and os.path.basename(sys.argv[0]) == "zygote_main.py":
+    def _refused(pid, flags=0):
+        raise OSError(errno.ENOSYS, "Function not implemented")
+    os.pidfd_open = _refused
+"""
+
+
+def test_a_zygote_without_pidfds_fails_its_start_once(relu, tmp_path, fresh_zygote, monkeypatch):
+    """A kernel or seccomp profile that refuses pidfd_open (which every
+    spawn's answer needs) in the zygote: its start fails, so workers start
+    by exec with no zygote started again; it had said ready, and each
+    spawn was then lost and a new zygote (a torch import) started for
+    every worker, on top of its exec (helper-27)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITE_WITHOUT_PIDFDS)
+    monkeypatch.setenv("PYTHONPATH", f"{site}:{os.environ.get('PYTHONPATH', '')}")
+    started = []
+    real_init = zygote_mod.Zygote.__init__
+
+    def counting(self, env):
+        started.append(1)
+        real_init(self, env)
+    monkeypatch.setattr(zygote_mod.Zygote, "__init__", counting)
+    with Runner(relu, "cpu", cache_dir=str(tmp_path / "ext"), timeout_s=300, call_timeout_s=60) as r:
+        got = [quick(r, HONEST + f"# {i}\n", i) for i in range(3)]
+    assert all(x["verdict"] == "pass" for x in got), got
+    assert all(x["worker_start"].startswith("exec (") for x in got), [x["worker_start"] for x in got]
+    assert "Function not implemented" in got[0]["worker_start"], got[0]["worker_start"]
+    assert len(started) == 1, f"{len(started)} zygotes started for 3 candidates"
+
+
+def test_zygotes_whose_spawns_are_lost_are_not_started_for_every_worker(relu, tmp_path, fresh_zygote,
+                                                                        monkeypatch):
+    """Zygotes that say ready and then lose every spawn (a fork refused, a
+    kernel refusing what the child needs): BARREN_LIMIT of them in a row,
+    then every worker starts by exec, no torch import each on top."""
+    started = []
+    real_init = zygote_mod.Zygote.__init__
+
+    def counting(self, env):
+        started.append(1)
+        real_init(self, env)
+
+    def lost(self, *a, **kw):
+        self._wait_ready(120)
+        self.why = "a spawn's answer was lost: played by the test"
+        self._end_process()
+        raise ZygoteLost(self.why)
+    monkeypatch.setattr(zygote_mod.Zygote, "__init__", counting)
+    monkeypatch.setattr(zygote_mod.Zygote, "_spawn", lost)
+    with Runner(relu, "cpu", cache_dir=str(tmp_path / "ext"), timeout_s=300, call_timeout_s=60) as r:
+        got = [quick(r, HONEST + f"# {i}\n", i) for i in range(3)]
+    assert all(x["verdict"] == "pass" and x["worker_start"].startswith("exec (") for x in got), got
+    assert len(started) == zygote_mod.BARREN_LIMIT, started
+
+
+def test_a_busy_trainers_workers_start_and_answer(fresh_zygote):
+    """A trainer with over 1023 descriptors open: the workers' pipes and the
+    zygote's socket get numbers select() refuses (ValueError out of
+    evaluate; the zygote dead after its ready), so both sides poll."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1300:
+        pytest.skip("needs RLIMIT_NOFILE >= 1300")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1300), hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        for z in (zygote_mod.shared_zygote(worker_environment()), None):
+            w = WorkerProcess(zygote=z)
+            try:
+                r, _ = w.request({"op": "ready", "device": "cpu", "library": library_path()}, 120)
+                assert r["ok"], r
+                assert w.started_by == ("zygote" if z is not None else "exec"), w.started_by
+            finally:
+                assert w.end()["clean"]
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
