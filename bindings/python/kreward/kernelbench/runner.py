@@ -192,8 +192,8 @@ class Runner:
         where none binds) or "torch" (a torch.profiler session: seconds of
         kineto start in each fresh worker). Results' attribution_via says
         which ran.
-        zygote (default True since measured on a GPU: 2.4x issue 31's
-        batch, docs/results.md): fork every worker from the process's
+        zygote (default True since measured on a GPU: a worker's ready
+        2.3x sooner on an H100, docs/results.md): fork every worker from the process's
         zygote, one process with torch already imported that every Runner
         shares (zygote.py: CUDA never started there), so a worker's start
         skips Python's and torch's (False: each worker is a fresh Python
