@@ -22,6 +22,7 @@ import threading
 import time
 
 from .zygote import ForkedProcess, ZygoteUnavailable
+from .zygote_main import ready
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 F_SETPIPE_SZ = 1031       # fcntl: outputs of 64 MB in 1 MB reads, not 64 kB ones
@@ -60,17 +61,6 @@ def worker_environment():
     keep.setdefault("USER", "kreward")
     keep.setdefault("LOGNAME", keep["USER"])
     return keep
-
-
-def _ready(fds, events, timeout_s):
-    """The descriptors of fds ready for events (select.POLLIN or POLLOUT;
-    an end or an error counts, as select counted them) within timeout_s.
-    poll, not select: in a trainer with over 1023 descriptors open the
-    workers' pipes get numbers select refuses (ValueError out of evaluate)."""
-    p = select.poll()
-    for fd in fds:
-        p.register(fd, events)
-    return [fd for fd, _ in p.poll(max(0.0, timeout_s) * 1000)]
 
 
 class WorkerDied(Exception):
@@ -373,10 +363,10 @@ class WorkerProcess:
         pipe open: no EOF then)."""
         while True:
             left = deadline - time.monotonic()
-            ready = _ready([self._r, self._ctl], select.POLLIN, left) if left > 0 else []
-            if self._r in ready:
+            got = ready([self._r, self._ctl], select.POLLIN, left) if left > 0 else []
+            if self._r in got:
                 return
-            if not ready:
+            if not got:
                 raise WorkerTimeout("the worker did not answer in time")
             self._control_line(0)  # an event: the worker's end
             if self.exited or self.ctl_closed:
@@ -430,7 +420,7 @@ class WorkerProcess:
             deadline = self.deadline
         while data:
             left = deadline - time.monotonic()
-            if left <= 0 or not _ready([self._w], select.POLLOUT, left):
+            if left <= 0 or not ready([self._w], select.POLLOUT, left):
                 raise WorkerTimeout(self.deadline_why if capped else
                                     "the worker did not read its requests in time")
             try:
@@ -496,7 +486,7 @@ class WorkerProcess:
         deadline = time.monotonic() + timeout_s
         while b"\n" not in self._ctl_buf:
             left = max(0.0, deadline - time.monotonic())
-            if not _ready([self._ctl], select.POLLIN, left):
+            if not ready([self._ctl], select.POLLIN, left):
                 return None
             data = os.read(self._ctl, 4096)
             if not data:

@@ -34,7 +34,6 @@ program (its import of torch, the loop that forks, the child's set-up) is
 zygote_main.py."""
 import json
 import os
-import select
 import signal
 import socket
 import subprocess
@@ -42,20 +41,11 @@ import sys
 import tempfile
 import threading
 
-from .zygote_main import MAX_MESSAGE, WORKER
+from .zygote_main import MAX_MESSAGE, WORKER, ready
 
 # the zygote process's program (zygote_main.py), run by path
 ZYGOTE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote_main.py")
 READY_TIMEOUT_S = 120.0   # the zygote's own start (torch's import on a busy host)
-
-
-def _readable(fd, timeout_s):
-    """Whether fd has something to read (or its end: EOF, a process's exit
-    on a pidfd) within timeout_s (None: no limit); poll, not select, so a
-    descriptor numbered past 1023 in a busy trainer works too."""
-    p = select.poll()
-    p.register(fd, select.POLLIN)
-    return bool(p.poll(None if timeout_s is None else max(0.0, timeout_s) * 1000))
 
 
 class ZygoteUnavailable(Exception):
@@ -153,7 +143,7 @@ class ForkedProcess:
 
     def poll(self):
         with self._lock:
-            if self.returncode is None and (self._foreign() or _readable(self._pidfd, 0)):
+            if self.returncode is None and (self._foreign() or ready([self._pidfd], timeout_s=0)):
                 self.returncode = -1
                 os.close(self._pidfd)
                 self._pidfd = None
@@ -165,10 +155,10 @@ class ForkedProcess:
         except ProcessLookupError:
             return self.poll()
         try:
-            ready = _readable(fd, timeout)
+            ended = ready([fd], timeout_s=timeout)
         finally:
             os.close(fd)
-        if not ready:
+        if not ended:
             raise subprocess.TimeoutExpired(self.args, timeout)
         return self.poll()
 
@@ -261,7 +251,7 @@ class Zygote:
         self.import_s, self._ready = msg.get("import_s"), True
 
     def _receive(self, timeout_s, what):
-        if not _readable(self._sock.fileno(), timeout_s):
+        if not ready([self._sock], timeout_s=timeout_s):
             self._fail(f"the zygote did not answer {what} in {timeout_s:.0f} s")
         try:
             data, fds, _, _ = socket.recv_fds(self._sock, MAX_MESSAGE, 1, socket.MSG_CMSG_CLOEXEC)

@@ -4,7 +4,8 @@ the socket pair's number, it imports torch and worker.py, says whether
 that worked, then forks a supervisor for each spawn request and answers
 with its pid and a pidfd; EOF on the socket ends it.
 
-Standard library only at import (the caller imports the constants below);
+Standard library only at import (the caller imports the constants below
+and `ready`, the poll helper of both sides);
 torch is imported by _serve, in the zygote process alone."""
 import json
 import os
@@ -18,6 +19,20 @@ import time
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 MAX_MESSAGE = 1 << 20     # a request: the worker's sandbox config and environment
 MAX_FDS = 8               # control in/out, log, and the worker's four
+
+
+def ready(fds, events=select.POLLIN, timeout_s=None):
+    """The descriptors (or objects with fileno) of fds ready for events
+    (POLLIN or POLLOUT; an end or an error counts, as select counted them)
+    within timeout_s (None: no limit). poll, not select: in a trainer with
+    over 1023 descriptors open, the workers' pipes, pidfds and this
+    process's socket (it keeps the caller's number) get numbers select
+    refuses. The one helper of the caller's side (zygote.py,
+    worker_process.py) and of the zygote process."""
+    p = select.poll()
+    for fd in fds:
+        p.register(fd, events)
+    return [fd for fd, _ in p.poll(None if timeout_s is None else max(0.0, timeout_s) * 1000)]
 
 
 def _serve(sock):
@@ -43,7 +58,7 @@ def _serve(sock):
                                       ).encode()], [])
     while True:
         _reap()
-        if not _readable(sock, 1.0):
+        if not ready([sock], select.POLLIN, 1.0):
             continue
         try:
             data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, MAX_FDS)
@@ -80,14 +95,6 @@ def _serve(sock):
         finally:
             for fd in fds:
                 os.close(fd)
-
-
-def _readable(sock, timeout_s):
-    """poll, not select: the socket keeps the caller's descriptor number
-    (pass_fds), which in a busy trainer is past what select takes."""
-    p = select.poll()
-    p.register(sock, select.POLLIN)
-    return bool(p.poll(timeout_s * 1000))
 
 
 def _reap():
