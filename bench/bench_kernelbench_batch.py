@@ -152,13 +152,24 @@ def run_variant(name, options, problems, batch, reward):
         wall = time.perf_counter() - t0
     wrong = [(p, r.verdict, want, (r.message or "")[:160]) for (p, _, want, _), r in zip(batch, reports)
              if r.verdict != want]
-    # the Model timed as its own candidate: how far from 1 the speedup is,
-    # with each worker's launch time (measured in its ready) beside it
-    identical = []
+    phases, ops, identical = {}, {}, []
     for (p, _, _, same), r in zip(batch, reports):
+        for key, value in r.metrics().items():
+            if key.startswith("phase_") and key.endswith("_s"):
+                phases.setdefault(key[6:-2], []).append(value)
+        result = json.loads(r.text("kernelbench") or "{}")
+        # inside the timed phases: each side's requests and the caller's
+        # own steps (the result's ops_s, timing.py clocks_read)
+        for side, steps in (result.get("ops_s") or {}).items():
+            for op, seconds in steps.items():
+                ops.setdefault(f"{side}.{op}", []).append(seconds)
+        for key in ("calls", "batches"):
+            if isinstance(result.get(key), (int, float)):
+                ops.setdefault(f"({key})", []).append(result[key])
+        # the Model timed as its own candidate: how far from 1 the speedup
+        # is, with each worker's launch time (measured in its ready) beside it
         if same and r.verdict == "passed" and r.get("speedup", float("nan")) == r.get("speedup"):
             identical.append(r.get("speedup"))
-            result = json.loads(r.text("kernelbench") or "{}")
             launch = result.get("launch_us") or {}
             print(f"  {name}: {pathlib.Path(p).stem} as its own candidate: speedup {r.get('speedup'):.3f}, "
                   f"time_us {result.get('time_us')}, baseline_us {result.get('baseline_us')}, "
@@ -167,20 +178,6 @@ def run_variant(name, options, problems, batch, reward):
                   f"batches_us {result.get('batches_us')}, batches_event_us {result.get('batches_event_us')}, "
                   f"kernel_share {result.get('kernel_share')}",
                   flush=True)
-    phases, ops = {}, {}
-    for r in reports:
-        for key, value in r.metrics().items():
-            if key.startswith("phase_") and key.endswith("_s"):
-                phases.setdefault(key[6:-2], []).append(value)
-        # inside the timed phases: each side's requests and the caller's
-        # own steps (the result's ops_s, timing.py clocks_read)
-        result = json.loads(r.text("kernelbench") or "{}")
-        for side, steps in (result.get("ops_s") or {}).items():
-            for op, seconds in steps.items():
-                ops.setdefault(f"{side}.{op}", []).append(seconds)
-        for key in ("calls", "batches"):
-            if isinstance(result.get(key), (int, float)):
-                ops.setdefault(f"({key})", []).append(result[key])
     return {"name": name, "options": options, "setup_s": setup, "wall_s": wall, "n": len(reports),
             "rate": len(reports) / wall if wall > 0 else float("inf"), "wrong": wrong,
             "phases": {k: statistics.median(v) for k, v in phases.items()},

@@ -61,7 +61,9 @@ def quick(runner, source, seed=1):
 
 
 def ready_in(zygote):
-    """Seconds from a worker's creation to its ready reply (no sandbox)."""
+    """Seconds from a worker's creation to its ready reply (no sandbox),
+    started the way asked (forked by zygote, or by exec for None) and
+    ended cleanly."""
     t0 = time.perf_counter()
     w = WorkerProcess(zygote=zygote)
     try:
@@ -70,7 +72,7 @@ def ready_in(zygote):
         assert w.started_by == ("zygote" if zygote else "exec"), w.started_by
         return time.perf_counter() - t0
     finally:
-        w.end()
+        assert w.end()["clean"]
 
 
 def tree(pid):
@@ -170,6 +172,19 @@ def fresh_zygote():
     if zygote_mod._shared is not None:
         zygote_mod._shared.close()
     zygote_mod._shared, zygote_mod._barren = None, 0
+
+
+@pytest.fixture
+def zygote_starts(monkeypatch):
+    """A list that gets an entry for every zygote started."""
+    started = []
+    real_init = zygote_mod.Zygote.__init__
+
+    def counting(self, env):
+        started.append(1)
+        real_init(self, env)
+    monkeypatch.setattr(zygote_mod.Zygote, "__init__", counting)
+    return started
 
 
 def test_every_runner_shares_the_processes_zygote(relu, tmp_path, fresh_zygote):
@@ -394,12 +409,7 @@ def test_a_caller_whose_folder_was_removed_still_forks(tmp_path, fresh_zygote):
     os.chdir(gone)
     try:
         gone.rmdir()
-        w = WorkerProcess(zygote=z)
-        try:
-            r, _ = w.request({"op": "ready", "device": "cpu", "library": library_path()}, 120)
-            assert r["ok"] and w.started_by == "zygote", (r, w.started_by)
-        finally:
-            w.end()
+        ready_in(z)
     finally:
         os.chdir(here)
 
@@ -412,12 +422,7 @@ def test_a_zygote_killed_during_its_start_may_be_started_again(fresh_zygote):
     z.proc.wait()
     z2 = shared_zygote(worker_environment())
     assert z2 is not z and not z.failed_start
-    w = WorkerProcess(zygote=z2)
-    try:
-        r, _ = w.request({"op": "ready", "device": "cpu", "library": library_path()}, 120)
-        assert r["ok"] and w.started_by == "zygote", (r, w.started_by)
-    finally:
-        w.end()
+    ready_in(z2)
 
 
 def test_a_fork_of_the_caller_leaves_the_parents_workers_alone(relu, tmp_path):
@@ -452,7 +457,8 @@ if sys.argv and os.path.basename(sys.argv[0]) == "zygote_main.py":
 """
 
 
-def test_a_zygote_without_pidfds_fails_its_start_once(relu, tmp_path, fresh_zygote, monkeypatch):
+def test_a_zygote_without_pidfds_fails_its_start_once(relu, tmp_path, fresh_zygote, zygote_starts,
+                                                     monkeypatch):
     """A kernel or seccomp profile that refuses pidfd_open (which every
     spawn's answer needs) in the zygote: its start fails, so workers start
     by exec with no zygote started again; it had said ready, and each
@@ -462,44 +468,29 @@ def test_a_zygote_without_pidfds_fails_its_start_once(relu, tmp_path, fresh_zygo
     site.mkdir()
     (site / "sitecustomize.py").write_text(SITE_WITHOUT_PIDFDS)
     monkeypatch.setenv("PYTHONPATH", f"{site}:{os.environ.get('PYTHONPATH', '')}")
-    started = []
-    real_init = zygote_mod.Zygote.__init__
-
-    def counting(self, env):
-        started.append(1)
-        real_init(self, env)
-    monkeypatch.setattr(zygote_mod.Zygote, "__init__", counting)
     with Runner(relu, "cpu", cache_dir=str(tmp_path / "ext"), timeout_s=300, call_timeout_s=60) as r:
         got = [quick(r, HONEST + f"# {i}\n", i) for i in range(3)]
     assert all(x["verdict"] == "pass" for x in got), got
     assert all(x["worker_start"].startswith("exec (") for x in got), [x["worker_start"] for x in got]
     assert "Function not implemented" in got[0]["worker_start"], got[0]["worker_start"]
-    assert len(started) == 1, f"{len(started)} zygotes started for 3 candidates"
+    assert len(zygote_starts) == 1, f"{len(zygote_starts)} zygotes started for 3 candidates"
 
 
 def test_zygotes_whose_spawns_are_lost_are_not_started_for_every_worker(relu, tmp_path, fresh_zygote,
-                                                                        monkeypatch):
+                                                                        zygote_starts, monkeypatch):
     """Zygotes that say ready and then lose every spawn (a fork refused, a
     kernel refusing what the child needs): BARREN_LIMIT of them in a row,
     then every worker starts by exec, no torch import each on top."""
-    started = []
-    real_init = zygote_mod.Zygote.__init__
-
-    def counting(self, env):
-        started.append(1)
-        real_init(self, env)
-
     def lost(self, *a, **kw):
         self._wait_ready(120)
         self.why = "a spawn's answer was lost: played by the test"
         self._end_process()
         raise ZygoteLost(self.why)
-    monkeypatch.setattr(zygote_mod.Zygote, "__init__", counting)
     monkeypatch.setattr(zygote_mod.Zygote, "_spawn", lost)
     with Runner(relu, "cpu", cache_dir=str(tmp_path / "ext"), timeout_s=300, call_timeout_s=60) as r:
         got = [quick(r, HONEST + f"# {i}\n", i) for i in range(3)]
     assert all(x["verdict"] == "pass" and x["worker_start"].startswith("exec (") for x in got), got
-    assert len(started) == zygote_mod.BARREN_LIMIT, started
+    assert len(zygote_starts) == zygote_mod.BARREN_LIMIT, zygote_starts
 
 
 def test_a_busy_trainers_workers_start_and_answer(fresh_zygote):
@@ -514,13 +505,7 @@ def test_a_busy_trainers_workers_start_and_answer(fresh_zygote):
     held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
     try:
         for z in (zygote_mod.shared_zygote(worker_environment()), None):
-            w = WorkerProcess(zygote=z)
-            try:
-                r, _ = w.request({"op": "ready", "device": "cpu", "library": library_path()}, 120)
-                assert r["ok"], r
-                assert w.started_by == ("zygote" if z is not None else "exec"), w.started_by
-            finally:
-                assert w.end()["clean"]
+            ready_in(z)
     finally:
         for fd in held:
             os.close(fd)
