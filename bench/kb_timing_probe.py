@@ -20,13 +20,14 @@ the real worker does not report:
   py_probe_us      a fixed pure-Python loop timed right after the batch (host speed)
 
 Variants per problem:
-  now     as worker.go: per-call Triton unmask through keystream.xor_,
-          torch.func.functional_call for lifted weights, inputs.sums /
-          sums_of_many per output (commit_triton per chunk)
-  fixed   the same work with less host: the unmask's compiled kernel launched
-          directly, parameters swapped into _parameters, the commitment of the
-          whole batch in ONE Triton launch over a table of output pointers
-          (bit-identical to inputs.sums; checked here on every batch)
+  before  as worker.go was up to 3d5e1ff: the unmask through Triton's JIT
+          launch, torch.func.functional_call for lifted weights, the
+          commitment per output column (inputs.sums_of_many)
+  now     as worker.go is: the unmask's compiled kernel launched directly
+          (keystream.py), the weights put into the model's slots
+          (weight_slots.py), the whole batch's commitment in one launch
+          over a table of output addresses (inputs.sums_of_table; its bits
+          against inputs.sums checked here once)
 and gaps between batches: sleep 25 ms (the caller's staging: the worker
 blocks), or spin 25 ms (the worker busy-polls), or none.
 
@@ -42,7 +43,7 @@ alone), the batched table commitment, softmax, layernorm, gemm.
 
 Standalone: nothing of the caller, no IPC, no sandbox. If this process shows
 the same two levels as the kbbatch reports, the spread is the host's or the
-GPU's and not the harness's IPC; if `fixed` is flat where `now` spreads, the
+GPU's and not the harness's IPC; if `now` is flat where `before` spreads, the
 harness's per-call host work is what exposes the loop to host speed."""
 import argparse
 import ctypes
@@ -267,141 +268,33 @@ def lay_out(layout, calls):
 
 
 # ------------------------------------------------------------------ variants
-try:  # the table commitment's kernel (module level: Triton reads its constants from the module)
-    import triton
-    import triton.language as tl
-    GOLDEN = tl.constexpr(0x9E3779B97F4A7C15 - (1 << 64))
-    MIX1 = tl.constexpr(0xBF58476D1CE4E5B9 - (1 << 64))
-    MIX2 = tl.constexpr(0x94D049BB133111EB - (1 << 64))
-
-    @triton.jit(do_not_specialize=["ptrs", "widths", "part", "nblocks"])
-    def mixed_sums_table_kernel(ptrs, widths, part, nblocks, BLOCK: tl.constexpr):
-        """Row program_id(1) of a table of tensors (address, int64 words):
-        commit_triton's mixing with positions from 0 per tensor, so each
-        row's two sums are inputs.sums(tensor)'s bits."""
-        b, row = tl.program_id(0), tl.program_id(1)
-        base = tl.load(ptrs + row).to(tl.pointer_type(tl.int64))
-        width = tl.load(widths + row)
-        offs = b.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-        mask = offs < width
-        w = tl.load(base + offs, mask=mask, other=0)
-        z = w ^ (offs * GOLDEN)
-        z = (z ^ (z >> 30)) * MIX1
-        z = (z ^ (z >> 27)) * MIX2
-        z = z ^ (z >> 31)
-        at = (row.to(tl.int64) * nblocks + b) * 2
-        tl.store(part + at, tl.sum(tl.where(mask, z, 0), axis=0))
-        tl.store(part + at + 1, tl.sum(tl.where(mask, z * GOLDEN + w, 0), axis=0))
-except Exception as _e:  # noqa: BLE001
-    mixed_sums_table_kernel = None
-    _TABLE_WHY = f"{type(_e).__name__}: {_e}"
-
-
-def _table_kernel():
-    if mixed_sums_table_kernel is None:
-        raise RuntimeError(_TABLE_WHY)
-    return mixed_sums_table_kernel
-
-
-class Table:
-    """The whole batch's commitment in one launch (bit-identical to inputs.sums)."""
-
-    def __init__(self, dev):
-        self.dev, self.kernel = dev, None
-        if dev != "cpu":
-            try:
-                self.kernel = _table_kernel()
-            except Exception as e:  # noqa: BLE001
-                print(json.dumps({"table_kernel": f"unavailable: {e}"}), flush=True)
-        self.pinned = None
-
-    def sums(self, outs, BLOCK=1024):
-        """[n, 2] int64 (device), or None (fallback)."""
-        if self.kernel is None:
-            return None
-        ptrs, widths = [], []
-        for x in outs:
-            nb = x.numel() * x.element_size()
-            if not x.is_contiguous() or nb % 8 or x.data_ptr() % 8 or x.device.type != "cuda":
-                return None
-            ptrs.append(x.data_ptr())
-            widths.append(nb // 8)
-        n = len(outs)
-        if self.pinned is None or self.pinned.numel() < 2 * n:
-            self.pinned = torch.empty(2 * n, dtype=torch.int64, pin_memory=True)
-        host = self.pinned[:2 * n]
-        host.copy_(torch.tensor(ptrs + widths, dtype=torch.int64))
-        table = host.to(self.dev, non_blocking=True)
-        nblocks = max(1, -(-max(widths) // BLOCK))
-        part = torch.empty(n, nblocks, 2, dtype=torch.int64, device=self.dev)
-        self.kernel[(nblocks, n)](table, table[n:], part, nblocks, BLOCK=BLOCK)
-        return part.sum(1)
-
-
 class Unmask:
-    """keystream.xor_ (now) or the same tile kernel's compiled form launched
-    directly (fixed): Triton's JIT binding, cache key and global checks skipped."""
+    """The unmask as worker.go runs it (now: inputs.mask, the compiled kernel
+    launched directly where keystream chose that) or as it ran before
+    (before: the same kernel through Triton's JIT launch)."""
 
-    def __init__(self, dev, direct):
-        self.dev, self.direct, self.ck, self.why, self.block = dev, direct, None, None, None
-        if dev == "cpu" or not direct:
+    def __init__(self, dev, now):
+        self.dev, self.jit, self.why = dev, None, None
+        if dev == "cpu" or now:
             return
-        try:
-            inputs.warm(dev)
-            path = keystream.gpu_path()["path"] or ""
-            if "choice 0" not in path:
-                raise RuntimeError(f"this device masks with {path!r}, not the tile kernel")
-            kt = load("keystream_triton")  # the same source: the same bits
-            kern, block, warps = kt.CHOICES[0]
-            dummy = torch.zeros(16 * block, dtype=torch.int32, device=dev)
-            self.ck = kern.warmup(dummy, inputs.new_key(dev).on_device, block, 5, DOUBLE_ROUNDS=4,
-                                  BLOCK=block, num_warps=warps, grid=(1,))
-            self.block = block
-            # the direct launch's bits against keystream.xor_'s, once
-            key = inputs.new_key(dev)
-            a = torch.zeros(64 * 777, dtype=torch.uint8, device=dev)
-            b = a.clone()
-            inputs.mask(a, key, 64 * 5)
-            w = b.view(torch.int32)
-            self.ck[(-(-777 // block), 1, 1)](w, key.on_device, 777, 5, 4, block)
-            if not torch.equal(a, b):
-                raise RuntimeError("the direct launch gave other bits than keystream.xor_")
-        except Exception as e:  # noqa: BLE001
-            self.ck, self.why = None, f"{type(e).__name__}: {e}"[:200]
+        inputs.warm(dev)
+        path = keystream.gpu_path()["path"] or ""
+        if "choice 0" in path:
+            self.jit = load("keystream_triton")  # the same source: the same bits
+        else:
+            self.why = f"this device masks with {path!r}, not the tile kernel"
 
     def __call__(self, span, key, start):
         if self.dev == "cpu":
             keystream._torch_xor(span.view(torch.int32), key.words, start // keystream.BLOCK_BYTES, 8)
-            return
-        if self.ck is None:
-            inputs.mask(span, key, start)
-            return
-        words = span.view(torch.int32)
-        blocks = words.numel() // 16
-        try:
-            self.ck[(-(-blocks // self.block), 1, 1)](words, key.on_device, blocks,
-                                                      start // keystream.BLOCK_BYTES, 4, self.block)
-        except Exception as e:  # noqa: BLE001 - (raised before any launch) the JIT path from now on
-            self.ck, self.why = None, f"direct launch failed: {type(e).__name__}: {e}"[:200]
+        elif self.jit is not None:
+            self.jit.chacha_xor(span.view(torch.int32), key.on_device, start // keystream.BLOCK_BYTES,
+                                keystream.ROUNDS)
+        else:
             inputs.mask(span, key, start)
 
 
-def make_swap(model, names):
-    slots = []
-    for n in names:
-        path, _, attr = n.rpartition(".")
-        m = model.get_submodule(path) if path else model
-        slots.append((m._parameters if attr in m._parameters else m._buffers, attr))
-    originals = [d[a] for d, a in slots]
-
-    def swap(tensors):
-        for (d, a), t in zip(slots, tensors):
-            d[a] = t
-
-    def restore():
-        for (d, a), t in zip(slots, originals):
-            d[a] = t
-    return swap, restore
+WeightSlots = load("weight_slots").WeightSlots
 
 
 # ------------------------------------------------------------------ batches
@@ -417,12 +310,11 @@ def one_problem(name, spec, dev, args, nvml, dry):
     sync = torch.cuda.synchronize if dev != "cpu" else (lambda: None)
     commit_stream = torch.cuda.Stream() if dev != "cpu" else None
     fc = torch.func.functional_call
-    table = Table(dev)
     out = []
     for variant in args.variants:
-        fixed = variant == "fixed"
-        unmask = Unmask(dev, direct=fixed)
-        swap, restore = make_swap(model, lifted)
+        now = variant == "now"
+        unmask = Unmask(dev, now)
+        slots = WeightSlots(model, lifted) if lifted else None
         for gap in args.gaps:
             rows = []
             vm0 = vmstat()
@@ -460,8 +352,8 @@ def one_problem(name, spec, dev, args, nvml, dry):
                         s, e = spans[i]
                         unmask(staged[s:e], key, s)
                         x = views[i]["x"]
-                        if lifted and fixed:
-                            swap([views[i][n] for n in lifted])
+                        if lifted and now:
+                            slots.put([views[i][n] for n in slots.names])
                             outs.append(model(x))
                         elif lifted:
                             outs.append(fc(model, {n: views[i][n] for n in lifted}, (x,)))
@@ -474,7 +366,8 @@ def one_problem(name, spec, dev, args, nvml, dry):
                     t_synced = time.perf_counter()
                     ctx = torch.cuda.stream(commit_stream) if commit_stream else _null()
                     with ctx:
-                        sums = table.sums(outs) if fixed else None
+                        table = inputs.sums_of_table(outs) if now else None
+                        sums = torch.stack(table) if table is not None else None
                         if sums is None:
                             sums_list = inputs.sums_of_many(outs) if dev != "cpu" else [inputs.sums(o) for o in outs]
                             sums = torch.stack(sums_list)
@@ -485,8 +378,8 @@ def one_problem(name, spec, dev, args, nvml, dry):
                     sync()
                 t_end = time.perf_counter()
                 gc.enable()
-                if lifted and fixed:
-                    restore()
+                if lifted and now:
+                    slots.restore()
                 ru1 = resource.getrusage(resource.RUSAGE_THREAD)
                 ss1, tc1, cpu1 = schedstat(), time.thread_time_ns(), sched_getcpu()
                 n1 = nvml.read()
@@ -503,7 +396,7 @@ def one_problem(name, spec, dev, args, nvml, dry):
                        "reasons0": n0[1], "reasons1": n1[1], "py_probe_us": py_probe()}
                 if ev:
                     row["gpu_calls_us"] = ev[0].elapsed_time(ev[1]) * 1e3 / calls
-                if fixed and b == 1:  # the table's bits against inputs.sums, once
+                if now and b == 1:  # the table's bits against inputs.sums, once
                     ref = [inputs.sums(o).tolist() for o in outs]
                     row["table_bits_equal"] = ref == vals
                 if b:
@@ -513,7 +406,7 @@ def one_problem(name, spec, dev, args, nvml, dry):
             summary = {"problem": name, "variant": variant, "gap": gap, "calls": calls,
                        "median_us": statistics.median(walls), "min_us": min(walls), "max_us": max(walls),
                        "max_over_min": round(max(walls) / min(walls), 3),
-                       "unmask_direct": unmask.ck is not None if fixed else None,
+                       "unmask": keystream.gpu_path()["path"] if now else "Triton's JIT launch",
                        "unmask_why": unmask.why,
                        "medians": {k: statistics.median([r[k] for r in rows]) for k in rows[0]
                                    if isinstance(rows[0][k], (int, float)) and not isinstance(rows[0][k], bool)},
@@ -563,13 +456,12 @@ def kernel_only(dev, dry):
     lin = torch.nn.Linear(2048, 1024).to(dev)
     x_g = torch.randn(1024, 2048, device=dev)
     outs = [torch.randn(4096, 4096, device=dev) for _ in range(8)]
-    table = Table(dev)
     cases = [
         ("copy 64 MB", lambda: dst.copy_(mb64), 1),
         ("unmask 64 MB (keystream.xor_)", lambda: inputs.mask(mb64, key, 0), 1),
         ("unmask 2 GiB in one launch (per 64 MB)", lambda: inputs.mask(big, key, 0), 32),
         ("inputs.sums 64 MB (commit_triton + torch ops)", lambda: inputs.sums(y_sm), 1),
-        ("table commitment, 8 x 64 MB in one launch (per 64 MB)", lambda: table.sums(outs), 8),
+        ("table commitment, 8 x 64 MB in one launch (per 64 MB)", lambda: inputs.sums_of_table(outs), 8),
         ("softmax 4096^2", lambda: torch.softmax(x_sm, 1), 1),
         ("layernorm 4096x1024", lambda: ln(x_ln), 1),
         ("linear+relu 1024x2048->1024", lambda: torch.relu(lin(x_g)), 1),
@@ -610,7 +502,7 @@ def main():
     p.add_argument("--batches", type=int, default=15)
     p.add_argument("--gap-ms", type=float, default=25.0)
     p.add_argument("--gaps", default="sleep,spin,none")
-    p.add_argument("--variants", default="now,fixed")
+    p.add_argument("--variants", default="before,now")
     p.add_argument("--only", default="")
     p.add_argument("--batch-gib", type=int, default=4)
     p.add_argument("--pin", default="", help="CPU list to pin this process to (e.g. 3 or 2,3), "

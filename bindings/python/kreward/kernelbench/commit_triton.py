@@ -44,3 +44,65 @@ def mixed_sums(w, lo):
     mixed_sums_kernel[(blocks, rows)](w2, width, lo, part, BLOCK=BLOCK)
     s = part.sum(1)  # wrapping int64, like every sum of the commitment
     return (s[:, 0], s[:, 1]) if w.dim() == 2 else (s[0, 0], s[0, 1])
+
+
+# one launch for a whole batch: the rows are tensors anywhere on the device,
+# (address, words) from a table, so the commitment of a timed batch costs
+# the clocks one launch instead of one per call or per chunk
+@triton.jit(do_not_specialize=["table", "rows", "blocks", "out_ptr"])
+def mixed_sums_table_kernel(table, rows, blocks, out_ptr, BLOCK: tl.constexpr):
+    """Tensor `program_id(1)` of a table [2, rows] int64 (addresses, then
+    widths in words): block `program_id(0)`'s two partial sums of its words
+    at positions 0.. into out [rows, blocks, 2], mixed as mixed_sums_kernel
+    mixes them."""
+    b, row = tl.program_id(0), tl.program_id(1)
+    base = tl.load(table + row).to(tl.pointer_type(tl.int64))
+    width = tl.load(table + rows + row)
+    offs = b.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < width
+    w = tl.load(base + offs, mask=mask, other=0)
+    z = w ^ (offs * GOLDEN)
+    z = (z ^ (z >> 30)) * MIX1
+    z = (z ^ (z >> 27)) * MIX2
+    z = z ^ (z >> 31)
+    at = (row.to(tl.int64) * blocks + b) * 2
+    tl.store(out_ptr + at, tl.sum(tl.where(mask, z, 0), axis=0))
+    tl.store(out_ptr + at + 1, tl.sum(tl.where(mask, z * GOLDEN + w, 0), axis=0))
+
+
+# the grid's second axis holds the rows (CUDA: at most 65535); programs
+# past this many (a few huge tensors among many small ones) cost more in
+# empty programs than the launches the table saves
+MAX_ROWS, MAX_PROGRAMS = 65535, 1 << 24
+
+
+class Table:
+    """The table of (address, words) rows, copied to the device through a
+    pinned buffer that is rewritten only once its last copy is done."""
+
+    def __init__(self):
+        self.host, self.copied = None, None
+
+    def sums(self, addresses, widths, device):
+        """[rows, 2] int64 on device: mixed_sums of each row's words, or
+        None where the table does not fit one launch."""
+        rows = len(addresses)
+        blocks = max(1, triton.cdiv(max(widths), BLOCK)) if rows else 1
+        if not rows or rows > MAX_ROWS or rows * blocks > MAX_PROGRAMS:
+            return None
+        values = torch.tensor(addresses + widths, dtype=torch.int64)
+        if torch.device(device).type == "cpu":  # Triton's interpreter (the tests)
+            table = values
+        else:
+            if self.copied is not None:
+                self.copied.synchronize()
+            if self.host is None or self.host.numel() < 2 * rows:
+                self.host = torch.empty(max(64, 4 * rows), dtype=torch.int64, pin_memory=True)
+            host = self.host[:2 * rows]
+            host.copy_(values)
+            table = host.to(device, non_blocking=True)
+            self.copied = torch.cuda.Event()
+            self.copied.record()
+        part = torch.empty(rows, blocks, 2, dtype=torch.int64, device=device)
+        mixed_sums_table_kernel[(blocks, rows)](table, rows, blocks, part, BLOCK=BLOCK)
+        return part.sum(1)

@@ -226,7 +226,8 @@ def _torch_mixed_sums(w, lo):
 # ptxas, which the seal refuses) and specialises on nothing (no new variant
 # for another alignment or size after it). Same bits as _torch_mixed_sums
 # (checked in Triton's interpreter on the CPU and on the GPU by the tests).
-_TRITON = {"kernel": None}  # None: not tried; False: unavailable; else the kernel
+# None: not tried; False: unavailable; else the kernel (table: commit_triton.Table)
+_TRITON = {"kernel": None, "table": None}
 
 
 def _triton_ready():
@@ -238,6 +239,15 @@ def _triton_ready():
     return bool(_TRITON["kernel"])
 
 
+def _table_ready():
+    if _TRITON["table"] is None:
+        try:
+            _TRITON["table"] = _sibling("commit_triton").Table()
+        except Exception:  # noqa: BLE001 - no Triton: the per-tensor paths
+            _TRITON["table"] = False
+    return bool(_TRITON["table"])
+
+
 def _make_triton_kernel():
     """commit_triton.mixed_sums, its file loaded by path (as the worker
     loads this one)."""
@@ -247,13 +257,16 @@ def _make_triton_kernel():
 def gpu_paths():
     """What unmasks the input region and computes the commitment in this
     process on a GPU: the mask's path (keystream.gpu_path: a Triton kernel,
-    or torch's steps, with why) and the commitment's ("triton" or "torch
-    steps"); None where not used yet (warm settles both). Both run inside
-    the clocks: a side on torch's steps pays more than a side on Triton."""
+    or torch's steps, with why) and the commitment's ("triton, one launch a
+    batch" where the table serves, "triton" or "torch steps"); None where
+    not used yet (warm settles both). Both run inside the clocks: a side on
+    torch's steps pays more than a side on Triton."""
     mask = _keystream.gpu_path()
     commitment = _TRITON["kernel"]
+    if commitment:
+        commitment = "triton, one launch a batch" if _TRITON["table"] else "triton"
     return {"mask": mask["path"], "mask_why": mask["why"],
-            "commitment": None if commitment is None else "triton" if commitment else "torch steps"}
+            "commitment": None if commitment is None else commitment or "torch steps"}
 
 
 def warm(device):
@@ -264,6 +277,10 @@ def warm(device):
         _keystream.warm(device)
         sums(torch.arange(3, dtype=torch.int64, device=device)).tolist()
         sums_of_many([torch.zeros(5, device=device)] * 2)
+        table = sums_of_table([torch.zeros(6, device=device), torch.ones(3, dtype=torch.int64,
+                                                                          device=device)])
+        if table is not None:
+            torch.stack(table).tolist()
 
 
 def sums(x):
@@ -322,6 +339,37 @@ def sums_of_many(tensors):
             out[r0:r0 + group, 0] += s0
             out[r0:r0 + group, 1] += s1
     return list(out.unbind(0))
+
+
+def sums_of_table(tensors):
+    """sums(x) of every tensor (an int64 tensor of 2 each, on the device),
+    in one launch for all of them whatever their shapes and dtypes
+    (commit_triton.Table: a table of addresses), or None where that does
+    not apply: not all on one GPU, a byte count or an address that is not
+    a multiple of 8, a tensor not contiguous, no Triton, or a table too
+    large for one launch (sums_of_many and sums then serve). The
+    commitment of a timed batch (worker.py `go`) runs inside both clocks:
+    its host time a call was what set a launch-bound model's time
+    (bench/kb_timing_probe.py). The caller reads only a tensor's real
+    address: the worker passes plain tensors only."""
+    if not tensors or not _table_ready():
+        return None
+    device = tensors[0].device
+    if device.type != "cuda":
+        return None
+    addresses, widths = [], []
+    for x in tensors:
+        nbytes, at = x.numel() * x.element_size(), x.data_ptr()
+        if x.device != device or nbytes % 8 or at % 8 or not x.is_contiguous():
+            return None
+        addresses.append(at)
+        widths.append(nbytes // 8)
+    try:
+        s = _TRITON["table"].sums(addresses, widths, device)
+    except Exception:  # noqa: BLE001 - any failure: the other paths, from now on
+        _TRITON["table"] = False
+        return None
+    return None if s is None else list(s.unbind(0))
 
 
 def fingerprint(x):

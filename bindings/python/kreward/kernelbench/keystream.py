@@ -249,12 +249,36 @@ def _choose(mod, device):
             why.append(f"{name}: {type(e).__name__}: {str(e)[:120]}")
             continue
         if right:
-            _TRITON.update(kernel=lambda w, k, f, r, c=choice: mod.chacha_xor(w, k, f, r, c),
-                           path=f"triton choice {choice}: {name} ({block} blocks, {warps} warps)",
+            jit = lambda w, k, f, r, c=choice: mod.chacha_xor(w, k, f, r, c)  # noqa: E731
+            launch, how = _direct(mod, choice, device, on_device, spans[1], wants[1])
+            _TRITON.update(kernel=launch or jit,
+                           path=f"triton choice {choice}: {name} ({block} blocks, {warps} warps, {how})",
                            why="; ".join(why)[:300] or None)
             return
         why.append(f"{name}: wrong bits on {device}")
     _fall_back("; ".join(why) or "no kernel")
+
+
+def _direct(mod, choice, device, on_device, span, want):
+    """(a launcher of the chosen kernel that skips Triton's JIT launch, or
+    None; what launches it, for gpu_path): keystream_triton.direct_launch,
+    used only where its bits on this device are the JIT launch's (the span
+    the int32 variant runs). Either launch gives the same stream; the
+    direct one costs the clocks less host time a call."""
+    direct = getattr(mod, "direct_launch", None)
+    if direct is None:
+        return None, "Triton's launch"
+    try:
+        launch = direct(choice, device, ROUNDS)
+        first, blocks = span
+        words = torch.zeros(blocks * 16, dtype=torch.int32, device=device)
+        launch(words, on_device, first)
+        if not bool(torch.equal(words, want)):
+            return None, "Triton's launch: the direct launch gave other bits"
+    except Exception as e:  # noqa: BLE001 - Triton's own launch serves
+        return None, f"Triton's launch: no direct one ({type(e).__name__}: {str(e)[:100]})"
+    return (lambda w, k, f, r: launch(w, k, f) if r == ROUNDS else
+            mod.chacha_xor(w, k, f, r, choice)), "direct launch"
 
 
 def gpu_path():

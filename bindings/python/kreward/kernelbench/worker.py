@@ -159,6 +159,8 @@ class Worker:
         # call path, the plain tensor types
         self.make_inputs, self.digest = self.inputs.make_inputs, self.inputs.digest
         self.sums, self.sums_of_many = self.inputs.sums, self.inputs.sums_of_many
+        self.sums_of_table = self.inputs.sums_of_table
+        self.WeightSlots = _load_sibling("weight_slots").WeightSlots
         self.perf = time.perf_counter
         self.no_grad, self.functional_call = torch.no_grad, torch.func.functional_call
         self.plain = (torch.Tensor, torch.nn.Parameter)
@@ -436,8 +438,9 @@ class Worker:
                 "graphs": int(counters["stats"]["unique_graphs"])}
 
     def _arguments(self, case, tensors, lifted):
-        """The forward's arguments and, with lifted weights, the state given
-        to functional_call: made here, before the batch's clock starts."""
+        """The forward's arguments and, with lifted weights, the state (name:
+        tensor; go puts them into the model's slots, attribute gives them to
+        functional_call): made here, before the batch's clock starts."""
         state, args = {}, dict((int(k), v) for k, v in self.values[case].items())
         for t in self.layouts[case]:
             if t["source"] == "input":
@@ -453,7 +456,7 @@ class Worker:
         case = req["case"]
         model, lifted = self.models[case]
         lifted = lifted and req.get("lifted", True)
-        self.batch, self.order, self.batch_model = {}, [], model
+        self.batch, self.order, self.batch_model, self.slots = {}, [], model, None
         self.commit = bool(req.get("commit"))
         # "region": views of the input region, where the caller writes the
         # values masked after this reply ("seeds" are then call numbers,
@@ -478,8 +481,10 @@ class Worker:
             tensors = (self.inputs.region_views(views, self.layouts[case], where[i]) if where
                        else self.make_inputs(self.layouts[case], seed, self.device))
             args, state = self._arguments(case, tensors, lifted)
+            if state and self.slots is None:  # where go puts each call's weights
+                self.slots = self.WeightSlots(model, list(state))
             self.batch[seed] = [tensors, None]
-            self.order.append((seed, args, state))
+            self.order.append((seed, args, [state[n] for n in self.slots.names] if state else None))
         if self._sync:
             self.events = (self.Event(enable_timing=True), self.Event(enable_timing=True))
         self.sync()
@@ -551,7 +556,7 @@ class Worker:
         been committed to, so they fail the check. The candidate can replace
         the code below too; it still cannot commit to outputs it has not
         computed."""
-        model, call, outs = self.batch_model, self.functional_call, []
+        model, slots, outs = self.batch_model, self.slots, []
         key = self._mask_key(req) if self.spans else None
         collecting = gc.isenabled()
         gc.disable()  # no collection in the middle of a batch, for either side
@@ -560,10 +565,12 @@ class Worker:
                 self.events[0].record()
             t0 = self.perf()
             with self.no_grad():
-                for i, (_, args, state) in enumerate(self.order):
+                for i, (_, args, weights) in enumerate(self.order):
                     if key is not None:  # this call's values, only now (inputs.py)
                         self.inputs.mask(self._span(i), key, self.spans[i][0])
-                    outs.append(call(model, state, args) if state else model(*args))
+                    if weights is not None:
+                        slots.put(weights)
+                    outs.append(model(*args))
                 committed = self._commit(outs) if self.commit else None
             if self.events:
                 self.events[1].record()
@@ -572,6 +579,8 @@ class Worker:
             if committed is not None:
                 committed = self._read_back(committed)
         finally:
+            if slots is not None:
+                slots.restore()  # (also where a call raised)
             if collecting:
                 gc.enable()
         for (seed, _, _), out in zip(self.order, outs):
@@ -619,14 +628,23 @@ class Worker:
 
     def _commitments(self, outs):
         """[[sums of each output] per call] (None for an output that is no
-        tensor). Output k of every call at once when they all have one
-        shape, dtype and device (a dozen operations a batch, not ten a
-        call); else call by call."""
+        tensor). Every output of the batch in one launch where they are
+        plain tensors the table takes (inputs.sums_of_table: addresses read
+        only of plain tensors, whose data_ptr a subclass cannot redefine);
+        else output k of every call at once when they all have one shape,
+        dtype and device (a dozen operations a batch, not ten a call); else
+        call by call."""
         calls = [out if isinstance(out, (tuple, list)) else (out,) for out in outs]
+        T = self.Tensor
+        flat = [o for c in calls for o in c if isinstance(o, T)]
+        if flat and all(type(o) in self.plain for o in flat):
+            table = self.sums_of_table(flat)
+            if table is not None:
+                rows = iter(table)
+                return [[next(rows) if isinstance(o, T) else None for o in c] for c in calls]
         width = len(calls[0]) if calls else 0
         columns = [[c[k] for c in calls] for k in range(width)] if all(
             len(c) == width for c in calls) else None
-        T = self.Tensor
 
         def alike(col):
             x0 = col[0]

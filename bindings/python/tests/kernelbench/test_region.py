@@ -137,6 +137,48 @@ def test_a_kernel_with_wrong_bits_on_the_device_is_not_used(fresh_gpu_choice, ri
         assert buf.any()
 
 
+class _FakeDirect(_FakeKernels):
+    """Right kernels whose direct launch (keystream_triton.direct_launch)
+    gives the stream, another one, or cannot be made."""
+
+    def __init__(self, direct):
+        super().__init__(True)
+        self.direct, self.launched = direct, 0
+
+    def direct_launch(self, choice, device, rounds):
+        if self.direct == "exception":
+            raise RuntimeError("no launcher in this Triton")
+
+        def launch(words, key_words, first):
+            self.launched += 1
+            self.chacha_xor(words, key_words, first, rounds, choice)
+            if self.direct == "wrong":
+                words.bitwise_xor_(2)
+        return launch
+
+
+@pytest.mark.parametrize("direct, how", [
+    ("right", "direct launch"),
+    ("wrong", "Triton's launch: the direct launch gave other bits"),
+    ("exception", "Triton's launch: no direct one (RuntimeError: no launcher in this Triton)"),
+])
+def test_the_direct_launch_is_used_only_where_its_bits_are_the_streams(fresh_gpu_choice, direct, how):
+    """The unmask runs once a call inside both clocks: its compiled kernel
+    is launched directly (no JIT binding, ~15 us less host a call) only
+    after it gave torch's steps' bits on the device; gpu_path says which
+    launch masks, so a baseline on the other one is seen (the test below)."""
+    kernels = _FakeDirect(direct)
+    keystream._choose(kernels, "cpu")
+    assert keystream.gpu_path()["path"] == f"triton choice 0: k0 (64 blocks, 4 warps, {how})"
+    checked = kernels.launched
+    key = keystream.new_key()
+    buf = torch.zeros(64 * 5, dtype=torch.uint8)
+    keystream._TRITON["kernel"](buf.view(torch.int32), key.words_on("cpu"), 3, keystream.ROUNDS)
+    want = keystream.keystream_words(key.words, 3, 5)
+    assert torch.equal(buf.view(torch.int32), want)
+    assert kernels.launched == checked + (direct == "right")
+
+
 TINY_RELU = """
 import torch
 import torch.nn as nn
@@ -570,6 +612,7 @@ def test_the_gpu_unmasks_with_the_hosts_stream_in_about_one_pass():
     ks = inputs._keystream  # the instance inputs.py loaded by path, as a worker has it
     inputs.warm("cuda")
     assert "chacha_xor_tile_kernel" in (ks.gpu_path()["path"] or ""), ks.gpu_path()
+    assert ks.gpu_path()["path"].endswith("direct launch)"), ks.gpu_path()
     key = ks.new_key("cuda")
     for first, blocks in ((0, 1), ((1 << 32) - 300, 700), (12345, 1 << 14)):
         dev = torch.zeros(blocks * 64, dtype=torch.uint8, device="cuda")
