@@ -81,7 +81,11 @@ class Table:
     pinned buffer that is rewritten only once its last copy is done."""
 
     def __init__(self):
-        self.host, self.copied = None, None
+        import threading
+        # a trainer's lanes warm their runners in threads of one process:
+        # the pinned buffer is written, copied and its copy recorded by one
+        # at a time (another's addresses in this table would be read)
+        self.host, self.copied, self.lock = None, None, threading.Lock()
 
     def sums(self, addresses, widths, device):
         """[rows, 2] int64 on device: mixed_sums of each row's words, or
@@ -94,15 +98,16 @@ class Table:
         if torch.device(device).type == "cpu":  # Triton's interpreter (the tests)
             table = values
         else:
-            if self.copied is not None:
-                self.copied.synchronize()
-            if self.host is None or self.host.numel() < 2 * rows:
-                self.host = torch.empty(max(64, 4 * rows), dtype=torch.int64, pin_memory=True)
-            host = self.host[:2 * rows]
-            host.copy_(values)
-            table = host.to(device, non_blocking=True)
-            self.copied = torch.cuda.Event()
-            self.copied.record()
+            with self.lock:
+                if self.copied is not None:
+                    self.copied.synchronize()
+                if self.host is None or self.host.numel() < 2 * rows:
+                    self.host = torch.empty(max(64, 4 * rows), dtype=torch.int64, pin_memory=True)
+                host = self.host[:2 * rows]
+                host.copy_(values)
+                table = host.to(device, non_blocking=True)
+                self.copied = torch.cuda.Event()
+                self.copied.record()
         part = torch.empty(rows, blocks, 2, dtype=torch.int64, device=device)
         mixed_sums_table_kernel[(blocks, rows)](table, rows, blocks, part, BLOCK=BLOCK)
         return part.sum(1)

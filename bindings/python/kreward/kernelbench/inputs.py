@@ -262,11 +262,10 @@ def gpu_paths():
     not used yet (warm settles both). Both run inside the clocks: a side on
     torch's steps pays more than a side on Triton."""
     mask = _keystream.gpu_path()
-    commitment = _TRITON["kernel"]
-    if commitment:
-        commitment = "triton, one launch a batch" if _TRITON["table"] else "triton"
-    return {"mask": mask["path"], "mask_why": mask["why"],
-            "commitment": None if commitment is None else commitment or "torch steps"}
+    kernel, table = _TRITON["kernel"], _TRITON["table"]
+    commitment = ("triton, one launch a batch" if table else "triton" if kernel else
+                  None if kernel is None and table is None else "torch steps")
+    return {"mask": mask["path"], "mask_why": mask["why"], "commitment": commitment}
 
 
 def warm(device):
@@ -346,7 +345,8 @@ def sums_of_table(tensors):
     in one launch for all of them whatever their shapes and dtypes
     (commit_triton.Table: a table of addresses), or None where that does
     not apply: not all on one GPU, a byte count or an address that is not
-    a multiple of 8, a tensor not contiguous, no Triton, or a table too
+    a multiple of 8, a tensor not contiguous or a lazy view (conjugate,
+    negative), no Triton, or a table too
     large for one launch (sums_of_many and sums then serve). The
     commitment of a timed batch (worker.py `go`) runs inside both clocks:
     its host time a call was what set a launch-bound model's time
@@ -360,7 +360,9 @@ def sums_of_table(tensors):
     addresses, widths = [], []
     for x in tensors:
         nbytes, at = x.numel() * x.element_size(), x.data_ptr()
-        if x.device != device or nbytes % 8 or at % 8 or not x.is_contiguous():
+        # (a conjugate or negative view is lazy: its bytes are not its values)
+        if (x.device != device or nbytes % 8 or at % 8 or not x.is_contiguous() or x.is_conj()
+                or x.is_neg()):
             return None
         addresses.append(at)
         widths.append(nbytes // 8)

@@ -188,10 +188,15 @@ def direct_launch(choice, device, rounds):
     launch-bound model this host time was part of what the speedup read
     (bench/kb_timing_probe.py). Compiled now for the variant real spans
     run (blocks and the first block below 2^31, Triton's int32
-    specialisation); other spans take the JIT launch. keystream.py checks
+    specialisation) on `device`; other spans, and spans on another device
+    or while another is current, take the JIT launch. keystream.py checks
     the bits against torch's steps before it uses this."""
     import torch
     kernel, block, warps = CHOICES[choice]
+    # a compiled kernel's handle belongs to the device it was loaded on (the
+    # JIT keeps one per device): another device's spans take the JIT launch
+    index = torch.device(device).index
+    index = torch.cuda.current_device() if index is None else index
     words = torch.zeros(16 * block, dtype=torch.int32, device=device)
     key = torch.zeros(8, dtype=torch.int32, device=device)
     compiled = kernel.warmup(words, key, block, 5, DOUBLE_ROUNDS=rounds // 2, BLOCK=block,
@@ -200,7 +205,8 @@ def direct_launch(choice, device, rounds):
 
     def launch(words, key_words, first_block):
         blocks = words.numel() // 16
-        if not (0 <= first_block < narrow and blocks < narrow):
+        if not (0 <= first_block < narrow and blocks < narrow and words.device.index == index
+                and torch.cuda.current_device() == index):
             return chacha_xor(words, key_words, first_block, rounds, choice)
         compiled[(triton.cdiv(blocks, block), 1, 1)](words, key_words, blocks, first_block,
                                                      double_rounds, block)

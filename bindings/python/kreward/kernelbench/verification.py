@@ -128,15 +128,23 @@ class Verification:
 
 
 def path_rank(path):
-    """How slow a GPU path (inputs.gpu_paths) is, in order: a Triton kernel
-    ("triton", or "triton choice N: ..." with N its place among the mask's
-    kernels, best first), torch's steps, nothing settled."""
+    """How slow a GPU path (inputs.gpu_paths) is, in order. The mask: a
+    Triton kernel ("triton choice N: ..." with N its place among the mask's
+    kernels, best first; its compiled form launched directly before the
+    same kernel through Triton's launch, which costs more host a call).
+    The commitment: one launch a batch, then "triton" (a launch or more an
+    output), then torch's steps; anything unknown, then nothing settled."""
     if path is None:
         return 1000
     if path == "torch steps":
         return 500
+    commitment = {"triton, one launch a batch": 0, "triton": 1}
+    if path in commitment:
+        return commitment[path]
     m = re.match(r"triton choice (\d+):", path)
-    return int(m.group(1)) if m else 0 if path == "triton" else 999
+    if m:
+        return 2 * int(m.group(1)) + (0 if path.endswith("direct launch)") else 1)
+    return 999
 
 
 def baseline_paths_differ(expected, got):

@@ -208,6 +208,12 @@ class Worker:
         warm_s = 0.0  # the CPU's libraries need no first call of their own
         if self.device != "cpu":
             self.torch.cuda.init()
+            # the worker's GPU current: the synchronisation, the events, the
+            # commit stream and Triton's launches (the candidate's and the
+            # unmask's) act on the current device, which is cuda:0 in a
+            # fresh process whatever device the lane gave this worker
+            if self.torch.device(self.device).index is not None:
+                self.torch.cuda.set_device(self.torch.device(self.device))
             self.torch.empty(1, device=self.device)
             # the C function itself: torch.cuda.synchronize is a Python
             # function the candidate could replace with one that returns

@@ -74,5 +74,6 @@ def test_on_a_gpu_the_table_takes_a_batch_and_refuses_what_it_cannot_read():
     odd = torch.zeros(3, dtype=torch.uint8, device="cuda")       # 3 bytes: not whole words
     shifted = torch.zeros(9, device="cuda")[1:]                   # an address 4 past a word
     strided = torch.zeros(4, 4, device="cuda").t()                # not contiguous
-    for bad in (odd, shifted, strided):
+    lazy = torch.ones(4, dtype=torch.complex64, device="cuda").conj()  # its bytes are not its values
+    for bad in (odd, shifted, strided, lazy):
         assert inputs.sums_of_table(batch[:2] + [bad]) is None

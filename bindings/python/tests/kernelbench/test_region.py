@@ -177,6 +177,10 @@ def test_the_direct_launch_is_used_only_where_its_bits_are_the_streams(fresh_gpu
     want = keystream.keystream_words(key.words, 3, 5)
     assert torch.equal(buf.view(torch.int32), want)
     assert kernels.launched == checked + (direct == "right")
+    # a baseline whose mask is launched the other way is told apart (test below)
+    from kreward.kernelbench.verification import path_rank
+    jit = keystream.gpu_path()["path"].replace(how, "Triton's launch")
+    assert (path_rank(keystream.gpu_path()["path"]) < path_rank(jit)) == (direct == "right")
 
 
 TINY_RELU = """
@@ -216,11 +220,15 @@ class _FakeProcesses:
         self.baseline_facts = {"gpu_paths": self.paths.pop(0)}
 
 
-FAST = {"mask": "triton choice 0: chacha_xor_tile_kernel (128 blocks, 4 warps)", "mask_why": None,
-        "commitment": "triton"}
-STRIDED = dict(FAST, mask="triton choice 1: chacha_xor_kernel (64 blocks, 4 warps)")
+FAST = {"mask": "triton choice 0: chacha_xor_tile_kernel (128 blocks, 4 warps, direct launch)",
+        "mask_why": None, "commitment": "triton, one launch a batch"}
+JIT = dict(FAST, mask="triton choice 0: chacha_xor_tile_kernel (128 blocks, 4 warps, Triton's launch: "
+           "the direct launch gave other bits)")
+STRIDED = dict(FAST, mask="triton choice 1: chacha_xor_kernel (64 blocks, 4 warps, direct launch)")
+PER_OUTPUT = dict(FAST, commitment="triton")
+STEPS = dict(FAST, commitment="torch steps")
 SLOW = {"mask": "torch steps", "mask_why": "chacha_xor_tile_kernel: RuntimeError: out of memory",
-        "commitment": "triton"}
+        "commitment": "triton, one launch a batch"}
 
 
 @pytest.mark.parametrize("expected, paths, timed, starts", [
@@ -228,6 +236,10 @@ SLOW = {"mask": "torch steps", "mask_why": "chacha_xor_tile_kernel: RuntimeError
     (FAST, [SLOW, FAST], True, 1),          # chosen while a candidate held the GPU: replaced
     (FAST, [SLOW, SLOW], False, 1),         # twice: no speed credit
     (FAST, [STRIDED, STRIDED], False, 1),   # a slower Triton kernel counts too
+    (FAST, [JIT, JIT], False, 1),           # the same kernel through Triton's launch: more host a call
+    (FAST, [PER_OUTPUT, FAST], True, 1),    # a commitment of a launch or more an output
+    (PER_OUTPUT, [STEPS, STEPS], False, 1),  # torch's steps against Triton
+    (JIT, [FAST], True, 0),
     (FAST, [{}, FAST], True, 1),            # nothing settled at seal
     (SLOW, [FAST], True, 0),                # faster than this process (its GPU was full): fine
     (STRIDED, [FAST], True, 0),
