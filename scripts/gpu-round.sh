@@ -33,6 +33,8 @@
 #                each of GR_GEN_ROWS (e.g. "f32:mix-uniform")
 #   profstart    bench/profiler_start_cost.py (attribution's cost: torch.profiler, CUPTI alone)
 #   kbbatch      bench/bench_kernelbench_batch.py (GR_KBBATCH_ARGS: its variants, sizes)
+#   kbfirst      bench/kb_first_go_probe.py: a worker's requests in one process
+#                (no IPC, no sandbox), its first batch under cProfile (GR_FIRST_ARGS)
 #   wstart       bench/bench_worker_start.py: a ModelNew worker's start by exec
 #                and forked from the zygote, per start and per candidate
 #   kbbench      bench/bench_kernelbench.py with the time left (GR_KB_ARGS)
@@ -184,6 +186,14 @@ step_kbprobe() {
   local pinned=$?
   tail -12 "$out/kbprobe.log"
   note "kbprobe (rc $rc, pinned rc $pinned, limit $lim s, at $(elapsed) s): $(grep -c '"problem"' "$out/kbprobe.log") rows"
+}
+step_kbfirst() {
+  lim=$(limit 150)
+  # shellcheck disable=SC2086
+  timeout -k 5 "$lim" python3 bench/kb_first_go_probe.py --json "$out/kbfirst.json" ${GR_FIRST_ARGS:-} \
+    > "$out/kbfirst.log" 2>&1
+  rc=$?; grep -E "^(==|\| (go|prepare|ready|seal) )" "$out/kbfirst.log" | head -40
+  note "kbfirst (rc $rc, limit $lim s, at $(elapsed) s): $(grep -E '^\| go 0 ' "$out/kbfirst.log" | tr -s ' ' | tr '\n' ';')"
 }
 step_wstart() {
   lim=$(limit 300)
