@@ -30,7 +30,8 @@ import stat
 # the @triton.jit functions of keystream_triton.py and commit_triton.py
 # (tests/kernelbench/test_triton_cache.py checks the names against them)
 LIBRARY_KERNELS = frozenset({"chacha_xor_tile_kernel", "chacha_xor_kernel",
-                             "chacha_xor_joined_kernel", "mixed_sums_kernel"})
+                             "chacha_xor_joined_kernel", "mixed_sums_kernel",
+                             "mixed_sums_table_kernel"})
 MAX_ENTRY_BYTES = 16 << 20  # a compiled kernel's files (cubin, IRs, metadata) are ~1 MB
 GROUP_PREFIX = "__grp__"    # Triton's file listing an entry's files, by absolute path
 
