@@ -233,19 +233,12 @@ class Worker:
                 # candidate's code can replace them in torch's modules
                 from torch.profiler import ProfilerActivity, profile
                 self._profile, self._profile_cuda = profile, ProfilerActivity.CUDA
-            if self.sandbox.config is None or req.get("triton_driver"):
-                # the mask's and the commitment's kernels chosen, checked and
-                # loaded now (their launchers built with a C compiler), off
-                # the candidate's path: a spare does this before its
-                # candidate exists. In Triton's default cache ("init"), or
-                # in a "start" worker's own folder where nothing a candidate
-                # wrote can be (a spare's fresh folder, the reference's: the
-                # caller says so, as for Triton's driver). Elsewhere the
-                # first use does it, in verify's first batch (after the
-                # isolation filter: nothing is loaded from a source's folder
-                # before it), or seal's warm. At 96fee2c every "start"
-                # candidate paid it there: verify's go 1.44 s a candidate on
-                # an H100, 8-18 ms warmed (bench/kb_first_go_probe.py)
+            if self.sandbox.config is None:
+                # the commitment's kernel compiled now, off the candidate's
+                # path (a spare does this before its candidate exists), in
+                # Triton's default cache, shared by the workers that follow;
+                # seal's warm finds it loaded. Sandboxed already ("start"):
+                # at seal, in the candidate's own folder
                 try:
                     self.inputs.warm(self.device)
                 except Exception:  # noqa: BLE001 - the commitment then takes torch's steps
