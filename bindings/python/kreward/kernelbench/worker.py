@@ -238,7 +238,9 @@ class Worker:
                 # path (a spare does this before its candidate exists), in
                 # Triton's default cache, shared by the workers that follow;
                 # seal's warm finds it loaded. Sandboxed already ("start"):
-                # at seal, in the candidate's own folder
+                # at first use in the candidate's own folder, which is
+                # verify's first batch (seal comes after verify): ~1.4 s of
+                # each candidate's verify on an H100 (docs/results.md)
                 try:
                     self.inputs.warm(self.device)
                 except Exception:  # noqa: BLE001 - the commitment then takes torch's steps
