@@ -381,8 +381,8 @@ def test_the_freezer_stops_and_continues_a_whole_process_tree():
         time.sleep(0.05)
         frozen_s = f.thaw()
         assert frozen_s >= 0.05 and w.deadline >= 10.05        # given back to its limit
-        # (SIGCONT wakes them, but the state a process shows follows when it
-        # runs again: on a loaded host a moment later; a CI run saw a "T")
+        # (read until it shows: a CI run's wheel stage read one still "T"
+        # right after thaw, on a busy two-core host)
         deadline = time.monotonic() + 2
         while time.monotonic() < deadline:
             states = {p: freezer_mod._stat(p)[0] for p in tree}
