@@ -15,6 +15,21 @@ MIX2 = tl.constexpr(0x94D049BB133111EB - (1 << 64))
 BLOCK = 1024
 
 
+@triton.jit
+def _store_sums(out, w, positions, mask):
+    """One block's two partial sums of words w (int64) at `positions` into
+    out[0] and out[1]: each word mixed with its position (splitmix64's
+    finaliser, arithmetic shifts as torch's), then the sum of the mixed
+    words and of mixed * GOLDEN + word, wrapping. Both kernels below sum
+    through this, so their bits cannot drift apart."""
+    z = w ^ (positions * GOLDEN)
+    z = (z ^ (z >> 30)) * MIX1
+    z = (z ^ (z >> 27)) * MIX2
+    z = z ^ (z >> 31)
+    tl.store(out, tl.sum(tl.where(mask, z, 0), axis=0))
+    tl.store(out + 1, tl.sum(tl.where(mask, z * GOLDEN + w, 0), axis=0))
+
+
 # specialised on nothing: no new variant (and no compile, which the worker's
 # seal refuses) for another alignment or size after the warm-up
 @triton.jit(do_not_specialize=["w_ptr", "width", "lo", "out_ptr"])
@@ -26,13 +41,8 @@ def mixed_sums_kernel(w_ptr, width, lo, out_ptr, BLOCK: tl.constexpr):
     offs = b * BLOCK + tl.arange(0, BLOCK)
     mask = offs < width
     w = tl.load(w_ptr + row.to(tl.int64) * width + offs, mask=mask, other=0)
-    z = w ^ ((offs.to(tl.int64) + lo) * GOLDEN)
-    z = (z ^ (z >> 30)) * MIX1
-    z = (z ^ (z >> 27)) * MIX2
-    z = z ^ (z >> 31)
-    at = (row.to(tl.int64) * tl.num_programs(0) + b) * 2
-    tl.store(out_ptr + at, tl.sum(tl.where(mask, z, 0), axis=0))
-    tl.store(out_ptr + at + 1, tl.sum(tl.where(mask, z * GOLDEN + w, 0), axis=0))
+    _store_sums(out_ptr + (row.to(tl.int64) * tl.num_programs(0) + b) * 2, w,
+                offs.to(tl.int64) + lo, mask)
 
 
 def mixed_sums(w, lo):
@@ -53,21 +63,14 @@ def mixed_sums(w, lo):
 def mixed_sums_table_kernel(table, rows, blocks, out_ptr, BLOCK: tl.constexpr):
     """Tensor `program_id(1)` of a table [2, rows] int64 (addresses, then
     widths in words): block `program_id(0)`'s two partial sums of its words
-    at positions 0.. into out [rows, blocks, 2], mixed as mixed_sums_kernel
-    mixes them."""
+    at positions 0.. into out [rows, blocks, 2] (_store_sums)."""
     b, row = tl.program_id(0), tl.program_id(1)
     base = tl.load(table + row).to(tl.pointer_type(tl.int64))
     width = tl.load(table + rows + row)
     offs = b.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < width
     w = tl.load(base + offs, mask=mask, other=0)
-    z = w ^ (offs * GOLDEN)
-    z = (z ^ (z >> 30)) * MIX1
-    z = (z ^ (z >> 27)) * MIX2
-    z = z ^ (z >> 31)
-    at = (row.to(tl.int64) * blocks + b) * 2
-    tl.store(out_ptr + at, tl.sum(tl.where(mask, z, 0), axis=0))
-    tl.store(out_ptr + at + 1, tl.sum(tl.where(mask, z * GOLDEN + w, 0), axis=0))
+    _store_sums(out_ptr + (row.to(tl.int64) * blocks + b) * 2, w, offs, mask)
 
 
 # the grid's second axis holds the rows (CUDA: at most 65535); programs

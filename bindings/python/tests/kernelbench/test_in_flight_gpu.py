@@ -22,6 +22,7 @@ from kreward.kernelbench.scheduler import Scheduler  # noqa: E402
 
 from .test_attacks import _IN_GO  # noqa: E402
 from .test_attacks_gpu import DEFERRED  # noqa: E402
+from .test_in_flight import _collect  # noqa: E402
 
 KB = pathlib.Path(__file__).resolve().parents[4] / "examples" / "kernelbench"
 
@@ -48,15 +49,6 @@ class ModelNew(nn.Module):
             _started[0].start()
         return a @ b
 """
-
-
-def _collect(s, timeout):
-    got = []
-    while True:
-        try:
-            got.append(s.next(timeout=timeout))
-        except LookupError:
-            return got
 
 
 @pytest.mark.gpu
