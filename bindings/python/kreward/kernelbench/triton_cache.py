@@ -22,10 +22,21 @@ folder made here (never into one that was there), every file is created new.
 What the candidate left in its own folder (even a forged entry under a
 library kernel's name) is its own worker's business: it can replace that
 worker's code anyway.
+
+Triton's host-side modules come along: its driver's helper (cuda_utils) and
+the C launcher of each kernel signature (__triton_launcher), which Triton
+builds with the host's C compiler into the cache at a process's first use.
+Without them each candidate's first verify batch built three to five of
+them with gcc (~1.4 s of its `verify` on an H100 at e4b938c, the kernels'
+cubins planted). They are the same trust as the cubins beside them: built
+by the reference's worker in its own folder, loaded only in a sandboxed
+candidate's worker, whose own code could do whatever they could.
 """
 import json
 import os
+import re
 import stat
+import sysconfig
 
 # the @triton.jit functions of keystream_triton.py and commit_triton.py
 # (tests/kernelbench/test_triton_cache.py checks the names against them)
@@ -34,14 +45,23 @@ LIBRARY_KERNELS = frozenset({"chacha_xor_tile_kernel", "chacha_xor_kernel",
                              "mixed_sums_table_kernel"})
 MAX_ENTRY_BYTES = 16 << 20  # a compiled kernel's files (cubin, IRs, metadata) are ~1 MB
 GROUP_PREFIX = "__grp__"    # Triton's file listing an entry's files, by absolute path
+# Triton's host modules (triton/runtime/build.py compile_module_from_src):
+# one file in a folder named by the sha256 of its C source and platform, in
+# base32 without padding (triton/runtime/cache.py get_cache_manager)
+HOST_MODULES = frozenset(f"{name}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
+                         for name in ("cuda_utils", "__triton_launcher"))
+MAX_MODULE_BYTES = 4 << 20  # a launcher is ~20-60 KB
+_MODULE_ENTRY = re.compile(r"[A-Z2-7]{52}\Z")
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def library_entries(cache):
     """{entry: {file: bytes}} of the Triton cache folder `cache` whose group
-    file names a library kernel (Triton's own temporary folders and every
-    other kernel left out); the group files' paths rewritten at plant."""
+    file names a library kernel, and Triton's host modules (HOST_MODULES:
+    one regular file, its folder named as Triton names it); Triton's own
+    temporary folders and every other kernel left out; the group files'
+    paths rewritten at plant."""
     found = {}
     try:
         names = sorted(os.listdir(cache))
@@ -56,7 +76,12 @@ def library_entries(cache):
         except OSError:
             continue
         kernels = {f[len(GROUP_PREFIX):].rsplit(".", 1)[0] for f in files if f.startswith(GROUP_PREFIX)}
-        if not kernels or not kernels <= LIBRARY_KERNELS:
+        if not kernels:
+            module = _host_module(path, entry, files)
+            if module is not None:
+                found[entry] = module
+            continue
+        if not kernels <= LIBRARY_KERNELS:
             continue
         blobs, left = {}, MAX_ENTRY_BYTES
         for f in files:
@@ -70,6 +95,18 @@ def library_entries(cache):
         else:
             found[entry] = blobs
     return found
+
+
+def _host_module(path, entry, files):
+    """{file: bytes} of a host module's entry (one of HOST_MODULES, alone
+    but for Triton's temporary folders), or None."""
+    names = [f for f in files if not f.startswith("tmp.")]
+    if not _MODULE_ENTRY.match(entry) or len(names) != 1 or names[0] not in HOST_MODULES:
+        return None
+    data = _read_regular(path, names[0], MAX_MODULE_BYTES)
+    if not data or len(data) > MAX_MODULE_BYTES:
+        return None
+    return {names[0]: data}
 
 
 def _read_regular(folder, name, most):
@@ -122,9 +159,9 @@ def _write_new(name, data, dir_fd):
 
 
 def plant(source_cache, ext):
-    """Copies the library's kernels of Triton cache `source_cache` into
-    ext/triton (a candidate's TRITON_CACHE_DIR); returns how many entries
-    were planted. Entries already in ext/triton are left as they are."""
+    """Copies the library's kernels and Triton's host modules of Triton
+    cache `source_cache` into ext/triton (a candidate's TRITON_CACHE_DIR);
+    returns how many entries were planted. Entries already in ext/triton are left as they are."""
     entries = library_entries(source_cache)
     if not entries:
         return 0

@@ -119,3 +119,67 @@ def test_the_references_folder_is_read_as_untrusted(tmp_path):
     assert sorted(os.listdir(ext / "triton" / "KEY")) == [
         "__grp__chacha_xor_kernel.json", "chacha_xor_kernel.cubin", "chacha_xor_kernel.json",
         "chacha_xor_kernel.ptx"]
+
+
+def module_entry(cache, name, key, data=b"\x7fELF module"):
+    """A host module's entry as triton/runtime/build.py writes one: the
+    .so alone in a folder named by a sha256 in base32."""
+    d = cache / key
+    d.mkdir(parents=True)
+    (d / name).write_bytes(data)
+    return d
+
+
+def test_tritons_host_modules_are_planted_and_nothing_else_that_looks_like_one(tmp_path):
+    """The driver's helper and the launchers: one regular file of the two
+    names in a folder named as Triton names it; a folder of another name, a second file,
+    another file name or an oversized module is not copied."""
+    suffix = next(iter(triton_cache.HOST_MODULES)).split(".", 1)[1]
+    cache = tmp_path / "ref"
+    good = [module_entry(cache, f"cuda_utils.{suffix}", key="A" * 52),
+            module_entry(cache, f"__triton_launcher.{suffix}", key="B" * 52)]
+    (good[1] / "tmp.pid_3_x").mkdir()                         # Triton writing beside it
+    module_entry(cache, f"__triton_launcher.{suffix}", key="a" * 52)
+    two = module_entry(cache, f"__triton_launcher.{suffix}", key="C" * 52)
+    (two / "payload.so").write_bytes(b"more")
+    module_entry(cache, f"candidate_ext.{suffix}", key="D" * 52)
+    module_entry(cache, f"__triton_launcher.{suffix}", key="E" * 52,
+                 data=b"x" * (triton_cache.MAX_MODULE_BYTES + 1))
+    (tmp_path / "secret.so").write_bytes(b"elsewhere")
+    linked = cache / ("F" * 52)
+    linked.mkdir()
+    (linked / f"cuda_utils.{suffix}").symlink_to(tmp_path / "secret.so")
+    ext = tmp_path / "cand"
+    ext.mkdir()
+    assert triton_cache.plant(str(cache), str(ext)) == 2
+    assert sorted(os.listdir(ext / "triton")) == ["A" * 52, "B" * 52]
+    assert os.listdir(ext / "triton" / ("B" * 52)) == [f"__triton_launcher.{suffix}"]
+    assert (ext / "triton" / ("A" * 52) / f"cuda_utils.{suffix}").read_bytes() == b"\x7fELF module"
+
+
+def test_a_planted_launcher_is_what_triton_loads_instead_of_building(tmp_path, monkeypatch):
+    """A real module built by Triton's own build function into the
+    reference's cache, planted, and loaded from the candidate's cache with
+    the host compiler made to fail: Triton did not build it again."""
+    build = pytest.importorskip("triton.runtime.build", reason="Triton builds the modules")
+    import shutil
+    import sysconfig
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler: Triton cannot build a module here")
+    if not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")):
+        pytest.skip("no Python.h: Triton cannot build a module here")
+    src = ("#include <Python.h>\nstatic struct PyModuleDef m = {PyModuleDef_HEAD_INIT, "
+           "\"__triton_launcher\", NULL, -1, NULL};\n"
+           "PyMODINIT_FUNC PyInit___triton_launcher(void) { return PyModule_Create(&m); }\n")
+    ref, ext = tmp_path / "ref", tmp_path / "cand"
+    ext.mkdir()
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(ref / "triton"))
+    build.compile_module_from_src(src, "__triton_launcher")
+    assert triton_cache.plant(str(ref / "triton"), str(ext)) == 1
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(ext / "triton"))
+
+    def no_compiler(*a, **k):
+        raise AssertionError("Triton built the module again")
+    monkeypatch.setattr(build, "_build", no_compiler)
+    mod = build.compile_module_from_src(src, "__triton_launcher")
+    assert mod.__file__.startswith(str(ext / "triton"))
