@@ -166,6 +166,10 @@ def run_variant(name, options, problems, batch, reward):
         for key in ("calls", "batches"):
             if isinstance(result.get(key), (int, float)):
                 ops.setdefault(f"({key})", []).append(result[key])
+        # the candidate worker's ready warming the libraries (off the
+        # candidate's path where a spare took it: spare_ready shows a wait)
+        if isinstance(result.get("worker_warm_s"), (int, float)):
+            ops.setdefault("(worker ready warm)", []).append(result["worker_warm_s"])
         # the Model timed as its own candidate: how far from 1 the speedup
         # is, with each worker's launch time (measured in its ready) beside it
         if same and r.verdict == "passed" and r.get("speedup", float("nan")) == r.get("speedup"):

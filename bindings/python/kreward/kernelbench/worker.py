@@ -233,18 +233,26 @@ class Worker:
                 # candidate's code can replace them in torch's modules
                 from torch.profiler import ProfilerActivity, profile
                 self._profile, self._profile_cuda = profile, ProfilerActivity.CUDA
-            if self.sandbox.config is None:
-                # the commitment's kernel compiled now, off the candidate's
-                # path (a spare does this before its candidate exists), in
-                # Triton's default cache, shared by the workers that follow;
-                # seal's warm finds it loaded. Sandboxed already ("start"):
-                # at first use in the candidate's own folder, which is
-                # verify's first batch (seal comes after verify): ~1.4 s of
-                # each candidate's verify on an H100 (docs/results.md)
+            if self.sandbox.config is None or req.get("triton_driver"):
+                # the mask's and the commitment's kernels chosen, checked and
+                # loaded now, off the candidate's path: a spare does this
+                # before its candidate exists. In Triton's default cache
+                # ("init"), or in a "start" worker's own folder where nothing
+                # a candidate wrote can be (a spare's fresh folder, the
+                # reference's: the caller says so, as for Triton's driver),
+                # their cubins and launchers planted there from the
+                # reference's (triton_cache.py). Elsewhere the first use
+                # does it, in verify's first batch (after the isolation
+                # filter: nothing is loaded from a source's folder before
+                # it), or seal's warm: 0.64 s of each "start" candidate's
+                # verify on an H100 with the launchers planted, 1.44 s
+                # before (docs/results.md)
+                t0 = self.perf()
                 try:
                     self.inputs.warm(self.device)
                 except Exception:  # noqa: BLE001 - the commitment then takes torch's steps
                     pass
+                warm_s += self.perf() - t0
         self._map_shared(req.get("shared_bytes"))
         launch_us = self._launch_probe()  # (a failure here is a failed ready too)
         self.ready_failed = False
