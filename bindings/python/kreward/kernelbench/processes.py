@@ -332,9 +332,20 @@ class Processes:
         # spare started for another source cannot take this one; one started
         # with a fresh folder (no source named) takes a source that has
         # none yet
-        ext = None
+        ext = spare_failed = None
         if w is not None and self.sandbox == "start" and spare_source != source:
-            ext = folders.adopt(self.cache_dir, spare_ext, source) if spare_source is None and spare_ext else None
+            # its ready over first (read once, kept: receive_ready): a
+            # fresh folder's spare warms the library's kernels there in
+            # ready, loading the launchers planted in it, and from the
+            # adoption on the folder is the source's, which every other
+            # worker of that source (another slot's, another lane's) may
+            # write: before its isolation filter a spare must load nothing
+            # from a folder a candidate can write (helper-31)
+            why = self._ready_failed(w) if spare_source is None and spare_ext else "not fresh"
+            if why is None:
+                ext = folders.adopt(self.cache_dir, spare_ext, source)
+            elif why != "not fresh":
+                spare_failed = why
             if ext is None:
                 w.end()
                 folders.discard(spare_ext)
@@ -396,10 +407,21 @@ class Processes:
             loaded["started_ahead"] = ahead
             loaded["worker_start"] = w.started_by
             loaded["warm_s"] = optional_number(ready.get("warm_s"))
+            if spare_failed:
+                loaded["spare_failed"] = spare_failed
             return w, loaded
         except BaseException:
             w.end()
             raise
+
+    def _ready_failed(self, w):
+        """None where w's ready reply came and says it started, else why
+        not (the caller ends such a spare and starts a worker instead)."""
+        try:
+            ready = w.receive_ready(self.timeout_s)
+        except (WorkerDied, WorkerTimeout, WorkerProtocolError, OSError) as e:
+            return printable(str(e))[:400] or type(e).__name__
+        return None if ready.get("ok") else printable(str(ready.get("error")))[:400]
 
     def _fall_back_to_init(self, why):
         """"auto": a "start" worker could not start (CUDA inside the sandbox,

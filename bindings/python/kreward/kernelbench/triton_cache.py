@@ -27,14 +27,22 @@ Triton's host-side modules come along: its driver's helper (cuda_utils) and
 the C launcher of each kernel signature (__triton_launcher), which Triton
 builds with the host's C compiler into the cache at a process's first use.
 Without them each candidate's first verify batch built three to five of
-them with gcc (~1.4 s of its `verify` on an H100 at e4b938c, the kernels'
-cubins planted). They are the same trust as the cubins beside them: built
-by the reference's worker in its own folder, loaded only in a sandboxed
-candidate's worker, whose own code could do whatever they could.
+them with gcc (1.44 s of its `verify` on an H100 at e4b938c, the kernels'
+cubins planted; 0.64 s with them planted, b197430). They are host code, and
+a fresh spare loads them in its ready, before its isolation filter (the
+"start" sandbox's file rules are in place): so they are trusted as far as
+the reference's folder is. In a "start" Runner that folder is written by
+the reference's worker alone (and by a candidate whose source is the
+reference's, the same code); a Runner in "init" or without a sandbox on the
+same cache_dir lets a candidate's threads started before its sandbox write
+it, as they may write anything of the user's (docs/threat-model.md). A
+spare's folder takes a source's name only after its ready is over
+(processes.py), and each file appears whole under its name (_write_new).
 """
 import json
 import os
 import re
+import secrets
 import stat
 import sysconfig
 
@@ -152,10 +160,20 @@ def _regrouped(blob, entry_dir, files):
 
 
 def _write_new(name, data, dir_fd):
-    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+    """name in the folder dir_fd, created whole or not at all: written
+    under a temporary name (Triton and library_entries skip "tmp.") and
+    linked to name (which fails where name exists), since Triton loads a
+    file it finds by its name alone: a worker warming in that folder
+    while this plants must not dlopen half a module (helper-31)."""
+    tmp = f"tmp.plant.{os.getpid()}.{secrets.token_hex(8)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
                  dir_fd=dir_fd)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+    finally:
+        os.unlink(tmp, dir_fd=dir_fd)
 
 
 def plant(source_cache, ext):
@@ -200,6 +218,8 @@ def plant(source_cache, ext):
                     for name, data in groups.items():
                         _write_new(name, data, entry_fd)
                     planted += 1
+                except FileExistsError:  # a worker in this folder wrote it meanwhile: its own
+                    pass
                 finally:
                     os.close(entry_fd)
         finally:

@@ -235,6 +235,52 @@ def test_missing_layers_are_said():
     assert "no Landlock here (this kernel has no Landlock)" in said[0] and "network" in said[1]
 
 
+def test_a_fresh_spare_folder_takes_a_source_name_only_after_its_ready(problem, monkeypatch):
+    """A fresh spare warms the library's kernels in its ready, loading what
+    was planted in its folder before its isolation filter; once the folder
+    takes a source's name, every worker of that source may write it. So the
+    name is given only after the spare's ready was read (helper-31: a
+    candidate that failed its verify left its spare mid-ready), and a spare
+    whose ready failed gives its folder to no one."""
+    from kreward.kernelbench import processes
+    from kreward.kernelbench.worker_process import WorkerProcess
+    adopted, adopt = [], processes.folders.adopt
+    readies, receive_ready = [], WorkerProcess.receive_ready
+
+    def logged_receive_ready(self, timeout_s):
+        out = receive_ready(self, timeout_s)
+        readies.append((self.folder, out.get("ok")))
+        return out
+
+    def logged_adopt(cache_dir, spare_ext, source):
+        adopted.append((spare_ext, list(readies)))
+        return adopt(cache_dir, spare_ext, source)
+    monkeypatch.setattr(WorkerProcess, "receive_ready", logged_receive_ready)
+    monkeypatch.setattr(processes.folders, "adopt", logged_adopt)
+    r = runner(problem, "adopt-after-ready", "start")
+    try:
+        assert run(r, HONEST)["verdict"] == "pass"
+        # wrong in its verify: it ends before waiting for the spare started
+        # at its load, whose ready is then still unread
+        wrong = run(r, HONEST.replace("clamp_min(0)", "clamp_min(0) + 1"))
+        assert wrong["verdict"] == "wrong" and wrong["started_ahead"] is True, wrong
+        spare_ext = r._processes.spare_folder
+        third = run(r, HONEST.replace("clamp_min(0)", "relu()"))
+        assert third["verdict"] == "pass" and third["started_ahead"] is True, third
+        assert [a[0] for a in adopted][-1] == spare_ext
+        assert (spare_ext, True) in adopted[-1][1]  # its ready read before, and said it started
+        # a fresh spare whose ready fails: ended, its folder given to no one
+        spare, n = r._processes.spare, len(adopted)
+        spare.receive_ready(30)  # (its real reply read and kept)
+        spare.ready_reply = {"ok": False, "error": "a device it could not get"}
+        fourth = run(r, HONEST.replace("clamp_min(0)", "clamp(min=0)"))
+        assert fourth["verdict"] == "pass" and fourth["started_ahead"] is False, fourth
+        assert len(adopted) == n and spare.ended is not None
+        assert any("a device it could not get" in n for n in fourth["notes"]), fourth["notes"]
+    finally:
+        r.close()
+
+
 def test_start_sandbox_spares_follow_the_source_named_next(problem):
     """A "start" worker may write only its own build folder, so its spare is
     started for the source named next (evaluate_many, or

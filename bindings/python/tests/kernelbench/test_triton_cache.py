@@ -183,3 +183,36 @@ def test_a_planted_launcher_is_what_triton_loads_instead_of_building(tmp_path, m
     monkeypatch.setattr(build, "_build", no_compiler)
     mod = build.compile_module_from_src(src, "__triton_launcher")
     assert mod.__file__.startswith(str(ext / "triton"))
+
+
+def test_a_planted_file_appears_whole_under_its_name_or_not_at_all(tmp_path, monkeypatch):
+    """Triton loads a module it finds by name: the name must never stand
+    for half a file. Each file is written under a temporary name and linked;
+    one that a worker in the folder wrote first is left as it is, and the
+    other entries are still planted."""
+    suffix = next(iter(triton_cache.HOST_MODULES)).split(".", 1)[1]
+    cache = tmp_path / "ref"
+    module_entry(cache, f"cuda_utils.{suffix}", "A" * 52, data=b"whole module")
+    module_entry(cache, f"__triton_launcher.{suffix}", "B" * 52)
+    ext = tmp_path / "cand"
+    ext.mkdir()
+    seen = []
+    real_link = os.link
+
+    def watching_link(src, dst, **kw):
+        seen.append((src, dst))
+        fd = kw["dst_dir_fd"]
+        if dst.startswith("__triton_launcher"):  # a worker's Triton wrote this name first
+            with open(os.open(dst, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "wb") as f:
+                f.write(b"the worker's own")
+        real_link(src, dst, **kw)
+        # when the name appears, the file behind it is complete
+        with open(os.open(dst, os.O_RDONLY, dir_fd=fd), "rb") as f:
+            assert f.read() == b"whole module"
+    monkeypatch.setattr(triton_cache.os, "link", watching_link)
+    assert triton_cache.plant(str(cache), str(ext)) == 1
+    assert sorted(d for _, d in seen) == sorted(triton_cache.HOST_MODULES)
+    assert all(s.startswith("tmp.") for s, _ in seen)
+    for key in ("A" * 52, "B" * 52):  # no temporary left behind
+        assert len(os.listdir(ext / "triton" / key)) == 1
+    assert (ext / "triton" / ("B" * 52) / f"__triton_launcher.{suffix}").read_bytes() == b"the worker's own"
