@@ -160,11 +160,18 @@ def region_views(buf, layout, where):
 
 def stage_call(stage, where, tensors, base=0):
     """Copies one call's tensors into stage (a uint8 tensor standing for the
-    region from offset `base`) at its offsets."""
+    region from offset `base`) at its offsets, and zeroes each one's
+    padding up to the next REGION_ALIGN: with the tensors, every byte of the
+    call's span is written (region_offsets lays spans end to end), so a
+    reused stage needs no clearing between chunks and never carries this
+    process's older bytes into the region."""
     for name, (off, n) in where.items():
         if n:
             src = tensors[name].detach().contiguous().reshape(-1).view(torch.uint8)
             stage[off - base:off - base + n].copy_(src)
+            end = off + (n + REGION_ALIGN - 1) // REGION_ALIGN * REGION_ALIGN
+            if end > off + n:
+                stage[off - base + n:end - base].zero_()
 
 
 def mask(span, key, start):
