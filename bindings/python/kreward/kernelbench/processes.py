@@ -341,6 +341,8 @@ class Processes:
             # worker of that source (another slot's, another lane's) may
             # write: before its isolation filter a spare must load nothing
             # from a folder a candidate can write (helper-31)
+            w.clock = self.clock  # (its wait, frozen or not, on this evaluation's limit)
+            w.limit_until(*limit)
             why = self._ready_failed(w) if spare_source is None and spare_ext else "not fresh"
             if why is None:
                 ext = folders.adopt(self.cache_dir, spare_ext, source)
