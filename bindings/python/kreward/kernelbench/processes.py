@@ -343,11 +343,10 @@ class Processes:
             # from a folder a candidate can write (helper-31)
             w.clock = self.clock  # (its wait, frozen or not, on this evaluation's limit)
             w.limit_until(*limit)
-            why = self._ready_failed(w) if spare_source is None and spare_ext else "not fresh"
-            if why is None:
+            fresh = spare_source is None and spare_ext
+            spare_failed = self._ready_failed(w) if fresh else None
+            if fresh and spare_failed is None:
                 ext = folders.adopt(self.cache_dir, spare_ext, source)
-            elif why != "not fresh":
-                spare_failed = why
             if ext is None:
                 w.end()
                 folders.discard(spare_ext)
