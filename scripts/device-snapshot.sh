@@ -24,6 +24,12 @@ fi
 if [ -n "${KR_SNAP_VET_RESUME:-}" ]; then
   mkdir -p .snap/vet-resume && cp "$KR_SNAP_VET_RESUME" .snap/vet-resume/vet.jsonl
 fi
+# KernelBench imports made ahead (kernelbench/import_cache.py, by content), so
+# the vetcorpus step measures instead of probing on the GPU machine's time:
+# KR_SNAP_IMPORT_CACHE=<a folder of KREWARD_IMPORT_CACHE> copies it to .snap/import-cache
+if [ -n "${KR_SNAP_IMPORT_CACHE:-}" ]; then
+  mkdir -p .snap/import-cache && cp "$KR_SNAP_IMPORT_CACHE"/*.json .snap/import-cache/
+fi
 # the tree before the reward-integrity defences, for bench/bench_defence_cost.py
 # (KR_SNAP_OLD=0 leaves it out)
 if [ "${KR_SNAP_OLD:-1}" != 0 ] && git cat-file -e 324416e 2>/dev/null; then

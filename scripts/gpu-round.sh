@@ -104,6 +104,8 @@ step_vetcorpus() {
   local run=/tmp/vet-run-$(pwd | md5sum | cut -c1-8) paths=${GR_VET_PATHS:-}
   [ -n "$paths" ] || paths="examples/kernelbench/level1 examples/kernelbench/level2 examples/kernelbench/level3 examples/problems$([ -d upstream ] && echo " upstream")"
   mkdir -p "$run"
+  # imports made ahead on another machine (device-snapshot.sh's KR_SNAP_IMPORT_CACHE)
+  [ -d import-cache ] && export KREWARD_IMPORT_CACHE=$PWD/import-cache
   # an earlier run's log, in a folder marked as a vetting run's (vet/output.py)
   [ -f vet-resume/vet.jsonl ] && [ ! -f "$run/vet.jsonl" ] && cp vet-resume/vet.jsonl "$run/"
   [ -f "$run/vet.jsonl" ] && echo "a kreward problems vet run's folder" > "$run/.kreward-vet"
