@@ -222,7 +222,7 @@ def run_kreward(runner, src, seed, cache, quiet_after=False):
     return res, time.perf_counter() - t0
 
 
-def run_kernelbench(problem_src, src, build_dir, cache, trials):
+def run_kernelbench(problem_src, src, build_dir, cache, trials, device="cuda:0"):
     import kernelbench_reference_eval as kbe
     from kreward.kernelbench.triton_extract import triton_kernels
     try:
@@ -231,7 +231,7 @@ def run_kernelbench(problem_src, src, build_dir, cache, trials):
         backend = "cuda"  # KernelBench's exec reports the syntax error
     kw = {"num_correct_trials": kbe.NUM_CORRECT_TRIALS, "measure_performance": True,
           "num_perf_trials": trials or kbe.NUM_PERF_TRIALS, "build_dir": build_dir,
-          "device": "cuda:0", "backend": backend}
+          "device": device, "backend": backend}
     t0 = time.perf_counter()
     res, err = kbe.evaluate_in_fresh_process(problem_src, src, env={"TRITON_CACHE_DIR": cache}, **kw)
     return res, err, time.perf_counter() - t0

@@ -24,6 +24,14 @@ is the ratio's base.
 Printed: per variant the wall, candidates/s, the ratio, reports right,
 and the medians of each evaluation phase (the reports' phase_*_s).
 
+`--kernelbench-method N` also runs KernelBench's own method (load, 5
+correctness trials, 100 timed trials, one fresh process a candidate:
+bench/kernelbench_reference_eval.py, as bench_kernelbench.py runs it) on
+the first N candidates of another fresh batch of the same shape, one after
+another as its eval script does, after the variants: its candidates/s, how
+many it judged as expected, and every variant's rate against it (issue 31:
+>= 5x, in the same run).
+
     KREWARD_LIBRARY=build/lib/libkreward.so.1 python3 bench/bench_kernelbench_batch.py \\
         [--problems 8] [--per-problem 16] [--variant one='{"in_flight": 1}'] ...
 
@@ -115,6 +123,35 @@ def candidates(problem, count, wrong_every, triton_ok):
     return out
 
 
+def run_kernelbench_method(batch, count, device="cuda:0"):
+    """KernelBench's method on the first `count` candidates of batch, one
+    after another in a fresh process each (its Triton cache and build
+    folder fresh for the run): a row like run_variant's."""
+    import tempfile
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_kernelbench import kb_verdict, run_kernelbench
+    want_kb = {"passed": "pass", "incorrect": "wrong"}
+    wrong, seconds = [], []
+    with tempfile.TemporaryDirectory(prefix="kb-method-") as tmp:
+        t0 = time.perf_counter()
+        for i, (p, src, want, _) in enumerate(batch[:count], 1):
+            res, err, s = run_kernelbench((KB / p).read_text(), src, f"{tmp}/build", f"{tmp}/triton",
+                                          None, device)
+            got = kb_verdict(res, err)
+            seconds.append(s)
+            if got != want_kb[want]:
+                wrong.append((p, got, want_kb[want], ""))
+            print(f"  kernelbench-method {i}/{count} at {time.perf_counter() - t0:.1f} s: "
+                  f"{pathlib.Path(p).stem} {got} {s:.2f} s", flush=True)
+        wall = time.perf_counter() - t0
+    n = min(count, len(batch))
+    return {"name": "kernelbench", "options": {"method": "KernelBench's, one after another",
+                                               "count": n},
+            "setup_s": 0.0, "wall_s": wall, "n": n, "rate": n / wall if wall > 0 else float("inf"),
+            "wrong": wrong, "phases": {"candidate": statistics.median(seconds)} if seconds else {},
+            "ops": {}, "identical_speedups": []}
+
+
 async def _submit_all(ev, paths, sources, t0):
     """Every candidate submitted at once (as evaluate_batch does), each
     report taken as it comes, with a line per report: a run cut short
@@ -202,6 +239,9 @@ def parse_args(argv=None):
                         "default one run with none)")
     p.add_argument("--cpu", action="store_true",
                    help="the CPU device, torch-only candidates (a smoke test of the bench)")
+    p.add_argument("--kernelbench-method", type=int, default=0, metavar="N",
+                   help="also run KernelBench's own method on N fresh candidates of the batch, one "
+                        "after another, and print each variant's rate against it")
     p.add_argument("--json", help="write the variants' results to this file")
     return p.parse_args(argv)
 
@@ -243,11 +283,25 @@ def main(argv=None):
         r = rows[-1]
         print(f"{name}: {r['n']} candidates in {r['wall_s']:.1f} s, {r['rate']:.2f}/s, "
               f"{r['n'] - len(r['wrong'])} right", flush=True)
+    kb = None
+    if a.kernelbench_method > 0:
+        per = {p: candidates(p, a.per_problem, a.wrong_every, not a.cpu) for p in problems}
+        batch = [(p, *per[p][i]) for i in range(a.per_problem) for p in problems]
+        kb = run_kernelbench_method(batch, a.kernelbench_method, "cpu" if a.cpu else "cuda:0")
+        print(f"kernelbench: {kb['n']} candidates in {kb['wall_s']:.1f} s, {kb['rate']:.2f}/s, "
+              f"{kb['n'] - len(kb['wrong'])} as expected", flush=True)
     base = rows[0]["rate"]
     print(f"\n{'variant':<14} {'setup s':>8} {'wall s':>8} {'cand/s':>8} {'vs first':>8} {'right':>9}  options")
     for r in rows:
         print(f"{r['name']:<14} {r['setup_s']:8.1f} {r['wall_s']:8.1f} {r['rate']:8.2f} "
               f"{r['rate'] / base:8.2f} {r['n'] - len(r['wrong']):>4}/{r['n']:<4}  {json.dumps(r['options'])}")
+    if kb:
+        print(f"{kb['name']:<14} {kb['setup_s']:8.1f} {kb['wall_s']:8.1f} {kb['rate']:8.2f} "
+              f"{kb['rate'] / base:8.2f} {kb['n'] - len(kb['wrong']):>4}/{kb['n']:<4}  "
+              f"{json.dumps(kb['options'])}")
+        print("against KernelBench's method (candidates/s): " + ", ".join(
+            f"{r['name']} {r['rate'] / kb['rate']:.2f}x" for r in rows))
+        rows.append(kb)
     for r in rows:
         same = r["identical_speedups"]
         if same:
@@ -270,7 +324,9 @@ def main(argv=None):
             print(f"  {r['name']}: {p} {got} (expected {want}): {msg}")
     if a.json:
         pathlib.Path(a.json).write_text(json.dumps(rows, indent=1))
-    return 1 if any(r["wrong"] for r in rows) else 0
+    # the exit status is kreward's: KernelBench's method judging otherwise is
+    # what the comparison shows, not this bench's failure
+    return 1 if any(r["wrong"] for r in rows if r is not kb) else 0
 
 
 if __name__ == "__main__":

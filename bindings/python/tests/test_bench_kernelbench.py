@@ -300,3 +300,26 @@ def test_gpu_experiments_say_what_they_need(script):
         assert "| way |" in p.stdout, p.stdout
     else:
         assert "needs a GPU (skipped)" in p.stdout, p.stdout
+
+
+def test_the_batch_bench_runs_kernelbench_s_method_on_its_candidates(kbe):
+    """bench_kernelbench_batch.py --kernelbench-method: KernelBench's own
+    method on the batch's candidates, one fresh process each, judged as the
+    batch expects them (here on the CPU: the Model as ModelNew passes, the
+    wrong one, its outputs shifted, fails every trial)."""
+    pytest.importorskip("triton", reason="the batch bench's Triton candidates import triton")
+    sys.path.insert(0, str(BENCH))
+    try:
+        batch_bench = importlib.import_module("bench_kernelbench_batch")
+    finally:
+        sys.path.remove(str(BENCH))
+    made = batch_bench.candidates("level1/01_relu.py", 3, 3, triton_ok=False)
+    batch = [("level1/01_relu.py", *c) for c in (made[0], made[2])]
+    assert [want for _, _, want, _ in batch] == ["passed", "incorrect"]
+    row = batch_bench.run_kernelbench_method(batch, 5, device="cpu")
+    assert row["n"] == 2 and row["wrong"] == [], row
+    assert row["wall_s"] > 0 and row["rate"] == pytest.approx(2 / row["wall_s"])
+    # a candidate KernelBench judges otherwise is listed, with what it said
+    row = batch_bench.run_kernelbench_method([("level1/01_relu.py", made[2][0], "passed", False)], 1,
+                                             device="cpu")
+    assert row["wrong"] == [("level1/01_relu.py", "wrong", "pass", "")], row

@@ -32,8 +32,8 @@ The rules are the C pool's (docs/pool.md), for the other kind of worker:
   candidate waits for its build only if it is not done, and a build that
   failed or ran past its time is the candidate's result without a GPU turn.
 
-Several candidates in flight per lane (`in_flight` K > 1; opt-in, off by
-default until measured on a GPU: in_flight.py, gate.py): each lane gets K
+Several candidates in flight per lane (`in_flight` K > 1, 4 by default
+for RunnerLanes: in_flight.py, gate.py): each lane gets K
 threads, each taking candidates by the rules above, and the lane times
 them one at a time behind its gate. The rules hold per candidate: the
 backstop aborts only the late candidate's evaluation (abort(ticket)), and
@@ -88,19 +88,26 @@ def _retryable(result):
 
 class Scheduler:
     def __init__(self, lanes, max_attempts=3, job_timeout_s=None, affinity_s=30.0,
-                 watchdog_s=0.5, builds=None, in_flight=1):
+                 watchdog_s=0.5, builds=None, in_flight=None):
         """lanes: {name: lane object}. job_timeout_s: the backstop per
         candidate (None: none; RunnerLane's own deadlines decide), counted
         from its GPU turn (after its build; with in_flight > 1, less its
         waits at the gate and its time frozen: the lane's lost_s). builds: the compile stage (a builds.BuildPool,
         closed with the scheduler), or None. in_flight: candidates each lane
-        evaluates at once (1: one at a time)."""
+        evaluates at once (1: one at a time); None: the lanes' own
+        (their `in_flight`, else 1: a lane that says nothing takes one)."""
         if not lanes:
             raise ValueError(NO_LANE_MESSAGE + ": none given")
         self.max_attempts = max(1, int(max_attempts))
         self.job_timeout_s = job_timeout_s
         self.affinity_s = affinity_s
         self.builds = builds
+        if in_flight is None:
+            own = {int(getattr(lane, "in_flight", 1)) for lane in lanes.values()}
+            if len(own) > 1:
+                raise ValueError(f"the lanes evaluate different numbers at once ({sorted(own)}): "
+                                 "give in_flight")
+            in_flight = own.pop()
         self.in_flight = max(1, int(in_flight))
         self._cond = threading.Condition()
         self._queue = collections.deque()   # jobs not yet taken, oldest first

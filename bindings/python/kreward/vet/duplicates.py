@@ -2,9 +2,10 @@
 inputs. Each record carries a fingerprint (measure.py, kreward_file.py): a
 key of what the inputs and outputs are (shapes, dtypes, distributions;
 for a kreward problem, its reference's source too) and, for a KernelBench
-file, a sample of its outputs on inputs drawn from a fixed seed. Records
-with one key and close samples are one problem; the first by name is the
-original, the others name it in duplicate_of."""
+file, a sample of its outputs on inputs drawn from fixed seeds (`samples`
+the first, `draws` the others). Records with one key and close samples at
+every draw both have are one problem; the first by name is the original,
+the others name it in duplicate_of."""
 import math
 
 ATOL, RTOL = 1e-5, 1e-3  # two references of one function differ by rounding only
@@ -31,6 +32,12 @@ def _same_outputs(x, y):
     return True
 
 
+def _same_draws(x, y):
+    """Every draw both fingerprints hold agrees (a record of an earlier
+    run holds none beyond the first)."""
+    return all(_same_outputs(a, b) for a, b in zip(x.get("draws") or [], y.get("draws") or []))
+
+
 def mark(records):
     """Sets duplicate_of on every record (None for originals). The original
     is the first by name among those kept on every other count (their
@@ -44,7 +51,8 @@ def mark(records):
             continue
         for first in originals.get(fp["key"], []):
             if first.get("kind") == r.get("kind") and _same_outputs(
-                    first["fingerprint"].get("samples"), fp.get("samples")):
+                    first["fingerprint"].get("samples"), fp.get("samples")) and _same_draws(
+                    first["fingerprint"], fp):
                 r["duplicate_of"] = first["problem"]
                 break
         else:

@@ -12,10 +12,13 @@ eats memory costs its subprocess only.
   smallest tolerance / error over the floating-point outputs' elements; an
   integer output that differs between the two (an argmax on near-ties)
   leaves no headroom.
-- fingerprint: the outputs on the cheapest case's inputs at a fixed seed
-  (a sample of values and their sums), with a key of the inputs' and
-  outputs' shapes, dtypes and distributions: two files with the same key
-  and close samples compute the same function on the same inputs.
+- fingerprint: the outputs on the cheapest case's inputs at fixed seeds
+  (a sample of values and their sums per seed), with a key of the inputs'
+  and outputs' shapes, dtypes and distributions: two files with the same
+  key and close samples at every seed compute the same function on the
+  same inputs. Several seeds, since a strengthened problem's inputs take a
+  scale and an offset per draw (kernelbench/inputs.py rescale): one draw
+  with a positive offset made ReLU, LeakyReLU and ELU one function.
 - time: every case, eager (the Model with its own weights, KernelBench's
   way) and torch.compile on the file's own sizes; on a GPU, CUDA events per
   call, and the same call with its launches queued behind a sleep kernel:
@@ -31,11 +34,19 @@ import time
 from .. import json_process
 
 FINGERPRINT_SEED = 0x5EED
+# the draws a fingerprint samples: the first is FINGERPRINT_SEED's (the
+# determinism check's inputs); each further one halves the chance that
+# functions differing on half a recipe's offsets look alike on all of them
+FINGERPRINT_DRAWS = 6
 SAMPLE = 64              # output values kept per output for duplicates
 LAUNCH_BOUND = 2.0       # GPU time / GPU time with every launch queued ahead, at or above which timing is launch-bound
 QUEUED_REPS = 5
 MIN_REPS, MAX_REPS, TARGET_S = 5, 200, 0.25
 HEADROOM_CAP = 1e9       # "no measurable error" (JSON has no infinity)
+# elements of an output compared at a time in float64 (a few temporaries of
+# 256 MB): upstream outputs reach 10^9 elements, whose float64 temporaries
+# whole would not fit beside the file's tensors
+HEADROOM_CHUNK = 1 << 25
 
 
 def _sync(torch, device):
@@ -115,7 +126,7 @@ def _headroom(torch, imp, case, tensors, own, device):
             ref64 = Reference(imp, where, dtype=torch.float64)
             t64 = {k: (v.to(where, torch.float64) if v.is_floating_point() else v.to(where))
                    for k, v in tensors.items()}
-            wide = [o.to("cpu") for o in ref64(case, t64)]
+            wide = ref64(case, t64)
             break
         except Exception as e:  # noqa: BLE001 - a module without a float64 form on this device
             notes.append(f"float64 on {where}: {type(e).__name__}: {str(e).splitlines()[0][:160]}"
@@ -123,27 +134,46 @@ def _headroom(torch, imp, case, tensors, own, device):
     else:
         return None, notes
     worst = HEADROOM_CAP
-    for mine, exact in zip((o.to("cpu") for o in own), wide):
+    for mine, exact in zip(own, wide):
         if mine.shape != exact.shape:
             return 0.0, notes + ["an output's shape differs in float64"]
+        # compared where the float64 outputs are (the GPU unless it had no
+        # float64 form there): on the CPU, one thread of a parallel run took
+        # 80 s over an upstream matmul's 10^9 elements, the GPU a fraction
+        mine = mine.to(exact.device)
         if not mine.is_floating_point():
             if not torch.equal(mine, exact.to(mine.dtype)):
                 notes.append("an integer output differs between its own precision and float64")
                 worst = 0.0
             continue
-        err = (mine.double() - exact.double()).abs()
-        tol = imp.atol + imp.rtol * exact.double().abs()
+        ratio = smallest_ratio(torch, mine.reshape(-1), exact.reshape(-1), imp.atol, imp.rtol)
+        if ratio is None:
+            return 0.0, notes + ["a non-finite output in one precision only"]
+        worst = min(worst, ratio)
+    return worst, notes
+
+
+def smallest_ratio(torch, mine, exact, atol, rtol, chunk=HEADROOM_CHUNK):
+    """The smallest tolerance / error over the elements of two flat outputs
+    (infinity where no element differs), HEADROOM_CHUNK elements at a time
+    in float64; None where a non-finite value is in one of them only (the
+    same non-finite value in both is no error)."""
+    worst = math.inf
+    for start in range(0, mine.numel(), chunk):
+        a = mine[start:start + chunk].double()
+        b = exact[start:start + chunk].double()
+        err = (a - b).abs()
         bad = ~torch.isfinite(err)
         if bool(bad.any()):
-            # inf/nan in one and not the other: no headroom; the same non-finite value in both: fine
-            same = (mine.double() == exact.double()) | (mine.isnan() & exact.isnan())
+            same = (a == b) | (a.isnan() & b.isnan())
             if bool((bad & ~same).any()):
-                return 0.0, notes + ["a non-finite output in one precision only"]
+                return None
             err = torch.where(bad, torch.zeros_like(err), err)
         nonzero = err > 0
         if bool(nonzero.any()):
+            tol = atol + rtol * b.abs()
             worst = min(worst, float((tol[nonzero] / err[nonzero]).min()))
-    return worst, notes
+    return worst
 
 
 def _sample(torch, x):
@@ -164,14 +194,23 @@ def _finite_or_str(v):
     return v if math.isfinite(v) else str(v)
 
 
-def _fingerprint(torch, imp, case, layout, outs):
+def _fingerprint(torch, imp, ref, case, layout, outs, device):
+    """The first draw's samples from outs (already computed on
+    FINGERPRINT_SEED's inputs), the others' from the reference run on
+    FINGERPRINT_SEED + 1, + 2, ... (in `draws`)."""
+    from ..kernelbench import inputs as inputs_mod
+    draws = []
+    for d in range(1, FINGERPRINT_DRAWS):
+        tensors = inputs_mod.make_inputs(layout, FINGERPRINT_SEED + d, device)
+        draws.append([_sample(torch, o) for o in ref(case, tensors)])
+        del tensors
     shapes = imp.shapes(imp.cases[case][2])
     key = {"inputs": [[t["dtype"], list(t["shape"]), t["init"], t.get("transform")] for t in layout],
            "values": sorted((str(k), repr(v)) for k, v in imp.case_values(case).items()),
            "outputs": [[t["dtype"], list(s)] for t, s in zip(imp.tensors, shapes)
                        if t["role"] == "out"]}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
-    return {"key": digest[:32], "samples": [_sample(torch, o) for o in outs]}
+    return {"key": digest[:32], "samples": [_sample(torch, o) for o in outs], "draws": draws}
 
 
 def _timing(torch, imp, device, compile_too):
@@ -269,7 +308,7 @@ def run(req):
     tensors = inputs_mod.make_inputs(layout, FINGERPRINT_SEED, device)
     det, outs = _deterministic(torch, ref, case, tensors, imp)
     out.update(det)
-    out["fingerprint"] = _fingerprint(torch, imp, case, layout, outs)
+    out["fingerprint"] = _fingerprint(torch, imp, ref, case, layout, outs, device)
     del tensors, outs
     step("determinism_s")
     # the reference's own error grows with what it reduces: the file's own

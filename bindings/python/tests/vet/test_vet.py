@@ -120,6 +120,43 @@ def test_the_same_function_written_otherwise_is_a_duplicate(vetted):
     assert r["gelu.py"]["duplicate_of"] is None  # same inputs, another function
 
 
+NONNEGATIVE = '''import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.{fn}(x)
+
+
+batch = 256
+dim = 4096
+
+
+def get_inputs():
+    return [torch.rand(batch, dim)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_functions_alike_on_one_draw_of_a_strengthened_recipe_are_not_duplicates(tmp_path):
+    """ReLU, LeakyReLU and ELU on torch.rand inputs: the input passed
+    through passes, so each is strengthened with inputs at other scales and
+    offsets, on which they differ. A fingerprint of one draw (a positive
+    offset there) called relu.py a duplicate of leaky.py, as the upstream
+    level 1's 20_LeakyReLU and 31_ELU were called 19_ReLU's on an H100."""
+    for name, fn in (("relu", "relu"), ("leaky", "leaky_relu"), ("elu", "elu")):
+        (tmp_path / f"{name}.py").write_text(NONNEGATIVE.format(fn=fn))
+    run = problems.vet([tmp_path / "relu.py", tmp_path / "leaky.py", tmp_path / "elu.py"],
+                       out=tmp_path / "v", devices="cpu", compile=False, jobs=2)
+    r = by_name(run)
+    assert all(rec["strengthened"] for rec in r.values()), r
+    assert [r[n]["duplicate_of"] for n in ("elu.py", "leaky.py", "relu.py")] == [None] * 3, r
+    assert all(rec["kept"] for rec in r.values())
+
+
 def test_random_state_in_forward_is_refused_as_not_deterministic(vetted):
     rec = by_name(vetted[0])["noisy.py"]
     assert not rec["kept"] and rec["deterministic"] is False
