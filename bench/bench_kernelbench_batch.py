@@ -22,7 +22,9 @@ evaluate_async` for each, as a trainer's event loop would; a line per report
 as it comes, and each problem's setup time as it is made); the first variant
 is the ratio's base.
 Printed: per variant the wall, candidates/s, the ratio, reports right,
-and the medians of each evaluation phase (the reports' phase_*_s).
+and the medians of each evaluation phase (the reports' phase_*_s). With
+KR_PROFILE=1 in its environment, also where each problem's first verify
+spent its `go` (the worker's parts and heaviest functions).
 
 `--kernelbench-method N` also runs KernelBench's own method (load, 5
 correctness trials, 100 timed trials, one fresh process a candidate:
@@ -189,7 +191,7 @@ def run_variant(name, options, problems, batch, reward):
         wall = time.perf_counter() - t0
     wrong = [(p, r.verdict, want, (r.message or "")[:160]) for (p, _, want, _), r in zip(batch, reports)
              if r.verdict != want]
-    phases, ops, identical = {}, {}, []
+    phases, ops, identical, profiled = {}, {}, [], set()
     for (p, _, _, same), r in zip(batch, reports):
         for key, value in r.metrics().items():
             if key.startswith("phase_") and key.endswith("_s"):
@@ -203,6 +205,18 @@ def run_variant(name, options, problems, batch, reward):
         for key in ("calls", "batches"):
             if isinstance(result.get(key), (int, float)):
                 ops.setdefault(f"({key})", []).append(result[key])
+        # where verify's go spent its time (the caller's KR_PROFILE=1): each
+        # problem's first report, every case's parts, the first case's profile
+        prof = result.get("verify_go_profile")
+        if prof and p not in profiled:
+            profiled.add(p)
+            for case, c in prof.items():
+                parts = " ".join(f"{k} {v:.4f}" for k, v in c.get("parts_s", {}).items())
+                print(f"  {name}: {pathlib.Path(p).stem} verify go, case {case}: wall {c.get('wall_s')} s, "
+                      f"in the worker {c.get('total_s')} s: {parts}", flush=True)
+            first = next(iter(prof.values()))
+            print("\n".join("    " + ln for ln in first.get("top", "").splitlines()[:40] if ln.strip()),
+                  flush=True)
         # the candidate worker's ready warming the libraries (off the
         # candidate's path where a spare took it: spare_ready shows a wait)
         if isinstance(result.get("worker_warm_s"), (int, float)):

@@ -72,7 +72,7 @@ class Evaluator(Backend):
     pay), "runner" (kreward.kernelbench.runner.Runner's options: cache_dir,
     timeout_s, sandbox, ...), "keep_warm" (Runners per lane, 8),
     "in_flight" (candidates evaluated at once per lane, timed one at a
-    time: 4 by default; 1 is one at a time, docs/kernelbench.md), "max_attempts" (3), "job_timeout_s" (the backstop, default the Runner's
+    time: 1, the default, is one at a time; opt-in, docs/kernelbench.md), "max_attempts" (3), "job_timeout_s" (the backstop, default the Runner's
     evaluation limit plus its timeout), "problems" (folders of KernelBench
     files to register by name)."""
 

@@ -411,7 +411,8 @@ class Runner:
                         batch_bytes=self.batch_bytes, call_bytes=self.call_bytes)
         verification = Verification(imp=self.imp, layouts=self.layouts, device=self.device, reference=self.ref,
                                     transfer=transfer, timing=timing, caller_s=caller_s,
-                                    timeout_s=self.timeout_s, gate=gate)
+                                    timeout_s=self.timeout_s, gate=gate,
+                                    profile_go=os.environ.get("KR_PROFILE", "0") not in ("", "0"))
         return Evaluation(processes=processes or self._processes, timing=timing, verification=verification,
                           device=self.device, staged=self.staged, baseline_kind=self.baseline_kind,
                           expected_paths=self._expected_paths, timeout_s=self.timeout_s,

@@ -4,7 +4,8 @@ candidate exactly one result, collected by ticket in submission order.
 The rules are the C pool's (docs/pool.md), for the other kind of worker:
 - one lane per GPU the scheduler is given (default: every GPU this process
   sees, so CUDA_VISIBLE_DEVICES decides), evaluating one candidate at a
-  time: timings never share a GPU. A lane keeps a Runner per problem it
+  time, or K with in_flight (below) and still timing one at a time:
+  timings never share a GPU. A lane keeps a Runner per problem it
   ran lately (`keep_warm`): the problem's baseline worker and a spare
   candidate worker stay up between candidates (runner.py);
 - a lane takes the oldest queued candidate, or one of the problem it ran
@@ -32,8 +33,8 @@ The rules are the C pool's (docs/pool.md), for the other kind of worker:
   candidate waits for its build only if it is not done, and a build that
   failed or ran past its time is the candidate's result without a GPU turn.
 
-Several candidates in flight per lane (`in_flight` K > 1, 4 by default
-for RunnerLanes: in_flight.py, gate.py): each lane gets K
+Several candidates in flight per lane (`in_flight` K > 1; opt-in:
+in_flight.py, gate.py): each lane gets K
 threads, each taking candidates by the rules above, and the lane times
 them one at a time behind its gate. The rules hold per candidate: the
 backstop aborts only the late candidate's evaluation (abort(ticket)), and
@@ -102,12 +103,17 @@ class Scheduler:
         self.job_timeout_s = job_timeout_s
         self.affinity_s = affinity_s
         self.builds = builds
+        # what each lane says it takes at once (a lane without a gate says 1)
+        own = {name: int(lane.in_flight) for name, lane in lanes.items() if hasattr(lane, "in_flight")}
         if in_flight is None:
-            own = {int(getattr(lane, "in_flight", 1)) for lane in lanes.values()}
-            if len(own) > 1:
-                raise ValueError(f"the lanes evaluate different numbers at once ({sorted(own)}): "
-                                 "give in_flight")
-            in_flight = own.pop()
+            if len(set(own.values())) > 1:
+                raise ValueError(f"the lanes evaluate different numbers at once ({own})")
+            in_flight = next(iter(own.values()), 1)
+        over = {name: k for name, k in own.items() if k < in_flight}
+        if over:
+            # more threads than a lane's gate was made for would time two
+            # candidates on one GPU at once
+            raise ValueError(f"in_flight {in_flight} is more than these lanes take at once: {over}")
         self.in_flight = max(1, int(in_flight))
         self._cond = threading.Condition()
         self._queue = collections.deque()   # jobs not yet taken, oldest first

@@ -17,7 +17,7 @@ import random
 import time
 
 from .inputs import REGION_ALIGN
-from .worker_process import CandidateFailed, _failure
+from .worker_process import CandidateFailed, _failure, go_profile
 
 MIN_CALLS = 2             # per timed batch, unless the memory budget allows fewer
 MAX_CALLS = 1024
@@ -78,13 +78,16 @@ class Timing:
         want = MIN_CALLS if not per_call_us else math.ceil(self.batch_us / max(per_call_us, 0.1))
         return max(1, min(on_grid(max(want, MIN_CALLS)), MAX_CALLS, self.batch_bytes // self.call_bytes))
 
-    def batch(self, w, case, seeds, lifted=None, committed=None, preps=None):
+    def batch(self, w, case, seeds, lifted=None, committed=None, preps=None, profile=None):
         """One batch: fresh inputs made (untimed), then the calls on the
         caller's clock; (wall us, worker's own us) per call. committed: a
         dict that gets each seed's commitment (the sums of its outputs,
         made inside the clock). preps: a list that gets the prepare
         request's time per call (recorded: the candidate's process could
-        compute the batch's outputs there, its inputs made)."""
+        compute the batch's outputs there, its inputs made). profile: a
+        dict that gets where the worker's `go` spent its time (verify's
+        batches under KR_PROFILE, worker.py GoProfile; never a timed batch:
+        the profile synchronises between its parts)."""
         region = self.inputs_from == "caller"
         # with the region the worker gets call numbers, never the seeds (it
         # could make the values from them, outside the clock)
@@ -99,6 +102,8 @@ class Timing:
         if not r["ok"]:
             raise _failure(r)
         go = {"op": "go", "case": case}
+        if profile is not None:
+            go["profile"] = True
         if region:
             go["key"] = self.transfer.write_region(w, case, seeds)
         if preps is not None:
@@ -112,6 +117,10 @@ class Timing:
             raise CandidateFailed("the batch committed to no outputs")
         if committed is not None:
             committed.update(zip(seeds, r["committed"]))
+        if profile is not None:
+            profile.update(go_profile(r) or {"parts_s": {}, "total_s": None,
+                                             "top": "the worker sent no profile"})
+            profile["wall_s"] = round(wall, 6)
         t, _ = w.request({"op": "times"}, self.call_timeout_s)
         if not t["ok"]:
             raise _failure(t)

@@ -29,13 +29,15 @@ class Verification:
     (the fetches); timing: a timing.Timing (the batch verify runs);
     caller_s: the Counter this process's own steps go to ("golden");
     timeout_s: a build's limit; gate: the lane's GPU gate (gate.py), each
-    case one shared step of it (NO_GATE: none)."""
+    case one shared step of it (NO_GATE: none); profile_go: each case's
+    batch profiled in the worker (KR_PROFILE: where `go` spends its time,
+    in the result's verify_go_profile by case)."""
 
     def __init__(self, *, imp, layouts, device, reference, transfer, timing, caller_s, timeout_s,
-                 gate=NO_GATE):
+                 gate=NO_GATE, profile_go=False):
         self.imp, self.layouts, self.device, self.ref = imp, layouts, device, reference
         self.transfer, self.timing, self.caller_s, self.timeout_s = transfer, timing, caller_s, timeout_s
-        self.gate = gate
+        self.gate, self.profile_go = gate, profile_go
 
     def golden(self, case, seed, lifted):
         t0 = time.perf_counter()
@@ -71,7 +73,10 @@ class Verification:
             return False
         lifted[case] = b["lifted"]
         seeds = [rng.getrandbits(62) for _ in range(verify_seeds)]
-        self.timing.batch(w, case, seeds)
+        profile = {} if self.profile_go else None
+        self.timing.batch(w, case, seeds, profile=profile)
+        if profile is not None:
+            res.setdefault("verify_go_profile", {})[name] = profile
         for s in seeds:
             why = self.check(w, case, s, lifted[case], f"case {name}")
             if why:

@@ -66,6 +66,47 @@ PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 
 
+class GoProfile:
+    """Where a verify batch's seconds go inside `go` (the caller's
+    KR_PROFILE; docs/kernelbench.md): each part (the unmasking, the weights'
+    swap, the forward, the commitment) timed from a synchronised device to a
+    synchronised device, and the whole request under cProfile, its heaviest
+    functions as text. Diagnostics only: the caller bounds what comes back
+    and judges nothing by it."""
+    TOP = 25
+
+    def __init__(self, worker):
+        import cProfile
+        self.w, self.parts, self.prof = worker, {}, cProfile.Profile()
+
+    def timed(self, fn, name):
+        w, parts = self.w, self.parts
+
+        def run(*args, **kwargs):
+            w.sync()
+            t0 = w.perf()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                w.sync()
+                parts[name] = parts.get(name, 0.0) + w.perf() - t0
+        return run
+
+    def start(self):
+        self.prof.enable()
+
+    def stop(self):
+        self.prof.disable()
+
+    def report(self, total_s):
+        import io
+        import pstats
+        text = io.StringIO()
+        pstats.Stats(self.prof, stream=text).sort_stats("cumulative").print_stats(self.TOP)
+        return {"parts_s": {k: round(v, 6) for k, v in self.parts.items()},
+                "total_s": round(total_s, 6), "top": text.getvalue()}
+
+
 def _load_sibling(name):
     spec = importlib.util.spec_from_file_location(
         "kr_kb_" + name, os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py"))
@@ -573,6 +614,16 @@ class Worker:
         the code below too; it still cannot commit to outputs it has not
         computed."""
         model, slots, outs = self.batch_model, self.slots, []
+        mask, commit = self.inputs.mask, self._commit
+        put = slots.put if slots is not None else None
+        # verify's batches only, when the caller asks (its KR_PROFILE): never
+        # a timed one, which this would slow with its synchronisations
+        profile = GoProfile(self) if req.get("profile") else None
+        if profile is not None:
+            model, mask, commit = (profile.timed(model, "forward"), profile.timed(mask, "unmask"),
+                                   profile.timed(commit, "commit"))
+            put = put and profile.timed(put, "weights")
+            profile.start()
         key = self._mask_key(req) if self.spans else None
         collecting = gc.isenabled()
         gc.disable()  # no collection in the middle of a batch, for either side
@@ -583,11 +634,11 @@ class Worker:
             with self.no_grad():
                 for i, (_, args, weights) in enumerate(self.order):
                     if key is not None:  # this call's values, only now (inputs.py)
-                        self.inputs.mask(self._span(i), key, self.spans[i][0])
+                        mask(self._span(i), key, self.spans[i][0])
                     if weights is not None:
-                        slots.put(weights)
+                        put(weights)
                     outs.append(model(*args))
-                committed = self._commit(outs) if self.commit else None
+                committed = commit(outs) if self.commit else None
             if self.events:
                 self.events[1].record()
             self.sync()
@@ -595,6 +646,8 @@ class Worker:
             if committed is not None:
                 committed = self._read_back(committed)
         finally:
+            if profile is not None:
+                profile.stop()
             if slots is not None:
                 slots.restore()  # (also where a call raised)
             if collecting:
@@ -607,7 +660,10 @@ class Worker:
                 if isinstance(o, self.Tensor) and type(o) not in self.plain:
                     raise TypeError(f"forward returned a {type(o).__name__}: outputs must be "
                                     "plain torch.Tensor")
-        return {} if committed is None else {"committed": committed}
+        out = {} if committed is None else {"committed": committed}
+        if profile is not None:
+            out["profile"] = profile.report(self.last_us / 1e6)
+        return out
 
     def _span(self, i):
         """Call i's span of the region (or of its device copy), as bytes."""

@@ -185,6 +185,26 @@ def _outputs_fit(outputs, size):
     return total == size
 
 
+PROFILE_PARTS, PROFILE_TEXT = 8, 6000
+
+
+def go_profile(reply):
+    """A go reply's profile (worker.py GoProfile), bounded: a few named
+    seconds and a text of at most PROFILE_TEXT characters; None if it has
+    none or is malformed. The worker runs the candidate's code, so this is
+    its word: printed for a person, never judged by."""
+    p = reply.get("profile")
+    if not isinstance(p, dict):
+        return None
+    parts = p.get("parts_s")
+    parts = ({str(k)[:40]: float(v) for k, v in list(parts.items())[:PROFILE_PARTS] if _num(v)}
+             if isinstance(parts, dict) else {})
+    total = p.get("total_s")
+    top = p.get("top")
+    return {"parts_s": parts, "total_s": float(total) if _num(total) else None,
+            "top": top[:PROFILE_TEXT] if isinstance(top, str) else ""}
+
+
 def check_reply(op, reply, max_payload, ipc_asked=False):
     """Raises WorkerProtocolError unless reply is what op's request gets
     back (REPLIES), with a payload of at most max_payload bytes; a fetch's

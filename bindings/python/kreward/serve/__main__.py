@@ -57,8 +57,8 @@ def parser():
                         "gets twice that")
     p.add_argument("--kernelbench-in-flight", type=int, metavar="K",
                    help="ModelNew candidates evaluated at once per GPU, timed one at a time "
-                        "(default 4: 2.42x the candidates/s of 1 on an H100; 1: one at a time; "
-                        "docs/kernelbench.md)")
+                        "(default 1: one at a time; 4 gave 2.42x on an H100, opt-in while a "
+                        "neighbour can still change a verdict: docs/kernelbench.md)")
     p.add_argument("--kernelbench-zygote", action=argparse.BooleanOptionalAction, default=True,
                    help="fork ModelNew workers from a process with torch imported (the default); "
                         "--no-kernelbench-zygote starts each by exec (docs/kernelbench.md)")

@@ -821,3 +821,26 @@ def test_a_clock_given_to_a_paused_worker_is_neither_resumed_nor_counted():
     assert clock.lost_depth == 0 and lost_seconds(clock) >= 0.0
     resume(worker)  # one resume too many changes nothing
     assert worker.lost_depth == 0 and clock.lost_depth == 0
+
+
+def test_a_scheduler_runs_as_many_per_lane_as_its_lanes_take_and_never_more():
+    """Scheduler(in_flight=None) takes its lanes' own in_flight; lanes that
+    disagree, or more threads than a lane's gate was made for (two
+    candidates timed on one GPU at once), are refused."""
+    class Declared:
+        def __init__(self, k):
+            self.in_flight = k
+
+        def close(self):
+            pass
+
+    with Scheduler({"cuda:0": Declared(3)}) as s:
+        assert s.in_flight == 3
+    with Scheduler({"cuda:0": Declared(3)}, in_flight=2) as s:
+        assert s.in_flight == 2  # fewer threads than the gate allows: fine
+    with pytest.raises(ValueError, match="different numbers"):
+        Scheduler({"cuda:0": Declared(1), "cuda:1": Declared(4)})
+    with pytest.raises(ValueError, match="more than these lanes take"):
+        Scheduler({"cuda:0": Declared(1)}, in_flight=4)
+    with Scheduler({"cuda:0": RetiringLane()}) as s:
+        assert s.in_flight == 1  # a lane that says nothing takes one

@@ -475,3 +475,40 @@ def test_close_from_another_thread_ends_the_evaluation_in_progress(tmp_path):
         timer.join()
     assert res["verdict"] in ("crash", "error"), res
     assert took < 60, took  # not the candidate's 120 s sleep
+
+
+def test_kr_profile_says_where_each_verify_batch_spent_its_time(tmp_path, monkeypatch):
+    """KR_PROFILE in the caller: each verify case's `go` reports its parts
+    (the forward, the commitment: each from a synchronised device to a
+    synchronised device) and its heaviest functions, in the result's
+    verify_go_profile by case; a forward that sleeps shows there. Without
+    it, no profile and the timed batches are the same requests."""
+    src = ("import time, torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+           "        time.sleep(0.05)\n        return x.clamp_min(0)\n")
+    imp = import_problem(str(KB / "level1" / "01_relu.py"))
+    monkeypatch.setenv("KR_PROFILE", "1")
+    with Runner(imp, "cpu", cache_dir=str(tmp_path), timeout_s=120, call_timeout_s=30, spare=False) as r:
+        res = run(r, src)
+    assert res["verdict"] == "pass", res
+    prof = res["verify_go_profile"]
+    assert list(prof) == [c["name"] for c in res["cases"]]
+    for case in prof.values():
+        parts = case["parts_s"]
+        assert set(parts) >= {"forward", "commit"} and parts["forward"] >= 0.05, case
+        assert 0 < case["total_s"] <= case["wall_s"] and parts["forward"] <= case["total_s"]
+        assert "forward" in case["top"] and "cumulative" in case["top"]
+    monkeypatch.setenv("KR_PROFILE", "0")
+    with Runner(imp, "cpu", cache_dir=str(tmp_path), timeout_s=120, call_timeout_s=30, spare=False) as r:
+        assert "verify_go_profile" not in run(r, src)
+
+
+def test_a_go_profile_from_the_worker_is_bounded():
+    """The worker runs the candidate's code: what its profile says is kept
+    only as a few named numbers and a bounded text."""
+    from kreward.kernelbench.worker_process import PROFILE_PARTS, PROFILE_TEXT, go_profile
+    flood = {"profile": {"parts_s": {f"p{i}": 1.0 for i in range(100)} | {"bad": "x", "neg": -1},
+                         "total_s": float("inf"), "top": "x" * (10 * PROFILE_TEXT)}}
+    p = go_profile(flood)
+    assert len(p["parts_s"]) <= PROFILE_PARTS and all(v == 1.0 for v in p["parts_s"].values())
+    assert p["total_s"] is None and len(p["top"]) == PROFILE_TEXT
+    assert go_profile({"profile": "not a dict"}) is None and go_profile({}) is None

@@ -25,7 +25,7 @@ def test_chunks_give_the_whole_outputs_answer(chunk):
     g = torch.Generator().manual_seed(3)
     exact = torch.randn(1000, dtype=torch.float64, generator=g)
     mine = exact.float().double()  # float32's rounding: errors everywhere, small
-    # the worst element in the last, partial chunk of every chunk size above
+    # the worst element near the end: past the first chunk of every chunk size but the largest
     mine[997] = exact[997] + 0.5
     got = smallest_ratio(torch, mine.float(), exact, ATOL, RTOL, chunk=chunk)
     assert got == pytest.approx(whole(mine.float(), exact), rel=1e-12)
