@@ -66,47 +66,6 @@ PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 
 
-class GoProfile:
-    """Where a verify batch's seconds go inside `go` (the caller's
-    KR_PROFILE; docs/kernelbench.md): each part (the unmasking, the weights'
-    swap, the forward, the commitment) timed from a synchronised device to a
-    synchronised device, and the whole request under cProfile, its heaviest
-    functions as text. Diagnostics only: the caller bounds what comes back
-    and judges nothing by it."""
-    TOP = 25
-
-    def __init__(self, worker):
-        import cProfile
-        self.w, self.parts, self.prof = worker, {}, cProfile.Profile()
-
-    def timed(self, fn, name):
-        w, parts = self.w, self.parts
-
-        def run(*args, **kwargs):
-            w.sync()
-            t0 = w.perf()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                w.sync()
-                parts[name] = parts.get(name, 0.0) + w.perf() - t0
-        return run
-
-    def start(self):
-        self.prof.enable()
-
-    def stop(self):
-        self.prof.disable()
-
-    def report(self, total_s):
-        import io
-        import pstats
-        text = io.StringIO()
-        pstats.Stats(self.prof, stream=text).sort_stats("cumulative").print_stats(self.TOP)
-        return {"parts_s": {k: round(v, 6) for k, v in self.parts.items()},
-                "total_s": round(total_s, 6), "top": text.getvalue()}
-
-
 def _load_sibling(name):
     spec = importlib.util.spec_from_file_location(
         "kr_kb_" + name, os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py"))
@@ -202,6 +161,7 @@ class Worker:
         self.sums, self.sums_of_many = self.inputs.sums, self.inputs.sums_of_many
         self.sums_of_table = self.inputs.sums_of_table
         self.WeightSlots = _load_sibling("weight_slots").WeightSlots
+        self.GoProfile = _load_sibling("go_profile").GoProfile  # (loaded before any seal)
         self.perf = time.perf_counter
         self.no_grad, self.functional_call = torch.no_grad, torch.func.functional_call
         self.plain = (torch.Tensor, torch.nn.Parameter)
@@ -618,7 +578,7 @@ class Worker:
         put = slots.put if slots is not None else None
         # verify's batches only, when the caller asks (its KR_PROFILE): never
         # a timed one, which this would slow with its synchronisations
-        profile = GoProfile(self) if req.get("profile") else None
+        profile = self.GoProfile(self) if req.get("profile") else None
         if profile is not None:
             model, mask, commit = (profile.timed(model, "forward"), profile.timed(mask, "unmask"),
                                    profile.timed(commit, "commit"))
