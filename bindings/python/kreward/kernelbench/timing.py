@@ -86,7 +86,7 @@ class Timing:
         request's time per call (recorded: the candidate's process could
         compute the batch's outputs there, its inputs made). profile: a
         dict that gets where the worker's `go` spent its time (verify's
-        batches under KR_PROFILE, worker.py GoProfile; never a timed batch:
+        batches under KR_PROFILE, go_profile.py; never a timed batch:
         the profile synchronises between its parts)."""
         region = self.inputs_from == "caller"
         # with the region the worker gets call numbers, never the seeds (it
