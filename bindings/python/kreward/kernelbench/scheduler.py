@@ -50,6 +50,7 @@ count); RunnerLane is the real one, tests
 give fakes (`lane_factory`) to test the rules on the CPU."""
 import collections
 import itertools
+import re
 import threading
 import time
 
@@ -62,7 +63,7 @@ NO_LANE_MESSAGE = "no GPU lane can evaluate ModelNew candidates"
 
 class Job:
     __slots__ = ("ticket", "problem", "source", "options", "submitted", "attempts", "failed_on",
-                 "held_by", "started", "lane", "result", "done", "on_done")
+                 "held_by", "started", "lane", "result", "done", "on_done", "shared", "alone")
 
     def __init__(self, ticket, problem, source, options, on_done):
         self.ticket, self.problem, self.source, self.options = ticket, problem, source, options
@@ -75,10 +76,28 @@ class Job:
         self.result = None
         self.done = threading.Event()
         self.on_done = on_done
+        self.shared = False      # in flight: another job ran on its lane beside it
+        self.alone = False       # to be run again with nothing beside it (_needs_alone)
 
 
 def _error(message):
     return {"verdict": "error", "feedback": message, "notes": [], "cases": []}
+
+
+# what a neighbour in flight can cause an honest candidate: its memory taken
+# (torch's and the driver's words for it), or the GPU kept busy past the
+# gate's idle probe (evaluation.py _idle_or_error)
+_NEIGHBOURS = re.compile(r"out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|"
+                         r"the GPU was not idle", re.IGNORECASE)
+
+
+def _needs_alone(result):
+    """Whether a result of an evaluation that shared its lane may be its
+    neighbours' doing (a crash or an error that says so): then the job runs
+    again alone on that lane, and what it gets there stands (a candidate
+    that claims so falsely only costs the lane that run)."""
+    return (isinstance(result, dict) and result.get("verdict") in ("crash", "error")
+            and bool(_NEIGHBOURS.search(str(result.get("feedback") or ""))))
 
 
 def _retryable(result):
@@ -125,6 +144,7 @@ class Scheduler:
         self.counters = collections.Counter()
         self._lanes = dict(lanes)
         self._last_problem = {}             # lane name -> problem key it ran last
+        self._on_lane = collections.defaultdict(set)  # lane name -> jobs its threads run now
         self._threads = []
         for name in self._lanes:
             for i in range(self.in_flight):
@@ -220,6 +240,13 @@ class Scheduler:
         """The job lane `name` runs next (lock held), or None."""
         if not self._queue:
             return None
+        if any(j.alone for j in self._on_lane[name]):
+            return None  # a job runs alone there: nothing starts beside it
+        waiting = next((j for j in self._queue if j.alone and j.held_by in (None, name)
+                        and name not in j.failed_on), None)
+        if waiting is not None:
+            # the lane drains for it: nothing new starts until it can run
+            return None if self._on_lane[name] else waiting
         now = time.monotonic()
         last = self._last_problem.get(name)
         oldest = None
@@ -257,12 +284,19 @@ class Scheduler:
                         break
                     self._cond.wait(0.5)
                 self._queue.remove(job)
-                nxt = self._next_same_problem(name, job)
+                nxt = None if job.alone else self._next_same_problem(name, job)
                 job.held_by, job.lane, job.started = name, name, time.monotonic()
                 job.attempts += 1
                 self._last_problem[name] = job.problem.key
+                running = self._on_lane[name]
+                running.add(job)
+                if len(running) > 1:
+                    for j in running:
+                        j.shared = True
             built = self._await_build(job)
             if job.done.is_set():  # the backstop or close() answered it while it waited
+                with self._cond:
+                    self._off_lane(name, job)
                 continue
             result = builds_verdict(built)
             if result is None:
@@ -294,9 +328,23 @@ class Scheduler:
                     job.started = time.monotonic()
         return built
 
+    def _off_lane(self, name, job):
+        """job's thread is done with it (lock held)."""
+        self._on_lane[name].discard(job)
+        self._cond.notify_all()  # a job waiting to run alone may start now
+
     def _lane_done(self, name, lane, job, result):
         with self._cond:
+            self._off_lane(name, job)
             if job.done.is_set():  # the watchdog or close() answered it already
+                return
+            if (job.shared and not job.alone and name not in self._retired
+                    and job.ticket not in self._interrupted and _needs_alone(result)):
+                # once, on this lane, with nothing beside it: what it gets there stands
+                job.alone, job.lane, job.held_by = True, None, name
+                self._queue.appendleft(job)
+                self.counters["alone_reruns"] += 1
+                self._cond.notify_all()
                 return
             job.lane = None
             if job.ticket in self._interrupted:

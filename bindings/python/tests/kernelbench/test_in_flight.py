@@ -5,6 +5,7 @@ other candidate's request or own thread during it, frozen and thawed
 around it, one result each in order, faster than one at a time); the real
 freezer on a real process tree; the real Runner with two candidates in
 flight."""
+import collections
 import os
 import pathlib
 import signal
@@ -844,3 +845,77 @@ def test_a_scheduler_runs_as_many_per_lane_as_its_lanes_take_and_never_more():
         Scheduler({"cuda:0": Declared(1)}, in_flight=4)
     with Scheduler({"cuda:0": RetiringLane()}) as s:
         assert s.in_flight == 1  # a lane that says nothing takes one
+
+
+class CrowdedLane:
+    """In flight without a GPU: "victim" runs out of memory when another
+    evaluation ran beside it, "liar" always says it ran out of memory,
+    "error" says the GPU was not idle when it had company; every other
+    source passes. Records each run: (token, source, whether anything ran
+    beside it at any moment)."""
+
+    def __init__(self, run_s=0.05):
+        self.run_s, self.lock = run_s, threading.Lock()
+        self.running, self.runs = {}, []   # token -> crowded so far; finished runs
+
+    def evaluate(self, problem, source, next_source=None, options=None, token=None):
+        with self.lock:
+            for t in self.running:
+                self.running[t] = True
+            self.running[token] = bool(self.running)
+        try:
+            time.sleep(self.run_s)
+        finally:
+            with self.lock:
+                crowded = self.running.pop(token)
+                self.runs.append((token, source, crowded))
+        if source == "liar" or (source == "victim" and crowded):
+            return {"verdict": "crash", "feedback": "torch.OutOfMemoryError: CUDA out of memory."}
+        if source == "error" and crowded:
+            return {"verdict": "error", "feedback": "the GPU was not idle for the timed batches"}
+        return {"verdict": "pass", "token": token}
+
+    def abort(self, token=None):
+        pass
+
+    def healthy(self):
+        return True
+
+    def close(self):
+        pass
+
+
+def test_a_candidate_its_neighbours_may_have_failed_runs_again_alone_and_that_stands():
+    """In flight, an out-of-memory crash or a GPU that was not idle may be a
+    neighbour's doing: the candidate runs once more on its lane with nothing
+    beside it (the lane drains first), and that result stands: the victims
+    pass, the one that always claims it is judged crash after at most one
+    run alone, and nothing runs a third time."""
+    lane = CrowdedLane()
+    sources = ["victim", "pass", "pass", "liar", "error", "pass", "victim", "pass"]
+    with Scheduler({"cuda:0": lane}, in_flight=3) as s:
+        problems = [Problem(f"p{i}") for i in range(8)]
+        tickets = [s.submit(problems[i], src) for i, src in enumerate(sources)]
+        got = dict(_collect(s))
+        counters = dict(s.counters)
+    verdicts = [got[t]["verdict"] for t in tickets]
+    assert verdicts == ["pass", "pass", "pass", "crash", "pass", "pass", "pass", "pass"], verdicts
+    assert "out of memory" in got[tickets[3]]["feedback"]
+    by_token = collections.defaultdict(list)
+    for token, _, crowded in lane.runs:
+        by_token[token].append(crowded)
+    again = {t: r for t, r in by_token.items() if len(r) > 1}
+    # the first three start together: the first victim ran beside others
+    assert tickets[0] in again and counters["alone_reruns"] == len(again), (counters, by_token)
+    # run again only after a crowded first run, then alone, and never a third time
+    assert all(r == [True, False] for r in again.values()), again
+    assert all(sources[tickets.index(t)] != "pass" for t in again)
+
+
+def test_one_at_a_time_nothing_is_run_again():
+    """in_flight 1: no neighbour, so an out-of-memory crash is the candidate's own."""
+    lane = CrowdedLane()
+    with Scheduler({"cuda:0": lane}, in_flight=1) as s:
+        t = s.submit(Problem("p0"), "liar")
+        assert s.wait(t, 30)["verdict"] == "crash"
+        assert s.counters["alone_reruns"] == 0
