@@ -189,7 +189,7 @@ PROFILE_PARTS, PROFILE_TEXT = 8, 6000
 
 
 def go_profile(reply):
-    """A go reply's profile (worker.py GoProfile), bounded: a few named
+    """A go reply's profile (go_profile.py GoProfile), bounded: a few named
     seconds and a text of at most PROFILE_TEXT characters; None if it has
     none or is malformed. The worker runs the candidate's code, so this is
     its word: printed for a person, never judged by."""
