@@ -72,9 +72,11 @@ class Evaluator(Backend):
     pay), "runner" (kreward.kernelbench.runner.Runner's options: cache_dir,
     timeout_s, sandbox, ...), "keep_warm" (Runners per lane, 8),
     "in_flight" (candidates evaluated at once per lane, timed one at a
-    time: 1, the default, is one at a time; opt-in, docs/kernelbench.md), "max_attempts" (3), "job_timeout_s" (the backstop, default the Runner's
-    evaluation limit plus its timeout), "problems" (folders of KernelBench
-    files to register by name)."""
+    time: 1, the default, is one at a time; opt-in, docs/kernelbench.md),
+    "max_spares" (with in_flight > 1, the most spare workers a lane keeps:
+    default in_flight), "max_attempts" (3), "job_timeout_s" (the backstop,
+    default the Runner's evaluation limit plus its timeout), "problems"
+    (folders of KernelBench files to register by name)."""
 
     def __init__(self, reward="makora", preset="fast", cache_dir=None, compile_threads=None,
                  device=0, fallback=None, isolated=True, gpus=None, require_gpu=False,

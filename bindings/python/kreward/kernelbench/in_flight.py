@@ -31,12 +31,16 @@ While any evaluation is in flight the Runner's own lock is held, so
 keep_warm (processes.py) does not end its baseline under it; a Runner
 closed by the lane closes every slot.
 
-Memory: each slot keeps its own spare (as a Runner does), so a lane may
-hold up to keep_warm x (1 + K) workers, each with a CUDA context: lower
-keep_warm with a larger K."""
+Memory: a slot keeps a spare (as a Runner does) only with a place in its
+lane's LaneSpares (max_spares, default K), so a lane holds at most its
+Runners' baselines, K candidate workers and max_spares spares, each with a
+CUDA context and a staging buffer (16 at K = 4 and the defaults, where a
+spare per slot made up to 40)."""
+import collections
 import contextlib
 import threading
 import types
+import weakref
 
 from .freezer import Freezer, lost_seconds, pause, resume
 from .gate import Gate
@@ -145,16 +149,103 @@ class Slot:
         return self.shared.baseline_memo
 
 
+class LaneSpares:
+    """A lane's cap on spare candidate workers with several candidates in
+    flight (RunnerLane's max_spares, default its in_flight K).
+
+    Why: every slot kept a spare (Processes.start_spare), so a lane that had
+    run K candidates of each of its keep_warm problems at once kept
+    keep_warm x K spares (32 at K = 4), each a process with a CUDA context
+    and a staging buffer, where what spares are for (the next candidate's
+    worker starting while the one before it runs) takes one per evaluation
+    in flight.
+
+    How: a spare takes a place here before its process starts and gives it
+    back once a candidate takes it (it is then one of the lane's K
+    candidate workers) or it is ended (its process gone), so the lane's
+    spares never number more than `cap`. A counter, not a semaphore to wait
+    on: a spare saves its candidate a start, never worth an evaluation's
+    wait. Where no place is free, the spare of an idle slot (a problem not
+    evaluated at the moment), oldest place first, is ended and its place
+    taken, so the places follow the evaluations in flight instead of
+    staying with problems the lane ran earlier; a spare of a slot in use
+    (started ahead for the candidate after the one running) is never ended
+    here: its evaluation's thread owns it. With none idle, no spare starts
+    (the next candidate's worker starts at its turn, as with spare=False).
+    With cap >= K a slot in use always finds one: the other K - 1 hold at
+    most K - 1."""
+
+    def __init__(self, cap):
+        self.cap = max(0, int(cap))
+        self._lock = threading.Lock()
+        self._places = collections.OrderedDict()  # the places held, oldest first (a set in order)
+        self._runners = weakref.WeakSet()          # the lane's InFlightRunners (reclaim_spare)
+        self.counters = collections.Counter()      # taken, reclaimed (idle spares ended), refused
+
+    def add_runner(self, runner):
+        with self._lock:
+            self._runners.add(runner)
+
+    def held(self):
+        """The places held now (the lane's live spares, and one per spare
+        starting)."""
+        with self._lock:
+            return len(self._places)
+
+    def take(self, holder):
+        """A place for holder's (a slot's Processes) next spare: a _Place
+        to give back once that spare is taken or ended, or None."""
+        # (each round takes a place, or ends an idle spare and tries again:
+        # another slot may take the place it freed first)
+        for _ in range(self.cap + 1):
+            with self._lock:
+                if len(self._places) < self.cap:
+                    place = _Place(self, holder)
+                    self._places[place] = None
+                    self.counters["taken"] += 1
+                    return place
+                holders = [p.holder for p in self._places]
+                runners = list(self._runners)
+            # (outside the lock: a Runner's lock is taken inside, and ending a
+            # worker takes a while)
+            if not any(r.reclaim_spare(h) for h in holders for r in runners):
+                break
+            with self._lock:
+                self.counters["reclaimed"] += 1
+        with self._lock:
+            self.counters["refused"] += 1
+        return None
+
+    def _give_back(self, place):
+        with self._lock:
+            self._places.pop(place, None)
+        place.holder = None
+
+
+class _Place:
+    """One spare's place in its lane's cap (LaneSpares.take), kept with its
+    worker (processes._give_back_place); given back once."""
+
+    def __init__(self, spares, holder):
+        self.spares, self.holder = spares, holder
+
+    def give_back(self):
+        self.spares._give_back(self)
+
+
 class InFlightRunner:
     """One problem's Runner with up to as many evaluations in flight as the
-    lane runs; evaluate() may be called from several threads at once."""
+    lane runs; evaluate() may be called from several threads at once.
+    spares: the lane's LaneSpares (None: every slot keeps a spare)."""
 
-    def __init__(self, runner, gate):
-        self.runner, self.gate = runner, gate
+    def __init__(self, runner, gate, spares=None):
+        self.runner, self.gate, self.spares = runner, gate, spares
         self.baseline_lock = threading.RLock()
         self._lock = threading.Lock()
         self._idle = []        # slots no evaluation uses now
         self._busy = {}        # token -> Slot
+        if spares is not None:
+            spares.add_runner(self)
 
     def _acquire(self, token):
         with self._lock:
@@ -164,8 +255,9 @@ class InFlightRunner:
                 self.runner._processes.lock.acquire()
             slot = self._idle.pop() if self._idle else None
             if slot is None:
-                slot = Slot(self.runner.slot_processes(), self.runner._processes, self.baseline_lock,
-                            self.gate)
+                own = self.runner.slot_processes()
+                own.lane_spares = self.spares
+                slot = Slot(own, self.runner._processes, self.baseline_lock, self.gate)
             slot._seen, slot.thread = None, threading.get_ident()
             slot.own.candidate = None  # (the last evaluation's, ended)
             slot.own.clock = types.SimpleNamespace()
@@ -185,6 +277,24 @@ class InFlightRunner:
             pass
         with self._lock:
             self._idle.append(slot)
+
+    def reclaim_spare(self, processes):
+        """Ends the spare of this Runner's idle slot whose workers are
+        `processes` (LaneSpares: its place goes to a slot in use): True if
+        it did. The slot is out of the idle list while its spare ends, so
+        no evaluation takes it (and that spare) meanwhile; a slot in use is
+        never touched here (its evaluation's thread owns its spare)."""
+        with self._lock:
+            slot = next((s for s in self._idle if s.own is processes), None)
+            if slot is None or processes.spare is None:
+                return False
+            self._idle.remove(slot)
+        try:
+            processes.end_spare()
+        finally:
+            with self._lock:
+                self._idle.insert(0, slot)  # (taken last: the idle slots with a spare go first)
+        return True
 
     def evaluate(self, token, source, next_source=None, **options):
         """One candidate in a slot of its own (token: the caller's name for

@@ -10,9 +10,10 @@ lane's own CUDA context (the caller's, which makes the golden outputs) must
 still work.
 
 With in_flight > 1 (opt-in: in_flight.py, gate.py) each problem's Runner
-is an InFlightRunner, the lane has one gate, and evaluate() is called from
-that many scheduler threads at once: abort(token) then ends one
-evaluation, abort() all of them."""
+is an InFlightRunner, the lane has one gate and one cap on spares
+(in_flight.LaneSpares: max_spares across its problems' slots), and
+evaluate() is called from that many scheduler threads at once:
+abort(token) then ends one evaluation, abort() all of them."""
 import collections
 import os
 import threading
@@ -45,18 +46,22 @@ def visible_devices():
 
 class RunnerLane:
     def __init__(self, device, runner_options=None, keep_warm=8, in_flight=DEFAULT_IN_FLIGHT,
-                 gpu_probe=True):
+                 gpu_probe=True, max_spares=None):
         """in_flight: candidates evaluated at once (1, the default: one at a
         time; more: in_flight.py); gpu_probe: with in_flight > 1 on a GPU,
-        probe it idle before each timed phase (gpu_probe.py)."""
+        probe it idle before each timed phase (gpu_probe.py); max_spares:
+        with in_flight > 1, the most spare candidate workers the lane keeps
+        across its problems' slots (None: in_flight, one per evaluation in
+        flight; 0: none. in_flight.LaneSpares)."""
         self.device = device
         self.runner_options = dict(runner_options or {})
         self.keep_warm = max(1, int(keep_warm))
         self.in_flight = max(1, int(in_flight))
-        self.gate = None
+        self.gate = self.spares = None
         if self.in_flight > 1:
-            from .in_flight import lane_gate
+            from .in_flight import LaneSpares, lane_gate
             self.gate = lane_gate(device, probe=gpu_probe)
+            self.spares = LaneSpares(self.in_flight if max_spares is None else max_spares)
         self._runners = collections.OrderedDict()   # problem key -> Runner, most recent last
         self._lock = threading.Lock()
         self._busy = {}                             # token -> the Runner evaluating it
@@ -96,7 +101,8 @@ class RunnerLane:
             return Runner(problem.imported(), self.device, **self.runner_options)
         from .in_flight import InFlightRunner
         with self.gate.shared(candidate=False):  # (it computes on the GPU: not during a timed phase)
-            return InFlightRunner(Runner(problem.imported(), self.device, **self.runner_options), self.gate)
+            return InFlightRunner(Runner(problem.imported(), self.device, **self.runner_options), self.gate,
+                                  self.spares)
 
     def _evict(self):
         """The Runners past keep_warm, least recently used first, none that
@@ -178,7 +184,9 @@ def make_scheduler(options=None, cache_dir=None, no_device=False):
     "keep_warm" (8), "in_flight" (1: candidates evaluated at once per
     lane, timed one at a time: in_flight.py; opt-in: 2.42x at 4 on an
     H100, docs/kernelbench.md), "gpu_probe" (True: with in_flight > 1, the GPU idle probe before
-    each timed phase), "max_attempts" (3), "job_timeout_s" (the backstop:
+    each timed phase), "max_spares" (with in_flight > 1, the most spare
+    candidate workers a lane keeps across its problems: default
+    in_flight), "max_attempts" (3), "job_timeout_s" (the backstop:
     default the Runner's evaluation limit plus its timeout), "builds" (the
     compile stage, builds.py: False for none, or a dict of "workers"
     (default the host's CPUs), "timeout_s" (the Runner's), "pch" (True),
@@ -212,7 +220,8 @@ def make_scheduler(options=None, cache_dir=None, no_device=False):
     timeout = float(runner.get("timeout_s", 600.0))
     builds = _build_pool(o.get("builds", {}), devices, runner, timeout)
     in_flight = max(1, int(o.get("in_flight", DEFAULT_IN_FLIGHT)))
-    lanes = {str(d): RunnerLane(d, runner, o.get("keep_warm", 8), in_flight, o.get("gpu_probe", True))
+    lanes = {str(d): RunnerLane(d, runner, o.get("keep_warm", 8), in_flight, o.get("gpu_probe", True),
+                                o.get("max_spares"))
              for d in devices}
     limit = runner.get("eval_timeout_s")
     backstop = o.get("job_timeout_s", (2 * timeout if limit is None else float(limit)) + timeout)

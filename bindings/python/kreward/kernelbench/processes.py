@@ -12,6 +12,9 @@
   one) and what their builds depend on besides (build_env.py: the CUDA
   architectures and the precompiled header, as the compile stage had
   them), their input region and shared device buffer (one per worker);
+- in flight, the lane's cap on spares (in_flight.LaneSpares): a slot's
+  spare starts only with a place taken there, given back once it is
+  taken by a candidate or ended;
 - ending them: close(), the baseline replaced, and the Runners past
   KEEP_WARM ending theirs (keep_warm);
 - the baseline memo (baseline_memo.py): the baseline worker's recent
@@ -44,8 +47,9 @@ KEEP_WARM = 8             # Runners whose workers stay between evaluations (the 
 # costs a copy, a wait and a request: at 32 MiB a 2 GiB batch was 64 of
 # them, and `stage` took as long as write_region (0.13 s a side of a
 # 4096^2 relu's timed phase, 9d75b9e on an H100); 128 MiB is 16. Workers
-# kept: KEEP_WARM Runners' three (3 GiB at most), and with K in flight a
-# candidate worker and a spare per slot more (in_flight.py: 5 GiB at K=4)
+# kept: KEEP_WARM Runners' three (3 GiB at most); with K in flight a lane's
+# Runners' baselines, K candidate workers and at most its max_spares spares
+# (in_flight.LaneSpares: 16 workers, 2 GiB, at K = 4 and the defaults)
 SHARED_BYTES = 128 << 20
 
 
@@ -89,6 +93,15 @@ def keep_warm(processes):
                 other.close()
             finally:
                 other.lock.release()
+
+
+def _give_back_place(spare):
+    """A spare taken by a candidate, or ended (its process gone): the place
+    it held in its lane's cap given back (in flight: in_flight.LaneSpares).
+    Once: a place given back again frees nothing."""
+    place = getattr(spare, "lane_place", None)
+    if place is not None:
+        place.give_back()
 
 
 class Processes:
@@ -148,6 +161,9 @@ class Processes:
         # so they go with it: _baseline_gone
         self.baseline_memo = BaselineMemo() if baseline_memo else None
         self.spare = None
+        # in flight: the lane's cap on spares (in_flight.LaneSpares; None:
+        # none), where a spare takes a place before its process starts
+        self.lane_spares = None
         self.candidate = None      # the candidate's worker of the evaluation in progress
         # in flight: the evaluation's lost-time clock (in_flight.py's Slot),
         # given to its candidate worker before that worker's first request
@@ -166,11 +182,13 @@ class Processes:
         is freed only between the evaluation's copies into it (its lock)."""
         # the candidate's worker first: an evaluation in progress (another
         # thread's; a scheduler's backstop) ends with it, its result says so
-        for w in (self.candidate, self.baseline, self.spare):
+        spare = self.spare
+        for w in (self.candidate, self.baseline, spare):
             if w is not None:
                 w.end()
         folders.discard(self.spare_folder)
         self.candidate, self.baseline, self.spare = None, None, None
+        _give_back_place(spare)
         self._baseline_gone()
         self.spare_source = self.spare_folder = None
         with _warm_lock:
@@ -326,6 +344,9 @@ class Processes:
         why) past which no reply of this worker is waited for
         (WorkerProcess.limit_until)."""
         w, self.spare = self.spare, None
+        # taken, the spare is this slot's candidate worker (a lane has K at
+        # most, one per evaluation in flight): its place in the cap is free
+        _give_back_place(w)
         spare_source, self.spare_source = self.spare_source, None
         spare_ext, self.spare_folder = self.spare_folder, None
         # a "start" worker's sandbox lets it write one build folder only: a
@@ -430,7 +451,7 @@ class Processes:
         the baseline's too (started again)."""
         self.sandbox, self._may_fall_back = "init", False
         self.sandbox_fallback = str(why)[:400]
-        self._end_spare()
+        self.end_spare()
         if self.baseline is not None:
             self.end_baseline()
             self.start_baseline()
@@ -442,22 +463,41 @@ class Processes:
         next source without a folder of its own takes (a new candidate, as
         nearly every one in training is). ahead: asked while a candidate
         runs, after its load (only where spare_ahead is on): its ready is
-        waited for before that candidate's timed batches (spare_ready)."""
+        waited for before that candidate's timed batches (spare_ready).
+        In flight, none where the lane has no place for it (lane_spares:
+        the next candidate's worker then starts at its turn)."""
         if not self.keep_spare or self.spare is not None or (ahead and not self.spare_ahead):
             return
+        place = None
+        if self.lane_spares is not None:
+            place = self.lane_spares.take(self)
+            if place is None:
+                return
+        try:
+            w, source, folder = self._spawn_spare(next_source)
+        except BaseException:
+            if place is not None:
+                place.give_back()
+            raise
+        # the place goes with the process (given back where it is taken or
+        # ended): a close() from another thread frees the place of the spare
+        # it ends, never that of one still starting
+        w.beside, w.lane_place = ahead, place
+        self.spare, self.spare_source, self.spare_folder = w, source, folder
+
+    def _spawn_spare(self, next_source):
+        """A spare's worker, the source it was started for and its fresh
+        folder (start_spare says which it gets)."""
         if self.sandbox != "start":
-            self.spare = self._spawn()
-        elif next_source is not None:
-            self.spare, self.spare_source = self._spawn(next_source), next_source
-        else:
-            ext = folders.fresh_folder(self.cache_dir)
-            try:
-                self.spare = self._spawn(ext=ext)
-            except BaseException:
-                folders.discard(ext)
-                raise
-            self.spare_folder = ext
-        self.spare.beside = ahead
+            return self._spawn(), None, None
+        if next_source is not None:
+            return self._spawn(next_source), next_source, None
+        ext = folders.fresh_folder(self.cache_dir)
+        try:
+            return self._spawn(ext=ext), None, ext
+        except BaseException:
+            folders.discard(ext)
+            raise
 
     def spare_ready(self):
         """Waits for the spare's ready reply (kept by its handle for the
@@ -477,16 +517,18 @@ class Processes:
         except (WorkerDied, WorkerTimeout, WorkerProtocolError) as e:
             why = printable(e)[:400]
         if why:
-            self._end_spare()
+            self.end_spare()
         return why
 
-    def _end_spare(self):
+    def end_spare(self):
         """Ends the spare and removes its fresh folder, if it has one (it ran
-        no candidate code)."""
-        if self.spare is not None:
-            self.spare.end()
+        no candidate code); in flight its place goes back to the lane."""
+        spare = self.spare
+        if spare is not None:
+            spare.end()
         folders.discard(self.spare_folder)
         self.spare, self.spare_source, self.spare_folder = None, None, None
+        _give_back_place(spare)
 
     @property
     def starts_ahead(self):

@@ -59,6 +59,9 @@ def parser():
                    help="ModelNew candidates evaluated at once per GPU, timed one at a time "
                         "(default 1: one at a time; 4 gave 2.42x on an H100, opt-in while a "
                         "neighbour can still change a verdict: docs/kernelbench.md)")
+    p.add_argument("--kernelbench-max-spares", type=int, metavar="N",
+                   help="with --kernelbench-in-flight K > 1, the most spare ModelNew workers a "
+                        "GPU keeps across its problems (default K: one per candidate in flight)")
     p.add_argument("--kernelbench-zygote", action=argparse.BooleanOptionalAction, default=True,
                    help="fork ModelNew workers from a process with torch imported (the default); "
                         "--no-kernelbench-zygote starts each by exec (docs/kernelbench.md)")
@@ -74,6 +77,8 @@ def kernelbench_options(args):
         o["devices"] = [d.strip() for d in args.kernelbench_devices.split(",") if d.strip()]
     if args.kernelbench_in_flight is not None:
         o["in_flight"] = args.kernelbench_in_flight
+    if args.kernelbench_max_spares is not None:
+        o["max_spares"] = args.kernelbench_max_spares
     o["runner"]["zygote"] = args.kernelbench_zygote
     return o
 

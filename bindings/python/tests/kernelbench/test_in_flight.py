@@ -919,3 +919,232 @@ def test_one_at_a_time_nothing_is_run_again():
         t = s.submit(Problem("p0"), "liar")
         assert s.wait(t, 30)["verdict"] == "crash"
         assert s.counters["alone_reruns"] == 0
+
+
+# ---- a lane's cap on spare workers (in_flight.LaneSpares, max_spares)
+
+class _Spawned:
+    """A spare's process in the cap's unit tests: alive until ended, and
+    enough of the protocol for a candidate to take it (start_candidate)."""
+
+    def __init__(self, live):
+        self.ended, self.started_by = None, "fake"
+        self.build_env = ({}, [])
+        live.append(self)
+
+    def alive(self):
+        return self.ended is None
+
+    def end(self, timeout_s=None):
+        self.ended = self.ended or {"clean": True, "strays": 0, "why": None}
+        return self.ended
+
+    def limit_until(self, deadline, why):
+        pass
+
+    def send(self, obj, timeout_s=None):
+        pass
+
+    def receive_ready(self, timeout_s):
+        return {"ok": True}
+
+    def receive(self, timeout_s):
+        return [{"ok": True, "launch_us": 1.0}]
+
+
+def _spare_lane(tmp_path, monkeypatch, cap):
+    """A lane's LaneSpares, the live fake processes, and a maker of its
+    problems' InFlightRunners (real Processes and Slots, fake workers)."""
+    pytest.importorskip("torch", reason="kreward.kernelbench.processes needs torch")
+    from kreward.kernelbench.in_flight import InFlightRunner, LaneSpares
+    from kreward.kernelbench.processes import Processes
+
+    live = []
+    monkeypatch.setattr(Processes, "_spawn", lambda self, source=None, ext=None: _Spawned(live))
+
+    def processes():
+        return Processes(device="cpu", sandbox="init", staging="auto", cache_dir=str(tmp_path), ref_source="",
+                         problem={}, inputs_from="caller", staged=False, region_bytes=0, max_call_bytes=1,
+                         spare=True, compile_baseline=False, timeout_s=5, zygote=False)
+
+    class Runner:
+        def __init__(self):
+            self._processes = processes()
+
+        def slot_processes(self):
+            return processes()
+
+        def close(self):
+            self._processes.close()
+
+    spares = LaneSpares(cap)
+    return spares, live, lambda: InFlightRunner(Runner(), Gate(), spares)
+
+
+def _alive(live):
+    return sum(w.alive() for w in live)
+
+
+def test_a_lanes_spares_stay_under_its_cap_and_go_to_the_slots_in_use(tmp_path, monkeypatch):
+    spares, live, new_runner = _spare_lane(tmp_path, monkeypatch, cap=2)
+    p, q = new_runner(), new_runner()
+    # problem p: two candidates in flight, each slot left with its spare
+    a, b = p._acquire("a"), p._acquire("b")
+    a.start_spare(ahead=True)
+    b.start_spare(ahead=True)
+    p._release("a")
+    p._release("b")
+    assert _alive(live) == 2 and spares.held() == 2
+    # problem q's candidates now: each spare ends an idle one of p's for its place
+    c, d = q._acquire("c"), q._acquire("d")
+    c.start_spare(ahead=True)
+    assert c.spare is not None and _alive(live) == 2 and [a.spare, b.spare].count(None) == 1
+    d.start_spare(ahead=True)
+    assert d.spare is not None and a.spare is None and b.spare is None
+    assert _alive(live) == 2 and spares.counters["reclaimed"] == 2
+    # a third in flight finds no idle one: it gets none, and the slots in
+    # use keep theirs (each is its evaluation's)
+    e = q._acquire("e")
+    e.start_spare(ahead=True)
+    assert e.spare is None and c.spare.alive() and d.spare.alive()
+    assert _alive(live) == 2 and spares.counters["refused"] == 1
+    # taken by its slot's next candidate, a spare frees its place (the
+    # candidate workers are bounded by in_flight)
+    q._release("c")
+    assert q._acquire("c2") is c
+    w, loaded = c.start_candidate("class ModelNew: pass", "ModelNew")
+    assert loaded["started_ahead"] and w.alive() and spares.held() == 1
+    e.start_spare(ahead=True)
+    assert e.spare is not None and spares.held() == 2
+    # ended, a spare frees its place too; closing ends the rest
+    d.end_spare()
+    assert spares.held() == 1 and _alive(live) == 2   # e's spare and c2's candidate
+    for runner, tokens in ((q, ("c2", "d", "e")), (p, ())):
+        for t in tokens:
+            runner._release(t)
+        runner.close()
+    assert spares.held() == 0 and _alive(live) == 0
+
+
+def test_no_spare_without_a_place_and_a_failed_start_gives_its_place_back(tmp_path, monkeypatch):
+    spares, live, new_runner = _spare_lane(tmp_path, monkeypatch, cap=0)
+    r = new_runner()
+    s = r._acquire("a")
+    s.start_spare()
+    assert s.spare is None and live == [] and spares.counters["refused"] == 1
+    spares.cap = 1
+    from kreward.kernelbench.processes import Processes
+
+    def no_process(self, source=None, ext=None):
+        raise OSError("no process now")
+    monkeypatch.setattr(Processes, "_spawn", no_process)
+    with pytest.raises(OSError):
+        s.start_spare()
+    assert spares.held() == 0   # not kept by a spare that never started
+    r._release("a")
+    r.close()
+
+
+def _relu_problems(tmp_path, n):
+    """n small KernelBench ReLU problems, each a key of its own (sizes differ)."""
+    from kreward.problems import KernelBenchProblem
+    text = (KB / "level1" / "01_relu.py").read_text()
+    out = []
+    for i in range(n):
+        f = tmp_path / f"relu_{i}.py"
+        f.write_text(text.replace("batch_size = 4096", f"batch_size = {16 + i}").replace("dim = 4096", "dim = 256"))
+        out.append(KernelBenchProblem(str(f)))
+    return out
+
+
+def _count_workers(monkeypatch):
+    """Counts the ModelNew worker processes alive at once: one counts from
+    before its start until its end() is over (its processes reaped), so
+    the peak can only be over, never under, the true one."""
+    from kreward.kernelbench import processes
+
+    lock, live, seen = threading.Lock(), set(), {"peak": 0, "started": 0}
+
+    class Counted(processes.WorkerProcess):
+        def __init__(self, *args, **kw):
+            with lock:
+                live.add(id(self))
+                seen["peak"], seen["started"] = max(seen["peak"], len(live)), seen["started"] + 1
+            try:
+                super().__init__(*args, **kw)
+            except BaseException:
+                with lock:
+                    live.discard(id(self))
+                raise
+
+        def end(self, *args, **kw):
+            try:
+                return super().end(*args, **kw)
+            finally:
+                with lock:
+                    live.discard(id(self))
+
+    monkeypatch.setattr(processes, "WorkerProcess", Counted)
+    return live, seen
+
+
+GOOD = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x.clamp_min(0)\n"
+WRONG = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x.abs()\n"
+
+
+# a cap of 1 (tight), the default (in_flight, one per evaluation in flight;
+# "init": a spare starts as its slot's evaluation ends, so the next one
+# there takes it), and 99: no cap in effect (a spare per slot, as before),
+# which must go over the default's bound: the count can see a lane over it
+@pytest.mark.parametrize("sandbox, max_spares", [("start", 1), ("init", None), ("start", 99)])
+def test_a_lane_with_four_in_flight_keeps_its_workers_under_the_cap(tmp_path, monkeypatch, sandbox, max_spares):
+    pytest.importorskip("torch", reason="the ModelNew runner needs torch")
+    from kreward.kernelbench.lanes import RunnerLane
+
+    live, seen = _count_workers(monkeypatch)
+    k, problems = 4, _relu_problems(tmp_path, 2)
+    lane = RunnerLane("cpu", {"cache_dir": str(tmp_path), "timeout_s": 120, "call_timeout_s": 60,
+                              "sandbox": sandbox}, in_flight=k, max_spares=max_spares)
+    cap = lane.spares.cap
+    assert cap == (k if max_spares is None else max_spares)
+    # eight new candidates per problem (twice the lane's K: a slot's
+    # next candidate can take its spare), one of four wrong
+    sources = [[src + f"# {n} {i}\n" for i, src in enumerate([GOOD, WRONG, GOOD, GOOD] * 2)]
+               for n in range(len(problems))]
+    opts = {"seed": 3, "batches": 2, "calls": 4, "checks": 1}
+    try:
+        with Scheduler({"cpu": lane}, in_flight=k) as s:
+            tickets = [s.submit(p, src, opts) for p, mine in zip(problems, sources) for src in mine]
+            got = _collect(s, timeout=600)
+    finally:
+        lane.close()
+    assert [t for t, _ in got] == tickets
+    assert [r["verdict"] for _, r in got] == ["pass", "wrong", "pass", "pass"] * 4, \
+        [r.get("feedback") for _, r in got]
+    # a baseline per problem, a candidate per evaluation in flight, the spares
+    bound = len(problems) + k + cap
+    counters = dict(lane.spares.counters)
+    if max_spares == 99:
+        assert seen["peak"] > len(problems) + 2 * k, seen
+    else:
+        assert seen["peak"] <= bound, (seen, bound)
+    if max_spares is None:
+        # every slot in use that asked for a spare got one (ending idle
+        # ones), and candidates took them
+        assert counters.get("refused", 0) == 0 and counters["reclaimed"] > 0, counters
+        assert any(r["started_ahead"] for _, r in got)
+    assert not live and lane.spares.held() == 0  # every worker ended with the lane
+
+
+def test_max_spares_reaches_the_lanes_from_the_front_doors():
+    pytest.importorskip("torch", reason="the ModelNew scheduler needs torch")
+    from kreward.kernelbench.lanes import make_scheduler
+    from kreward.serve.__main__ import kernelbench_options, parser
+
+    def caps(options):
+        with make_scheduler(dict(options, builds=False)) as s:
+            return [None if lane.spares is None else lane.spares.cap for lane in s._lanes.values()]
+    args = ["--kernelbench-devices", "cpu", "--kernelbench-in-flight", "3", "--kernelbench-max-spares", "1"]
+    assert caps(kernelbench_options(parser().parse_args(args))) == [1]
+    assert caps({"devices": ["cpu"], "in_flight": 3}) == [3]   # the default: in_flight
+    assert caps({"devices": ["cpu"]}) == [None]                # one at a time: a spare per Runner, as ever
