@@ -43,6 +43,11 @@ def source_folder(cache_dir, source):
     return ext
 
 
+def has_folder(cache_dir, source):
+    """Whether source has a build folder (or a link to a spare's) now."""
+    return os.path.lexists(_name(cache_dir, source))
+
+
 def fresh_folder(cache_dir):
     """A build folder for a "start" spare started before its source is
     known: new, empty, named by no source (adopt links the source's name to

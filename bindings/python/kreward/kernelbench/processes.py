@@ -34,7 +34,7 @@ import torch
 from .. import _lib
 from . import folders, triton_cache
 from .baseline_memo import BaselineMemo
-from .build_env import build_env
+from .build_env import build_env, needs_build
 from .cuda_ipc import OUT_OF_MEMORY, new_buffer
 from .worker_process import (WorkerDied, WorkerProcess, WorkerProtocolError, WorkerTimeout, optional_number,
                              printable, worker_environment)
@@ -459,8 +459,9 @@ class Processes:
     def start_spare(self, next_source=None, ahead=False):
         """The next candidate's worker, started now: any source's in the
         "init" sandbox (it gets its write folder at load); in the "start"
-        one next_source's, or, none named, one with a fresh folder that the
-        next source without a folder of its own takes (a new candidate, as
+        one next_source's where that source needs its own folder
+        (_needs_own_folder), else one with a fresh folder that the next
+        source without a folder of its own takes (a new candidate, as
         nearly every one in training is). ahead: asked while a candidate
         runs, after its load (only where spare_ahead is on): its ready is
         waited for before that candidate's timed batches (spare_ready).
@@ -490,7 +491,7 @@ class Processes:
         folder (start_spare says which it gets)."""
         if self.sandbox != "start":
             return self._spawn(), None, None
-        if next_source is not None:
+        if next_source is not None and self._needs_own_folder(next_source):
             return self._spawn(next_source), next_source, None
         ext = folders.fresh_folder(self.cache_dir)
         try:
@@ -498,6 +499,19 @@ class Processes:
         except BaseException:
             folders.discard(ext)
             raise
+
+    def _needs_own_folder(self, source):
+        """Whether a "start" spare for `source` must start in the source's
+        own folder: one it has (an earlier worker's, the compile stage's
+        build: adopt gives no name in use) or one the compile stage will
+        write before its turn (a source that builds). Any other source, as
+        nearly every new candidate, takes a fresh folder's spare at its
+        turn: a folder no candidate can have written, so that spare's ready
+        warms the library's kernels (a source's folder may hold another
+        worker's modules, loaded by nothing before the isolation filter:
+        its first verify batch paid that warm, 0.6-0.9 s of verify on an
+        H100 at 5403e83)."""
+        return needs_build(source) or folders.has_folder(self.cache_dir, source)
 
     def spare_ready(self):
         """Waits for the spare's ready reply (kept by its handle for the

@@ -20,7 +20,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the ModelNew runner needs torch")
 
 import kreward  # noqa: E402
-from kreward.kernelbench import import_problem  # noqa: E402
+from kreward.kernelbench import folders, import_problem  # noqa: E402
 from kreward.kernelbench.confine import missing, python_reads, spec  # noqa: E402
 from kreward.kernelbench.runner import Runner  # noqa: E402
 
@@ -295,9 +295,23 @@ def test_start_sandbox_spares_follow_the_source_named_next(problem):
     assert [x["verdict"] for x in results] == ["pass"] * 3, results
     assert [x["started_ahead"] for x in results] == [False, True, True]
     assert all(x["sandbox"]["when"] == "start" and x["sandbox"]["landlock_why"] == "" for x in results)
-    # a spare started for one source is not given to another
+    # a spare started for one source (one with a folder: `other` ran) is
+    # not given to another
     assert r.evaluate(HONEST, next_source=other, **kw)["started_ahead"] is False
     assert r._processes.spare_source == other
+    # a new source named next, or one that builds (the compile stage writes
+    # its folder): a fresh folder's spare (its ready may warm the library's
+    # kernels: nothing a candidate wrote can be there) or the source's own
+    fresh_next = HONEST.replace("clamp_min(0)", "clamp_min(-0.0)")
+    builds = HONEST + "\n# load_inline(name='x', cpp_sources='')\n"
+    for named, own in ((fresh_next, False), (builds, True)):
+        r._processes.end_spare()
+        r._processes.start_spare(named)
+        assert (r._processes.spare_source == named) is own, named
+        assert bool(r._processes.spare_folder) is not own
+        assert not folders.has_folder(r.cache_dir, named) or own
+    r._processes.end_spare()
+    r._processes.start_spare(other)
     res = r.evaluate(third, **kw)
     assert res["verdict"] == "pass" and res["started_ahead"] is False, res
     # nothing named next: a spare with a fresh folder, taken by a new source
