@@ -153,6 +153,7 @@ class Evaluation:
             if self.processes.starts_ahead:
                 self._start_spare(next_source, res)
                 phase("start_spare")
+            self.processes.plant_late(w, source)
             self.timing.clocks_reset(w)
             lifted = self.verification.verify(w, rng, verify_seeds, res)
             res["ops_s"] = {"verify": self.timing.clocks_read(w)}  # where verify's time went
@@ -279,6 +280,8 @@ class Evaluation:
         # what its ready paid for the libraries' first use (cuBLAS, cuDNN,
         # Triton), before any candidate code: before, the candidate's verify did
         res["worker_warm_s"] = loaded.get("warm_s")
+        if loaded.get("warm_steps_s"):
+            res["worker_warm_steps_s"] = loaded["warm_steps_s"]
         if loaded.get("spare_failed"):
             res["notes"].append(f"the spare worker did not start ({loaded['spare_failed']}): this "
                                 "candidate's worker was started at its turn")

@@ -261,7 +261,7 @@ class Processes:
         # is entered then, and a header that appears later, named at load
         # but not granted, would go unused (build_env.py)
         benv, reads = build_env(self.cuda_arch, self.pch_dir)
-        self._plant(ext if env is not None else None, source)
+        planted = self._plant(ext if env is not None else None, source)
         region = self.inputs_from == "caller"
         zygote, lost = self._zygote(), None
         while True:
@@ -288,6 +288,7 @@ class Processes:
             w.started_by = lost
         w.build_env = (benv, reads)
         w.folder = ext  # its build folder, where known now ("start": the one it may write)
+        w.planted = planted  # the library's kernels planted there (plant_late)
         w.beside = False  # whether its ready ran beside another candidate (start_spare)
         if region and self.staged and w.shared is None and w.staging is None:
             w.staging = f"host ({why})"
@@ -318,12 +319,26 @@ class Processes:
         every candidate's folder; nothing where ext is None (the worker's
         cache is not a folder of its own) or on the CPU."""
         if ext is None or source == self._ref_source or self.device == "cpu":
-            return
+            return 0
         try:
-            triton_cache.plant(os.path.join(self._folder(self._ref_source), "triton"),
-                               os.path.realpath(ext))  # (a source's name may link a spare's folder)
+            return triton_cache.plant(os.path.join(self._folder(self._ref_source), "triton"),
+                                      os.path.realpath(ext))  # (a source's name may link a spare's folder)
         except Exception:  # noqa: BLE001 - then its worker compiles them, as before
-            pass
+            return 0
+
+    def plant_late(self, w, source):
+        """The library's kernels planted in candidate worker w's folder now,
+        before its verify, where none were at its start: a problem's first
+        candidate's worker starts beside the reference's, before that one
+        compiled them, and compiled them itself in its first batch (the
+        unmasking took 2.2-2.8 s of its first `go` on an H200 at 518f1ee);
+        by its verify the reference's worker has. Safe after the candidate's
+        code ran: triton_cache.plant writes nothing through a path the
+        candidate's folder could hold, and what the candidate left there
+        under a kernel's name is its own worker's business."""
+        if getattr(w, "planted", 1) or self.sandbox != "start":
+            return
+        w.planted = self._plant(w.folder, source)
 
     def _send_load(self, w, source, class_name, ext=None):
         ext = ext or self._folder(source)
@@ -386,7 +401,7 @@ class Processes:
         if ahead:
             # (a spare started beside the first candidate may have come
             # before the reference's worker compiled the library's kernels)
-            self._plant(w.folder if self.sandbox == "start" else None, source)
+            w.planted = self._plant(w.folder if self.sandbox == "start" else None, source) or w.planted
         w = w or self._spawn(source)
         self.candidate = w  # close() from another thread ends it
         w.clock = self.clock
@@ -429,6 +444,9 @@ class Processes:
             loaded["started_ahead"] = ahead
             loaded["worker_start"] = w.started_by
             loaded["warm_s"] = optional_number(ready.get("warm_s"))
+            steps = ready.get("warm_steps_s")
+            if isinstance(steps, dict):  # (the worker's word: numbers only, a few names)
+                loaded["warm_steps_s"] = {str(k)[:40]: optional_number(v) for k, v in list(steps.items())[:8]}
             if spare_failed:
                 loaded["spare_failed"] = spare_failed
             return w, loaded

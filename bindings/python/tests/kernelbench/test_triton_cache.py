@@ -216,3 +216,34 @@ def test_a_planted_file_appears_whole_under_its_name_or_not_at_all(tmp_path, mon
     for key in ("A" * 52, "B" * 52):  # no temporary left behind
         assert len(os.listdir(ext / "triton" / key)) == 1
     assert (ext / "triton" / ("B" * 52) / f"__triton_launcher.{suffix}").read_bytes() == b"the worker's own"
+
+
+def test_a_worker_started_before_the_reference_compiled_gets_the_kernels_before_its_verify(
+        tmp_path, monkeypatch):
+    """A problem's first candidate's worker starts beside the reference's,
+    before that one compiled the library's kernels: nothing to plant then.
+    plant_late plants them once they are there (before its verify), and
+    only once: a worker that has them is not planted again."""
+    from kreward.kernelbench import folders
+    from kreward.kernelbench.processes import Processes
+    p = Processes.__new__(Processes)  # only what planting reads
+    p.device, p.sandbox, p.cache_dir, p._ref_source = "cuda:0", "start", str(tmp_path), "REFERENCE"
+    ext = folders.source_folder(str(tmp_path), "CANDIDATE")
+
+    class Worker:
+        folder = ext
+    w = Worker()
+    w.planted = p._plant(ext, "CANDIDATE")
+    assert w.planted == 0  # the reference's worker has compiled nothing yet
+    ref_cache = pathlib.Path(folders.source_folder(str(tmp_path), "REFERENCE")) / "triton"
+    entry(ref_cache, "MASKKEY", "chacha_xor_tile_kernel")
+    p.plant_late(w, "CANDIDATE")
+    assert w.planted == 1 and os.listdir(os.path.join(ext, "triton")) == ["MASKKEY"]
+    calls = []
+    monkeypatch.setattr(triton_cache, "plant", lambda *a: calls.append(a) or 0)
+    p.plant_late(w, "CANDIDATE")
+    assert calls == []
+    # the "init" sandbox's workers use the caller's own cache: nothing to plant
+    p.sandbox, w.planted = "init", 0
+    p.plant_late(w, "CANDIDATE")
+    assert calls == []
