@@ -222,6 +222,9 @@ def run_variant(name, options, problems, batch, reward):
         # candidate's path where a spare took it: spare_ready shows a wait)
         if isinstance(result.get("worker_warm_s"), (int, float)):
             ops.setdefault("(worker ready warm)", []).append(result["worker_warm_s"])
+        for step, seconds in (result.get("worker_warm_steps_s") or {}).items():
+            if isinstance(seconds, (int, float)):
+                ops.setdefault(f"(worker ready warm: {step})", []).append(seconds)
         # the Model timed as its own candidate: how far from 1 the speedup
         # is, with each worker's launch time (measured in its ready) beside it
         if same and r.verdict == "passed" and r.get("speedup", float("nan")) == r.get("speedup"):

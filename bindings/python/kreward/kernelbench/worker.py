@@ -207,6 +207,7 @@ class Worker:
         self.device = req["device"]
         self.inputs.use_library(req.get("library"))  # the region's mask of host memory
         warm_s = 0.0  # the CPU's libraries need no first call of their own
+        warm_steps = {}  # each warm step's seconds (the spare's ready is on the next candidate's path)
         if self.device != "cpu":
             self.torch.cuda.init()
             # the worker's GPU current: the synchronisation, the events, the
@@ -225,7 +226,7 @@ class Worker:
             # current (torch.cuda.set_stream), behind work of its choosing
             self.commit_stream = self.torch.cuda.Stream(device=self.device)
             _load_sibling("libcuda_path").point_triton_at_loaded_libcuda()
-            warm_s = self._warm_libraries(bool(req.get("triton_driver")))
+            warm_s = self._warm_libraries(bool(req.get("triton_driver")), warm_steps)
             self.trace = _load_sibling("kernel_trace")
             if req.get("tracer", "cupti") == "cupti":
                 self._bind_tracer()
@@ -253,11 +254,13 @@ class Worker:
                     self.inputs.warm(self.device)
                 except Exception:  # noqa: BLE001 - the commitment then takes torch's steps
                     pass
-                warm_s += self.perf() - t0
+                warm_steps["library_kernels"] = self.perf() - t0
+                warm_s += warm_steps["library_kernels"]
         self._map_shared(req.get("shared_bytes"))
         launch_us = self._launch_probe()  # (a failure here is a failed ready too)
         self.ready_failed = False
-        return {"no_subreaper": NO_SUBREAPER, "launch_us": launch_us, "warm_s": warm_s}
+        return {"no_subreaper": NO_SUBREAPER, "launch_us": launch_us, "warm_s": warm_s,
+                "warm_steps_s": warm_steps}
 
     def _bind_tracer(self):
         """CUPTI's functions bound now (no CUPTI call: kernel_trace.py); where
@@ -267,7 +270,7 @@ class Worker:
         except Exception as e:  # noqa: BLE001 - attribution falls back, with the reason
             self.tracer, self.tracer_why = None, f"{type(e).__name__}: {e}"[:300]
 
-    def _warm_libraries(self, triton_driver):
+    def _warm_libraries(self, triton_driver, steps_s):
         """Pays now, before any candidate code is in the process, what a
         candidate's first calls would otherwise pay inside its `verify`
         (1.8-3.7 s on the H200): cuBLAS's and cuBLASLt's handles (a matmul,
@@ -281,7 +284,7 @@ class Worker:
         any first call leaves (the libraries loaded, their handles, the
         allocator's blocks): no setting is changed, no profiler started. A
         step that fails is skipped (a candidate that needs the library pays
-        as before). Seconds taken."""
+        as before). Seconds taken; each step's into steps_s."""
         t = self.torch
         t0 = self.perf()
 
@@ -299,15 +302,21 @@ class Worker:
             import triton
             if triton_driver:
                 triton.runtime.driver.active.get_current_device()
+
+        def triton_compiler():
+            if triton_driver:
+                import triton
                 self._triton_first_compile(triton)
 
-        for step in (cublas, cudnn, triton):
+        for step in (cublas, cudnn, triton, triton_compiler):
+            t1 = self.perf()
             try:
                 with self.no_grad():
                     step()
                 self.sync()
             except Exception:  # noqa: BLE001 - (no Triton, no cuDNN): the candidate's first call pays
                 pass
+            steps_s[step.__name__] = self.perf() - t1
         return self.perf() - t0
 
     def _triton_first_compile(self, triton):

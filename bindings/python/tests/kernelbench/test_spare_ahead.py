@@ -192,3 +192,31 @@ def test_a_spare_whose_ready_failed_leaves_the_candidates_alone(relu, tmp_path, 
         after = r.evaluate(OTHER, **KW)
         assert after["verdict"] == "pass" and after["started_ahead"] is False, after
         assert any("the spare worker did not start" in n for n in after["notes"]), after["notes"]
+
+
+def test_each_warm_step_of_a_ready_is_timed_on_its_own():
+    """A spare's ready is on the next candidate's path (spare_ready): its
+    warm reports each step's seconds (cuBLAS, cuDNN, Triton's import and
+    driver, Triton's compiler), so a run shows which to move or drop; a
+    step that fails still gets its time."""
+    import contextlib
+    import importlib.util
+    import time
+    import types
+
+    import torch
+    path = ROOT / "bindings" / "python" / "kreward" / "kernelbench" / "worker.py"
+    spec = importlib.util.spec_from_file_location("kb_worker_warm", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    compiled = []
+    fake = types.SimpleNamespace(torch=torch, device="cpu", perf=time.perf_counter, sync=lambda: None,
+                                 no_grad=contextlib.nullcontext,
+                                 _triton_first_compile=lambda triton: compiled.append(triton))
+    for driver in (False, True):
+        steps = {}
+        total = mod.Worker._warm_libraries(fake, driver, steps)
+        assert set(steps) == {"cublas", "cudnn", "triton", "triton_compiler"}, steps
+        assert all(s >= 0 for s in steps.values()) and total >= sum(steps.values()) - 1e-6
+    # the compiler warmed only where the caller trusts the cache (and Triton is there)
+    assert len(compiled) == (1 if importlib.util.find_spec("triton") else 0)
