@@ -153,7 +153,10 @@ class Evaluation:
             if self.processes.starts_ahead:
                 self._start_spare(next_source, res)
                 phase("start_spare")
-            self.processes.plant_late(w, source)
+            # (a shared step: the copy's CPU work never beside another
+            # slot's timed phase)
+            with self.gate.shared(w, candidate=False):
+                self.processes.plant_late(w, source)
             self.timing.clocks_reset(w)
             lifted = self.verification.verify(w, rng, verify_seeds, res)
             res["ops_s"] = {"verify": self.timing.clocks_read(w)}  # where verify's time went

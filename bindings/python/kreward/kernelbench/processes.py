@@ -261,7 +261,7 @@ class Processes:
         # is entered then, and a header that appears later, named at load
         # but not granted, would go unused (build_env.py)
         benv, reads = build_env(self.cuda_arch, self.pch_dir)
-        planted = self._plant(ext if env is not None else None, source)
+        self._plant(ext if env is not None else None, source)
         region = self.inputs_from == "caller"
         zygote, lost = self._zygote(), None
         while True:
@@ -288,7 +288,6 @@ class Processes:
             w.started_by = lost
         w.build_env = (benv, reads)
         w.folder = ext  # its build folder, where known now ("start": the one it may write)
-        w.planted = planted  # the library's kernels planted there (plant_late)
         w.beside = False  # whether its ready ran beside another candidate (start_spare)
         if region and self.staged and w.shared is None and w.staging is None:
             w.staging = f"host ({why})"
@@ -327,18 +326,19 @@ class Processes:
             return 0
 
     def plant_late(self, w, source):
-        """The library's kernels planted in candidate worker w's folder now,
-        before its verify, where none were at its start: a problem's first
-        candidate's worker starts beside the reference's, before that one
-        compiled them, and compiled them itself in its first batch (the
-        unmasking took 2.2-2.8 s of its first `go` on an H200 at 518f1ee);
-        by its verify the reference's worker has. Safe after the candidate's
-        code ran: triton_cache.plant writes nothing through a path the
-        candidate's folder could hold, and what the candidate left there
-        under a kernel's name is its own worker's business."""
-        if getattr(w, "planted", 1) or self.sandbox != "start":
-            return
-        w.planted = self._plant(w.folder, source)
+        """The library's kernels planted in candidate worker w's folder again,
+        just before its verify: a problem's first candidate's worker starts
+        beside the reference's, before that one compiled them (all or some),
+        and compiled them itself in its first batch (the unmasking took
+        2.2-2.8 s of its first `go` on an H200 at 518f1ee); by its verify the
+        reference's worker has. Entries already there are skipped, so a
+        worker planted in full gets nothing new (the reference's entries are
+        read again: a few MB). Safe after the candidate's code ran:
+        triton_cache.plant writes nothing through a path the candidate's
+        folder could hold, and what the candidate left there under a
+        kernel's name is its own worker's business."""
+        if self.sandbox == "start":
+            self._plant(getattr(w, "folder", None), source)
 
     def _send_load(self, w, source, class_name, ext=None):
         ext = ext or self._folder(source)
@@ -360,8 +360,11 @@ class Processes:
         (WorkerProcess.limit_until)."""
         w, self.spare = self.spare, None
         # taken, the spare is this slot's candidate worker (a lane has K at
-        # most, one per evaluation in flight): its place in the cap is free
+        # most, one per evaluation in flight): its place in the cap is free;
+        # and close() from another thread ends it from now on, also while
+        # its ready is waited for below (helper-34)
         _give_back_place(w)
+        self.candidate = w
         spare_source, self.spare_source = self.spare_source, None
         spare_ext, self.spare_folder = self.spare_folder, None
         # a "start" worker's sandbox lets it write one build folder only: a
@@ -401,7 +404,7 @@ class Processes:
         if ahead:
             # (a spare started beside the first candidate may have come
             # before the reference's worker compiled the library's kernels)
-            w.planted = self._plant(w.folder if self.sandbox == "start" else None, source) or w.planted
+            self._plant(w.folder if self.sandbox == "start" else None, source)
         w = w or self._spawn(source)
         self.candidate = w  # close() from another thread ends it
         w.clock = self.clock

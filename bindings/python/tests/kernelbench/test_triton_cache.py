@@ -218,12 +218,12 @@ def test_a_planted_file_appears_whole_under_its_name_or_not_at_all(tmp_path, mon
     assert (ext / "triton" / ("B" * 52) / f"__triton_launcher.{suffix}").read_bytes() == b"the worker's own"
 
 
-def test_a_worker_started_before_the_reference_compiled_gets_the_kernels_before_its_verify(
-        tmp_path, monkeypatch):
+def test_a_worker_started_before_the_reference_compiled_gets_the_kernels_before_its_verify(tmp_path):
     """A problem's first candidate's worker starts beside the reference's,
-    before that one compiled the library's kernels: nothing to plant then.
-    plant_late plants them once they are there (before its verify), and
-    only once: a worker that has them is not planted again."""
+    before that one compiled the library's kernels (all or some): nothing,
+    or not everything, to plant then. plant_late plants what is there by
+    its verify, and nothing twice; the "init" sandbox's workers use the
+    caller's own cache: nothing planted there."""
     from kreward.kernelbench import folders
     from kreward.kernelbench.processes import Processes
     p = Processes.__new__(Processes)  # only what planting reads
@@ -233,17 +233,22 @@ def test_a_worker_started_before_the_reference_compiled_gets_the_kernels_before_
     class Worker:
         folder = ext
     w = Worker()
-    w.planted = p._plant(ext, "CANDIDATE")
-    assert w.planted == 0  # the reference's worker has compiled nothing yet
+    assert p._plant(ext, "CANDIDATE") == 0  # the reference's worker has compiled nothing yet
     ref_cache = pathlib.Path(folders.source_folder(str(tmp_path), "REFERENCE")) / "triton"
     entry(ref_cache, "MASKKEY", "chacha_xor_tile_kernel")
     p.plant_late(w, "CANDIDATE")
-    assert w.planted == 1 and os.listdir(os.path.join(ext, "triton")) == ["MASKKEY"]
-    calls = []
-    monkeypatch.setattr(triton_cache, "plant", lambda *a: calls.append(a) or 0)
+    assert os.listdir(os.path.join(ext, "triton")) == ["MASKKEY"]
+    # the reference compiled one more meanwhile: planted, the first left as it was
+    mask = pathlib.Path(ext) / "triton" / "MASKKEY" / "chacha_xor_tile_kernel.cubin"
+    before = mask.stat().st_ino
+    entry(ref_cache, "SUMSKEY", "mixed_sums_kernel")
     p.plant_late(w, "CANDIDATE")
-    assert calls == []
-    # the "init" sandbox's workers use the caller's own cache: nothing to plant
-    p.sandbox, w.planted = "init", 0
-    p.plant_late(w, "CANDIDATE")
-    assert calls == []
+    assert sorted(os.listdir(os.path.join(ext, "triton"))) == ["MASKKEY", "SUMSKEY"]
+    assert mask.stat().st_ino == before
+    other = folders.source_folder(str(tmp_path), "OTHER")
+
+    class InitWorker:
+        folder = other
+    p.sandbox = "init"
+    p.plant_late(InitWorker(), "OTHER")
+    assert not os.path.exists(os.path.join(other, "triton"))
