@@ -52,10 +52,20 @@ def fresh_folder(cache_dir):
     """A build folder for a "start" spare started before its source is
     known: new, empty, named by no source (adopt links the source's name to
     it when one takes it), and by this process (sweep_orphan_spares)."""
-    ext = os.path.join(cache_dir, f"spare-{os.getpid()}-{secrets.token_hex(12)}")
-    os.makedirs(os.path.join(ext, "tmp"))
-    fd = os.open(os.path.join(ext, _OWNER), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
+    name = f"spare-{os.getpid()}-{secrets.token_hex(12)}"
+    # made under a name no sweep reads, its lock taken, then renamed into
+    # place: a sweep never meets it without its lock held (another
+    # trainer's, in another pid namespace, would judge its pid dead)
+    making, ext = os.path.join(cache_dir, ".making-" + name), os.path.join(cache_dir, name)
+    os.makedirs(os.path.join(making, "tmp"))
+    fd = os.open(os.path.join(making, _OWNER), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.rename(making, ext)
+    except BaseException:
+        os.close(fd)
+        shutil.rmtree(making, ignore_errors=True)
+        raise
     with _held_lock:
         _held[ext] = fd
     return ext
@@ -101,23 +111,39 @@ def worker_env(ext):
             "TORCHINDUCTOR_CACHE_DIR": os.path.join(ext, "inductor")}
 
 
-def _owned(path, pid):
-    """Whether a spare folder's owner is alive: its lock held (by any
-    process anywhere on this kernel), or, for a folder without one (an
-    older version's), its pid alive here."""
+def _take_orphan(path, pid):
+    """A spare folder whose owner is gone, its lock now held by this
+    process: the locked descriptor (-1 for a folder without a lock, an
+    older version's, whose pid is not alive here), or None where its owner
+    lives (its lock held by any process anywhere on this kernel) or it
+    cannot be told."""
     try:
         fd = os.open(os.path.join(path, _OWNER), os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
     except FileNotFoundError:
-        return _alive(pid)
+        return None if _alive(pid) else -1
     except OSError:
-        return True  # (unreadable: leave it)
+        return None  # (unreadable: leave it)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return False
+        return fd
     except OSError:
-        return True
-    finally:
         os.close(fd)
+        return None
+
+
+def _linked(cache_dir):
+    """The folder names that a link in cache_dir names (spares sources took)."""
+    try:
+        names = os.listdir(cache_dir)
+    except OSError:
+        return set()
+    taken = set()
+    for n in names:
+        try:
+            taken.add(os.path.basename(os.readlink(os.path.join(cache_dir, n))))
+        except OSError:  # not a link
+            pass
+    return taken
 
 
 def _alive(pid):
@@ -142,20 +168,27 @@ def sweep_orphan_spares(cache_dir):
         names = os.listdir(cache_dir)
     except OSError:
         return 0
-    taken = set()
-    for n in names:
-        try:
-            taken.add(os.path.basename(os.readlink(os.path.join(cache_dir, n))))
-        except OSError:  # not a link
-            pass
+    taken = _linked(cache_dir)
     gone = 0
     for n in names:
         m = _SPARE.fullmatch(n)
         path = os.path.join(cache_dir, n)
-        if not m or n in taken or os.path.islink(path) or _owned(path, int(m.group(1))):
+        if not m or n in taken or os.path.islink(path):
             continue
-        shutil.rmtree(path, ignore_errors=True)
-        gone += not os.path.exists(path)
+        fd = _take_orphan(path, int(m.group(1)))
+        if fd is None:
+            continue
+        try:
+            # the links read again with its lock held: an adoption links the
+            # source's name before its owner lets the lock go, so a folder
+            # adopted since the first reading is seen here
+            if n in _linked(cache_dir):
+                continue
+            shutil.rmtree(path, ignore_errors=True)
+            gone += not os.path.exists(path)
+        finally:
+            if fd >= 0:
+                os.close(fd)
     return gone
 
 

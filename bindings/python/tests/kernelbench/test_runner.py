@@ -427,6 +427,49 @@ def test_orphaned_spare_folders_are_swept_and_no_other(tmp_path):
     assert folders.sweep_orphan_spares(str(tmp_path)) == 0
 
 
+def test_a_sweep_never_takes_a_folder_adopted_or_made_meanwhile(tmp_path, monkeypatch):
+    """Two trainers on one cache_dir (helper-34): a sweep that read the links
+    before a spare was adopted, and found its lock let go after, must still
+    see the new link (it reads them again with the lock held); and a fresh
+    folder is never under a spare's name without its lock held (made under
+    another name, locked, renamed)."""
+    import fcntl
+    import secrets
+    from kreward.kernelbench import folders
+    adopted = tmp_path / f"spare-{os.getpid()}-{secrets.token_hex(12)}"
+    (adopted / "tmp").mkdir(parents=True)
+    (adopted / "owner.lock").write_text("")  # its owner adopted it and let the lock go
+    (tmp_path / "fedcba9876543210fedcba98").symlink_to(adopted.name)
+    real, readings = folders._linked, []
+
+    def first_reading_before_the_link(cache_dir):
+        readings.append(cache_dir)
+        return set() if len(readings) == 1 else real(cache_dir)
+    monkeypatch.setattr(folders, "_linked", first_reading_before_the_link)
+    assert folders.sweep_orphan_spares(str(tmp_path)) == 0 and adopted.is_dir()
+    assert len(readings) == 2
+    monkeypatch.setattr(folders, "_linked", real)
+
+    renamed = []
+    real_rename = os.rename
+
+    def locked_when_named(src, dst):
+        assert os.path.basename(src).startswith(".making-spare-")
+        fd = os.open(os.path.join(src, "owner.lock"), os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+        renamed.append(dst)
+        real_rename(src, dst)
+    monkeypatch.setattr(folders.os, "rename", locked_when_named)
+    made = folders.fresh_folder(str(tmp_path))
+    assert renamed == [made] and os.path.isdir(os.path.join(made, "tmp"))
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".making-")]
+    folders.discard(made)
+
+
 def test_a_runner_sweeps_its_cache_at_its_start(tmp_path):
     """The sweep runs when a Runner is made on its cache_dir: a dead
     process's unused spare folder there is gone."""
