@@ -12,6 +12,7 @@ components it is given; it owns no worker."""
 import random
 import time
 
+from . import folders
 from .baseline_memo import MemoUse
 from .confine import missing
 from .gate import NO_GATE
@@ -283,6 +284,11 @@ class Evaluation:
         # what its ready paid for the libraries' first use (cuBLAS, cuDNN,
         # Triton), before any candidate code: before, the candidate's verify did
         res["worker_warm_s"] = loaded.get("warm_s")
+        if self.processes.sandbox == "start" and folders.unsandboxed(self.processes.cache_dir):
+            res["notes"].append("workers outside the \"start\" sandbox have run on this cache_dir "
+                                f"({self.processes.cache_dir}): no worker loads the library's Triton kernels "
+                                "from it before its isolation filter (each candidate's verify compiles or "
+                                "loads them); a cache_dir of its own for \"start\" Runners brings that back")
         if loaded.get("warm_steps_s"):
             res["worker_warm_steps_s"] = loaded["warm_steps_s"]
         if loaded.get("spare_failed"):

@@ -43,6 +43,34 @@ def source_folder(cache_dir, source):
     return ext
 
 
+# in cache_dir: a worker outside the "start" sandbox ran there ("init", or
+# none). Its candidate's threads started before its sandbox have the user's
+# file access, so any folder of that cache_dir (a fresh spare's, the
+# reference's) may hold what they left: from then on a "start" Runner there
+# loads nothing from a Triton cache before the isolation filter (no warm of
+# the driver and the library's kernels in ready, nothing planted). Never
+# removed: a cache_dir of its own brings that speed back.
+_UNSANDBOXED = ".kreward-unsandboxed-workers"
+
+
+def mark_unsandboxed(cache_dir):
+    """Marks cache_dir as written by workers outside the "start" sandbox."""
+    os.makedirs(cache_dir, exist_ok=True)
+    try:
+        os.close(os.open(os.path.join(cache_dir, _UNSANDBOXED),
+                         os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644))
+    except FileExistsError:
+        pass
+    except OSError:
+        if not os.path.lexists(os.path.join(cache_dir, _UNSANDBOXED)):
+            raise
+
+
+def unsandboxed(cache_dir):
+    """Whether workers outside the "start" sandbox have run on cache_dir."""
+    return os.path.lexists(os.path.join(cache_dir, _UNSANDBOXED))
+
+
 def has_folder(cache_dir, source):
     """Whether source has a build folder (or a link to a spare's) now."""
     return os.path.lexists(_name(cache_dir, source))

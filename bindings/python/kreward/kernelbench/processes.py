@@ -150,6 +150,8 @@ class Processes:
         # decided once, by the first candidate worker's ready, which runs no
         # source (start_candidate)
         self._may_fall_back, self.sandbox_fallback = sandbox == "auto", None
+        if self.sandbox != "start":  # before any of its workers runs a candidate
+            folders.mark_unsandboxed(cache_dir)
         # why a GPU worker gets no device buffer of its own to stage from
         # (_shared_buffer): "host" asked for, or the driver refused one here
         self.ipc_why = "asked for" if staging == "host" else None
@@ -296,20 +298,27 @@ class Processes:
         # (a scaled case may grow a size: "odd" rounds up)
         w.max_payload = 2 * self.max_call_bytes + (1 << 20)
         try:
-            # Triton's driver loads its helper module from the worker's Triton
-            # cache in ready, before the isolation filter: only where no
-            # candidate can have written that cache (the caller's own, a
-            # fresh folder, the reference's), never a source's folder (an
-            # earlier worker of that source, its build in the compile stage,
-            # or a candidate running now may have put a module there)
-            trusted_cache = env is None or source is None or source == self._ref_source
             w.send({"op": "ready", "device": self.device, "library": library_path(),
                     "shared_bytes": w.shared.nbytes if w.shared is not None else None,
-                    "triton_driver": trusted_cache, "tracer": self.attribution})
+                    "triton_driver": self._trusted_cache(env, source), "tracer": self.attribution})
         except BaseException:
             w.end()
             raise
         return w
+
+    def _trusted_cache(self, env, source):
+        """Whether a worker may load from its Triton cache in ready, before
+        its isolation filter (Triton's driver's helper module, the library's
+        kernels' launchers): only where no candidate can have written that
+        cache: the caller's own ("init": env None), a fresh folder (source
+        None), the reference's; never a source's folder (an earlier worker
+        of that source, its build in the compile stage, or a candidate
+        running now may have put a module there), and no folder of a
+        cache_dir where workers outside the "start" sandbox ran (their
+        candidates' threads could write any of it: folders.unsandboxed)."""
+        if env is None:
+            return True
+        return (source is None or source == self._ref_source) and not folders.unsandboxed(self.cache_dir)
 
     def _plant(self, ext, source):
         """The mask's and the commitment's Triton kernels as the reference's
@@ -317,7 +326,8 @@ class Processes:
         folder ext (its Triton cache), so they are not compiled again in
         every candidate's folder; nothing where ext is None (the worker's
         cache is not a folder of its own) or on the CPU."""
-        if ext is None or source == self._ref_source or self.device == "cpu":
+        if ext is None or source == self._ref_source or self.device == "cpu" or \
+                folders.unsandboxed(self.cache_dir):
             return 0
         try:
             return triton_cache.plant(os.path.join(self._folder(self._ref_source), "triton"),
@@ -472,6 +482,7 @@ class Processes:
         the baseline's too (started again)."""
         self.sandbox, self._may_fall_back = "init", False
         self.sandbox_fallback = str(why)[:400]
+        folders.mark_unsandboxed(self.cache_dir)
         self.end_spare()
         if self.baseline is not None:
             self.end_baseline()

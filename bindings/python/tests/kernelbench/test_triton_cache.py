@@ -252,3 +252,37 @@ def test_a_worker_started_before_the_reference_compiled_gets_the_kernels_before_
     p.sandbox = "init"
     p.plant_late(InitWorker(), "OTHER")
     assert not os.path.exists(os.path.join(other, "triton"))
+
+
+def test_a_cache_dir_where_unsandboxed_workers_ran_is_trusted_for_nothing(tmp_path):
+    """helper-34: an "init" Runner's candidates have threads started before
+    their sandbox, with the user's file access: on a cache_dir they share
+    with "start" Runners they could leave a module in a fresh spare's folder
+    or the reference's, loaded before the isolation filter. An "init" (or
+    unsandboxed) Runner marks its cache_dir; a "start" one there then loads
+    nothing from a Triton cache in ready and plants nothing."""
+    from kreward.kernelbench import folders
+    from kreward.kernelbench.processes import Processes
+    p = Processes.__new__(Processes)  # only what trusting and planting read
+    p.device, p.sandbox, p.cache_dir, p._ref_source = "cuda:0", "start", str(tmp_path / "cache"), "REFERENCE"
+    ref_cache = pathlib.Path(folders.source_folder(p.cache_dir, "REFERENCE")) / "triton"
+    entry(ref_cache, "MASKKEY", "chacha_xor_tile_kernel")
+    env = {"TRITON_CACHE_DIR": "x"}
+    assert p._trusted_cache(env, None) and p._trusted_cache(env, "REFERENCE")
+    assert not p._trusted_cache(env, "CANDIDATE")
+    assert p._plant(folders.source_folder(p.cache_dir, "FIRST"), "FIRST") == 1
+    # an "init" Runner on the same cache_dir
+    Processes(device="cpu", sandbox="init", staging="auto", cache_dir=p.cache_dir, ref_source="",
+              problem={}, inputs_from="caller", staged=False, region_bytes=0, max_call_bytes=0,
+              spare=False, compile_baseline=False, timeout_s=5.0)
+    assert folders.unsandboxed(p.cache_dir)
+    assert not p._trusted_cache(env, None) and not p._trusted_cache(env, "REFERENCE")
+    assert p._trusted_cache(None, None)  # an "init" worker's own cache (the caller's): as before
+    second = folders.source_folder(p.cache_dir, "SECOND")
+    assert p._plant(second, "SECOND") == 0 and not os.path.exists(os.path.join(second, "triton"))
+    # a "start" Runner that falls back to "init" marks its cache_dir too
+    q = Processes.__new__(Processes)
+    q.cache_dir, q.baseline, q.spare = str(tmp_path / "other"), None, None
+    q.lane_spares = q.spare_source = q.spare_folder = None
+    q._fall_back_to_init("CUDA would not start in the sandbox")
+    assert folders.unsandboxed(q.cache_dir)
