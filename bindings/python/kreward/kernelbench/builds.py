@@ -28,7 +28,7 @@ import os
 import threading
 import time
 
-from . import pch
+from . import folders, pch
 from .build_env import needs_build
 
 KEEP = 4096   # outcomes kept (a few hundred bytes each, plus a failed build's log)
@@ -64,6 +64,8 @@ class BuildPool:
         self.cache_dir, self.arch = cache_dir, arch
         self.workers = max(1, int(workers or os.cpu_count() or 1))
         self.timeout_s, self.sandbox, self.keep = float(timeout_s), bool(sandbox), int(keep)
+        if not self.sandbox:  # candidates' imports unsandboxed in cache_dir (folders.unsandboxed)
+            folders.mark_unsandboxed(cache_dir)
         if build is None:
             from .build_stage import build  # (torch and the worker's side: not for a fake's tests)
         self._build = build

@@ -284,7 +284,8 @@ class Evaluation:
         # what its ready paid for the libraries' first use (cuBLAS, cuDNN,
         # Triton), before any candidate code: before, the candidate's verify did
         res["worker_warm_s"] = loaded.get("warm_s")
-        if self.processes.sandbox == "start" and folders.unsandboxed(self.processes.cache_dir):
+        if self.processes.sandbox == "start" and self.processes.device != "cpu" and \
+                folders.unsandboxed(self.processes.cache_dir):
             res["notes"].append("workers outside the \"start\" sandbox have run on this cache_dir "
                                 f"({self.processes.cache_dir}): no worker loads the library's Triton kernels "
                                 "from it before its isolation filter (each candidate's verify compiles or "

@@ -51,11 +51,17 @@ def source_folder(cache_dir, source):
 # the driver and the library's kernels in ready, nothing planted). Never
 # removed: a cache_dir of its own brings that speed back.
 _UNSANDBOXED = ".kreward-unsandboxed-workers"
+# the cache_dirs this process marked (their real paths): a candidate of an
+# "init" worker, with the user's file access, could remove the file
+_marked, _marked_lock = set(), threading.Lock()
 
 
 def mark_unsandboxed(cache_dir):
-    """Marks cache_dir as written by workers outside the "start" sandbox."""
+    """Marks cache_dir as written by workers outside the "start" sandbox
+    (again at each such worker's start: the file may have been removed)."""
     os.makedirs(cache_dir, exist_ok=True)
+    with _marked_lock:
+        _marked.add(os.path.realpath(cache_dir))
     try:
         os.close(os.open(os.path.join(cache_dir, _UNSANDBOXED),
                          os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644))
@@ -67,8 +73,12 @@ def mark_unsandboxed(cache_dir):
 
 
 def unsandboxed(cache_dir):
-    """Whether workers outside the "start" sandbox have run on cache_dir."""
-    return os.path.lexists(os.path.join(cache_dir, _UNSANDBOXED))
+    """Whether workers outside the "start" sandbox have run on cache_dir
+    (this process's or another's)."""
+    if os.path.lexists(os.path.join(cache_dir, _UNSANDBOXED)):
+        return True
+    with _marked_lock:
+        return os.path.realpath(cache_dir) in _marked
 
 
 def has_folder(cache_dir, source):
@@ -85,13 +95,15 @@ def fresh_folder(cache_dir):
     # place: a sweep never meets it without its lock held (another
     # trainer's, in another pid namespace, would judge its pid dead)
     making, ext = os.path.join(cache_dir, ".making-" + name), os.path.join(cache_dir, name)
-    os.makedirs(os.path.join(making, "tmp"))
-    fd = os.open(os.path.join(making, _OWNER), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = -1
     try:
+        os.makedirs(os.path.join(making, "tmp"))
+        fd = os.open(os.path.join(making, _OWNER), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
         os.rename(making, ext)
     except BaseException:
-        os.close(fd)
+        if fd >= 0:
+            os.close(fd)
         shutil.rmtree(making, ignore_errors=True)
         raise
     with _held_lock:
@@ -203,6 +215,9 @@ def sweep_orphan_spares(cache_dir):
         path = os.path.join(cache_dir, n)
         if not m or n in taken or os.path.islink(path):
             continue
+        with _held_lock:  # this process's own (where flock is per process: NFS)
+            if path in _held:
+                continue
         fd = _take_orphan(path, int(m.group(1)))
         if fd is None:
             continue

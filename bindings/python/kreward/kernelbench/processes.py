@@ -252,6 +252,8 @@ class Processes:
         fresh one for a source not yet known); "init" gets it at load."""
         if ext is None and source is not None:
             ext = self._folder(source)
+        if self.sandbox != "start":  # (again: the mark may have been removed since)
+            folders.mark_unsandboxed(self.cache_dir)
         # the source's folders as its environment from the start only in the
         # "start" sandbox, which is in place from the first instruction on;
         # an "init" worker gets them with load, when its sandbox comes: its

@@ -274,12 +274,16 @@ def test_a_cache_dir_where_unsandboxed_workers_ran_is_trusted_for_nothing(tmp_pa
     # an "init" Runner on the same cache_dir
     Processes(device="cpu", sandbox="init", staging="auto", cache_dir=p.cache_dir, ref_source="",
               problem={}, inputs_from="caller", staged=False, region_bytes=0, max_call_bytes=0,
-              spare=False, compile_baseline=False, timeout_s=5.0)
+              spare=False, compile_baseline=False, timeout_s=5.0, zygote=False)
     assert folders.unsandboxed(p.cache_dir)
     assert not p._trusted_cache(env, None) and not p._trusted_cache(env, "REFERENCE")
     assert p._trusted_cache(None, None)  # an "init" worker's own cache (the caller's): as before
     second = folders.source_folder(p.cache_dir, "SECOND")
     assert p._plant(second, "SECOND") == 0 and not os.path.exists(os.path.join(second, "triton"))
+    # the file removed (an "init" candidate has the user's file access): this
+    # process remembers what it marked
+    os.unlink(os.path.join(p.cache_dir, ".kreward-unsandboxed-workers"))
+    assert folders.unsandboxed(p.cache_dir) and not p._trusted_cache(env, None)
     # a "start" Runner that falls back to "init" marks its cache_dir too
     q = Processes.__new__(Processes)
     q.cache_dir, q.baseline, q.spare = str(tmp_path / "other"), None, None
