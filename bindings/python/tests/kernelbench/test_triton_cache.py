@@ -225,6 +225,7 @@ def test_a_worker_started_before_the_reference_compiled_gets_the_kernels_before_
     its verify, and nothing twice; the "init" sandbox's workers use the
     caller's own cache: nothing planted there."""
     from kreward.kernelbench import folders
+    pytest.importorskip("torch", reason="processes.py imports torch")
     from kreward.kernelbench.processes import Processes
     p = Processes.__new__(Processes)  # only what planting reads
     p.device, p.sandbox, p.cache_dir, p._ref_source = "cuda:0", "start", str(tmp_path), "REFERENCE"
@@ -262,6 +263,7 @@ def test_a_cache_dir_where_unsandboxed_workers_ran_is_trusted_for_nothing(tmp_pa
     unsandboxed) Runner marks its cache_dir; a "start" one there then loads
     nothing from a Triton cache in ready and plants nothing."""
     from kreward.kernelbench import folders
+    pytest.importorskip("torch", reason="processes.py imports torch")
     from kreward.kernelbench.processes import Processes
     p = Processes.__new__(Processes)  # only what trusting and planting read
     p.device, p.sandbox, p.cache_dir, p._ref_source = "cuda:0", "start", str(tmp_path / "cache"), "REFERENCE"
