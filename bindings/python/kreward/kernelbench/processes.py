@@ -184,15 +184,12 @@ class Processes:
         is freed only between the evaluation's copies into it (its lock)."""
         # the candidate's worker first: an evaluation in progress (another
         # thread's; a scheduler's backstop) ends with it, its result says so
-        spare = self.spare
-        for w in (self.candidate, self.baseline, spare):
+        for w in (self.candidate, self.baseline):
             if w is not None:
                 w.end()
-        folders.discard(self.spare_folder)
-        self.candidate, self.baseline, self.spare = None, None, None
-        _give_back_place(spare)
+        self.candidate, self.baseline = None, None
+        self.end_spare()  # (its folder, its place in the lane's cap)
         self._baseline_gone()
-        self.spare_source = self.spare_folder = None
         with _warm_lock:
             _warm.pop(id(self), None)
 
