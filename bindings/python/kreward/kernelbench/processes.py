@@ -330,7 +330,8 @@ class Processes:
             return 0
         try:
             return triton_cache.plant(os.path.join(self._folder(self._ref_source), "triton"),
-                                      os.path.realpath(ext))  # (a source's name may link a spare's folder)
+                                      os.path.realpath(ext),  # (a source's name may link a spare's folder)
+                                      extra=triton_cache.remembered())
         except Exception:  # noqa: BLE001 - then its worker compiles them, as before
             return 0
 
@@ -394,6 +395,7 @@ class Processes:
             fresh = spare_source is None and spare_ext
             spare_failed = self._ready_failed(w) if fresh else None
             if fresh and spare_failed is None:
+                self._remember_library(spare_ext)
                 ext = folders.adopt(self.cache_dir, spare_ext, source)
             if ext is None:
                 w.end()
@@ -414,7 +416,8 @@ class Processes:
             # (a spare started beside the first candidate may have come
             # before the reference's worker compiled the library's kernels)
             self._plant(w.folder if self.sandbox == "start" else None, source)
-        w = w or self._spawn(source)
+        if w is None:
+            w, ext = self._spawn_for(source, limit)
         self.candidate = w  # close() from another thread ends it
         w.clock = self.clock
         w.limit_until(*limit)
@@ -465,6 +468,60 @@ class Processes:
         except BaseException:
             w.end()
             raise
+
+    def _spawn_for(self, source, limit):
+        """A worker for source where no spare takes it, and its build folder
+        (None: the source's own, given at load). In the "start" sandbox a
+        source that needs no folder of its own (_needs_own_folder: a new
+        candidate) gets a fresh folder, as a spare would: its ready warms
+        Triton's driver and the library's kernels there (planted from what
+        earlier fresh folders compiled, remembered), where in the source's
+        folder nothing may be loaded before the isolation filter and the
+        first verify batch compiled them all (2.5-2.9 s of a problem's first
+        candidate's verify on an H100 at 7335438). Its ready is waited for,
+        then the folder takes the source's name. A ready that fails, or a
+        name that cannot be given, leaves it to a worker in the source's
+        folder, started now (its ready says why, as before)."""
+        if self.sandbox != "start" or self._needs_own_folder(source) or folders.unsandboxed(self.cache_dir):
+            return self._spawn(source), None
+        fresh = folders.fresh_folder(self.cache_dir)
+        try:
+            w = self._spawn(ext=fresh)
+        except BaseException:
+            folders.discard(fresh)
+            raise
+        self.candidate = w  # close() from another thread ends it, also during its ready
+        ext = None
+        try:
+            w.clock = self.clock
+            w.limit_until(*limit)
+            if self._ready_failed(w) is None:
+                self._remember_library(fresh)
+                ext = folders.adopt(self.cache_dir, fresh, source)
+        except BaseException:
+            w.end()
+            folders.discard(fresh)
+            raise
+        if ext is None:
+            w.end()
+            folders.discard(fresh)
+            if self.candidate is not w:  # close() ended it: no other worker for this evaluation
+                raise RuntimeError("the evaluation was closed while its worker started")
+            return self._spawn(source), None
+        return w, ext
+
+    def _remember_library(self, ext):
+        """The library's kernels a fresh folder's worker compiled in its
+        ready, kept for every later worker's folder (triton_cache.remember):
+        read before the folder takes a source's name, so only the library's
+        code has run there; never in a cache_dir where workers outside the
+        "start" sandbox ran (folders.unsandboxed)."""
+        if self.device == "cpu" or folders.unsandboxed(self.cache_dir):
+            return
+        try:
+            triton_cache.remember(os.path.join(ext, "triton"))
+        except Exception:  # noqa: BLE001 - later workers then compile them, as before
+            pass
 
     def _ready_failed(self, w):
         """None where w's ready reply came and says it started, else why

@@ -45,6 +45,7 @@ import re
 import secrets
 import stat
 import sysconfig
+import threading
 
 # the @triton.jit functions of keystream_triton.py and commit_triton.py
 # (tests/kernelbench/test_triton_cache.py checks the names against them)
@@ -176,11 +177,75 @@ def _write_new(name, data, dir_fd):
         os.unlink(tmp, dir_fd=dir_fd)
 
 
-def plant(source_cache, ext):
+# The library's entries as a fresh folder's worker compiled them in its
+# ready (remember), kept by this process for every problem's candidates:
+# the reference's folder of a problem has them only once its worker's ready
+# is over, after its first candidate's worker started (the first candidate
+# of each problem compiled them again in its verify: 2.5-2.9 s of it on an
+# H100 at 7335438). Only a folder no problem's or candidate's code ran in
+# is read (the caller's rule), so a problem's reference cannot reach the
+# workers of another problem through this memo.
+MAX_REMEMBERED_BYTES = 64 << 20
+_remembered, _remembered_bytes = {}, 0
+# the entries' names read and not kept (another kernel, such as the warm's
+# own: every fresh folder has it), so a folder holding nothing new is not
+# read again; Triton names an entry by its content's hash
+_passed, MAX_PASSED = set(), 4096
+_remembered_lock = threading.Lock()
+
+
+def remember(cache):
+    """Keeps the library's entries of Triton cache `cache` (a fresh folder's,
+    after its worker's ready, before any source took it) for plant; reads
+    the folder's files only where it has an entry not yet kept. How many
+    entries were new."""
+    global _remembered_bytes
+    try:
+        names = os.listdir(cache)
+    except OSError:
+        return 0
+    with _remembered_lock:
+        if all(n in _remembered or n in _passed or n.startswith("tmp.") for n in names):
+            return 0
+    new, found = 0, library_entries(cache)
+    for entry, files in found.items():
+        size = sum(len(d) for d in files.values())
+        with _remembered_lock:
+            if entry in _remembered or _remembered_bytes + size > MAX_REMEMBERED_BYTES:
+                continue
+            _remembered[entry] = files
+            _remembered_bytes += size
+            new += 1
+    with _remembered_lock:
+        for n in names:
+            if n not in found and not n.startswith("tmp.") and len(_passed) < MAX_PASSED:
+                _passed.add(n)
+    return new
+
+
+def remembered():
+    """A copy of what remember kept ({entry: {file: bytes}})."""
+    with _remembered_lock:
+        return dict(_remembered)
+
+
+def forget():
+    """Drops what remember kept (tests)."""
+    global _remembered_bytes
+    with _remembered_lock:
+        _remembered.clear()
+        _passed.clear()
+        _remembered_bytes = 0
+
+
+def plant(source_cache, ext, extra=None):
     """Copies the library's kernels and Triton's host modules of Triton
-    cache `source_cache` into ext/triton (a candidate's TRITON_CACHE_DIR);
-    returns how many entries were planted. Entries already in ext/triton are left as they are."""
-    entries = library_entries(source_cache)
+    cache `source_cache`, and the entries of extra ({entry: {file: bytes}},
+    as remembered returns), into ext/triton (a candidate's
+    TRITON_CACHE_DIR); returns how many entries were planted. Entries
+    already in ext/triton are left as they are."""
+    entries = dict(extra or {})
+    entries.update(library_entries(source_cache))
     if not entries:
         return 0
     planted = 0

@@ -35,6 +35,35 @@ def ready(fds, events=select.POLLIN, timeout_s=None):
     return [fd for fd, _ in p.poll(None if timeout_s is None else max(0.0, timeout_s) * 1000)]
 
 
+def _prepare_triton():
+    """Triton's process-wide first steps that touch no GPU, taken once here
+    for every worker forked after: its compiler's modules imported, and
+    triton_key, the sha256 of Triton's own files (libtriton's hundreds of
+    MB among them) that every kernel's cache key includes, computed once
+    (0.4-1.0 s of each worker's first Triton launch, in verify, on an H100
+    at 7335438). Both are what a fresh process would compute itself; the
+    driver (CUDA) is left to each worker. Without Triton, nothing."""
+    try:
+        import triton
+        import triton.compiler.compiler  # noqa: F401 - imported by every compile
+        import triton.runtime.jit  # noqa: F401
+        from triton.runtime import cache
+    except Exception:  # noqa: BLE001 - no Triton (or another layout): each worker pays as before
+        return
+    try:
+        import triton.backends.nvidia.compiler  # noqa: F401 - (no CUDA call at import)
+        import triton.backends.nvidia.driver  # noqa: F401
+        import triton.experimental.gluon  # noqa: F401 - imported by the first compile
+    except Exception:  # noqa: BLE001
+        pass
+    key = getattr(cache, "triton_key", None)
+    if callable(key):
+        try:
+            key()
+        except Exception:  # noqa: BLE001 - (a file of Triton's unreadable): computed where used
+            pass
+
+
 def _serve(sock):
     t0 = time.perf_counter()
     try:
@@ -46,6 +75,9 @@ def _serve(sock):
         spec = importlib.util.spec_from_file_location("kr_kb_worker", WORKER)
         worker = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(worker)
+        _prepare_triton()
+        if torch.cuda.is_initialized():  # (nor by Triton's steps)
+            raise RuntimeError("CUDA was initialised in the zygote by Triton's preparation")
         # every spawn's answer carries a pidfd: a kernel or a seccomp
         # profile that refuses pidfd_open fails this start (the caller then
         # starts workers by exec), not every spawn after a ready

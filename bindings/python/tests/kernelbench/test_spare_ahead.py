@@ -6,13 +6,14 @@ fails to start never the candidate's outcome; spare_ahead=False starting it
 once the candidate is done, spare=False starting none. The order is read
 from every request and reply of every worker (a log around WorkerProcess's
 send and receive)."""
+import os
 import pathlib
 
 import pytest
 
 pytest.importorskip("torch", reason="the ModelNew runner needs torch")
 
-from kreward.kernelbench import import_problem  # noqa: E402
+from kreward.kernelbench import folders, import_problem  # noqa: E402
 from kreward.kernelbench.processes import Processes  # noqa: E402
 from kreward.kernelbench.runner import Runner  # noqa: E402
 from kreward.kernelbench.worker_process import WorkerProcess  # noqa: E402
@@ -220,3 +221,46 @@ def test_each_warm_step_of_a_ready_is_timed_on_its_own():
         assert all(s >= 0 for s in steps.values()) and total >= sum(steps.values()) - 1e-6
     # the compiler warmed only where the caller trusts the cache (and Triton is there)
     assert len(compiled) == (1 if importlib.util.find_spec("triton") else 0)
+
+
+def test_a_candidate_without_a_spare_starts_in_a_fresh_folder_that_takes_its_name(relu, tmp_path, log):
+    """No spare (spare=False): a new source's worker starts as a fresh
+    folder's would (its ready, with nothing of a candidate's loaded before
+    it, warms the library there), and only then does that folder take the
+    source's name; a source that has a folder already starts in it."""
+    cache = tmp_path / "cache"
+    with runner(relu, tmp_path, spare=False) as r:
+        if r._processes.sandbox != "start":
+            pytest.skip(f"the start sandbox is not available here: {r._processes.sandbox_fallback}")
+        res = r.evaluate(HONEST, **KW)
+        assert res["verdict"] == "pass", res
+        name = cache / folders._name(str(cache), HONEST)[len(str(cache)) + 1:]
+        assert name.is_symlink() and os.readlink(name).startswith("spare-")
+        pid = candidate_pid(log)
+        # the ready's reply read before the load was sent
+        assert at(log, "receive", pid, "ready") < at(log, "send", pid, "load")
+        spares = sorted(p.name for p in cache.iterdir() if p.name.startswith("spare-"))
+        assert len(spares) == 1
+        again = r.evaluate(HONEST, **KW)
+        assert again["verdict"] == "pass", again
+        assert sorted(p.name for p in cache.iterdir() if p.name.startswith("spare-")) == spares
+
+
+def test_an_evaluation_closed_while_its_fresh_worker_starts_gets_no_other_worker(relu, tmp_path, monkeypatch):
+    with runner(relu, tmp_path, spare=False) as r:
+        if r._processes.sandbox != "start":
+            pytest.skip(f"the start sandbox is not available here: {r._processes.sandbox_fallback}")
+        processes = r._processes
+
+        def closed_meanwhile(w):
+            processes.close()
+            return "ended by close()"
+
+        monkeypatch.setattr(processes, "_ready_failed", closed_meanwhile)
+        spawned = []
+        spawn = processes._spawn
+        monkeypatch.setattr(processes, "_spawn", lambda *a, **k: spawned.append(k or a) or spawn(*a, **k))
+        res = r.evaluate(HONEST, **KW)
+        assert res["verdict"] == "error" and "closed" in res["feedback"], res
+        assert len(spawned) == 1  # the fresh folder's worker alone
+        assert not [p for p in (tmp_path / "cache").iterdir() if p.name.startswith("spare-")]

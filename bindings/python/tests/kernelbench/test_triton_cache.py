@@ -292,3 +292,42 @@ def test_a_cache_dir_where_unsandboxed_workers_ran_is_trusted_for_nothing(tmp_pa
     q.lane_spares = q.spare_source = q.spare_folder = None
     q._fall_back_to_init("CUDA would not start in the sandbox")
     assert folders.unsandboxed(q.cache_dir)
+
+
+@pytest.fixture
+def memo():
+    triton_cache.forget()
+    yield
+    triton_cache.forget()
+
+
+def test_a_fresh_folders_library_entries_are_remembered_and_planted_for_later_workers(tmp_path, baseline_cache,
+                                                                                      memo, monkeypatch):
+    """remember keeps the library's entries of a fresh folder (its worker
+    ran only the library's code), nothing else of it; plant gives them to
+    a candidate's folder whose reference's folder has none yet; a second
+    remember of a folder with nothing new reads no file."""
+    ext = tmp_path / "cand"
+    ext.mkdir()
+    assert triton_cache.remember(str(baseline_cache)) == 2
+    assert sorted(triton_cache.remembered()) == ["MASKKEY", "SUMSKEY"]
+    empty_reference = tmp_path / "reference-not-ready" / "triton"
+    assert triton_cache.plant(str(empty_reference), str(ext)) == 0  # nothing without the memo
+    assert triton_cache.plant(str(empty_reference), str(ext), extra=triton_cache.remembered()) == 2
+    group = json.loads((ext / "triton" / "SUMSKEY" / "__grp__mixed_sums_kernel.json").read_text())
+    assert all(p.startswith(str(ext / "triton" / "SUMSKEY")) for p in group["child_paths"].values())
+    reads = []
+    monkeypatch.setattr(triton_cache, "library_entries", lambda c: reads.append(c) or {})
+    # (the foreign and the oversized entries were read and passed over)
+    assert triton_cache.remember(str(baseline_cache)) == 0 and reads == []
+    entry(baseline_cache, "NEWKEY", "chacha_xor_joined_kernel")
+    assert triton_cache.remember(str(baseline_cache)) == 0 and reads == [str(baseline_cache)]
+
+
+def test_the_memo_keeps_no_more_than_its_bound(tmp_path, memo, monkeypatch):
+    cache = tmp_path / "fresh" / "triton"
+    entry(cache, "K1", "chacha_xor_kernel", extra=b"x" * 4000)
+    entry(cache, "K2", "mixed_sums_kernel", extra=b"x" * 4000)
+    monkeypatch.setattr(triton_cache, "MAX_REMEMBERED_BYTES", 6000)
+    assert triton_cache.remember(str(cache)) == 1
+    assert len(triton_cache.remembered()) == 1

@@ -113,6 +113,26 @@ def test_a_zygote_runner_judges_as_an_exec_runner(relu, tmp_path):
     assert {honest["worker_start"], wrong["worker_start"], again["worker_start"]} == {"zygote"}
 
 
+# a candidate that answers right only where Triton's key of its own files
+# was computed before its worker ran any code (the zygote's, inherited)
+KEY_READY = HONEST.replace("class ModelNew", """import triton.runtime.cache as _cache
+_KEYED = _cache.triton_key.cache_info().currsize == 1
+class ModelNew""").replace("return x.clamp_min(0)", "return x.clamp_min(0) + (0 if _KEYED else 1)")
+
+
+def test_a_forked_worker_finds_tritons_key_computed_by_the_zygote(relu, tmp_path):
+    pytest.importorskip("triton", reason="Triton's key is Triton's")
+    assert "_KEYED" in KEY_READY and "(0 if _KEYED" in KEY_READY
+    with Runner(relu, "cpu", cache_dir=str(tmp_path / "z"), timeout_s=300,
+                call_timeout_s=60, zygote=True) as r:
+        forked = quick(r, KEY_READY)
+    with Runner(relu, "cpu", cache_dir=str(tmp_path / "e"), timeout_s=300,
+                call_timeout_s=60, zygote=False) as r:
+        execd = quick(r, KEY_READY)
+    assert forked["worker_start"] == "zygote" and forked["verdict"] == "pass", forked
+    assert execd["verdict"] == "wrong", execd  # (by exec: computed at its first compile only)
+
+
 def test_a_forked_worker_holds_none_of_the_zygotes_descriptors():
     """The supervisor and the worker hold their pipes, the log and the
     standard descriptors, no socket (the zygote's request socket among
