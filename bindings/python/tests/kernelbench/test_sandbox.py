@@ -275,7 +275,10 @@ def test_a_fresh_spare_folder_takes_a_source_name_only_after_its_ready(problem, 
         spare.ready_reply = {"ok": False, "error": "a device it could not get"}
         fourth = run(r, HONEST.replace("clamp_min(0)", "clamp(min=0)"))
         assert fourth["verdict"] == "pass" and fourth["started_ahead"] is False, fourth
-        assert len(adopted) == n and spare.ended is not None
+        # (the worker started for it instead starts in a fresh folder of its
+        # own, named after that one's ready: _spawn_for)
+        assert spare.ended is not None and spare.folder not in [a[0] for a in adopted]
+        assert len(adopted) == n + 1 and (adopted[-1][0], True) in adopted[-1][1]
         assert any("a device it could not get" in n for n in fourth["notes"]), fourth["notes"]
     finally:
         r.close()
