@@ -81,6 +81,14 @@ def unsandboxed(cache_dir):
         return os.path.realpath(cache_dir) in _marked
 
 
+def any_unsandboxed():
+    """Whether this process ran workers outside the "start" sandbox on any
+    cache_dir (their candidates' threads, with the user's file access,
+    could write a folder of every other cache_dir too)."""
+    with _marked_lock:
+        return bool(_marked)
+
+
 def has_folder(cache_dir, source):
     """Whether source has a build folder (or a link to a spare's) now."""
     return os.path.lexists(_name(cache_dir, source))

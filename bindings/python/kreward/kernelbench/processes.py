@@ -331,7 +331,7 @@ class Processes:
         try:
             return triton_cache.plant(os.path.join(self._folder(self._ref_source), "triton"),
                                       os.path.realpath(ext),  # (a source's name may link a spare's folder)
-                                      extra=triton_cache.remembered())
+                                      extra=None if folders.any_unsandboxed() else triton_cache.remembered())
         except Exception:  # noqa: BLE001 - then its worker compiles them, as before
             return 0
 
@@ -515,8 +515,11 @@ class Processes:
         ready, kept for every later worker's folder (triton_cache.remember):
         read before the folder takes a source's name, so only the library's
         code has run there; never in a cache_dir where workers outside the
-        "start" sandbox ran (folders.unsandboxed)."""
-        if self.device == "cpu" or folders.unsandboxed(self.cache_dir):
+        "start" sandbox ran (folders.unsandboxed), nor in a process that ran
+        such workers anywhere (their candidates' threads could write this
+        folder too: what one of them dropped there would then reach every
+        later worker of every problem, not one spare)."""
+        if self.device == "cpu" or folders.unsandboxed(self.cache_dir) or folders.any_unsandboxed():
             return
         try:
             triton_cache.remember(os.path.join(ext, "triton"))

@@ -331,3 +331,25 @@ def test_the_memo_keeps_no_more_than_its_bound(tmp_path, memo, monkeypatch):
     monkeypatch.setattr(triton_cache, "MAX_REMEMBERED_BYTES", 6000)
     assert triton_cache.remember(str(cache)) == 1
     assert len(triton_cache.remembered()) == 1
+
+
+def test_a_process_that_ran_unsandboxed_workers_remembers_and_plants_nothing(tmp_path, baseline_cache, memo,
+                                                                             monkeypatch):
+    """Their candidates' threads had the user's file access: a module one
+    of them dropped into a fresh folder of another cache_dir would reach
+    every later worker through the memo."""
+    import types
+    pytest.importorskip("torch", reason="processes.py imports the worker's helpers")
+    from kreward.kernelbench import folders
+    from kreward.kernelbench.processes import Processes
+    monkeypatch.setattr(folders, "_marked", set())
+    clean = types.SimpleNamespace(device="cuda", cache_dir=str(tmp_path / "clean"))
+    fresh = tmp_path / "clean" / "spare-1"
+    fresh.mkdir(parents=True)
+    baseline_cache.rename(fresh / "triton")
+    folders.mark_unsandboxed(str(tmp_path / "other"))
+    Processes._remember_library(clean, str(fresh))
+    assert triton_cache.remembered() == {}
+    folders._marked.clear()
+    Processes._remember_library(clean, str(fresh))
+    assert sorted(triton_cache.remembered()) == ["MASKKEY", "SUMSKEY"]
