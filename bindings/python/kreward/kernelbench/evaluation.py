@@ -292,6 +292,10 @@ class Evaluation:
                                 "loads them); a cache_dir of its own for \"start\" Runners brings that back")
         if loaded.get("warm_steps_s"):
             res["worker_warm_steps_s"] = loaded["warm_steps_s"]
+        if self.processes.fresh_failed:
+            res["notes"].append(f"a worker in a fresh folder did not start ({self.processes.fresh_failed}): "
+                                "candidates without a spare start in their own folders (their verify "
+                                "compiles the library's Triton kernels)")
         if loaded.get("spare_failed"):
             res["notes"].append(f"the spare worker did not start ({loaded['spare_failed']}): this "
                                 "candidate's worker was started at its turn")

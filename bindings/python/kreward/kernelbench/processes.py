@@ -22,6 +22,7 @@
 What the workers are asked once started is the evaluation's
 (evaluation.py, timing.py, verification.py)."""
 import collections
+import contextlib
 import os
 import random
 import re
@@ -150,6 +151,12 @@ class Processes:
         # decided once, by the first candidate worker's ready, which runs no
         # source (start_candidate)
         self._may_fall_back, self.sandbox_fallback = sandbox == "auto", None
+        # why a candidate without a spare no longer starts in a fresh folder
+        # (_spawn_for), once one could not
+        self.fresh_failed = None
+        # the context a fresh folder's start and ready run in (in_flight.py:
+        # the lane gate's shared step)
+        self.start_step = contextlib.nullcontext
         if self.sandbox != "start":  # before any of its workers runs a candidate
             folders.mark_unsandboxed(cache_dir)
         # why a GPU worker gets no device buffer of its own to stage from
@@ -317,21 +324,29 @@ class Processes:
         candidates' threads could write any of it: folders.unsandboxed)."""
         if env is None:
             return True
-        return (source is None or source == self._ref_source) and not folders.unsandboxed(self.cache_dir)
+        return (source is None or source == self._ref_source) and not folders.unsandboxed(self.cache_dir) \
+            and not folders.any_unsandboxed()
 
     def _plant(self, ext, source):
-        """The mask's and the commitment's Triton kernels as the reference's
-        worker compiled them, copied into a "start" candidate worker's
-        folder ext (its Triton cache), so they are not compiled again in
-        every candidate's folder; nothing where ext is None (the worker's
-        cache is not a folder of its own) or on the CPU."""
+        """The mask's and the commitment's Triton kernels, copied into a
+        "start" candidate worker's folder ext (its Triton cache), so they
+        are not compiled again in every candidate's folder: a source's
+        folder gets those the reference's worker compiled and those fresh
+        folders compiled (the process's memo, triton_cache.remember); a
+        fresh folder (source None) the memo's alone: what it holds after
+        its ready is remembered, and the reference's folder, written by the
+        problem's code, must not reach another problem's workers that way.
+        Nothing where ext is None (the worker's cache is not a folder of
+        its own) or on the CPU."""
         if ext is None or source == self._ref_source or self.device == "cpu" or \
                 folders.unsandboxed(self.cache_dir):
             return 0
+        memo = None if folders.any_unsandboxed() else triton_cache.remembered()
         try:
-            return triton_cache.plant(os.path.join(self._folder(self._ref_source), "triton"),
+            return triton_cache.plant(None if source is None else
+                                      os.path.join(self._folder(self._ref_source), "triton"),
                                       os.path.realpath(ext),  # (a source's name may link a spare's folder)
-                                      extra=None if folders.any_unsandboxed() else triton_cache.remembered())
+                                      extra=memo)
         except Exception:  # noqa: BLE001 - then its worker compiles them, as before
             return 0
 
@@ -482,33 +497,43 @@ class Processes:
         then the folder takes the source's name. A ready that fails, or a
         name that cannot be given, leaves it to a worker in the source's
         folder, started now (its ready says why, as before)."""
-        if self.sandbox != "start" or self._needs_own_folder(source) or folders.unsandboxed(self.cache_dir):
+        if self.sandbox != "start" or self._needs_own_folder(source) or folders.unsandboxed(self.cache_dir) \
+                or folders.any_unsandboxed() or self.fresh_failed:
             return self._spawn(source), None
         fresh = folders.fresh_folder(self.cache_dir)
+        w, ext = None, None
         try:
-            w = self._spawn(ext=fresh)
-        except BaseException:
-            folders.discard(fresh)
-            raise
-        self.candidate = w  # close() from another thread ends it, also during its ready
-        ext = None
-        try:
-            w.clock = self.clock
-            w.limit_until(*limit)
-            if self._ready_failed(w) is None:
+            with self.start_step():
+                w = self._spawn(ext=fresh)
+                self.candidate = w  # close() from another thread ends it, also during its ready
+                w.clock = self.clock
+                w.limit_until(*limit)
+                failed = self._ready_failed(w)
+            if failed is None:
                 self._remember_library(fresh)
                 ext = folders.adopt(self.cache_dir, fresh, source)
         except BaseException:
-            w.end()
+            if w is not None:
+                w.end()
             folders.discard(fresh)
             raise
-        if ext is None:
-            w.end()
-            folders.discard(fresh)
-            if self.candidate is not w:  # close() ended it: no other worker for this evaluation
-                raise RuntimeError("the evaluation was closed while its worker started")
-            return self._spawn(source), None
-        return w, ext
+        if ext is not None:
+            return w, ext
+        w.end()
+        folders.discard(fresh)
+        if self.candidate is not w:  # close() ended it: no other worker for this evaluation
+            raise RuntimeError("the evaluation was closed while its worker started")
+        ready = w.ready_reply or {}
+        if failed and not ready.get("ok", True) and self._may_fall_back and start_sandbox_refused(ready):
+            # the Runner's first "start" worker, refused for the sandbox's
+            # reason before it ran any source: "auto" gives way to "init"
+            # now (as start_candidate does for a worker of the source's)
+            self._fall_back_to_init(ready["error"])
+        elif failed:
+            # once: every candidate after it starts in its source's folder
+            # (a start that fails here fails there too, said by its ready)
+            self.fresh_failed = failed
+        return self._spawn(source), None
 
     def _remember_library(self, ext):
         """The library's kernels a fresh folder's worker compiled in its

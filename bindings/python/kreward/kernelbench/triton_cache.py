@@ -209,6 +209,8 @@ def remember(cache):
             return 0
     new, found = 0, library_entries(cache)
     for entry, files in found.items():
+        if not _whole(files):  # (caught half written: a later folder's is kept)
+            continue
         size = sum(len(d) for d in files.values())
         with _remembered_lock:
             if entry in _remembered or _remembered_bytes + size > MAX_REMEMBERED_BYTES:
@@ -216,11 +218,29 @@ def remember(cache):
             _remembered[entry] = files
             _remembered_bytes += size
             new += 1
+    foreign = [n for n in names if n not in found and _foreign(os.path.join(cache, n))]
     with _remembered_lock:
-        for n in names:
-            if n not in found and not n.startswith("tmp.") and len(_passed) < MAX_PASSED:
-                _passed.add(n)
+        for n in foreign[:max(0, MAX_PASSED - len(_passed))]:
+            _passed.add(n)
     return new
+
+
+def _whole(files):
+    """Whether an entry's files ({file: bytes}) are whole: each group file
+    readable and naming only files the entry has (a host module: one)."""
+    groups = [d for n, d in files.items() if n.startswith(GROUP_PREFIX)]
+    return bool(files) and all(_regrouped(d, "/", files) is not None for d in groups)
+
+
+def _foreign(path):
+    """Whether a cache entry is another kernel's (its group file names no
+    library kernel): what remember never keeps, so need not read again."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return False
+    kernels = {f[len(GROUP_PREFIX):].rsplit(".", 1)[0] for f in names if f.startswith(GROUP_PREFIX)}
+    return bool(kernels) and not kernels <= LIBRARY_KERNELS
 
 
 def remembered():
@@ -240,12 +260,13 @@ def forget():
 
 def plant(source_cache, ext, extra=None):
     """Copies the library's kernels and Triton's host modules of Triton
-    cache `source_cache`, and the entries of extra ({entry: {file: bytes}},
-    as remembered returns), into ext/triton (a candidate's
+    cache `source_cache` (None: none), and the entries of extra ({entry:
+    {file: bytes}}, as remembered returns), into ext/triton (a candidate's
     TRITON_CACHE_DIR); returns how many entries were planted. Entries
     already in ext/triton are left as they are."""
     entries = dict(extra or {})
-    entries.update(library_entries(source_cache))
+    if source_cache is not None:
+        entries.update(library_entries(source_cache))
     if not entries:
         return 0
     planted = 0

@@ -264,3 +264,27 @@ def test_an_evaluation_closed_while_its_fresh_worker_starts_gets_no_other_worker
         assert res["verdict"] == "error" and "closed" in res["feedback"], res
         assert len(spawned) == 1  # the fresh folder's worker alone
         assert not [p for p in (tmp_path / "cache").iterdir() if p.name.startswith("spare-")]
+
+
+def test_a_fresh_start_that_fails_is_not_the_candidates_outcome_and_is_not_tried_again(relu, tmp_path,
+                                                                                       monkeypatch):
+    with runner(relu, tmp_path, spare=False) as r:
+        if r._processes.sandbox != "start":
+            pytest.skip(f"the start sandbox is not available here: {r._processes.sandbox_fallback}")
+        processes, tries = r._processes, []
+
+        def fails(w):
+            tries.append(w.folder)
+            w.ready_reply = {"ok": False, "error": "a device it could not get"}
+            return "a device it could not get"
+
+        monkeypatch.setattr(processes, "_ready_failed", fails)
+        first = r.evaluate(HONEST, **KW)
+        second = r.evaluate(OTHER, **KW)
+        assert first["verdict"] == "pass" and second["verdict"] == "pass", (first, second)
+        assert len(tries) == 1 and processes.fresh_failed == "a device it could not get"
+        assert any("fresh folder did not start" in n for n in second["notes"]), second["notes"]
+        assert processes.sandbox == "start"  # (not the sandbox's refusal: no fallback)
+        cache = tmp_path / "cache"
+        assert not [p for p in cache.iterdir() if p.name.startswith("spare-")]
+        assert not (cache / folders._name(str(cache), HONEST)[len(str(cache)) + 1:]).is_symlink()

@@ -318,7 +318,11 @@ def test_a_fresh_folders_library_entries_are_remembered_and_planted_for_later_wo
     assert all(p.startswith(str(ext / "triton" / "SUMSKEY")) for p in group["child_paths"].values())
     reads = []
     monkeypatch.setattr(triton_cache, "library_entries", lambda c: reads.append(c) or {})
-    # (the foreign and the oversized entries were read and passed over)
+    # the foreign entry was passed over; an entry of a library kernel not
+    # kept (here: oversized) makes the folder read again
+    assert triton_cache.remember(str(baseline_cache)) == 0 and reads == [str(baseline_cache)]
+    reads.clear()
+    (baseline_cache / "HUGEKEY").rename(tmp_path / "HUGEKEY")
     assert triton_cache.remember(str(baseline_cache)) == 0 and reads == []
     entry(baseline_cache, "NEWKEY", "chacha_xor_joined_kernel")
     assert triton_cache.remember(str(baseline_cache)) == 0 and reads == [str(baseline_cache)]
@@ -353,3 +357,64 @@ def test_a_process_that_ran_unsandboxed_workers_remembers_and_plants_nothing(tmp
     folders._marked.clear()
     Processes._remember_library(clean, str(fresh))
     assert sorted(triton_cache.remembered()) == ["MASKKEY", "SUMSKEY"]
+
+
+def fake_processes(tmp_path, ref_cache):
+    """What Processes._plant reads of its Processes."""
+    import types
+    return types.SimpleNamespace(device="cuda", sandbox="start", cache_dir=str(tmp_path / "cache"),
+                                 _ref_source="REF", _folder=lambda source: str(ref_cache.parent))
+
+
+def test_a_fresh_folder_gets_the_memo_alone_so_a_reference_reaches_no_other_problem(tmp_path, baseline_cache,
+                                                                                    memo, monkeypatch):
+    """A problem's reference code writes its own folder: what it leaves
+    there under a library kernel's name is planted in that problem's
+    candidates' folders, never in a fresh folder, whose entries after its
+    ready the process remembers for every problem."""
+    pytest.importorskip("torch", reason="processes.py imports the worker's helpers")
+    from kreward.kernelbench import folders
+    from kreward.kernelbench.processes import Processes
+    monkeypatch.setattr(folders, "_marked", set())
+    entry(baseline_cache, "FORGEDKEY", "chacha_xor_kernel", extra=b"the reference's cubin")
+    (tmp_path / "cache").mkdir()
+    p = fake_processes(tmp_path, baseline_cache)
+    fresh = tmp_path / "cache" / "spare-1"
+    fresh.mkdir()
+    assert Processes._plant(p, str(fresh), None) == 0  # nothing remembered yet: nothing planted
+    Processes._remember_library(p, str(fresh))
+    assert triton_cache.remembered() == {}
+    # the library's own compile in a fresh folder: remembered, then planted
+    # in the next fresh folder and in a source's folder (with the reference's)
+    entry(fresh / "triton", "LIBKEY", "mixed_sums_kernel")
+    Processes._remember_library(p, str(fresh))
+    assert sorted(triton_cache.remembered()) == ["LIBKEY"]
+    second = tmp_path / "cache" / "spare-2"
+    second.mkdir()
+    assert Processes._plant(p, str(second), None) == 1
+    assert sorted(os.listdir(second / "triton")) == ["LIBKEY"]
+    own = tmp_path / "cache" / "source-folder"
+    own.mkdir()
+    assert Processes._plant(p, str(own), "a candidate's source") == 4
+    assert "FORGEDKEY" in os.listdir(own / "triton") and "LIBKEY" in os.listdir(own / "triton")
+    # a process that ran unsandboxed workers plants no memo
+    folders.mark_unsandboxed(str(tmp_path / "elsewhere"))
+    third = tmp_path / "cache" / "source-folder-2"
+    third.mkdir()
+    assert Processes._plant(p, str(third), "another source") == 3
+    assert "LIBKEY" not in os.listdir(third / "triton")
+
+
+def test_a_half_written_entry_is_not_remembered_and_a_library_entry_is_never_passed_over(tmp_path, memo):
+    cache = tmp_path / "fresh" / "triton"
+    half = entry(cache, "HALF", "chacha_xor_kernel")
+    (half / "chacha_xor_kernel.ptx").unlink()          # its group names a file not (yet) there
+    bare = cache / "BARE"                               # a kernel's files, its group not yet written
+    bare.mkdir()
+    (bare / "chacha_xor_joined_kernel.cubin").write_bytes(b"x")
+    entry(cache, "OTHER", "triton_poi_fused_add_0")     # another kernel: passed over
+    assert triton_cache.remember(str(cache)) == 0
+    assert triton_cache._passed == {"OTHER"}
+    # written whole later: remembered then
+    (half / "chacha_xor_kernel.ptx").write_bytes(b"ptx")
+    assert triton_cache.remember(str(cache)) == 1 and sorted(triton_cache.remembered()) == ["HALF"]
