@@ -257,6 +257,8 @@ def test_a_fresh_spare_folder_takes_a_source_name_only_after_its_ready(problem, 
         return adopt(cache_dir, spare_ext, source)
     monkeypatch.setattr(WorkerProcess, "receive_ready", logged_receive_ready)
     monkeypatch.setattr(processes.folders, "adopt", logged_adopt)
+    # (another test's "init" Runner in this process turns fresh starts off)
+    monkeypatch.setattr(processes.folders, "_marked", set())
     r = runner(problem, "adopt-after-ready", "start")
     try:
         assert run(r, HONEST)["verdict"] == "pass"

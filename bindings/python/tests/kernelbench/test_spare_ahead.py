@@ -223,12 +223,14 @@ def test_each_warm_step_of_a_ready_is_timed_on_its_own():
     assert len(compiled) == (1 if importlib.util.find_spec("triton") else 0)
 
 
-def test_a_candidate_without_a_spare_starts_in_a_fresh_folder_that_takes_its_name(relu, tmp_path, log):
+def test_a_candidate_without_a_spare_starts_in_a_fresh_folder_that_takes_its_name(relu, tmp_path, log,
+                                                                                  monkeypatch):
     """No spare (spare=False): a new source's worker starts as a fresh
     folder's would (its ready, with nothing of a candidate's loaded before
     it, warms the library there), and only then does that folder take the
     source's name; a source that has a folder already starts in it."""
     cache = tmp_path / "cache"
+    monkeypatch.setattr(folders, "_marked", set())  # (another test's "init" Runner turns fresh starts off)
     with runner(relu, tmp_path, spare=False) as r:
         if r._processes.sandbox != "start":
             pytest.skip(f"the start sandbox is not available here: {r._processes.sandbox_fallback}")
@@ -247,6 +249,7 @@ def test_a_candidate_without_a_spare_starts_in_a_fresh_folder_that_takes_its_nam
 
 
 def test_an_evaluation_closed_while_its_fresh_worker_starts_gets_no_other_worker(relu, tmp_path, monkeypatch):
+    monkeypatch.setattr(folders, "_marked", set())
     with runner(relu, tmp_path, spare=False) as r:
         if r._processes.sandbox != "start":
             pytest.skip(f"the start sandbox is not available here: {r._processes.sandbox_fallback}")
@@ -268,6 +271,7 @@ def test_an_evaluation_closed_while_its_fresh_worker_starts_gets_no_other_worker
 
 def test_a_fresh_start_that_fails_is_not_the_candidates_outcome_and_is_not_tried_again(relu, tmp_path,
                                                                                        monkeypatch):
+    monkeypatch.setattr(folders, "_marked", set())
     with runner(relu, tmp_path, spare=False) as r:
         if r._processes.sandbox != "start":
             pytest.skip(f"the start sandbox is not available here: {r._processes.sandbox_fallback}")
