@@ -218,7 +218,8 @@ def test_a_planted_file_appears_whole_under_its_name_or_not_at_all(tmp_path, mon
     assert (ext / "triton" / ("B" * 52) / f"__triton_launcher.{suffix}").read_bytes() == b"the worker's own"
 
 
-def test_a_worker_started_before_the_reference_compiled_gets_the_kernels_before_its_verify(tmp_path):
+def test_a_worker_started_before_the_reference_compiled_gets_the_kernels_before_its_verify(tmp_path, memo,
+                                                                                           monkeypatch):
     """A problem's first candidate's worker starts beside the reference's,
     before that one compiled the library's kernels (all or some): nothing,
     or not everything, to plant then. plant_late plants what is there by
@@ -227,6 +228,7 @@ def test_a_worker_started_before_the_reference_compiled_gets_the_kernels_before_
     from kreward.kernelbench import folders
     pytest.importorskip("torch", reason="processes.py imports torch")
     from kreward.kernelbench.processes import Processes
+    monkeypatch.setattr(folders, "_marked", set())  # (this process's other tests' "init" Runners)
     p = Processes.__new__(Processes)  # only what planting reads
     p.device, p.sandbox, p.cache_dir, p._ref_source = "cuda:0", "start", str(tmp_path), "REFERENCE"
     ext = folders.source_folder(str(tmp_path), "CANDIDATE")
@@ -255,7 +257,7 @@ def test_a_worker_started_before_the_reference_compiled_gets_the_kernels_before_
     assert not os.path.exists(os.path.join(other, "triton"))
 
 
-def test_a_cache_dir_where_unsandboxed_workers_ran_is_trusted_for_nothing(tmp_path):
+def test_a_cache_dir_where_unsandboxed_workers_ran_is_trusted_for_nothing(tmp_path, memo, monkeypatch):
     """helper-34: an "init" Runner's candidates have threads started before
     their sandbox, with the user's file access: on a cache_dir they share
     with "start" Runners they could leave a module in a fresh spare's folder
@@ -265,6 +267,7 @@ def test_a_cache_dir_where_unsandboxed_workers_ran_is_trusted_for_nothing(tmp_pa
     from kreward.kernelbench import folders
     pytest.importorskip("torch", reason="processes.py imports torch")
     from kreward.kernelbench.processes import Processes
+    monkeypatch.setattr(folders, "_marked", set())  # (this process's other tests' "init" Runners)
     p = Processes.__new__(Processes)  # only what trusting and planting read
     p.device, p.sandbox, p.cache_dir, p._ref_source = "cuda:0", "start", str(tmp_path / "cache"), "REFERENCE"
     ref_cache = pathlib.Path(folders.source_folder(p.cache_dir, "REFERENCE")) / "triton"
