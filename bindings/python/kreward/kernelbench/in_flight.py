@@ -73,14 +73,16 @@ class Slot:
         return getattr(self.own, name)
 
     def start_candidate(self, *args, **kw):
-        got = self.own.start_candidate(*args, **kw)
-        if self.own.sandbox_fallback and self.shared.sandbox == "start":
-            # "auto" gave way to "init" here: the baseline follows, as a
-            # Runner's own fallback restarts it (processes._fall_back_to_init)
-            with self._locked():
-                if self.shared.sandbox == "start":
-                    self.shared._fall_back_to_init(self.own.sandbox_fallback)
-        return got
+        try:
+            return self.own.start_candidate(*args, **kw)
+        finally:
+            # (also where the "init" worker started after the fallback failed)
+            if self.own.sandbox_fallback and self.shared.sandbox == "start":
+                # "auto" gave way to "init" here: the baseline follows, as a
+                # Runner's own fallback restarts it (processes._fall_back_to_init)
+                with self._locked():
+                    if self.shared.sandbox == "start":
+                        self.shared._fall_back_to_init(self.own.sandbox_fallback)
 
     def start_spare(self, next_source=None, ahead=False):
         # a shared step: its start (a fork of this process, a staging

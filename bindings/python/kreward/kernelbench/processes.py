@@ -191,10 +191,12 @@ class Processes:
         is freed only between the evaluation's copies into it (its lock)."""
         # the candidate's worker first: an evaluation in progress (another
         # thread's; a scheduler's backstop) ends with it, its result says so
-        for w in (self.candidate, self.baseline):
+        # detached first: a start waiting for this candidate's ready
+        # (_spawn_for) sees at once that it was closed, not a failed start
+        workers, self.candidate, self.baseline = (self.candidate, self.baseline), None, None
+        for w in workers:
             if w is not None:
                 w.end()
-        self.candidate, self.baseline = None, None
         self.end_spare()  # (its folder, its place in the lane's cap)
         self._baseline_gone()
         with _warm_lock:
@@ -524,14 +526,18 @@ class Processes:
         if self.candidate is not w:  # close() ended it: no other worker for this evaluation
             raise RuntimeError("the evaluation was closed while its worker started")
         ready = w.ready_reply or {}
-        if failed and not ready.get("ok", True) and self._may_fall_back and start_sandbox_refused(ready):
+        refused = failed and ready.get("ok") is False  # its ready answered that it failed
+        if refused and self._may_fall_back and start_sandbox_refused(ready):
             # the Runner's first "start" worker, refused for the sandbox's
             # reason before it ran any source: "auto" gives way to "init"
             # now (as start_candidate does for a worker of the source's)
-            self._fall_back_to_init(ready["error"])
-        elif failed:
+            self._fall_back_to_init(ready.get("error") or failed)
+        elif refused:
             # once: every candidate after it starts in its source's folder
-            # (a start that fails here fails there too, said by its ready)
+            # (a start its ready refused here is refused there too, and
+            # said by that one's ready); a worker that died or took too
+            # long (the evaluation's limit, the GPU's memory taken by the
+            # lane's others) says nothing of the next one
             self.fresh_failed = failed
         return self._spawn(source), None
 

@@ -292,3 +292,35 @@ def test_a_fresh_start_that_fails_is_not_the_candidates_outcome_and_is_not_tried
         cache = tmp_path / "cache"
         assert not [p for p in cache.iterdir() if p.name.startswith("spare-")]
         assert not (cache / folders._name(str(cache), HONEST)[len(str(cache)) + 1:]).is_symlink()
+
+
+@pytest.mark.parametrize("how", ["died", "sandbox refused"])
+def test_a_fresh_start_that_died_is_tried_again_and_one_the_sandbox_refused_falls_back(relu, tmp_path,
+                                                                                       monkeypatch, how):
+    monkeypatch.setattr(folders, "_marked", set())
+    with runner(relu, tmp_path, spare=False) as r:
+        if r._processes.sandbox != "start":
+            pytest.skip(f"the start sandbox is not available here: {r._processes.sandbox_fallback}")
+        processes, tries = r._processes, []
+        ready_failed = processes._ready_failed
+
+        def fails_once(w):
+            tries.append(w.folder)
+            if len(tries) > 1:
+                return ready_failed(w)
+            if how == "died":
+                return "the worker died"  # (no ready reply: ready_reply stays None)
+            w.ready_reply = {"ok": False, "error": "CUDA error: OS call failed", "sandbox_failed": False}
+            return "CUDA error: OS call failed"
+
+        monkeypatch.setattr(processes, "_ready_failed", fails_once)
+        first = r.evaluate(HONEST, **KW)
+        assert first["verdict"] == "pass", first
+        assert processes.fresh_failed is None
+        if how == "died":
+            second = r.evaluate(OTHER, **KW)
+            assert second["verdict"] == "pass" and len(tries) == 2, (second, tries)
+            assert processes.sandbox == "start"
+        else:
+            assert processes.sandbox == "init" and "OS call failed" in processes.sandbox_fallback
+            assert len(tries) == 1
