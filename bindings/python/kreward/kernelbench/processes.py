@@ -532,12 +532,12 @@ class Processes:
             # reason before it ran any source: "auto" gives way to "init"
             # now (as start_candidate does for a worker of the source's)
             self._fall_back_to_init(ready.get("error") or failed)
-        elif refused:
+        elif refused and "out of memory" not in str(ready.get("error", "")).lower():
             # once: every candidate after it starts in its source's folder
             # (a start its ready refused here is refused there too, and
             # said by that one's ready); a worker that died or took too
-            # long (the evaluation's limit, the GPU's memory taken by the
-            # lane's others) says nothing of the next one
+            # long (the evaluation's limit), or found the GPU's memory
+            # taken by the lane's others, says nothing of the next one
             self.fresh_failed = failed
         return self._spawn(source), None
 
