@@ -326,8 +326,14 @@ class Processes:
         candidates' threads could write any of it: folders.unsandboxed)."""
         if env is None:
             return True
-        return (source is None or source == self._ref_source) and not folders.unsandboxed(self.cache_dir) \
-            and not folders.any_unsandboxed()
+        return (source is None or source == self._ref_source) and self._no_unsandboxed_writers()
+
+    def _no_unsandboxed_writers(self):
+        """Whether no worker outside the "start" sandbox can have written a
+        folder of this cache_dir: none ran on it (folders.unsandboxed, any
+        process's), and none ran in this process on any cache_dir (their
+        candidates' threads have the user's file access)."""
+        return not folders.unsandboxed(self.cache_dir) and not folders.any_unsandboxed()
 
     def _plant(self, ext, source):
         """The mask's and the commitment's Triton kernels, copied into a
@@ -410,10 +416,8 @@ class Processes:
             w.clock = self.clock  # (its wait, frozen or not, on this evaluation's limit)
             w.limit_until(*limit)
             fresh = spare_source is None and spare_ext
-            spare_failed = self._ready_failed(w) if fresh else None
-            if fresh and spare_failed is None:
-                self._remember_library(spare_ext)
-                ext = folders.adopt(self.cache_dir, spare_ext, source)
+            if fresh:
+                ext, spare_failed = self._name_fresh(w, spare_ext, source)
             if ext is None:
                 w.end()
                 folders.discard(spare_ext)
@@ -499,8 +503,8 @@ class Processes:
         then the folder takes the source's name. A ready that fails, or a
         name that cannot be given, leaves it to a worker in the source's
         folder, started now (its ready says why, as before)."""
-        if self.sandbox != "start" or self._needs_own_folder(source) or folders.unsandboxed(self.cache_dir) \
-                or folders.any_unsandboxed() or self.fresh_failed:
+        if self.sandbox != "start" or self._needs_own_folder(source) or not self._no_unsandboxed_writers() \
+                or self.fresh_failed:
             return self._spawn(source), None
         fresh = folders.fresh_folder(self.cache_dir)
         w, ext = None, None
@@ -510,10 +514,7 @@ class Processes:
                 self.candidate = w  # close() from another thread ends it, also during its ready
                 w.clock = self.clock
                 w.limit_until(*limit)
-                failed = self._ready_failed(w)
-            if failed is None:
-                self._remember_library(fresh)
-                ext = folders.adopt(self.cache_dir, fresh, source)
+                ext, failed = self._name_fresh(w, fresh, source)
         except BaseException:
             if w is not None:
                 w.end()
@@ -541,6 +542,18 @@ class Processes:
             self.fresh_failed = failed
         return self._spawn(source), None
 
+    def _name_fresh(self, w, fresh, source):
+        """A fresh folder's worker w, its ready over, gives its folder to
+        source: (the source's name for it, or None where it has one already;
+        None, or why w's ready failed: then no name). What the library
+        compiled there in that ready is remembered first, before any worker
+        of the source may write it."""
+        failed = self._ready_failed(w)
+        if failed is not None:
+            return None, failed
+        self._remember_library(fresh)
+        return folders.adopt(self.cache_dir, fresh, source), None
+
     def _remember_library(self, ext):
         """The library's kernels a fresh folder's worker compiled in its
         ready, kept for every later worker's folder (triton_cache.remember):
@@ -550,7 +563,7 @@ class Processes:
         such workers anywhere (their candidates' threads could write this
         folder too: what one of them dropped there would then reach every
         later worker of every problem, not one spare)."""
-        if self.device == "cpu" or folders.unsandboxed(self.cache_dir) or folders.any_unsandboxed():
+        if self.device == "cpu" or not self._no_unsandboxed_writers():
             return
         try:
             triton_cache.remember(os.path.join(ext, "triton"))

@@ -345,12 +345,12 @@ def test_a_process_that_ran_unsandboxed_workers_remembers_and_plants_nothing(tmp
     """Their candidates' threads had the user's file access: a module one
     of them dropped into a fresh folder of another cache_dir would reach
     every later worker through the memo."""
-    import types
     pytest.importorskip("torch", reason="processes.py imports the worker's helpers")
     from kreward.kernelbench import folders
     from kreward.kernelbench.processes import Processes
     monkeypatch.setattr(folders, "_marked", set())
-    clean = types.SimpleNamespace(device="cuda", cache_dir=str(tmp_path / "clean"))
+    clean = Processes.__new__(Processes)  # only what remembering reads
+    clean.device, clean.cache_dir = "cuda", str(tmp_path / "clean")
     fresh = tmp_path / "clean" / "spare-1"
     fresh.mkdir(parents=True)
     baseline_cache.rename(fresh / "triton")
@@ -363,10 +363,13 @@ def test_a_process_that_ran_unsandboxed_workers_remembers_and_plants_nothing(tmp
 
 
 def fake_processes(tmp_path, ref_cache):
-    """What Processes._plant reads of its Processes."""
-    import types
-    return types.SimpleNamespace(device="cuda", sandbox="start", cache_dir=str(tmp_path / "cache"),
-                                 _ref_source="REF", _folder=lambda source: str(ref_cache.parent))
+    """A Processes with only what planting and remembering read (the
+    reference's folder: ref_cache's parent)."""
+    from kreward.kernelbench.processes import Processes
+    p = Processes.__new__(Processes)
+    p.device, p.sandbox, p.cache_dir, p._ref_source = "cuda", "start", str(tmp_path / "cache"), "REF"
+    p._folder = lambda source: str(ref_cache.parent)
+    return p
 
 
 def test_a_fresh_folder_gets_the_memo_alone_so_a_reference_reaches_no_other_problem(tmp_path, baseline_cache,
