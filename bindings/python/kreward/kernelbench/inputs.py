@@ -31,26 +31,51 @@ TRANSFORMS = {
 }
 
 
-def generate(shape, dtype, init, gen, device):
+def generate(shape, dtype, init, gen, device, out=None):
+    """One input tensor drawn from gen. out: where to put it (a contiguous
+    tensor of this shape and dtype, e.g. a view of the stage the region is
+    written from): a float32 draw is made in it, with no temporary and no
+    copy; returns out then. The same bits either way."""
     dt = DTYPES[dtype]
     dist = init.get("dist", "normal")
     if dist == "int":
-        return torch.randint(int(init["low"]), int(init["high"]) + 1, shape, generator=gen,
-                             device=device).to(dt)
-    if dist == "bernoulli":
-        return (torch.rand(shape, generator=gen, device=device) < init.get("p", 0.5)).to(dt)
-    # scaled and shifted in place: the same operations on the same values
-    # (the same bits as x * a + b), without two temporaries of the tensor's
-    # size (0.8 s for 100M floats on 2 cores, the soundness check's inputs)
+        x = torch.randint(int(init["low"]), int(init["high"]) + 1, shape, generator=gen, device=device).to(dt)
+    elif dist == "bernoulli":
+        x = (torch.rand(shape, generator=gen, device=device) < init.get("p", 0.5)).to(dt)
+    else:
+        x = _floats(shape, dist, init, gen, device, out if dt == torch.float32 else None)
+        if out is None:
+            return x.to(dt)
+    if out is None or x is out:
+        return x
+    return out.copy_(x)  # (converting as .to(dt) does: one pass instead of two)
+
+
+def _floats(shape, dist, init, gen, device, out):
+    """A float32 draw, scaled and shifted in place: the same operations on
+    the same values (the same bits as x * a + b), without two temporaries
+    of the tensor's size (0.8 s for 100M floats on 2 cores, the soundness
+    check's inputs). A factor of one is exact and skipped (x * 1.0 is x);
+    so is a shift of zero (x + 0.0 is x, but for -0.0, which becomes 0.0:
+    the writer and the checks both call this, so they agree bit for bit).
+    On a GPU these passes were most of a timed batch's input making (issue
+    31: 2 GB a batch for a 4096^2 problem)."""
     if dist == "uniform":
         lo, hi = init.get("low", -1.0), init.get("high", 1.0)
-        x = torch.rand(shape, generator=gen, device=device, dtype=torch.float32).mul_(hi - lo).add_(lo)
+        x = (torch.rand(shape, generator=gen, out=out) if out is not None else
+             torch.rand(shape, generator=gen, device=device, dtype=torch.float32))
+        scale, shift = hi - lo, lo
     else:
-        x = torch.randn(shape, generator=gen, device=device, dtype=torch.float32)
-        x = x.mul_(init.get("std", 1.0)).add_(init.get("mean", 0.0))
+        x = (torch.randn(shape, generator=gen, out=out) if out is not None else
+             torch.randn(shape, generator=gen, device=device, dtype=torch.float32))
+        scale, shift = init.get("std", 1.0), init.get("mean", 0.0)
+    if scale != 1.0:
+        x.mul_(scale)
+    if shift != 0.0:
+        x.add_(shift)
     if init.get("rescale"):
         x = rescale(x, init["rescale"], gen, device)
-    return x.to(dt)
+    return x
 
 
 def rescale(x, recipe, gen, device):
@@ -64,16 +89,22 @@ def rescale(x, recipe, gen, device):
     return x.mul_(scale).add_((2 * u[1] - 1) * recipe.get("offset", 0.0) * scale)  # x * scale + offset, in place
 
 
-def make_inputs(layout, seed, device):
+def make_inputs(layout, seed, device, into=None):
     """layout: [{name, shape, dtype, init, transform}] of the input tensors
-    of one case; returns {name: tensor}."""
+    of one case; returns {name: tensor}. into: {name: tensor} to make them
+    in (contiguous, of each one's shape and dtype), as the region's writer
+    does (transfer.py): the same bits as made apart and copied."""
     gen = torch.Generator(device=device)
     gen.manual_seed(seed)
     out = {}
     for t in layout:
-        x = generate(t["shape"], t["dtype"], t["init"], gen, device)
+        dest = into.get(t["name"]) if into is not None else None
         if t.get("transform"):
+            x = generate(t["shape"], t["dtype"], t["init"], gen, device)
             x = TRANSFORMS[t["transform"]](x)
+            x = dest.copy_(x) if dest is not None else x
+        else:
+            x = generate(t["shape"], t["dtype"], t["init"], gen, device, out=dest)
         out[t["name"]] = x.contiguous()
     return out
 
@@ -158,20 +189,26 @@ def region_views(buf, layout, where):
     return out
 
 
-def stage_call(stage, where, tensors, base=0):
-    """Copies one call's tensors into stage (a uint8 tensor standing for the
-    region from offset `base`) at its offsets, and zeroes each one's
-    padding up to the next REGION_ALIGN: with the tensors, every byte of the
-    call's span is written (region_offsets lays spans end to end), so a
-    reused stage needs no clearing between chunks and never carries this
-    process's older bytes into the region."""
-    for name, (off, n) in where.items():
+def stage_call(stage, where, layout, seed, device, base=0):
+    """Makes one call's inputs (make_inputs of seed) in stage (a uint8
+    tensor standing for the region from offset `base`) at their offsets,
+    and zeroes each one's padding up to the next REGION_ALIGN: every byte
+    of the call's span is written (region_offsets lays spans end to end),
+    so a reused stage needs no clearing between chunks and never carries
+    this process's older bytes into the region. Made in place: a copy of
+    every input byte less than making them apart (a timed batch's inputs
+    are gigabytes for the larger problems, inside the lane's exclusive
+    phase)."""
+    views = {}
+    for t in layout:
+        off, n = where[t["name"]]
         if n:
-            src = tensors[name].detach().contiguous().reshape(-1).view(torch.uint8)
-            stage[off - base:off - base + n].copy_(src)
-            end = off + (n + REGION_ALIGN - 1) // REGION_ALIGN * REGION_ALIGN
-            if end > off + n:
-                stage[off - base + n:end - base].zero_()
+            views[t["name"]] = stage[off - base:off - base + n].view(DTYPES[t["dtype"]]).view(t["shape"])
+    make_inputs(layout, seed, device, into=views)
+    for name, (off, n) in where.items():
+        end = off + (n + REGION_ALIGN - 1) // REGION_ALIGN * REGION_ALIGN
+        if n and end > off + n:
+            stage[off - base + n:end - base].zero_()
 
 
 def mask(span, key, start):

@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from .inputs import make_inputs, mask, new_key, region_offsets, stage_call
+from .inputs import mask, new_key, region_offsets, stage_call
 from .worker_process import _failure, printable
 
 STAGE_CHUNK = 256 << 20   # bytes of a batch's inputs made, masked and copied at once (write_region)
@@ -92,7 +92,7 @@ class Transfer:
                 lo = None
             if lo is None:
                 lo = start
-            stage_call(stage, at, make_inputs(self.layouts[case], seed, self.device), base=lo)
+            stage_call(stage, at, self.layouts[case], seed, self.device, base=lo)
             hi = end
         if lo is not None:
             flush()

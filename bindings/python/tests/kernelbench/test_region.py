@@ -415,6 +415,62 @@ def test_a_batch_made_in_chunks_is_each_call_masked_at_its_place(tmp_path, monke
     assert int(plain[~used].abs().sum()) == 0  # the padding: zeros
 
 
+INIT_KINDS = [
+    ("f32", {"dist": "normal"}, None),
+    ("f32", {"dist": "normal", "std": 0.5, "mean": -2.0}, None),
+    ("f32", {"dist": "uniform", "low": 0.0, "high": 1.0}, None),
+    ("f32", {"dist": "uniform"}, None),
+    ("f32", {"dist": "normal", "rescale": {"log10_scale": [-2.0, 2.0], "offset": 3.0}}, None),
+    ("f16", {"dist": "normal", "std": 3.0}, None),
+    ("bf16", {"dist": "uniform", "low": -4.0, "high": 4.0}, None),
+    ("f64", {"dist": "normal"}, None),
+    ("i64", {"dist": "int", "low": -5, "high": 9}, None),
+    ("u8", {"dist": "int", "low": 0, "high": 255}, None),
+    ("bool", {"dist": "bernoulli", "p": 0.3}, None),
+    ("f32", {"dist": "normal"}, "symmetric"),
+    ("f32", {"dist": "normal"}, "lower_triangular"),
+    ("f16", {"dist": "normal"}, "softmax_last"),
+]
+
+
+@pytest.mark.parametrize("dtype,init,transform", INIT_KINDS,
+                         ids=[f"{d}-{i['dist']}-{t or 'plain'}{'-rescaled' if 'rescale' in i else ''}"
+                              f"{'-affine' if 'std' in i or 'low' in i else ''}" for d, i, t in INIT_KINDS])
+def test_inputs_made_in_place_are_the_bits_made_apart(dtype, init, transform):
+    """The region's writer makes each call's inputs in its stage
+    (stage_call: make_inputs into views of it); the checks make them apart
+    (make_inputs) and compare digests: every distribution, dtype, transform
+    and rescale gives the same bits both ways, behind an input of another
+    dtype drawn first from the same generator. A float32 draw is made in
+    the view itself (no temporary of its size)."""
+    layout = [{"name": "a", "shape": [3, 5], "dtype": "f16", "init": {"dist": "normal"}},
+              {"name": "x", "shape": [17, 17], "dtype": dtype, "init": init}]
+    if transform:
+        layout[1]["transform"] = transform
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for device in devices:
+        where, spans, total = inputs.region_offsets(layout, 2)
+        stage = torch.full((total,), 0xA5, dtype=torch.uint8, device=device)
+        for seed, at in zip((7, 8), where):
+            inputs.stage_call(stage, at, layout, seed, device)
+        for seed, at in zip((7, 8), where):
+            want = inputs.make_inputs(layout, seed, device)
+            got = inputs.region_views(stage, layout, at)
+            for name in want:
+                assert got[name].dtype == want[name].dtype
+                assert torch.equal(got[name].reshape(-1).view(torch.uint8),
+                                   want[name].contiguous().reshape(-1).view(torch.uint8)), (device, seed, name)
+        used = torch.zeros(total, dtype=torch.bool, device=device)
+        for at in where:
+            for off, n in at.values():
+                used[off:off + n] = True
+        assert int(stage[~used].sum()) == 0  # the padding zeroed, not the stage's old bytes
+        if dtype == "f32" and not transform:
+            view = torch.empty((17, 17), dtype=torch.float32, device=device)
+            made = inputs.make_inputs(layout, 7, device, into={"x": view})
+            assert made["x"].data_ptr() == view.data_ptr()
+
+
 # ---- the cheats that read the region's first mask through guessable values
 TRIL_MATMUL = """
 import torch
