@@ -33,6 +33,8 @@
 #                each of GR_GEN_ROWS (e.g. "f32:mix-uniform")
 #   profstart    bench/profiler_start_cost.py (attribution's cost: torch.profiler, CUPTI alone)
 #   kbbatch      bench/bench_kernelbench_batch.py (GR_KBBATCH_ARGS: its variants, sizes)
+#   kbtimed      bench/kb_timed_profile.py: the caller's timed phases under cProfile,
+#                inputs made apart (as before) against in place (GR_TIMED_ARGS)
 #   kbfirst      bench/kb_first_go_probe.py: a worker's requests in one process
 #                (no IPC, no sandbox), its first batch under cProfile (GR_FIRST_ARGS)
 #   wstart       bench/bench_worker_start.py: a ModelNew worker's start by exec
@@ -188,6 +190,13 @@ step_kbprobe() {
   local pinned=$?
   tail -12 "$out/kbprobe.log"
   note "kbprobe (rc $rc, pinned rc $pinned, limit $lim s, at $(elapsed) s): $(grep -c '"problem"' "$out/kbprobe.log") rows"
+}
+step_kbtimed() {
+  lim=$(limit 200)
+  # shellcheck disable=SC2086
+  timeout -k 5 "$lim" python3 bench/kb_timed_profile.py ${GR_TIMED_ARGS:-} > "$out/kbtimed.log" 2>&1
+  rc=$?; tail -9 "$out/kbtimed.log"
+  note "kbtimed (rc $rc, limit $lim s, at $(elapsed) s)"
 }
 step_kbfirst() {
   lim=$(limit 150)
