@@ -11,6 +11,12 @@ process ran the file (its Reference) before checking it.
 A run that times out or dies (out of memory) costs the process: the
 caller's next request starts a fresh one, as each call did before.
 
+The process is forked from the caller's zygote where there is one
+(zygote.py: torch imported there, CUDA never; 2-3 s of every problem's
+import was this process's own torch import), else started by exec; either
+way it enters the file's sandbox before the file first runs, the only
+thread of a fresh session.
+
 The process's own side is import_child.py (it uses the probes and the
 soundness check, which use the importer, which uses this: kept apart, no
 import circle)."""
@@ -30,10 +36,14 @@ class ImportProcess:
     """The caller's side: .probes(reqs, timeout_s) and .soundness(data,
     timeout_s), answers as run_probes and json_process.call gave them."""
 
-    def __init__(self, path):
+    def __init__(self, path, zygote=True):
+        """zygote: fork the process from the caller's zygote where one can
+        start (False: always by exec)."""
         self.path = os.path.abspath(path)
         self.proc = None
         self.started = 0  # processes started, for the tests
+        self.use_zygote = zygote
+        self.zygote_why = None  # why the last start was by exec, if it was
 
     def _start(self):
         from ..json_process import _PACKAGE_ROOT, library_env
@@ -42,14 +52,42 @@ class ImportProcess:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(pythonpath), CUDA_VISIBLE_DEVICES="",
                    **library_env())
         self.stderr = tempfile.TemporaryFile()
-        # -c, not -m: the package's __init__ imports this module, and runpy
-        # warned so on stderr, whose last lines are the caller's error text
-        self.proc = subprocess.Popen([sys.executable, "-c", _MAIN, self.path],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=self.stderr, text=True, env=env, start_new_session=True)
+        self.proc = self._fork(env, pythonpath) if self.use_zygote else None
+        if self.proc is None:
+            # -c, not -m: the package's __init__ imports this module, and runpy
+            # warned so on stderr, whose last lines are the caller's error text
+            self.proc = subprocess.Popen([sys.executable, "-c", _MAIN, self.path],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=self.stderr, text=True, env=env, start_new_session=True)
         self.started += 1
         self.lines = queue.Queue()
         threading.Thread(target=self._read, args=(self.proc, self.lines), daemon=True).start()
+
+    def _fork(self, env, pythonpath):
+        """The process forked from the zygote (its pipes made here), or None
+        with zygote_why set: no zygote here, or it failed this spawn."""
+        from .worker_process import worker_environment
+        from .zygote import ZygoteLost, ZygoteUnavailable, shared_zygote
+        try:
+            z = shared_zygote(worker_environment())
+        except (ZygoteUnavailable, OSError) as e:
+            self.zygote_why = f"{type(e).__name__}: {e}"[:400]
+            return None
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        st_r, st_w = os.pipe()
+        try:
+            proc = z.spawn_import(self.path, env, pythonpath, in_r, out_w, self.stderr.fileno(), st_w)
+        except (ZygoteUnavailable, ZygoteLost, OSError) as e:
+            for fd in (in_w, out_r, st_r):
+                os.close(fd)
+            self.zygote_why = f"{type(e).__name__}: {e}"[:400]
+            return None
+        finally:
+            for fd in (in_r, out_w, st_w):
+                os.close(fd)
+        self.zygote_why = None
+        return _ForkedImport(proc, os.fdopen(in_w, "w"), os.fdopen(out_r, "r"), st_r)
 
     @staticmethod
     def _read(proc, lines):
@@ -110,10 +148,76 @@ class ImportProcess:
         if self.proc is None:
             return
         import signal
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        forked = isinstance(self.proc, _ForkedImport)
+        # a forked one is the zygote's child, reaped there: its number is
+        # signalled as a group only while the group still holds it (its
+        # leader alive, or a process it started still in it)
+        if not forked or self.proc.poll() is None or _group_exists(self.proc.pid):
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if forked:
+            self.proc.kill()
         self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()
+            except (OSError, AttributeError):
+                pass
         self.proc = None
+
+
+class _ForkedImport:
+    """An import process forked from the zygote, as ImportProcess uses a
+    Popen: pid (its session's leader, the parent that waits for it),
+    stdin, stdout, poll(), wait() and kill(); returncode the import
+    process's own exit status, which the leader writes to its status pipe
+    (-1 where none came: the leader was killed)."""
+
+    def __init__(self, leader, stdin, stdout, status_fd):
+        self.leader, self.stdin, self.stdout = leader, stdin, stdout
+        self.pid = leader.pid
+        self._status = os.fdopen(status_fd, "rb")
+        self.returncode = None
+
+    def _read_status(self):
+        if self.returncode is None:
+            text = self._status.read().strip()  # (the leader has ended: EOF)
+            self._status.close()
+            try:
+                self.returncode = int(text)
+            except ValueError:
+                self.returncode = -1
+        return self.returncode
+
+    def poll(self):
+        return None if self.leader.poll() is None else self._read_status()
+
+    def wait(self, timeout=None):
+        self.leader.wait(timeout)
+        return self._read_status()
+
+    def kill(self):
+        self.leader.kill()
+
+
+def _group_exists(pgid):
+    """Whether some process is in process group pgid (/proc; True where it
+    cannot be read: the signal is then sent, as for a started process)."""
+    try:
+        names = [n for n in os.listdir("/proc") if n.isdigit()]
+    except OSError:
+        return True
+    for n in names:
+        try:
+            with open(f"/proc/{n}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 2 and fields[2] == str(pgid).encode():
+            return True
+    return False
 

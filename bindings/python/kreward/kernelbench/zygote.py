@@ -292,45 +292,74 @@ class Zygote:
             return self._spawn(log_fd, worker_fds, config_json, env, niceness, timeout_s)
 
     def _spawn(self, log_fd, worker_fds, config_json, env, niceness, timeout_s):
-        self._wait_ready(timeout_s)
-        self._next_id += 1
         present = [fd for fd in worker_fds if fd is not None]
         try:
             cwd = os.getcwd()
         except OSError:  # the caller's folder removed: the child takes /
             cwd = None
-        request = {"op": "spawn", "id": self._next_id, "config": config_json, "env": env,
-                   "niceness": int(niceness), "cwd": cwd,
-                   "worker": [None if fd is None else present.index(fd) for fd in worker_fds]}
+        request = {"op": "spawn", "config": config_json, "env": env, "niceness": int(niceness),
+                   "cwd": cwd, "worker": [None if fd is None else present.index(fd) for fd in worker_fds]}
         ctl_in_r, ctl_in_w = os.pipe()
         ctl_out_r, ctl_out_w = os.pipe()
+        try:
+            pid, pidfd = self._fork(request, [ctl_in_r, ctl_out_w, log_fd] + present, timeout_s)
+        except BaseException:
+            for fd in (ctl_in_w, ctl_out_r):  # (a supervisor forked meanwhile sees EOF and ends)
+                os.close(fd)
+            raise
+        finally:
+            os.close(ctl_in_r)
+            os.close(ctl_out_w)
+        return ForkedProcess(pid, pidfd, os.fdopen(ctl_in_w, "wb"), os.fdopen(ctl_out_r, "rb"))
+
+    def spawn_import(self, path, env, sys_path, stdin_fd, stdout_fd, log_fd, status_fd,
+                     timeout_s=READY_TIMEOUT_S):
+        """An import process (import_process.py) forked with torch imported,
+        under a forked parent that waits for it (zygote_main._import_child):
+        stdin_fd its request pipe, stdout_fd its answer pipe, log_fd its
+        stderr, status_fd where the parent writes its exit status (the
+        caller keeps its own ends and closes these after); env its whole
+        environment, sys_path where the kreward package is. A
+        ForkedProcess of the parent (the session's leader), without pipes
+        of its own; ZygoteUnavailable and ZygoteLost as spawn's."""
+        try:
+            cwd = os.getcwd()
+        except OSError:
+            cwd = None
+        request = {"op": "spawn", "program": "import", "path": os.path.abspath(path), "env": env,
+                   "sys_path": list(sys_path), "cwd": cwd}
+        with self._lock:
+            pid, pidfd = self._fork(request, [stdin_fd, stdout_fd, log_fd, status_fd], timeout_s)
+        proc = ForkedProcess(pid, pidfd, None, None)
+        proc.args = ["zygote", "import", request["path"]]
+        return proc
+
+    def _fork(self, request, fds, timeout_s):
+        """One spawn request with its descriptors (lock held): (pid, pidfd)."""
+        self._wait_ready(timeout_s)
+        self._next_id += 1
+        request = dict(request, id=self._next_id)
         sent = False
         try:
             try:
-                socket.send_fds(self._sock, [json.dumps(request).encode()],
-                                [ctl_in_r, ctl_out_w, log_fd] + present)
+                socket.send_fds(self._sock, [json.dumps(request).encode()], fds)
             except OSError as e:  # the zygote is gone (EPIPE), or the socket closed
                 self._fail(f"the zygote took no request ({e}): {self._log_tail()}")
             sent = True
-            msg, fds = self._receive(timeout_s, "a spawn")
+            msg, got = self._receive(timeout_s, "a spawn")
             if msg.get("id") != request["id"]:
-                for fd in fds:
+                for fd in got:
                     os.close(fd)
                 self._fail(f"the zygote answered spawn {msg.get('id')} to spawn {request['id']}")
         except BaseException as e:
-            for fd in (ctl_in_w, ctl_out_r):  # (a supervisor forked meanwhile sees EOF and ends)
-                os.close(fd)
             if sent:
                 self.why = self.why or f"a spawn's answer was lost: {type(e).__name__}: {e}"[:600]
                 self._end_process()
                 if isinstance(e, Exception):
                     raise ZygoteLost(self.why) from e
             raise  # (an interrupt stays one: the caller's cleanup runs, nothing is retried)
-        finally:
-            os.close(ctl_in_r)
-            os.close(ctl_out_w)
-        if "pid" not in msg or len(fds) != 1:
-            for fd in fds + [ctl_in_w, ctl_out_r]:
+        if "pid" not in msg or len(got) != 1:
+            for fd in got:
                 os.close(fd)
             if msg.get("forked") is not False:  # a child may hold the descriptors
                 self.why = self.why or f"a spawn forked and failed: {msg.get('error', msg)}"[:600]
@@ -338,7 +367,7 @@ class Zygote:
                 raise ZygoteLost(self.why)
             self._fail(f"the zygote could not fork: {msg.get('error', msg)}")
         self.spawned += 1
-        return ForkedProcess(msg["pid"], fds[0], os.fdopen(ctl_in_w, "wb"), os.fdopen(ctl_out_r, "rb"))
+        return msg["pid"], got[0]
 
     def _end_process(self):
         if self.proc.poll() is None:

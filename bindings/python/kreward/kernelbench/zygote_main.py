@@ -1,8 +1,9 @@
 """The zygote process's program (zygote.py is the caller's side and says
 why a fork is as clean as a fresh process): run by path with its end of
 the socket pair's number, it imports torch and worker.py, says whether
-that worked, then forks a supervisor for each spawn request and answers
-with its pid and a pidfd; EOF on the socket ends it.
+that worked, then forks a supervisor for each spawn request (or, with "program":
+"import", an import process: import_process.py) and answers with its pid
+and a pidfd; EOF on the socket ends it.
 
 Standard library only at import (the caller imports the constants below
 and `ready`, the poll helper of both sides);
@@ -103,9 +104,12 @@ def _serve(sock):
             req = json.loads(data)
             if not isinstance(req, dict) or req.get("op") != "spawn" or len(fds) < 3:
                 raise ValueError(f"not a spawn request with its descriptors: {str(req)[:200]}")
+            program = req.get("program", "worker")
+            if program not in ("worker", "import"):
+                raise ValueError(f"no such program: {str(program)[:100]}")
             pid = os.fork()
             if pid == 0:
-                _child(sock, req, fds, worker)
+                (_child if program == "worker" else _import_child)(sock, req, fds, worker)
             pidfd = os.pidfd_open(pid)  # before any _reap: the pid cannot be recycled yet
             try:
                 socket.send_fds(sock, [json.dumps({"id": req.get("id"), "pid": pid}).encode()], [pidfd])
@@ -175,6 +179,61 @@ def _child(sock, req, fds, worker):
             [req["config"] or ""] + [("" if fd is None else str(fd)) for fd in wfds[2:]]
         config = json.loads(req["config"]) if req["config"] else None
         worker.supervise(wfds[0], wfds[1], config, *(wfds[2:] + [None, None])[:2])
+    worker.exit_after(body)
+
+
+def _import_child(sock, req, fds, worker):
+    """A forked import process (import_process.py), in two: this child, a
+    session of its own, keeps only its exit-status pipe and waits; its
+    child (the same group) gets the request pipe on 0, the answer pipe on 1,
+    the log on 2 and nothing else, its environment and the caller's
+    package on sys.path, then runs import_child.main as `python -c` would
+    with the file's path: it enters the file's sandbox before the file
+    first runs, as a started one does, with torch already imported here.
+    The waiting child writes the other's exit status to the pipe (a forked
+    process's status is its parent's, the zygote's, to read: the caller
+    says "exited -9" for a probe killed for memory, as it did for one it
+    started)."""
+    def body():
+        os.setsid()
+        if len(fds) != 4 or min(fds) <= 2:
+            raise RuntimeError(f"an import takes four received descriptors: {fds}")
+        status = fds[3]
+        for fd, std in zip(fds, (0, 1, 2)):
+            os.dup2(fd, std)
+        _close_all_but({0, 1, 2, status})
+        sock.detach()
+        pid = os.fork()
+        if pid == 0:
+            os.close(status)
+            worker.exit_after(_run_import)
+        os.close(0)  # the caller sees the answer pipe end with the import process
+        os.close(1)
+        while True:
+            try:
+                _, st = os.waitpid(pid, 0)
+                break
+            except InterruptedError:
+                continue
+        code = os.waitstatus_to_exitcode(st)
+        os.write(status, f"{code}\n".encode())
+
+    def _run_import():
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.environ.clear()
+        os.environ.update(req["env"])
+        tempfile.tempdir = None
+        try:
+            os.chdir(req.get("cwd") or "/")
+        except OSError:
+            pass
+        sys.stdin = open(0, "r", closefd=False)
+        sys.stdout = open(1, "w", closefd=False)
+        sys.stderr = open(2, "w", closefd=False, buffering=1)
+        sys.path[:0] = [p for p in req.get("sys_path", []) if isinstance(p, str)]
+        sys.argv = ["-c", str(req["path"])]
+        from kreward.kernelbench.import_child import main as import_main
+        import_main()
     worker.exit_after(body)
 
 

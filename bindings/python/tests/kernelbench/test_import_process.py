@@ -46,3 +46,61 @@ def test_a_process_that_dies_is_started_again(tmp_path, monkeypatch):
     assert "no value statistics" in notes and "exited 3" in notes
     assert imp.soundness.get("error") is None
     assert len(started) == 3
+
+
+def test_the_process_is_forked_from_the_zygote_and_answers_as_one_started(tmp_path):
+    """With the caller's zygote (torch imported there) the import process
+    is forked, not started: the same answers as a started one, and its
+    exit status still read (the forked parent that waits for it writes it)."""
+    from kreward.kernelbench.import_process import ImportProcess, _ForkedImport
+    (tmp_path / "f.py").write_text(HEAD + "def get_inputs():\n    return [torch.randn(B, 32)]\n")
+    req = [{"overrides": {}, "real": False, "determinism": True}]
+    answers = {}
+    for zygote in (True, False):
+        proc = ImportProcess(str(tmp_path / "f.py"), zygote=zygote)
+        try:
+            (answers[zygote],) = proc.probes(req, 120)
+            assert isinstance(proc.proc, _ForkedImport) is zygote, proc.zygote_why
+            proc.proc.stdin.close()  # its loop ends: it exits 0
+            assert proc.proc.wait(30) == 0
+        finally:
+            proc.close()
+    assert answers[True]["ok"] and answers[True]["deterministic"] is True
+    for k in ("constants", "inputs", "outputs", "modules", "deterministic"):
+        assert answers[True].get(k) == answers[False].get(k), k
+
+
+def test_a_forked_import_leaves_nothing_running(tmp_path):
+    """close() ends the forked process's whole session: a program the file
+    started (in its sandbox, programs are allowed) does not outlive it."""
+    import os
+    import time
+    from kreward.kernelbench.import_process import ImportProcess
+    mark = f"{os.getpid() % 1000 + 6000}.{int(time.time()) % 100000}"
+    (tmp_path / "f.py").write_text(
+        HEAD + "import subprocess\n"
+        f"subprocess.Popen(['sleep', '{mark}'], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,"
+        " stderr=subprocess.DEVNULL)\n"
+        "def get_inputs():\n    return [torch.randn(B, 32)]\n")
+
+    def sleeping():
+        found = []
+        for n in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{n}/cmdline", "rb") as f:
+                    if f.read().split(b"\0")[:2] == [b"sleep", mark.encode()]:
+                        found.append(n)
+            except OSError:
+                pass
+        return found
+    proc = ImportProcess(str(tmp_path / "f.py"))
+    try:
+        (answer,) = proc.probes([{"overrides": {}, "real": False, "determinism": False}], 120)
+        assert answer["ok"], answer
+        assert sleeping()
+    finally:
+        proc.close()
+    deadline = time.time() + 5
+    while sleeping() and time.time() < deadline:
+        time.sleep(0.05)
+    assert not sleeping()
