@@ -65,12 +65,17 @@ class RunnerLane:
         self._runners = collections.OrderedDict()   # problem key -> Runner, most recent last
         self._lock = threading.Lock()
         self._busy = {}                             # token -> the Runner evaluating it
+        self._preparing = set()                     # problem keys prepare_ahead is making
+        self._prepared = threading.Condition(self._lock)  # notified as each is done
         self._closed = False
 
     def _runner(self, problem, token):
         with self._lock:
             if self._closed:
                 raise RuntimeError("the lane is closed")
+            # (its Runner being made ahead: that one, not a second)
+            while problem.key in self._preparing and not self._closed:
+                self._prepared.wait(1.0)
             r = self._runners.pop(problem.key, None)
             if r is None and self.gate is None:
                 r = self._new_runner(problem)
@@ -94,6 +99,45 @@ class RunnerLane:
         for runner in old:
             runner.close()
         return r
+
+    def prepare_ahead(self, problem):
+        """With several in flight: problem's Runner made and its baseline's
+        worker started now, for a candidate of it still queued (the
+        scheduler asks), where the lane has room for it under keep_warm
+        without ending another's workers. The candidate then finds its
+        baseline ready (in_flight.InFlightRunner.start_baseline_ahead). True
+        if it made one. A failure here is left for the candidate's own
+        evaluation to meet and report."""
+        if self.gate is None:  # one at a time: a start now would run beside a timed phase
+            return False
+        with self._lock:
+            if (self._closed or problem.key in self._runners or problem.key in self._preparing
+                    or len(self._runners) + len(self._preparing) >= self.keep_warm):
+                return False
+            self._preparing.add(problem.key)
+        made = None
+        try:
+            from .in_flight import tracked
+            try:
+                with tracked(self.gate):  # its workers frozen in every timed phase
+                    made = self._new_runner(problem)
+                    made.start_baseline_ahead()
+            except Exception:  # noqa: BLE001 - the candidate's evaluation meets it and says why
+                if made is not None:
+                    made.close()
+                return False
+            with self._lock:
+                if not self._closed and problem.key not in self._runners:
+                    self._runners[problem.key] = made
+                    made = None
+        finally:
+            with self._lock:
+                self._preparing.discard(problem.key)
+                self._prepared.notify_all()
+        if made is not None:  # (closed, or a candidate's thread made its own meanwhile)
+            made.close()
+            return False
+        return True
 
     def _new_runner(self, problem):
         from .runner import Runner
@@ -171,6 +215,7 @@ class RunnerLane:
     def close(self):
         with self._lock:
             self._closed = True
+            self._prepared.notify_all()
             runners, self._runners = list(self._runners.values()), collections.OrderedDict()
         for r in runners:
             r.close()

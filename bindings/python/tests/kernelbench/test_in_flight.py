@@ -1148,3 +1148,105 @@ def test_max_spares_reaches_the_lanes_from_the_front_doors():
     assert caps(kernelbench_options(parser().parse_args(args))) == [1]
     assert caps({"devices": ["cpu"], "in_flight": 3}) == [3]   # the default: in_flight
     assert caps({"devices": ["cpu"]}) == [None]                # one at a time: a spare per Runner, as ever
+
+
+class PreparingLane:
+    """In flight without a GPU: each evaluation takes run_s; prepare_ahead
+    records the problem it was asked for and which problems were running
+    on the lane at that moment."""
+
+    def __init__(self, run_s=0.1):
+        self.run_s, self.lock = run_s, threading.Lock()
+        self.running, self.asked = collections.Counter(), []
+
+    def evaluate(self, problem, source, next_source=None, options=None, token=None):
+        with self.lock:
+            self.running[problem.key] += 1
+        try:
+            time.sleep(self.run_s)
+        finally:
+            with self.lock:
+                self.running[problem.key] -= 1
+        return {"verdict": "pass"}
+
+    def prepare_ahead(self, problem):
+        with self.lock:
+            self.asked.append((problem.key, {k for k, n in self.running.items() if n}))
+        return True
+
+    def abort(self, token=None):
+        pass
+
+    def healthy(self):
+        return True
+
+    def close(self):
+        pass
+
+
+def test_in_flight_a_queued_problems_baseline_is_prepared_ahead_once():
+    """A GRPO step's batch, interleaved (every problem's k-th candidate
+    before any k+1-th), two in flight: the lane's threads keep to the
+    problem it ran last while it has queued candidates (affinity), and the
+    lane is asked to prepare the problems queued behind it, each once,
+    never one whose candidate runs there nor the first (it ran at once);
+    one at a time, nothing is asked."""
+    class P:
+        def __init__(self, key):
+            self.key = key
+    problems = [P(k) for k in "ABCDEF"]
+    lane = PreparingLane()
+    with Scheduler({"cpu": lane}, in_flight=2) as s:
+        for _ in range(3):
+            for p in problems:
+                s.submit(p, "src")
+        got = _collect(s, timeout=60)
+        prepared = s.counters["prepared_ahead"]
+    assert len(got) == 18 and all(r["verdict"] == "pass" for _, r in got)
+    keys = [k for k, _ in lane.asked]
+    assert keys and len(keys) == len(set(keys)), lane.asked  # each asked once
+    assert "A" not in keys, lane.asked  # the first ran at once: never asked
+    assert {"B", "C", "D"} <= set(keys), lane.asked  # queued behind it: asked while it ran
+    assert all(k not in running for k, running in lane.asked), lane.asked
+    assert prepared == len(keys)
+    one = PreparingLane(run_s=0.01)
+    with Scheduler({"cpu": one}, in_flight=1) as s:
+        for p in problems:
+            s.submit(p, "src")
+        _collect(s, timeout=60)
+    assert one.asked == []
+
+
+def test_a_baseline_prepared_ahead_is_the_one_its_first_candidate_is_timed_against(tmp_path):
+    """RunnerLane.prepare_ahead (in flight) makes the problem's Runner and
+    starts its baseline's worker; the problem's first candidate finds that
+    worker and is timed against it. Nothing is made twice, nor past
+    keep_warm, nor one at a time."""
+    pytest.importorskip("torch", reason="the ModelNew runner needs torch")
+    from kreward.kernelbench.lanes import RunnerLane
+    problem = _tiny_relu(tmp_path)
+    opts = {"cache_dir": str(tmp_path), "timeout_s": 120, "call_timeout_s": 30, "spare": False}
+    assert RunnerLane("cpu", opts, in_flight=1).prepare_ahead(problem) is False
+    lane = RunnerLane("cpu", opts, in_flight=2, keep_warm=1)
+    try:
+        assert lane.prepare_ahead(problem) is True
+        runner = lane._runners[problem.key]
+        baseline = runner.runner._processes.baseline
+        assert baseline is not None and baseline.alive()
+        assert lane.prepare_ahead(problem) is False  # made already
+        from kreward.problems import KernelBenchProblem
+        (tmp_path / "other.py").write_text((tmp_path / "relu_small.py").read_text()
+                                           .replace("dim = 256", "dim = 128"))
+        other = KernelBenchProblem(str(tmp_path / "other.py"))
+        assert other.key != problem.key
+        assert lane.prepare_ahead(other) is False  # keep_warm 1: no room without ending another's
+        assert list(lane._runners) == [problem.key]
+        good = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+                "        return x.clamp_min(0)\n")
+        res = lane.evaluate(problem, good, options={"seed": 3, "batches": 3, "calls": 4, "checks": 2},
+                            token="t1")
+        assert res["verdict"] == "pass" and res["baseline_us"] > 0, res.get("feedback")
+        assert lane._runners[problem.key] is runner
+        assert runner.runner._processes.baseline is baseline  # the one started ahead, timed
+    finally:
+        lane.close()
