@@ -29,7 +29,8 @@ import tempfile
 import threading
 
 
-_MAIN = "from kreward.kernelbench.import_child import main; main()"
+_CHILD = "kreward.kernelbench.import_child"
+_MAIN = f"from {_CHILD} import main; main()"
 
 
 class ImportProcess:
@@ -77,7 +78,8 @@ class ImportProcess:
         out_r, out_w = os.pipe()
         st_r, st_w = os.pipe()
         try:
-            proc = z.spawn_import(self.path, env, pythonpath, in_r, out_w, self.stderr.fileno(), st_w)
+            proc = z.spawn_import(_CHILD, self.path, env, pythonpath, in_r, out_w, self.stderr.fileno(),
+                                  st_w)
         except (ZygoteUnavailable, ZygoteLost, OSError) as e:
             for fd in (in_w, out_r, st_r):
                 os.close(fd)

@@ -312,11 +312,12 @@ class Zygote:
             os.close(ctl_out_w)
         return ForkedProcess(pid, pidfd, os.fdopen(ctl_in_w, "wb"), os.fdopen(ctl_out_r, "rb"))
 
-    def spawn_import(self, path, env, sys_path, stdin_fd, stdout_fd, log_fd, status_fd,
+    def spawn_import(self, module, path, env, sys_path, stdin_fd, stdout_fd, log_fd, status_fd,
                      timeout_s=READY_TIMEOUT_S):
         """An import process (import_process.py) forked with torch imported,
         under a forked parent that waits for it (zygote_main._import_child):
-        stdin_fd its request pipe, stdout_fd its answer pipe, log_fd its
+        module (of kreward's) its program, whose main() runs with path as
+        its argument; stdin_fd its request pipe, stdout_fd its answer pipe, log_fd its
         stderr, status_fd where the parent writes its exit status (the
         caller keeps its own ends and closes these after); env its whole
         environment, sys_path where the kreward package is. A
@@ -327,7 +328,7 @@ class Zygote:
         except OSError:
             cwd = None
         request = {"op": "spawn", "program": "import", "path": os.path.abspath(path), "env": env,
-                   "sys_path": list(sys_path), "cwd": cwd}
+                   "sys_path": list(sys_path), "cwd": cwd, "module": module}
         with self._lock:
             pid, pidfd = self._fork(request, [stdin_fd, stdout_fd, log_fd, status_fd], timeout_s)
         proc = ForkedProcess(pid, pidfd, None, None)

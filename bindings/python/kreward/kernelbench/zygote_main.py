@@ -187,8 +187,8 @@ def _import_child(sock, req, fds, worker):
     session of its own, keeps only its exit-status pipe and waits; its
     child (the same group) gets the request pipe on 0, the answer pipe on 1,
     the log on 2 and nothing else, its environment and the caller's
-    package on sys.path, then runs import_child.main as `python -c` would
-    with the file's path: it enters the file's sandbox before the file
+    package on sys.path, then runs the request's module's main (the caller's
+    import_child.py) as `python -c` would with the file's path: it enters the file's sandbox before the file
     first runs, as a started one does, with torch already imported here.
     The waiting child writes the other's exit status to the pipe (a forked
     process's status is its parent's, the zygote's, to read: the caller
@@ -232,8 +232,14 @@ def _import_child(sock, req, fds, worker):
         sys.stderr = open(2, "w", closefd=False, buffering=1)
         sys.path[:0] = [p for p in req.get("sys_path", []) if isinstance(p, str)]
         sys.argv = ["-c", str(req["path"])]
-        from kreward.kernelbench.import_child import main as import_main
-        import_main()
+        # the caller names its child's module (import_process.py: its own
+        # side's), as it named it to `python -c` (the caller's socket is the
+        # only way a request comes: a fork holds none)
+        module = str(req["module"])
+        if not module.startswith("kreward."):
+            raise ValueError(f"an import runs a module of kreward's, not {module[:100]}")
+        import importlib
+        importlib.import_module(module).main()
     worker.exit_after(body)
 
 
