@@ -145,6 +145,13 @@ class ImportedProblem:
                 values.append((i, arg))
                 continue
             structure = d.get("structure")
+            if structure and (d["dtype"] not in FLOAT_DTYPES or structure not in TRANSFORMS):
+                # the probe's answer is the file's process's to write: a
+                # transform of an integer tensor would give floats the
+                # region's writer casts and the checks do not
+                self.notes.append(f"get_inputs()[{i}]: the probe called a {d['dtype']} tensor "
+                                  f"{str(structure)[:40]}: not applied")
+                structure = None
             # a structured input's statistics are the transform's: the raw tensor is randn
             init = _init_of(d) if not structure else {"dist": "normal", "mean": 0, "std": 1}
             tensors.append({"name": _ident(arg, taken), "role": "in", "source": "input", "index": i,

@@ -357,3 +357,24 @@ def test_an_import_is_kept_by_content_and_not_run_again(tmp_path, monkeypatch):
     assert import_problem(str(path)).from_cache
     monkeypatch.setenv("KREWARD_IMPORT_CACHE", "")
     assert not import_problem(str(path)).from_cache
+
+
+def test_a_probe_that_calls_an_integer_tensor_structured_is_not_believed(tmp_path):
+    """The probe's answer comes from the problem file's own process: a
+    "symmetric" integer input (structure() marks floating tensors only)
+    would make float values the region's writer casts to int while the
+    checks keep them float. Not applied, and said."""
+    from kreward.kernelbench import importer
+    (tmp_path / "f.py").write_text(
+        "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x, k):\n"
+        "        return x * k.float()\nN = 8\n"
+        "def get_inputs():\n    return [torch.randn(N, N), torch.randint(0, 5, (N, N), dtype=torch.int32)]\n"
+        "def get_init_inputs():\n    return []\n")
+    imp = import_problem(str(tmp_path / "f.py"), cache_dir=None)
+    base = dict(imp.base_probe, inputs=[dict(d) for d in imp.base_probe["inputs"]])
+    base["inputs"][1]["structure"] = "symmetric"
+    base["inputs"][0]["structure"] = "softmax_last"  # a floating one: kept
+    forged = importer.ImportedProblem(imp.path, base, imp.cases, imp.atol, imp.rtol)
+    by_index = {t["index"]: t for t in forged.tensors if t.get("source") == "input"}
+    assert by_index[1]["transform"] is None and by_index[0]["transform"] == "softmax_last"
+    assert any("not applied" in n for n in forged.notes), forged.notes
