@@ -17,6 +17,7 @@ abort(token) then ends one evaluation, abort() all of them."""
 import collections
 import os
 import threading
+import time
 
 # ModelNew candidates each lane evaluates at once, timed one at a time
 # (in_flight.py, gate.py). On an H100 (5403e83) 4 gave 2.42x the
@@ -25,6 +26,7 @@ import threading
 # taken: `crash`; a spinning kernel left running: `error`):
 # docs/kernelbench.md, "Several candidates in flight per GPU".
 DEFAULT_IN_FLIGHT = 1
+CLOSE_WAIT_S = 30.0  # close() waits this long for a Runner being made ahead (prepare_ahead)
 
 # The evaluation options a scheduler job may carry (Runner.evaluate's).
 EVALUATE_OPTIONS = ("seed", "verify_seeds", "batches", "calls", "checks", "baseline",
@@ -152,7 +154,7 @@ class RunnerLane:
         """The Runners past keep_warm, least recently used first, none that
         an evaluation uses (lock held): taken out, for the caller to close."""
         busy = {id(r) for r in self._busy.values()}
-        extra = len(self._runners) - self.keep_warm
+        extra = len(self._runners) + len(self._preparing) - self.keep_warm
         old = [(k, r) for k, r in self._runners.items() if id(r) not in busy][:max(0, extra)]
         for key, _ in old:
             del self._runners[key]
@@ -216,6 +218,11 @@ class RunnerLane:
         with self._lock:
             self._closed = True
             self._prepared.notify_all()
+            # a Runner being made ahead is closed by its maker on seeing the
+            # close: waited for, so none outlives this call
+            deadline = time.monotonic() + CLOSE_WAIT_S
+            while self._preparing and time.monotonic() < deadline:
+                self._prepared.wait(max(0.0, deadline - time.monotonic()))
             runners, self._runners = list(self._runners.values()), collections.OrderedDict()
         for r in runners:
             r.close()

@@ -56,9 +56,10 @@ of its own, that the problem of the oldest queued candidate it has none
 of running be prepared (RunnerLane.prepare_ahead: its Runner made and its
 baseline's worker started, within keep_warm): in a GRPO step's batch each
 problem's first candidate waited 1.6-2.6 s for its baseline's start (an
-H100 at 267f017). A problem is asked at most once per lane, and never
-after one of its candidates ran there; one preparation at a time per
-lane."""
+H100 at 267f017). A problem is not asked again on a lane for
+AHEAD_AGAIN_S after it was asked or one of its candidates ran there
+(while its Runner is likely kept); one preparation at a time per lane,
+none while a job is to run alone there (nothing starts beside it)."""
 import collections
 import itertools
 import re
@@ -70,6 +71,8 @@ from .builds import verdict as builds_verdict
 
 CLOSED_MESSAGE = "the scheduler was closed"
 AHEAD_AT_ONCE = 1  # prepare_ahead calls running at once per lane (_problem_ahead)
+AHEAD_AGAIN_S = 60.0  # a problem asked ahead, or run on a lane, is not asked there again before this
+AHEAD_KEYS = 4096  # past this many remembered, those older than AHEAD_AGAIN_S are forgotten
 NO_LANE_MESSAGE = "no GPU lane can evaluate ModelNew candidates"
 
 
@@ -157,7 +160,7 @@ class Scheduler:
         self._lanes = dict(lanes)
         self._last_problem = {}             # lane name -> problem key it ran last
         self._on_lane = collections.defaultdict(set)  # lane name -> jobs its threads run now
-        self._asked_ahead = collections.defaultdict(set)  # lane name -> keys asked ahead or run there
+        self._asked_ahead = collections.defaultdict(dict)  # lane name -> {key: when asked or run there}
         self._ahead_running = collections.Counter()   # lane name -> prepare_ahead calls running
         self._threads = []
         for name in self._lanes:
@@ -259,8 +262,9 @@ class Scheduler:
         waiting = next((j for j in self._queue if j.alone and j.held_by in (None, name)
                         and name not in j.failed_on), None)
         if waiting is not None:
-            # the lane drains for it: nothing new starts until it can run
-            return None if self._on_lane[name] else waiting
+            # the lane drains for it: nothing new starts until it can run,
+            # a preparation ahead included (a worker's start beside it)
+            return None if self._on_lane[name] or self._ahead_running[name] else waiting
         now = time.monotonic()
         last = self._last_problem.get(name)
         oldest = None
@@ -309,8 +313,12 @@ class Scheduler:
                         j.shared = True
                 ahead = self._problem_ahead(name, lane, job)
             if ahead is not None:
-                threading.Thread(target=self._prepare_ahead, args=(name, lane, ahead), daemon=True,
-                                 name=f"kreward-lane-{name}-ahead").start()
+                try:
+                    threading.Thread(target=self._prepare_ahead, args=(name, lane, ahead), daemon=True,
+                                     name=f"kreward-lane-{name}-ahead").start()
+                except RuntimeError:  # no thread to be had: nothing ahead, the job goes on
+                    with self._cond:
+                        self._ahead_running[name] -= 1
             built = self._await_build(job)
             if job.done.is_set():  # the backstop or close() answered it while it waited
                 with self._cond:
@@ -341,19 +349,25 @@ class Scheduler:
         preparation of its own runs (one at a time: each is a worker's
         start beside the candidates in flight, and the lane's threads keep
         to one problem while it has queued candidates, affinity_s)."""
+        now = time.monotonic()
         asked = self._asked_ahead[name]
-        # a problem run on the lane has its Runner there (one that
-        # keep_warm ended later is made at its candidate's turn, as before)
-        asked.add(job.problem.key)
-        if (self.in_flight < 2 or not hasattr(lane, "prepare_ahead")
-                or self._ahead_running[name] >= AHEAD_AT_ONCE):
-            return None
+        # a problem run on the lane has its Runner there: not asked while it
+        # runs, nor for AHEAD_AGAIN_S after (keep_warm may end it later)
+        asked[job.problem.key] = now
+        if len(asked) > AHEAD_KEYS:
+            for key in [k for k, t in asked.items() if now - t > AHEAD_AGAIN_S]:
+                del asked[key]
+        if (self.in_flight < 2 or not hasattr(lane, "prepare_ahead") or job.alone
+                or self._ahead_running[name] >= AHEAD_AT_ONCE
+                or any(j.alone for j in self._queue if j.held_by in (None, name))):
+            return None  # (a job run alone has nothing started beside it)
         here = {j.problem.key for j in self._on_lane[name]}
         for other in self._queue:
             key = other.problem.key
-            if key in here or key in asked or other.held_by not in (None, name) or name in other.failed_on:
+            if (key in here or now - asked.get(key, -AHEAD_AGAIN_S) < AHEAD_AGAIN_S
+                    or other.held_by not in (None, name) or name in other.failed_on):
                 continue
-            asked.add(key)
+            asked[key] = now
             self._ahead_running[name] += 1
             return other.problem
         return None
@@ -368,6 +382,7 @@ class Scheduler:
         finally:
             with self._cond:
                 self._ahead_running[name] -= 1
+                self._cond.notify_all()  # a job waiting to run alone may start now
 
     def _await_build(self, job):
         """The job's build outcome, waited for if it is not done (None: not

@@ -1250,3 +1250,62 @@ def test_a_baseline_prepared_ahead_is_the_one_its_first_candidate_is_timed_again
         assert runner.runner._processes.baseline is baseline  # the one started ahead, timed
     finally:
         lane.close()
+
+
+def test_nothing_is_prepared_ahead_beside_a_candidate_run_again_alone():
+    """A candidate whose crash a neighbour may have caused runs again with
+    nothing beside it: a preparation ahead (a worker's start) neither
+    starts while it runs nor is still running when it starts (helper-38
+    showed one running beside it)."""
+    class P:
+        def __init__(self, key):
+            self.key = key
+
+    class Lane(PreparingLane):
+        def __init__(self):
+            super().__init__(run_s=0.3)
+            self.alone_running, self.overlaps, self.calls = False, [], collections.Counter()
+
+        def evaluate(self, problem, source, next_source=None, options=None, token=None):
+            with self.lock:
+                self.calls[source] += 1
+                n = self.calls[source]
+            if source == "oom" and n == 1:
+                time.sleep(0.2)
+                return {"verdict": "crash", "feedback": "torch.OutOfMemoryError: CUDA out of memory."}
+            if source == "oom":  # the run alone
+                with self.lock:
+                    self.alone_running = True
+                    if self.preparing:
+                        self.overlaps.append("a preparation was running when it started")
+                time.sleep(0.5)
+                with self.lock:
+                    self.alone_running = False
+                return {"verdict": "pass"}
+            return super().evaluate(problem, source, next_source, options, token)
+
+        def prepare_ahead(self, problem):
+            with self.lock:
+                self.asked.append((problem.key, set()))
+                self.preparing = True
+                if self.alone_running:
+                    self.overlaps.append(f"{problem.key} asked while it ran alone")
+            time.sleep(0.4)  # a baseline's start
+            with self.lock:
+                self.preparing = False
+                if self.alone_running:
+                    self.overlaps.append(f"{problem.key} still preparing while it ran alone")
+            return True
+
+    lane = Lane()
+    lane.preparing = False
+    with Scheduler({"cpu": lane}, in_flight=2, affinity_s=0.0) as s:
+        s.submit(P("A"), "oom")
+        s.submit(P("A"), "a2")
+        for k in "BCDEFG":
+            s.submit(P(k), "x" + k)
+        got = _collect(s, timeout=60)
+        assert s.counters["alone_reruns"] == 1
+    assert len(got) == 8 and all(r["verdict"] == "pass" for _, r in got), got
+    assert lane.asked, "nothing was prepared: the test shows nothing"
+    assert lane.overlaps == []
