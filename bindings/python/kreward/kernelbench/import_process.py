@@ -23,6 +23,7 @@ import circle)."""
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import tempfile
@@ -30,6 +31,7 @@ import threading
 
 
 _CHILD = "kreward.kernelbench.import_child"
+KILL_WAIT_S = 5.0  # how long close() waits for a forked import's parent to reap it
 _MAIN = f"from {_CHILD} import main; main()"
 
 
@@ -71,6 +73,7 @@ class ImportProcess:
         from .zygote import ZygoteLost, ZygoteUnavailable, shared_zygote
         try:
             z = shared_zygote(worker_environment())
+            z.wait_started()  # (its torch import: the pipes below are made after it)
         except (ZygoteUnavailable, OSError) as e:
             self.zygote_why = f"{type(e).__name__}: {e}"[:400]
             return None
@@ -149,18 +152,13 @@ class ImportProcess:
         must not outlive it)."""
         if self.proc is None:
             return
-        import signal
-        forked = isinstance(self.proc, _ForkedImport)
-        # a forked one is the zygote's child, reaped there: its number is
-        # signalled as a group only while the group still holds it (its
-        # leader alive, or a process it started still in it)
-        if not forked or self.proc.poll() is None or _group_exists(self.proc.pid):
+        if isinstance(self.proc, _ForkedImport):
+            self.proc.kill()  # (its group, then its waiting parent)
+        else:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        if forked:
-            self.proc.kill()
         self.proc.wait()
         for f in (self.proc.stdin, self.proc.stdout):
             try:
@@ -172,54 +170,67 @@ class ImportProcess:
 
 class _ForkedImport:
     """An import process forked from the zygote, as ImportProcess uses a
-    Popen: pid (its session's leader, the parent that waits for it),
-    stdin, stdout, poll(), wait() and kill(); returncode the import
-    process's own exit status, which the leader writes to its status pipe
-    (-1 where none came: the leader was killed)."""
+    Popen: stdin, stdout, poll(), wait() and kill(); pid its waiting
+    parent's (zygote_main._import_child), which writes the import
+    process's pid and then its exit status to the status pipe; returncode
+    that status (-1 where none came: the parent was killed)."""
 
     def __init__(self, leader, stdin, stdout, status_fd):
         self.leader, self.stdin, self.stdout = leader, stdin, stdout
         self.pid = leader.pid
-        self._status = os.fdopen(status_fd, "rb")
-        self.returncode = None
+        os.set_blocking(status_fd, False)  # (a fork of the caller may hold its other end)
+        self._status_fd, self._said = status_fd, b""
+        self.child, self._code, self.returncode = None, None, None
 
-    def _read_status(self):
-        if self.returncode is None:
-            text = self._status.read().strip()  # (the leader has ended: EOF)
-            self._status.close()
+    def _read(self, wait_s=0.0):
+        """What the parent wrote so far; up to wait_s for its first line."""
+        from .zygote_main import ready
+        if self._status_fd is None:
+            return
+        if wait_s and self.child is None:
+            ready([self._status_fd], timeout_s=wait_s)
+        while True:
             try:
-                self.returncode = int(text)
+                chunk = os.read(self._status_fd, 256)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            self._said += chunk
+        for line in self._said.split(b"\n")[:-1]:
+            try:
+                if line.startswith(b"pid "):
+                    self.child = int(line[4:])
+                elif line.strip():
+                    self._code = int(line)
             except ValueError:
-                self.returncode = -1
-        return self.returncode
+                pass
 
     def poll(self):
-        return None if self.leader.poll() is None else self._read_status()
+        if self.returncode is None and self.leader.poll() is not None:
+            self._read()
+            os.close(self._status_fd)
+            self._status_fd = None
+            self.returncode = self._code if self._code is not None else -1
+        return self.returncode
 
     def wait(self, timeout=None):
         self.leader.wait(timeout)
-        return self._read_status()
+        return self.poll()
 
     def kill(self):
+        """Ends the import process's group (what the file started with it)
+        while its parent still holds its pid unreaped, then the parent
+        (which reaps it first: no zombie left to init)."""
+        if self.leader.poll() is None:
+            self._read(wait_s=1.0)
+            if self.child is not None and self._code is None:
+                try:
+                    os.killpg(self.child, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                try:
+                    self.leader.wait(KILL_WAIT_S)
+                except subprocess.TimeoutExpired:
+                    pass
         self.leader.kill()
-
-
-def _group_exists(pgid):
-    """Whether some process is in process group pgid (/proc; True where it
-    cannot be read: the signal is then sent, as for a started process)."""
-    try:
-        names = [n for n in os.listdir("/proc") if n.isdigit()]
-    except OSError:
-        return True
-    for n in names:
-        try:
-            with open(f"/proc/{n}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses
-        fields = stat[stat.rfind(b")") + 2:].split()
-        if len(fields) > 2 and fields[2] == str(pgid).encode():
-            return True
-    return False
-

@@ -312,6 +312,13 @@ class Zygote:
             os.close(ctl_out_w)
         return ForkedProcess(pid, pidfd, os.fdopen(ctl_in_w, "wb"), os.fdopen(ctl_out_r, "rb"))
 
+    def wait_started(self, timeout_s=READY_TIMEOUT_S):
+        """Waits for the zygote's own start (torch's import); ZygoteUnavailable
+        if it failed. A caller that makes descriptors for a spawn makes them
+        after this: a fork of the caller meanwhile would hold them."""
+        with self._lock:
+            self._wait_ready(timeout_s)
+
     def spawn_import(self, module, path, env, sys_path, stdin_fd, stdout_fd, log_fd, status_fd,
                      timeout_s=READY_TIMEOUT_S):
         """An import process (import_process.py) forked with torch imported,

@@ -190,10 +190,10 @@ def _import_child(sock, req, fds, worker):
     package on sys.path, then runs the request's module's main (the caller's
     import_child.py) as `python -c` would with the file's path: it enters the file's sandbox before the file
     first runs, as a started one does, with torch already imported here.
-    The waiting child writes the other's exit status to the pipe (a forked
-    process's status is its parent's, the zygote's, to read: the caller
-    says "exited -9" for a probe killed for memory, as it did for one it
-    started)."""
+    The waiting child writes the other's pid, then its exit status, to the
+    pipe (a forked process's status is its parent's, the zygote's, to read:
+    the caller says "exited -9" for a probe killed for memory, as it did for
+    one it started)."""
     def body():
         os.setsid()
         if len(fds) != 4 or min(fds) <= 2:
@@ -206,7 +206,19 @@ def _import_child(sock, req, fds, worker):
         pid = os.fork()
         if pid == 0:
             os.close(status)
+            # a group of its own in the session: the caller signals it (and
+            # what it started) while this parent holds its pid unreaped, so
+            # the number cannot be another's, and this parent reaps it (a
+            # child killed with its parent would be left to init: a zombie
+            # per import where the trainer is PID 1). A group's leader
+            # cannot leave it with setsid either.
+            os.setpgid(0, 0)
             worker.exit_after(_run_import)
+        try:
+            os.setpgid(pid, pid)  # (both sides: whichever runs first)
+        except OSError:
+            pass
+        os.write(status, f"pid {pid}\n".encode())
         os.close(0)  # the caller sees the answer pipe end with the import process
         os.close(1)
         while True:

@@ -71,8 +71,10 @@ def test_the_process_is_forked_from_the_zygote_and_answers_as_one_started(tmp_pa
 
 
 def test_a_forked_import_leaves_nothing_running(tmp_path):
-    """close() ends the forked process's whole session: a program the file
-    started (in its sandbox, programs are allowed) does not outlive it."""
+    """close() ends the forked process's group: a program the file started
+    (in its sandbox, programs are allowed) does not outlive it, and the
+    import process itself is reaped by its waiting parent, not left a
+    zombie to init."""
     import os
     import time
     from kreward.kernelbench.import_process import ImportProcess
@@ -98,9 +100,20 @@ def test_a_forked_import_leaves_nothing_running(tmp_path):
         (answer,) = proc.probes([{"overrides": {}, "real": False, "determinism": False}], 120)
         assert answer["ok"], answer
         assert sleeping()
+        proc.proc._read(wait_s=5)
+        child = proc.proc.child  # the import process itself (its waiting parent is proc.pid)
+        assert child and child != proc.proc.pid
     finally:
         proc.close()
+
+    def left(pid):  # still a process, or a zombie no one reaped (helper-38: one per import)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                return f.read()
+        except OSError:
+            return None
     deadline = time.time() + 5
-    while sleeping() and time.time() < deadline:
+    while (sleeping() or left(child)) and time.time() < deadline:
         time.sleep(0.05)
     assert not sleeping()
+    assert left(child) is None
