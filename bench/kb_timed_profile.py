@@ -31,6 +31,8 @@ import pstats
 import statistics
 import sys
 
+from cuda_or_skip import cuda_torch
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 KB = ROOT / "examples" / "kernelbench"
 sys.path.insert(0, str(ROOT / "bindings" / "python"))
@@ -130,15 +132,8 @@ def main(argv=None):
     p.add_argument("--top", type=int, default=18)
     p.add_argument("--variants", default="apart,inplace")
     a = p.parse_args(argv)
-    if a.device != "cpu":
-        try:
-            import torch
-            ok = torch.cuda.is_available()
-        except ImportError:
-            ok = False
-        if not ok:
-            print("kb_timed_profile: needs a GPU (skipped); --device cpu checks the script")
-            return 0
+    if a.device != "cpu" and cuda_torch("kb_timed_profile (--device cpu checks the script)") is None:
+        return 0
     table = {}
     for problem in [x for x in a.problems.split(",") if x]:
         for variant in a.variants.split(","):

@@ -323,3 +323,25 @@ def test_the_batch_bench_runs_kernelbench_s_method_on_its_candidates(kbe):
     row = batch_bench.run_kernelbench_method([("level1/01_relu.py", made[2][0], "passed", False)], 1,
                                              device="cpu")
     assert row["wrong"] == [("level1/01_relu.py", "wrong", "pass", "")], row
+
+
+def test_the_timed_phase_profile_runs_both_ways_on_the_cpu(capsys):
+    """bench/kb_timed_profile.py --device cpu: the Model as its own
+    candidate, inputs made apart (the old way, with the checks patched to
+    match) and in place, both passing, a row each with its timed phases."""
+    pytest.importorskip("torch", reason="the profile needs torch")
+    sys.path.insert(0, str(BENCH))
+    try:
+        profile = importlib.import_module("kb_timed_profile")
+    finally:
+        sys.path.remove(str(BENCH))
+    assert profile.main(["--device", "cpu", "--problems", "level1/22_layernorm.py", "--evals", "2",
+                         "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    failed = [ln for ln in out.splitlines() if ln.startswith("  level1/22_layernorm.py ")]
+    assert failed == [], failed  # (an evaluation that did not pass prints its verdict so)
+    rows = [ln.split() for ln in out.splitlines() if ln.startswith("22_layernorm ")]
+    assert [r[1] for r in rows] == ["apart", "inplace"], out
+    for r in rows:
+        timed, baseline_timed = float(r[2]), float(r[3])
+        assert timed > 0 and baseline_timed > 0, r

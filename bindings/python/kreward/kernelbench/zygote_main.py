@@ -162,17 +162,7 @@ def _child(sock, req, fds, worker):
         for fd in keep - {0, 1, 2}:
             os.set_inheritable(fd, True)  # as Popen's pass_fds left them
         sock.detach()  # closed above; the object must not close a recycled number
-        signal.signal(signal.SIGINT, signal.SIG_DFL)  # as an exec'd supervisor starts
-        os.environ.clear()
-        os.environ.update(req["env"])
-        # as a fresh process finds them: the temporary folder from TMPDIR
-        # (torch's import asked tempfile for one, under the zygote's
-        # environment), the caller's folder of the moment
-        tempfile.tempdir = None
-        try:
-            os.chdir(req.get("cwd") or "/")
-        except OSError:
-            pass
+        _as_started(req)
         if req.get("niceness"):
             os.nice(req["niceness"])
         sys.argv = [WORKER] + [("" if fd is None else str(fd)) for fd in wfds[:2]] + \
@@ -231,14 +221,7 @@ def _import_child(sock, req, fds, worker):
         os.write(status, f"{code}\n".encode())
 
     def _run_import():
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.environ.clear()
-        os.environ.update(req["env"])
-        tempfile.tempdir = None
-        try:
-            os.chdir(req.get("cwd") or "/")
-        except OSError:
-            pass
+        _as_started(req)
         sys.stdin = open(0, "r", closefd=False)
         sys.stdout = open(1, "w", closefd=False)
         sys.stderr = open(2, "w", closefd=False, buffering=1)
@@ -253,6 +236,21 @@ def _import_child(sock, req, fds, worker):
         import importlib
         importlib.import_module(module).main()
     worker.exit_after(body)
+
+
+def _as_started(req):
+    """A forked child as a process started by exec finds itself: SIGINT's
+    default action, the request's whole environment, the temporary folder
+    from its TMPDIR (torch's import asked tempfile for one, under the
+    zygote's environment), the caller's folder of the moment."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.environ.clear()
+    os.environ.update(req["env"])
+    tempfile.tempdir = None
+    try:
+        os.chdir(req.get("cwd") or "/")
+    except OSError:
+        pass
 
 
 def _close_all_but(keep):

@@ -847,7 +847,20 @@ def test_a_scheduler_runs_as_many_per_lane_as_its_lanes_take_and_never_more():
         assert s.in_flight == 1  # a lane that says nothing takes one
 
 
-class CrowdedLane:
+class QuietLane:
+    """A fake lane's other duties: nothing to abort or close, always healthy."""
+
+    def abort(self, token=None):
+        pass
+
+    def healthy(self):
+        return True
+
+    def close(self):
+        pass
+
+
+class CrowdedLane(QuietLane):
     """In flight without a GPU: "victim" runs out of memory when another
     evaluation ran beside it, "liar" always says it ran out of memory,
     "error" says the GPU was not idle when it had company; every other
@@ -874,15 +887,6 @@ class CrowdedLane:
         if source == "error" and crowded:
             return {"verdict": "error", "feedback": "the GPU was not idle for the timed batches"}
         return {"verdict": "pass", "token": token}
-
-    def abort(self, token=None):
-        pass
-
-    def healthy(self):
-        return True
-
-    def close(self):
-        pass
 
 
 def test_a_candidate_its_neighbours_may_have_failed_runs_again_alone_and_that_stands():
@@ -1150,7 +1154,7 @@ def test_max_spares_reaches_the_lanes_from_the_front_doors():
     assert caps({"devices": ["cpu"]}) == [None]                # one at a time: a spare per Runner, as ever
 
 
-class PreparingLane:
+class PreparingLane(QuietLane):
     """In flight without a GPU: each evaluation takes run_s; prepare_ahead
     records the problem it was asked for and which problems were running
     on the lane at that moment."""
@@ -1173,15 +1177,6 @@ class PreparingLane:
         with self.lock:
             self.asked.append((problem.key, {k for k, n in self.running.items() if n}))
         return True
-
-    def abort(self, token=None):
-        pass
-
-    def healthy(self):
-        return True
-
-    def close(self):
-        pass
 
 
 def test_in_flight_a_queued_problems_baseline_is_prepared_ahead_once():
