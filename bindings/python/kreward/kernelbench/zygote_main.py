@@ -225,7 +225,9 @@ def _import_child(sock, req, fds, worker):
         sys.stdin = open(0, "r", closefd=False)
         sys.stdout = open(1, "w", closefd=False)
         sys.stderr = open(2, "w", closefd=False, buffering=1)
-        sys.path[:0] = [p for p in req.get("sys_path", []) if isinstance(p, str)]
+        # absolute, as site made a started process's ($PYTHONPATH may be
+        # relative: the sandbox's spec takes absolute paths only)
+        sys.path[:0] = [os.path.abspath(p) for p in req.get("sys_path", []) if isinstance(p, str)]
         sys.argv = ["-c", str(req["path"])]
         # the caller names its child's module (import_process.py: its own
         # side's), as it named it to `python -c` (the caller's socket is the
