@@ -1304,3 +1304,37 @@ def test_nothing_is_prepared_ahead_beside_a_candidate_run_again_alone():
     assert len(got) == 8 and all(r["verdict"] == "pass" for _, r in got), got
     assert lane.asked, "nothing was prepared: the test shows nothing"
     assert lane.overlaps == []
+
+
+def test_a_candidate_gets_the_idle_slot_whose_spare_was_started_for_it(tmp_path, monkeypatch):
+    """Several idle slots of a problem, each perhaps with a spare: the
+    candidate takes the one whose spare was started for its source, else a
+    fresh folder's spare, else one with no spare (a spare stays for its
+    own candidate), and only then one whose spare is another source's
+    (ending it). Before, the last released slot was taken whatever its
+    spare: in the GRPO batch at four in flight most candidates started
+    cold beside a spare started for them (an H100, b0dfbc0)."""
+    spares, live, new_runner = _spare_lane(tmp_path, monkeypatch, cap=8)
+    r = new_runner()
+    slots = {t: r._acquire(t) for t in ("mine", "fresh", "none", "other")}
+    for t, slot in slots.items():
+        slot.own.sandbox = "start"
+    for t, source, folder in (("mine", "src-A", "f1"), ("fresh", None, "f2"), ("other", "src-B", "f3")):
+        slots[t].own.spare = _Spawned(live)
+        slots[t].own.spare_source, slots[t].own.spare_folder = source, folder
+    for t in ("mine", "fresh", "other", "none"):  # "none" released last: it was the one taken before
+        r._release(t)
+    assert r._acquire("x1", "src-A") is slots["mine"]
+    assert r._acquire("x2", "src-C") is slots["fresh"]
+    assert r._acquire("x3", "src-C") is slots["none"]
+    assert r._acquire("x4", "src-C") is slots["other"]
+    assert r._acquire("x5", "src-C") is not None  # a new slot once none is idle
+    # "init": any spare takes any source
+    for t in ("x1", "x2", "x3", "x4", "x5"):
+        r._release(t)
+    init = r._acquire("y1")
+    init.own.sandbox, init.own.spare, init.own.spare_source = "init", _Spawned(live), "src-B"
+    r._release("y1")
+    assert r._acquire("y2", "src-Z") is init
+    for w in live:
+        w.end()
