@@ -74,7 +74,9 @@ class Evaluator(Backend):
     "in_flight" (candidates evaluated at once per lane, timed one at a
     time: 1, the default, is one at a time; opt-in, docs/kernelbench.md),
     "max_spares" (with in_flight > 1, the most spare workers a lane keeps:
-    default in_flight), "max_attempts" (3), "job_timeout_s" (the backstop,
+    default in_flight), "prepare_ahead" (True: with in_flight > 1, a queued
+    problem's baseline started while the lane's candidates run),
+    "max_attempts" (3), "job_timeout_s" (the backstop,
     default the Runner's evaluation limit plus its timeout), "problems"
     (folders of KernelBench files to register by name)."""
 

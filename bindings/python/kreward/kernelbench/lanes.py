@@ -238,7 +238,9 @@ def make_scheduler(options=None, cache_dir=None, no_device=False):
     H100, docs/kernelbench.md), "gpu_probe" (True: with in_flight > 1, the GPU idle probe before
     each timed phase), "max_spares" (with in_flight > 1, the most spare
     candidate workers a lane keeps across its problems: default
-    in_flight), "max_attempts" (3), "job_timeout_s" (the backstop:
+    in_flight), "prepare_ahead" (True: with in_flight > 1, a queued
+    problem's Runner and baseline started while the lane's candidates run,
+    scheduler.py), "max_attempts" (3), "job_timeout_s" (the backstop:
     default the Runner's evaluation limit plus its timeout), "builds" (the
     compile stage, builds.py: False for none, or a dict of "workers"
     (default the host's CPUs), "timeout_s" (the Runner's), "pch" (True),
@@ -278,7 +280,7 @@ def make_scheduler(options=None, cache_dir=None, no_device=False):
     limit = runner.get("eval_timeout_s")
     backstop = o.get("job_timeout_s", (2 * timeout if limit is None else float(limit)) + timeout)
     return Scheduler(lanes, max_attempts=o.get("max_attempts", 3), job_timeout_s=backstop,
-                     builds=builds, in_flight=in_flight)
+                     builds=builds, in_flight=in_flight, prepare_ahead=bool(o.get("prepare_ahead", True)))
 
 
 def _build_pool(options, devices, runner, timeout):

@@ -123,14 +123,16 @@ def _retryable(result):
 
 class Scheduler:
     def __init__(self, lanes, max_attempts=3, job_timeout_s=None, affinity_s=30.0,
-                 watchdog_s=0.5, builds=None, in_flight=None):
+                 watchdog_s=0.5, builds=None, in_flight=None, prepare_ahead=True):
         """lanes: {name: lane object}. job_timeout_s: the backstop per
         candidate (None: none; RunnerLane's own deadlines decide), counted
         from its GPU turn (after its build; with in_flight > 1, less its
         waits at the gate and its time frozen: the lane's lost_s). builds: the compile stage (a builds.BuildPool,
         closed with the scheduler), or None. in_flight: candidates each lane
         evaluates at once (1: one at a time); None: the lanes' own
-        (their `in_flight`, else 1: a lane that says nothing takes one)."""
+        (their `in_flight`, else 1: a lane that says nothing takes one).
+        prepare_ahead: with in_flight > 1, ask a lane to prepare a queued
+        problem (below); False: never (its gain measured against it)."""
         if not lanes:
             raise ValueError(NO_LANE_MESSAGE + ": none given")
         self.max_attempts = max(1, int(max_attempts))
@@ -149,6 +151,7 @@ class Scheduler:
             # candidates on one GPU at once
             raise ValueError(f"in_flight {in_flight} is more than these lanes take at once: {over}")
         self.in_flight = max(1, int(in_flight))
+        self.prepare_ahead = prepare_ahead
         self._cond = threading.Condition()
         self._queue = collections.deque()   # jobs not yet taken, oldest first
         self._jobs = {}                     # ticket -> Job, until collected
@@ -357,7 +360,7 @@ class Scheduler:
         if len(asked) > AHEAD_KEYS:
             for key in [k for k, t in asked.items() if now - t > AHEAD_AGAIN_S]:
                 del asked[key]
-        if (self.in_flight < 2 or not hasattr(lane, "prepare_ahead") or job.alone
+        if (self.in_flight < 2 or not self.prepare_ahead or not hasattr(lane, "prepare_ahead") or job.alone
                 or self._ahead_running[name] >= AHEAD_AT_ONCE
                 or any(j.alone for j in self._queue if j.held_by in (None, name))):
             return None  # (a job run alone has nothing started beside it)

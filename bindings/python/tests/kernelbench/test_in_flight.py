@@ -1152,6 +1152,9 @@ def test_max_spares_reaches_the_lanes_from_the_front_doors():
     assert caps(kernelbench_options(parser().parse_args(args))) == [1]
     assert caps({"devices": ["cpu"], "in_flight": 3}) == [3]   # the default: in_flight
     assert caps({"devices": ["cpu"]}) == [None]                # one at a time: a spare per Runner, as ever
+    for options, want in (({}, True), ({"prepare_ahead": False}, False)):
+        with make_scheduler(dict(options, devices=["cpu"], in_flight=2, builds=False)) as s:
+            assert s.prepare_ahead is want
 
 
 class PreparingLane(QuietLane):
@@ -1185,7 +1188,7 @@ def test_in_flight_a_queued_problems_baseline_is_prepared_ahead_once():
     problem it ran last while it has queued candidates (affinity), and the
     lane is asked to prepare the problems queued behind it, each once,
     never one whose candidate runs there nor the first (it ran at once);
-    one at a time, nothing is asked."""
+    one at a time, or with prepare_ahead off, nothing is asked."""
     class P:
         def __init__(self, key):
             self.key = key
@@ -1210,6 +1213,12 @@ def test_in_flight_a_queued_problems_baseline_is_prepared_ahead_once():
             s.submit(p, "src")
         _collect(s, timeout=60)
     assert one.asked == []
+    off = PreparingLane(run_s=0.05)
+    with Scheduler({"cpu": off}, in_flight=2, prepare_ahead=False) as s:
+        for p in problems:
+            s.submit(p, "src")
+        _collect(s, timeout=60)
+    assert off.asked == []  # turned off (its gain measured against it)
 
 
 def test_a_baseline_prepared_ahead_is_the_one_its_first_candidate_is_timed_against(tmp_path):
