@@ -117,3 +117,23 @@ def test_a_forked_import_leaves_nothing_running(tmp_path):
         time.sleep(0.05)
     assert not sleeping()
     assert left(child) is None
+
+
+def test_a_relative_pythonpath_reaches_the_forked_process_absolute(tmp_path, monkeypatch):
+    """$PYTHONPATH may name the package relatively (the GPU machine's
+    recipe does): a started process's site made its entries absolute, the
+    forked one must too, or its sandbox's spec (absolute paths only)
+    refused every import there (b0dfbc0's first GPU call)."""
+    import pathlib
+    from kreward.kernelbench.import_process import ImportProcess, _ForkedImport
+    package = pathlib.Path(importer.__file__).resolve().parents[2]  # bindings/python
+    monkeypatch.chdir(package.parent)
+    monkeypatch.setenv("PYTHONPATH", package.name)  # "python", relative to bindings/
+    (tmp_path / "f.py").write_text(HEAD + "def get_inputs():\n    return [torch.randn(B, 32)]\n")
+    proc = ImportProcess(str(tmp_path / "f.py"))
+    try:
+        (answer,) = proc.probes([{"overrides": {}, "real": False, "determinism": False}], 120)
+        assert isinstance(proc.proc, _ForkedImport), proc.zygote_why
+        assert answer["ok"], answer
+    finally:
+        proc.close()
