@@ -193,6 +193,7 @@ def run_variant(name, options, problems, batch, reward):
     wrong = [(p, r.verdict, want, (r.message or "")[:160]) for (p, _, want, _), r in zip(batch, reports)
              if r.verdict != want]
     phases, ops, identical, profiled = {}, {}, [], set()
+    spares = {True: 0, False: 0}
     for (p, _, _, same), r in zip(batch, reports):
         for key, value in r.metrics().items():
             if key.startswith("phase_") and key.endswith("_s"):
@@ -206,6 +207,10 @@ def run_variant(name, options, problems, batch, reward):
         for key in ("calls", "batches"):
             if isinstance(result.get(key), (int, float)):
                 ops.setdefault(f"({key})", []).append(result[key])
+        # how many candidates found a worker started ahead for them (a
+        # spare), the rest started theirs at their turn (start_and_load)
+        if "started_ahead" in result:
+            spares[bool(result["started_ahead"])] += 1
         # where verify's go spent its time (the caller's KR_PROFILE=1): each
         # problem's first report, every case's parts, the first case's profile
         prof = result.get("verify_go_profile")
@@ -241,7 +246,7 @@ def run_variant(name, options, problems, batch, reward):
             "rate": len(reports) / wall if wall > 0 else float("inf"), "wrong": wrong,
             "phases": {k: statistics.median(v) for k, v in phases.items()},
             "ops": {k: statistics.median(v) for k, v in ops.items()},
-            "identical_speedups": identical}
+            "identical_speedups": identical, "started_ahead": spares[True], "started_cold": spares[False]}
 
 
 def parse_args(argv=None):
@@ -300,7 +305,8 @@ def main(argv=None):
         rows.append(run_variant(name, options, problems, batch, a.reward))
         r = rows[-1]
         print(f"{name}: {r['n']} candidates in {r['wall_s']:.1f} s, {r['rate']:.2f}/s, "
-              f"{r['n'] - len(r['wrong'])} right", flush=True)
+              f"{r['n'] - len(r['wrong'])} right; {r['started_ahead']} found a worker started ahead, "
+              f"{r['started_cold']} started theirs", flush=True)
     kb = None
     if a.kernelbench_method > 0:
         per = {p: candidates(p, a.per_problem, a.wrong_every, not a.cpu) for p in problems}
