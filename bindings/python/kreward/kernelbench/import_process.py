@@ -219,18 +219,32 @@ class _ForkedImport:
         return self.poll()
 
     def kill(self):
-        """Ends the import process's group (what the file started with it)
-        while its parent still holds its pid unreaped, then the parent
-        (which reaps it first: no zombie left to init)."""
+        """Ends the import process and its group: SIGTERM to its waiting
+        parent, which kills the group of its own unreaped child (so the
+        number is never another's), reaps it and exits; SIGKILL to the
+        parent if it has not within KILL_WAIT_S (the import process then
+        dies with it: PR_SET_PDEATHSIG)."""
         if self.leader.poll() is None:
-            self._read(wait_s=1.0)
-            if self.child is not None and self._code is None:
+            try:
+                fd = self.leader.dup_pidfd()
+            except ProcessLookupError:
+                fd = None
+            if fd is not None:
                 try:
-                    os.killpg(self.child, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
+                    signal.pidfd_send_signal(fd, signal.SIGTERM)
+                except OSError:
                     pass
+                finally:
+                    os.close(fd)
                 try:
                     self.leader.wait(KILL_WAIT_S)
                 except subprocess.TimeoutExpired:
                     pass
         self.leader.kill()
+
+    def __del__(self):
+        if getattr(self, "_status_fd", None) is not None:
+            try:
+                os.close(self._status_fd)
+            except OSError:
+                pass

@@ -262,6 +262,11 @@ class InFlightRunner:
         in flight (an H100, b0dfbc0)."""
         if not self._idle:
             return None
+        # a fresh folder's spare takes only a source with no folder of its
+        # own (Processes._needs_own_folder: one that builds, or has one)
+        own0 = self._idle[0].own
+        fresh_ok = source is not None and hasattr(own0, "_needs_own_folder") and \
+            not own0._needs_own_folder(source)
 
         def rank(slot):
             own = slot.own
@@ -270,7 +275,7 @@ class InFlightRunner:
                 return 2
             if getattr(own, "sandbox", None) != "start" or own.spare_source == source:
                 return 0
-            if own.spare_source is None and getattr(own, "spare_folder", None):
+            if fresh_ok and own.spare_source is None and getattr(own, "spare_folder", None):
                 return 1
             return 3
         # (the most recently released first among equals, as before)

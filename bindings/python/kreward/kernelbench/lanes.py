@@ -279,8 +279,11 @@ def make_scheduler(options=None, cache_dir=None, no_device=False):
              for d in devices}
     limit = runner.get("eval_timeout_s")
     backstop = o.get("job_timeout_s", (2 * timeout if limit is None else float(limit)) + timeout)
+    prepare_ahead = o.get("prepare_ahead", True)
+    if not isinstance(prepare_ahead, bool):  # ("false" would read as true)
+        raise ValueError(f'the kernelbench option "prepare_ahead" is true or false, not {prepare_ahead!r}')
     return Scheduler(lanes, max_attempts=o.get("max_attempts", 3), job_timeout_s=backstop,
-                     builds=builds, in_flight=in_flight, prepare_ahead=bool(o.get("prepare_ahead", True)))
+                     builds=builds, in_flight=in_flight, prepare_ahead=prepare_ahead)
 
 
 def _build_pool(options, devices, runner, timeout):

@@ -362,7 +362,8 @@ class Scheduler:
                 del asked[key]
         if (self.in_flight < 2 or not self.prepare_ahead or not hasattr(lane, "prepare_ahead") or job.alone
                 or self._ahead_running[name] >= AHEAD_AT_ONCE
-                or any(j.alone for j in self._queue if j.held_by in (None, name))):
+                or any(j.alone and j.held_by in (None, name) and name not in j.failed_on
+                       for j in self._queue)):
             return None  # (a job run alone has nothing started beside it)
         here = {j.problem.key for j in self._on_lane[name]}
         for other in self._queue:

@@ -175,15 +175,25 @@ def _child(sock, req, fds, worker):
 def _import_child(sock, req, fds, worker):
     """A forked import process (import_process.py), in two: this child, a
     session of its own, keeps only its exit-status pipe and waits; its
-    child (the same group) gets the request pipe on 0, the answer pipe on 1,
-    the log on 2 and nothing else, its environment and the caller's
-    package on sys.path, then runs the request's module's main (the caller's
-    import_child.py) as `python -c` would with the file's path: it enters the file's sandbox before the file
-    first runs, as a started one does, with torch already imported here.
-    The waiting child writes the other's pid, then its exit status, to the
-    pipe (a forked process's status is its parent's, the zygote's, to read:
-    the caller says "exited -9" for a probe killed for memory, as it did for
-    one it started)."""
+    child, a process group of its own in that session, gets the request
+    pipe on 0, the answer pipe on 1, the log on 2 and nothing else, its
+    environment and the caller's package on sys.path, then runs the
+    request's module's main (the caller's import_child.py) as `python -c`
+    would with the file's path: it enters the file's sandbox before the
+    file first runs, as a started one does, with torch already imported
+    here. The waiting parent writes the other's pid, then its exit status,
+    to the pipe (a forked process's status is its parent's, the zygote's,
+    to read: the caller says "exited -9" for a probe killed for memory, as
+    it did for one it started).
+
+    The parent does the killing, so no number it signals can be another
+    process's: SIGTERM (the caller's close) makes it kill the import
+    process's group while that process is its unreaped child; once it has
+    reaped it, whatever the file started and left in the group is killed
+    too (a compiler must not outlive the import). The import process dies
+    with its parent (PR_SET_PDEATHSIG), should that one be killed outright.
+    Reaped here, it is never a zombie left to init (one per import where
+    the trainer is PID 1)."""
     def body():
         os.setsid()
         if len(fds) != 4 or min(fds) <= 2:
@@ -193,21 +203,29 @@ def _import_child(sock, req, fds, worker):
             os.dup2(fd, std)
         _close_all_but({0, 1, 2, status})
         sock.detach()
+        parent = os.getpid()
+        # SIGTERM held until its handler is in place: one that came between
+        # the fork and the handler would end this parent and orphan the child
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
         pid = os.fork()
         if pid == 0:
             os.close(status)
-            # a group of its own in the session: the caller signals it (and
-            # what it started) while this parent holds its pid unreaped, so
-            # the number cannot be another's, and this parent reaps it (a
-            # child killed with its parent would be left to init: a zombie
-            # per import where the trainer is PID 1). A group's leader
-            # cannot leave it with setsid either.
-            os.setpgid(0, 0)
+            os.setpgid(0, 0)  # (a group's leader cannot leave it with setsid either)
+            _die_with(parent)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
             worker.exit_after(_run_import)
         try:
             os.setpgid(pid, pid)  # (both sides: whichever runs first)
         except OSError:
             pass
+
+        def kill_group(*_):
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        signal.signal(signal.SIGTERM, kill_group)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
         os.write(status, f"pid {pid}\n".encode())
         os.close(0)  # the caller sees the answer pipe end with the import process
         os.close(1)
@@ -217,8 +235,11 @@ def _import_child(sock, req, fds, worker):
                 break
             except InterruptedError:
                 continue
-        code = os.waitstatus_to_exitcode(st)
-        os.write(status, f"{code}\n".encode())
+        # reaped: what is left of its group is what the file started (the
+        # group's number stays taken while any member lives)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        kill_group()
+        os.write(status, f"{os.waitstatus_to_exitcode(st)}\n".encode())
 
     def _run_import():
         _as_started(req)
@@ -238,6 +259,18 @@ def _import_child(sock, req, fds, worker):
         import importlib
         importlib.import_module(module).main()
     worker.exit_after(body)
+
+
+def _die_with(parent):
+    """SIGKILL to this process when its parent ends (Linux's
+    PR_SET_PDEATHSIG), and an exit now if that already happened."""
+    import ctypes
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _as_started(req):

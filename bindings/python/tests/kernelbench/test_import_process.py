@@ -137,3 +137,79 @@ def test_a_relative_pythonpath_reaches_the_forked_process_absolute(tmp_path, mon
         assert answer["ok"], answer
     finally:
         proc.close()
+
+
+def _sleepers(mark):
+    import os
+    found = []
+    for n in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{n}/cmdline", "rb") as f:
+                if f.read().split(b"\0")[:2] == [b"sleep", mark.encode()]:
+                    found.append(n)
+        except OSError:
+            pass
+    return found
+
+
+def _gone(mark, within_s=5):
+    import time
+    deadline = time.time() + within_s
+    while _sleepers(mark) and time.time() < deadline:
+        time.sleep(0.05)
+    return not _sleepers(mark)
+
+
+def test_a_program_the_file_started_dies_with_an_import_process_that_exited(tmp_path):
+    """The import process dies on its own (the file exits it): what the file
+    started goes too, killed by the forked parent once it has reaped it
+    (helper-39: it survived, with or without the zygote)."""
+    import os
+    import time
+    from kreward.kernelbench.import_process import ImportProcess, _ForkedImport
+    mark = f"{os.getpid() % 1000 + 7000}.{int(time.time()) % 100000}"
+    (tmp_path / "f.py").write_text(
+        HEAD + "import subprocess\n"
+        f"subprocess.Popen(['sleep', '{mark}'], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,"
+        " stderr=subprocess.DEVNULL)\n"
+        "def get_inputs():\n    os._exit(3)\n")
+    proc = ImportProcess(str(tmp_path / "f.py"))
+    try:
+        (answer,) = proc.probes([{"overrides": {}, "real": False, "determinism": False}], 120)
+        assert not answer["ok"] and "exited 3" in answer["error"], answer
+        assert proc.zygote_why is None  # (it was forked)
+        assert _gone(mark)
+    finally:
+        proc.close()
+
+
+def test_close_during_a_request_ends_the_import_at_once(tmp_path):
+    """close() while the file is still being imported (it sleeps there):
+    the forked parent kills its child's group, whatever the child has
+    written so far (helper-39: a close within a second of a request left
+    the import process running, and close() waited for it)."""
+    import json
+    import os
+    import time
+    from kreward.kernelbench.import_process import ImportProcess, _ForkedImport
+    mark = f"{os.getpid() % 1000 + 8000}.{int(time.time()) % 100000}"
+    (tmp_path / "f.py").write_text(
+        HEAD + "import subprocess, time\n"
+        f"subprocess.Popen(['sleep', '{mark}'], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,"
+        " stderr=subprocess.DEVNULL)\n"
+        "time.sleep(120)\n"
+        "def get_inputs():\n    return [torch.randn(B, 32)]\n")
+    proc = ImportProcess(str(tmp_path / "f.py"))
+    proc._start()
+    assert isinstance(proc.proc, _ForkedImport), proc.zygote_why
+    proc.proc.stdin.write(json.dumps({"probes": [{"overrides": {}, "real": False, "determinism": False}]})
+                          + "\n")
+    proc.proc.stdin.flush()
+    deadline = time.time() + 30
+    while not _sleepers(mark) and time.time() < deadline:
+        time.sleep(0.05)
+    assert _sleepers(mark)  # the file is being imported
+    t0 = time.time()
+    proc.close()
+    assert time.time() - t0 < 10
+    assert _gone(mark)

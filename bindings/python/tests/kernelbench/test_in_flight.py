@@ -1155,6 +1155,8 @@ def test_max_spares_reaches_the_lanes_from_the_front_doors():
     for options, want in (({}, True), ({"prepare_ahead": False}, False)):
         with make_scheduler(dict(options, devices=["cpu"], in_flight=2, builds=False)) as s:
             assert s.prepare_ahead is want
+    with pytest.raises(ValueError, match="prepare_ahead"):
+        make_scheduler({"devices": ["cpu"], "in_flight": 2, "builds": False, "prepare_ahead": "false"})
 
 
 class PreparingLane(QuietLane):
@@ -1338,6 +1340,13 @@ def test_a_candidate_gets_the_idle_slot_whose_spare_was_started_for_it(tmp_path,
     assert r._acquire("x3", "src-C") is slots["none"]
     assert r._acquire("x4", "src-C") is slots["other"]
     assert r._acquire("x5", "src-C") is not None  # a new slot once none is idle
+    # a source that needs its own folder (one that builds) passes over a
+    # fresh folder's spare, which could not take it
+    for t in ("x2", "x3"):
+        r._release(t)
+    builds = "from torch.utils.cpp_extension import load_inline\nmod = load_inline(name='m', cpp_sources='')\n"
+    assert r._acquire("x6", builds) is slots["none"]
+    r._release("x6")
     # "init": any spare takes any source
     for t in ("x1", "x2", "x3", "x4", "x5"):
         r._release(t)
