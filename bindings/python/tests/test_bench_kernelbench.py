@@ -302,17 +302,23 @@ def test_gpu_experiments_say_what_they_need(script):
         assert "needs a GPU (skipped)" in p.stdout, p.stdout
 
 
+def _bench_module(name):
+    """A bench script imported as a module (bench/ on sys.path meanwhile:
+    each script imports its siblings, as `python3 bench/<name>.py` does)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(BENCH))
+
+
 def test_the_batch_bench_runs_kernelbench_s_method_on_its_candidates(kbe):
     """bench_kernelbench_batch.py --kernelbench-method: KernelBench's own
     method on the batch's candidates, one fresh process each, judged as the
     batch expects them (here on the CPU: the Model as ModelNew passes, the
     wrong one, its outputs shifted, fails every trial)."""
     pytest.importorskip("triton", reason="the batch bench's Triton candidates import triton")
-    sys.path.insert(0, str(BENCH))
-    try:
-        batch_bench = importlib.import_module("bench_kernelbench_batch")
-    finally:
-        sys.path.remove(str(BENCH))
+    batch_bench = _bench_module("bench_kernelbench_batch")
     made = batch_bench.candidates("level1/01_relu.py", 3, 3, triton_ok=False)
     batch = [("level1/01_relu.py", *c) for c in (made[0], made[2])]
     assert [want for _, _, want, _ in batch] == ["passed", "incorrect"]
@@ -330,11 +336,7 @@ def test_the_timed_phase_profile_runs_both_ways_on_the_cpu(capsys):
     candidate, inputs made apart (the old way, with the checks patched to
     match) and in place, both passing, a row each with its timed phases."""
     pytest.importorskip("torch", reason="the profile needs torch")
-    sys.path.insert(0, str(BENCH))
-    try:
-        profile = importlib.import_module("kb_timed_profile")
-    finally:
-        sys.path.remove(str(BENCH))
+    profile = _bench_module("kb_timed_profile")
     assert profile.main(["--device", "cpu", "--problems", "level1/22_layernorm.py", "--evals", "2",
                          "--top", "3"]) == 0
     out = capsys.readouterr().out

@@ -70,36 +70,53 @@ def test_the_process_is_forked_from_the_zygote_and_answers_as_one_started(tmp_pa
         assert answers[True].get(k) == answers[False].get(k), k
 
 
+def _sleepers(mark):
+    import os
+    found = []
+    for n in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{n}/cmdline", "rb") as f:
+                if f.read().split(b"\0")[:2] == [b"sleep", mark.encode()]:
+                    found.append(n)
+        except OSError:
+            pass
+    return found
+
+
+def _gone(mark, within_s=5):
+    import time
+    deadline = time.time() + within_s
+    while _sleepers(mark) and time.time() < deadline:
+        time.sleep(0.05)
+    return not _sleepers(mark)
+
+
+
+def _starting_a_sleep(tmp_path, offset, rest):
+    """A problem file that starts `sleep MARK` when imported, then rest (its
+    get_inputs and anything else); (path, MARK)."""
+    import os
+    import time
+    mark = f"{os.getpid() % 1000 + offset}.{int(time.time()) % 100000}"
+    (tmp_path / "f.py").write_text(
+        HEAD + "import subprocess\n"
+        f"subprocess.Popen(['sleep', '{mark}'], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,"
+        " stderr=subprocess.DEVNULL)\n" + rest)
+    return str(tmp_path / "f.py"), mark
+
 def test_a_forked_import_leaves_nothing_running(tmp_path):
     """close() ends the forked process's group: a program the file started
     (in its sandbox, programs are allowed) does not outlive it, and the
     import process itself is reaped by its waiting parent, not left a
     zombie to init."""
-    import os
     import time
     from kreward.kernelbench.import_process import ImportProcess
-    mark = f"{os.getpid() % 1000 + 6000}.{int(time.time()) % 100000}"
-    (tmp_path / "f.py").write_text(
-        HEAD + "import subprocess\n"
-        f"subprocess.Popen(['sleep', '{mark}'], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,"
-        " stderr=subprocess.DEVNULL)\n"
-        "def get_inputs():\n    return [torch.randn(B, 32)]\n")
-
-    def sleeping():
-        found = []
-        for n in os.listdir("/proc"):
-            try:
-                with open(f"/proc/{n}/cmdline", "rb") as f:
-                    if f.read().split(b"\0")[:2] == [b"sleep", mark.encode()]:
-                        found.append(n)
-            except OSError:
-                pass
-        return found
-    proc = ImportProcess(str(tmp_path / "f.py"))
+    path, mark = _starting_a_sleep(tmp_path, 6000, "def get_inputs():\n    return [torch.randn(B, 32)]\n")
+    proc = ImportProcess(path)
     try:
         (answer,) = proc.probes([{"overrides": {}, "real": False, "determinism": False}], 120)
         assert answer["ok"], answer
-        assert sleeping()
+        assert _sleepers(mark)
         proc.proc._read(wait_s=5)
         child = proc.proc.child  # the import process itself (its waiting parent is proc.pid)
         assert child and child != proc.proc.pid
@@ -113,9 +130,9 @@ def test_a_forked_import_leaves_nothing_running(tmp_path):
         except OSError:
             return None
     deadline = time.time() + 5
-    while (sleeping() or left(child)) and time.time() < deadline:
+    while left(child) and time.time() < deadline:
         time.sleep(0.05)
-    assert not sleeping()
+    assert _gone(mark)
     assert left(child) is None
 
 
@@ -139,41 +156,13 @@ def test_a_relative_pythonpath_reaches_the_forked_process_absolute(tmp_path, mon
         proc.close()
 
 
-def _sleepers(mark):
-    import os
-    found = []
-    for n in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{n}/cmdline", "rb") as f:
-                if f.read().split(b"\0")[:2] == [b"sleep", mark.encode()]:
-                    found.append(n)
-        except OSError:
-            pass
-    return found
-
-
-def _gone(mark, within_s=5):
-    import time
-    deadline = time.time() + within_s
-    while _sleepers(mark) and time.time() < deadline:
-        time.sleep(0.05)
-    return not _sleepers(mark)
-
-
 def test_a_program_the_file_started_dies_with_an_import_process_that_exited(tmp_path):
     """The import process dies on its own (the file exits it): what the file
     started goes too, killed by the forked parent once it has reaped it
     (helper-39: it survived, with or without the zygote)."""
-    import os
-    import time
-    from kreward.kernelbench.import_process import ImportProcess, _ForkedImport
-    mark = f"{os.getpid() % 1000 + 7000}.{int(time.time()) % 100000}"
-    (tmp_path / "f.py").write_text(
-        HEAD + "import subprocess\n"
-        f"subprocess.Popen(['sleep', '{mark}'], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,"
-        " stderr=subprocess.DEVNULL)\n"
-        "def get_inputs():\n    os._exit(3)\n")
-    proc = ImportProcess(str(tmp_path / "f.py"))
+    from kreward.kernelbench.import_process import ImportProcess
+    path, mark = _starting_a_sleep(tmp_path, 7000, "def get_inputs():\n    os._exit(3)\n")
+    proc = ImportProcess(path)
     try:
         (answer,) = proc.probes([{"overrides": {}, "real": False, "determinism": False}], 120)
         assert not answer["ok"] and "exited 3" in answer["error"], answer
@@ -189,17 +178,11 @@ def test_close_during_a_request_ends_the_import_at_once(tmp_path):
     written so far (helper-39: a close within a second of a request left
     the import process running, and close() waited for it)."""
     import json
-    import os
     import time
     from kreward.kernelbench.import_process import ImportProcess, _ForkedImport
-    mark = f"{os.getpid() % 1000 + 8000}.{int(time.time()) % 100000}"
-    (tmp_path / "f.py").write_text(
-        HEAD + "import subprocess, time\n"
-        f"subprocess.Popen(['sleep', '{mark}'], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,"
-        " stderr=subprocess.DEVNULL)\n"
-        "time.sleep(120)\n"
-        "def get_inputs():\n    return [torch.randn(B, 32)]\n")
-    proc = ImportProcess(str(tmp_path / "f.py"))
+    path, mark = _starting_a_sleep(tmp_path, 8000, "import time\ntime.sleep(120)\n"
+                                   "def get_inputs():\n    return [torch.randn(B, 32)]\n")
+    proc = ImportProcess(path)
     proc._start()
     assert isinstance(proc.proc, _ForkedImport), proc.zygote_why
     proc.proc.stdin.write(json.dumps({"probes": [{"overrides": {}, "real": False, "determinism": False}]})
