@@ -252,11 +252,12 @@ def timed_batches(ops):
 
 
 def test_the_second_candidate_times_fewer_baseline_batches(runner, baseline_ops, patient, monkeypatch):
-    """The fresh batches agree here by construction (the tolerance widened:
-    a shared two-core machine's batches can differ by more than 5 %, the
-    rule itself is tested above); what is tested is how much is timed."""
-    monkeypatch.setattr(baseline_memo, "AGREE_FLOOR", 10.0)
-    monkeypatch.setattr(baseline_memo, "AGREE_CEILING", 10.0)
+    """The fresh batches agree here by construction (the tolerance without
+    bound: a shared two-core machine's batches can differ by far more than
+    5 %, 14x in a CI run at 60dce36, the rule itself is tested above); what
+    is tested is how much is timed."""
+    monkeypatch.setattr(baseline_memo, "AGREE_FLOOR", float("inf"))
+    monkeypatch.setattr(baseline_memo, "AGREE_CEILING", float("inf"))
     first = evaluate(runner, baseline_ops)
     assert first["baseline_memo"]["used"] is False and first["baseline_memo"]["compared"] is False
     assert timed_batches(baseline_ops[-1]) == BATCHES == first["baseline_memo"]["fresh"]
