@@ -225,21 +225,11 @@ class _ForkedImport:
         parent if it has not within KILL_WAIT_S (the import process then
         dies with it: PR_SET_PDEATHSIG)."""
         if self.leader.poll() is None:
+            self.leader.send_signal(signal.SIGTERM)
             try:
-                fd = self.leader.dup_pidfd()
-            except ProcessLookupError:
-                fd = None
-            if fd is not None:
-                try:
-                    signal.pidfd_send_signal(fd, signal.SIGTERM)
-                except OSError:
-                    pass
-                finally:
-                    os.close(fd)
-                try:
-                    self.leader.wait(KILL_WAIT_S)
-                except subprocess.TimeoutExpired:
-                    pass
+                self.leader.wait(KILL_WAIT_S)
+            except subprocess.TimeoutExpired:
+                pass
         self.leader.kill()
 
     def __del__(self):

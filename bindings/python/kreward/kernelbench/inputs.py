@@ -199,12 +199,8 @@ def stage_call(stage, where, layout, seed, device, base=0):
     every input byte less than making them apart (a timed batch's inputs
     are gigabytes for the larger problems, inside the lane's exclusive
     phase)."""
-    views = {}
-    for t in layout:
-        off, n = where[t["name"]]
-        if n:
-            views[t["name"]] = stage[off - base:off - base + n].view(DTYPES[t["dtype"]]).view(t["shape"])
-    make_inputs(layout, seed, device, into=views)
+    make_inputs(layout, seed, device,
+                into=region_views(stage, layout, {k: (off - base, n) for k, (off, n) in where.items()}))
     for name, (off, n) in where.items():
         end = off + (n + REGION_ALIGN - 1) // REGION_ALIGN * REGION_ALIGN
         if n and end > off + n:

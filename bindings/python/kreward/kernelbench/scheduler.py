@@ -262,8 +262,7 @@ class Scheduler:
             return None
         if any(j.alone for j in self._on_lane[name]):
             return None  # a job runs alone there: nothing starts beside it
-        waiting = next((j for j in self._queue if j.alone and j.held_by in (None, name)
-                        and name not in j.failed_on), None)
+        waiting = self._alone_waiting(name)
         if waiting is not None:
             # the lane drains for it: nothing new starts until it can run,
             # a preparation ahead included (a worker's start beside it)
@@ -283,6 +282,12 @@ class Scheduler:
             if last is not None and job.problem.key == last:
                 return job
         return oldest
+
+    def _alone_waiting(self, name):
+        """The queued job waiting to run alone on lane `name` (lock held), or
+        None."""
+        return next((j for j in self._queue if j.alone and j.held_by in (None, name)
+                     and name not in j.failed_on), None)
 
     def _next_same_problem(self, name, job):
         """The next queued job of job's problem, held for this lane (lock held)."""
@@ -361,14 +366,12 @@ class Scheduler:
             for key in [k for k, t in asked.items() if now - t > AHEAD_AGAIN_S]:
                 del asked[key]
         if (self.in_flight < 2 or not self.prepare_ahead or not hasattr(lane, "prepare_ahead") or job.alone
-                or self._ahead_running[name] >= AHEAD_AT_ONCE
-                or any(j.alone and j.held_by in (None, name) and name not in j.failed_on
-                       for j in self._queue)):
+                or self._ahead_running[name] >= AHEAD_AT_ONCE or self._alone_waiting(name) is not None):
             return None  # (a job run alone has nothing started beside it)
         here = {j.problem.key for j in self._on_lane[name]}
         for other in self._queue:
             key = other.problem.key
-            if (key in here or now - asked.get(key, -AHEAD_AGAIN_S) < AHEAD_AGAIN_S
+            if (key in here or (key in asked and now - asked[key] < AHEAD_AGAIN_S)
                     or other.held_by not in (None, name) or name in other.failed_on):
                 continue
             asked[key] = now

@@ -173,10 +173,15 @@ class ForkedProcess:
     def kill(self):
         """SIGKILL to the supervisor (alone in its process group: the
         worker is in a session of its own, ended by its parent-death signal)."""
+        self.send_signal(signal.SIGKILL)
+
+    def send_signal(self, sig):
+        """sig to the process through its pidfd; nothing once it has ended
+        (its number may be another's by then) or in a fork of the caller."""
         with self._lock:
             if self._pidfd is not None and not self._foreign():
                 try:
-                    signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+                    signal.pidfd_send_signal(self._pidfd, sig)
                 except OSError:
                     pass
 
@@ -293,12 +298,8 @@ class Zygote:
 
     def _spawn(self, log_fd, worker_fds, config_json, env, niceness, timeout_s):
         present = [fd for fd in worker_fds if fd is not None]
-        try:
-            cwd = os.getcwd()
-        except OSError:  # the caller's folder removed: the child takes /
-            cwd = None
         request = {"op": "spawn", "config": config_json, "env": env, "niceness": int(niceness),
-                   "cwd": cwd, "worker": [None if fd is None else present.index(fd) for fd in worker_fds]}
+                   "worker": [None if fd is None else present.index(fd) for fd in worker_fds]}
         ctl_in_r, ctl_in_w = os.pipe()
         ctl_out_r, ctl_out_w = os.pipe()
         try:
@@ -330,12 +331,8 @@ class Zygote:
         environment, sys_path where the kreward package is. A
         ForkedProcess of the parent (the session's leader), without pipes
         of its own; ZygoteUnavailable and ZygoteLost as spawn's."""
-        try:
-            cwd = os.getcwd()
-        except OSError:
-            cwd = None
         request = {"op": "spawn", "program": "import", "path": os.path.abspath(path), "env": env,
-                   "sys_path": list(sys_path), "cwd": cwd, "module": module}
+                   "sys_path": list(sys_path), "module": module}
         with self._lock:
             pid, pidfd = self._fork(request, [stdin_fd, stdout_fd, log_fd, status_fd], timeout_s)
         proc = ForkedProcess(pid, pidfd, None, None)
@@ -343,10 +340,15 @@ class Zygote:
         return proc
 
     def _fork(self, request, fds, timeout_s):
-        """One spawn request with its descriptors (lock held): (pid, pidfd)."""
+        """One spawn request with its descriptors (lock held): (pid, pidfd).
+        The child starts in the caller's folder of the moment."""
         self._wait_ready(timeout_s)
         self._next_id += 1
-        request = dict(request, id=self._next_id)
+        try:
+            cwd = os.getcwd()
+        except OSError:  # the caller's folder removed: the child takes /
+            cwd = None
+        request = dict(request, id=self._next_id, cwd=cwd)
         sent = False
         try:
             try:
