@@ -32,7 +32,7 @@
 #                ncu (where the machine lets it read counters) on one launch of
 #                each of GR_GEN_ROWS (e.g. "f32:mix-uniform")
 #   profstart    bench/profiler_start_cost.py (attribution's cost: torch.profiler, CUPTI alone)
-#   kbbatch      bench/bench_kernelbench_batch.py (GR_KBBATCH_ARGS: its variants, sizes)
+#   kbbatch      bench/bench_kernelbench_batch.py (GR_KBBATCH_ARGS: its variants, sizes; GR_KBBATCH_LIMIT s, 300)
 #   kbtimed      bench/kb_timed_profile.py: the caller's timed phases under cProfile,
 #                inputs made apart (as before) against in place (GR_TIMED_ARGS)
 #   kbfirst      bench/kb_first_go_probe.py: a worker's requests in one process
@@ -213,7 +213,7 @@ step_wstart() {
   note "wstart (rc $rc, limit $lim s, at $(elapsed) s): $(grep -E '^ratio' "$out/wstart.log")"
 }
 step_kbbatch() {
-  lim=$(limit 300)
+  lim=$(limit "${GR_KBBATCH_LIMIT:-300}")
   # shellcheck disable=SC2086
   timeout -k 5 "$lim" python3 bench/bench_kernelbench_batch.py --json "$out/kbbatch.json" \
     ${GR_KBBATCH_ARGS:-} > "$out/kbbatch.log" 2>&1
