@@ -240,7 +240,10 @@ def make_scheduler(options=None, cache_dir=None, no_device=False):
     candidate workers a lane keeps across its problems: default
     in_flight), "prepare_ahead" (True: with in_flight > 1, a queued
     problem's Runner and baseline started while the lane's candidates run,
-    scheduler.py), "max_attempts" (3), "job_timeout_s" (the backstop:
+    scheduler.py), "affinity_s" (30: how much later a queued candidate of
+    the problem a lane ran last may have been submitted than the oldest
+    one and still be taken before it),
+    "max_attempts" (3), "job_timeout_s" (the backstop:
     default the Runner's evaluation limit plus its timeout), "builds" (the
     compile stage, builds.py: False for none, or a dict of "workers"
     (default the host's CPUs), "timeout_s" (the Runner's), "pch" (True),
@@ -282,8 +285,12 @@ def make_scheduler(options=None, cache_dir=None, no_device=False):
     prepare_ahead = o.get("prepare_ahead", True)
     if not isinstance(prepare_ahead, bool):  # ("false" would read as true)
         raise ValueError(f'the kernelbench option "prepare_ahead" is true or false, not {prepare_ahead!r}')
+    affinity = o.get("affinity_s", 30.0)
+    if isinstance(affinity, bool) or not isinstance(affinity, (int, float)) or not affinity >= 0:
+        raise ValueError(f'the kernelbench option "affinity_s" is a number of seconds >= 0, not {affinity!r}')
     return Scheduler(lanes, max_attempts=o.get("max_attempts", 3), job_timeout_s=backstop,
-                     builds=builds, in_flight=in_flight, prepare_ahead=prepare_ahead)
+                     builds=builds, in_flight=in_flight, prepare_ahead=prepare_ahead,
+                     affinity_s=float(affinity))
 
 
 def _build_pool(options, devices, runner, timeout):

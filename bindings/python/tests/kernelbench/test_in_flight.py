@@ -1157,6 +1157,12 @@ def test_max_spares_reaches_the_lanes_from_the_front_doors():
             assert s.prepare_ahead is want
     with pytest.raises(ValueError, match="prepare_ahead"):
         make_scheduler({"devices": ["cpu"], "in_flight": 2, "builds": False, "prepare_ahead": "false"})
+    for options, want in (({}, 30.0), ({"affinity_s": 0}, 0.0), ({"affinity_s": 2.5}, 2.5)):
+        with make_scheduler(dict(options, devices=["cpu"], builds=False)) as s:
+            assert s.affinity_s == want
+    for bad in ("30", -1, True, float("nan")):
+        with pytest.raises(ValueError, match="affinity_s"):
+            make_scheduler({"devices": ["cpu"], "builds": False, "affinity_s": bad})
 
 
 class PreparingLane(QuietLane):

@@ -98,19 +98,37 @@ def test_a_lane_runs_one_problem_on_and_names_the_next_candidate_ahead():
     assert lane.next_sources[:3] == [None, "pass", None]
 
 
-def test_a_waiting_candidate_is_not_skipped_forever():
+def test_a_waiting_candidate_is_passed_only_by_those_submitted_within_affinity_s_after_it():
     lane = FakeLane("cuda:0")
     a, b = Problem("a"), Problem("b")
     with Scheduler({"cuda:0": lane}, affinity_s=0.1) as s:
         s.submit(a, "sleep:0.15")
         time.sleep(0.02)
         tb = s.submit(b, "pass")
-        ta = [s.submit(a, "sleep:0.15") for _ in range(4)]
-        s.wait(tb, 10)
-        for t in ta:
+        soon = s.submit(a, "sleep:0.15")  # within affinity_s of b: may pass it
+        time.sleep(0.25)                  # a's keep coming, later than that
+        late = [s.submit(a, "sleep:0.05") for _ in range(3)]
+        for t in [tb, soon] + late:
             s.wait(t, 10)
-    # b waited past affinity_s while a's kept coming: it ran before the last a's
-    assert [k for k, _ in lane.calls].index("b") < 4
+    calls = [k for k, _ in lane.calls]
+    # the a submitted just after b ran before it (the warm problem); those
+    # submitted past affinity_s after b did not
+    assert calls == ["a", "a", "b", "a", "a", "a"]
+
+
+def test_a_batch_submitted_at_once_runs_problem_by_problem_however_long_it_waits():
+    """A GRPO step's batch, interleaved (every problem's k-th candidate
+    before any k+1-th) and submitted at once: each problem's candidates in
+    turn, also once the oldest waited far past affinity_s (a waiting time
+    counted from the submission made the lane take one of each problem in
+    turn from then on)."""
+    lane = FakeLane("cuda:0")
+    problems = [Problem(k) for k in "abc"]
+    with Scheduler({"cuda:0": lane}, affinity_s=0.05) as s:
+        tickets = [s.submit(p, "sleep:0.03") for _ in range(4) for p in problems]
+        for t in tickets:
+            s.wait(t, 10)
+    assert [k for k, _ in lane.calls] == ["a"] * 4 + ["b"] * 4 + ["c"] * 4
 
 
 def test_the_environments_errors_move_to_a_healthy_lane_and_the_broken_one_retires():
