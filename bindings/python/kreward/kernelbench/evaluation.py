@@ -12,7 +12,7 @@ components it is given; it owns no worker."""
 import random
 import time
 
-from . import folders
+from . import folders, triton_launchers
 from .baseline_memo import MemoUse
 from .confine import missing
 from .gate import NO_GATE
@@ -463,6 +463,10 @@ class Evaluation:
             raise _failure(s)
         res["sandbox"] = s["sandbox"]  # now with exec refused
         res["gpu_paths"] = {"candidate_reported": s["gpu_paths"]}
+        # the signatures its kernels' launchers were made for: the
+        # candidate's word, a hint for the spares' readies (well-formed ones
+        # only are kept; they build what Triton itself would)
+        triton_launchers.want(s.get("launchers"))
 
     def baseline_alone(self, batches, calls):
         """The reference Model alone in the baseline's worker, on evaluate's

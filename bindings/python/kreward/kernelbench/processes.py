@@ -33,7 +33,7 @@ import weakref
 import torch
 
 from .. import _lib
-from . import folders, triton_cache
+from . import folders, triton_cache, triton_launchers
 from .baseline_memo import BaselineMemo
 from .build_env import build_env, needs_build
 from .cuda_ipc import OUT_OF_MEMORY, new_buffer
@@ -308,7 +308,8 @@ class Processes:
         try:
             w.send({"op": "ready", "device": self.device, "library": library_path(),
                     "shared_bytes": w.shared.nbytes if w.shared is not None else None,
-                    "triton_driver": self._trusted_cache(env, source), "tracer": self.attribution})
+                    "triton_driver": self._trusted_cache(env, source), "tracer": self.attribution,
+                    "launchers": self._launchers_ahead(env, source)})
         except BaseException:
             w.end()
             raise
@@ -327,6 +328,15 @@ class Processes:
         if env is None:
             return True
         return (source is None or source == self._ref_source) and self._no_unsandboxed_writers()
+
+    def _launchers_ahead(self, env, source):
+        """The Triton launchers a worker's ready builds for later candidates
+        (triton_launchers.to_build): only a "start" worker's fresh folder,
+        which is remembered after its ready (_name_fresh) and planted in
+        every later candidate's; none on the CPU."""
+        if self.device == "cpu" or env is None or source is not None or not self._no_unsandboxed_writers():
+            return []
+        return triton_launchers.to_build()
 
     def _no_unsandboxed_writers(self):
         """Whether no worker outside the "start" sandbox can have written a
@@ -551,7 +561,9 @@ class Processes:
         failed = self._ready_failed(w)
         if failed is not None:
             return None, failed
-        self._remember_library(fresh)
+        if self._remember_library(fresh):
+            # (its ready's word, said before any candidate's code ran there)
+            triton_launchers.present((w.ready_reply or {}).get("launchers_ready"))
         return folders.adopt(self.cache_dir, fresh, source), None
 
     def _remember_library(self, ext):
@@ -562,13 +574,14 @@ class Processes:
         "start" sandbox ran (folders.unsandboxed), nor in a process that ran
         such workers anywhere (their candidates' threads could write this
         folder too: what one of them dropped there would then reach every
-        later worker of every problem, not one spare)."""
+        later worker of every problem, not one spare). Whether it was read."""
         if self.device == "cpu" or not self._no_unsandboxed_writers():
-            return
+            return False
         try:
             triton_cache.remember(os.path.join(ext, "triton"))
         except Exception:  # noqa: BLE001 - later workers then compile them, as before
-            pass
+            return False
+        return True
 
     def _ready_failed(self, w):
         """None where w's ready reply came and says it started, else why

@@ -180,6 +180,10 @@ class Worker:
         self.tracer, self.tracer_why = None, None
         self.held = []
         self.fetched = []  # the last ipc fetch's outputs, bytes on the device (fetch_piece)
+        # Triton's launchers: the signatures this worker's kernels needed
+        # (installed in ready, said in seal) and those its ready built
+        self.launchers = _load_sibling("triton_launchers")
+        self.launcher_log, self.launchers_ready = None, []
 
     def reply(self, obj, payload=()):
         """payload: buffers written after the JSON line, in order."""
@@ -256,11 +260,34 @@ class Worker:
                     pass
                 warm_steps["library_kernels"] = self.perf() - t0
                 warm_s += warm_steps["library_kernels"]
+                if req.get("launchers"):
+                    # the launchers of earlier candidates' signatures, built
+                    # here by Triton's own code for the caller's memo
+                    # (triton_launchers.py), off the next candidates' verify
+                    t0 = self.perf()
+                    try:
+                        self.launchers_ready = self.launchers.build(req["launchers"])
+                    except Exception:  # noqa: BLE001 - (no Triton): the candidates build their own
+                        pass
+                    warm_steps["launchers"] = self.perf() - t0
+                    warm_s += warm_steps["launchers"]
+            self._log_launchers()
         self._map_shared(req.get("shared_bytes"))
         launch_us = self._launch_probe()  # (a failure here is a failed ready too)
         self.ready_failed = False
         return {"no_subreaper": NO_SUBREAPER, "launch_us": launch_us, "warm_s": warm_s,
-                "warm_steps_s": warm_steps}
+                "warm_steps_s": warm_steps, "launchers_ready": self.launchers_ready}
+
+    def _log_launchers(self):
+        """The record of the signatures Triton makes launchers for in this
+        process, from before the candidate's code (its seal reply says
+        them: triton_launchers.py); none where Triton is missing."""
+        try:
+            log = self.launchers.LauncherLog()
+            log.install()
+            self.launcher_log = log
+        except Exception:  # noqa: BLE001 - (no Triton) nothing to say
+            pass
 
     def _bind_tracer(self):
         """CUPTI's functions bound now (no CUPTI call: kernel_trace.py); where
@@ -426,7 +453,8 @@ class Worker:
             if self.sandbox.error:
                 raise RuntimeError(self.sandbox.error)
         return {"sandbox": self.sandbox.report(),
-                "gpu_paths": self.inputs.gpu_paths() if self.device != "cpu" else {}}
+                "gpu_paths": self.inputs.gpu_paths() if self.device != "cpu" else {},
+                "launchers": self.launcher_log.report() if self.launcher_log is not None else []}
 
     def build(self, req):
         case = req["case"]
