@@ -173,7 +173,10 @@ class Evaluation:
             why_no_baseline = self.processes.baseline_ready() if baseline else "not asked for"
             phase("baseline_ready")
             base_us = self.processes.baseline_facts.get("per_call_us") if not why_no_baseline else None
-            if self.processes.starts_ahead:
+            if self.processes.starts_ahead and not self.gate.freezes:
+                # (in flight the gate freezes a spare still starting with the
+                # lane's other workers: its ready goes on beside the shared
+                # steps, the next candidate waits for it at its start)
                 self._spare_ready(w, res)
                 phase("spare_ready")
             # in flight (gate.py): alone on the GPU for the candidate's timed

@@ -181,6 +181,13 @@ class Gate:
         """The thread ident in the exclusive phase, or None."""
         return self._owner
 
+    @property
+    def freezes(self):
+        """Whether the exclusive phase freezes the lane's other workers (a
+        spare still starting among them: Evaluation.run need not wait for
+        its ready before a timed phase)."""
+        return self.freezer is not None
+
 
 class _NoGate:
     def bind_clock(self, clock):
@@ -195,6 +202,8 @@ class _NoGate:
 
     def leave_exclusive(self):
         pass
+
+    freezes = False
 
 
 NO_GATE = _NoGate()

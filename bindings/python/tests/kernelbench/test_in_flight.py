@@ -494,6 +494,10 @@ def test_two_candidates_in_flight_through_the_real_runner_on_the_cpu(tmp_path, m
     assert lane.gate.counters["exclusive"] == 4
     candidate_loads = [c for c in loads if c is not None]
     assert len(candidate_loads) == 3 and len({id(c) for c in candidate_loads}) == 3, loads
+    # spares were started ahead, and none was waited for before a timed
+    # phase: the gate freezes one still starting with the others
+    assert any("start_spare" in r["phases_s"] for _, r in got), [r["phases_s"] for _, r in got]
+    assert not any("spare_ready" in r["phases_s"] for _, r in got), [r["phases_s"] for _, r in got]
 
 
 def test_a_worker_started_during_a_freeze_is_stopped_unless_the_freezing_thread_started_it():
