@@ -292,9 +292,9 @@ class InFlightRunner:
             if slot is None:
                 own = self.runner.slot_processes()
                 own.lane_spares = self.spares
-                # a fresh folder's worker started for a candidate, and its
-                # ready (CUDA, the libraries' first calls, Triton's compiles)
-                # waited for, as a shared step: never beside a timed phase
+                # a fresh folder's worker started for a candidate: its spawn
+                # a shared step (never beside a timed phase), its ready
+                # frozen in each timed phase like a spare's (tracked)
                 own.start_step = lambda gate=self.gate: gate.shared(candidate=False)
                 slot = Slot(own, self.runner._processes, self.baseline_lock, self.gate)
             slot._seen, slot.thread = None, threading.get_ident()

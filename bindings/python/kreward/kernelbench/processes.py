@@ -519,12 +519,19 @@ class Processes:
         fresh = folders.fresh_folder(self.cache_dir)
         w, ext = None, None
         try:
+            # the spawn (a fork of this process, its staging buffer allocated
+            # on the GPU here) a shared step, as a spare's; its ready runs in
+            # the worker, which the lane tracks (frozen in every timed phase
+            # like a spare still starting): holding the gate for the whole
+            # ready (~1.3 s) made every timed phase wait for it, and every
+            # shared step queue behind that wait (gate 0.99 s, gate_baseline
+            # 0.83 s a candidate at four in flight on an H100 at dc3b6f0)
             with self.start_step():
                 w = self._spawn(ext=fresh)
-                self.candidate = w  # close() from another thread ends it, also during its ready
-                w.clock = self.clock
-                w.limit_until(*limit)
-                ext, failed = self._name_fresh(w, fresh, source)
+            self.candidate = w  # close() from another thread ends it, also during its ready
+            w.clock = self.clock
+            w.limit_until(*limit)
+            ext, failed = self._name_fresh(w, fresh, source)
         except BaseException:
             if w is not None:
                 w.end()

@@ -324,3 +324,43 @@ def test_a_fresh_start_that_died_is_tried_again_and_one_the_sandbox_refused_fall
         else:
             assert processes.sandbox == "init" and "OS call failed" in processes.sandbox_fallback
             assert len(tries) == 1
+
+
+def test_in_flight_a_fresh_start_holds_the_gate_for_its_spawn_only(tmp_path, monkeypatch):
+    """A candidate without a spare starts in a fresh folder: its spawn (a
+    fork of this process, a staging buffer) is a shared step of the lane's
+    gate, its ready is waited for outside it (the worker is tracked and
+    frozen in each timed phase, as a spare still starting is), so a timed
+    phase never waits for a whole ready."""
+    import contextlib
+    monkeypatch.setattr(folders, "_marked", set())
+    p = Processes.__new__(Processes)
+    p.device, p.sandbox, p.cache_dir, p._ref_source = "cuda:0", "start", str(tmp_path / "cache"), "REF"
+    p.fresh_failed, p.clock, p.candidate = None, None, None
+    inside, seen = [False], []
+
+    @contextlib.contextmanager
+    def step():
+        inside[0] = True
+        try:
+            yield
+        finally:
+            inside[0] = False
+    p.start_step = step
+
+    class Worker:
+        def limit_until(self, *a):
+            pass
+
+    def spawn(source=None, ext=None):
+        seen.append(("spawn", inside[0]))
+        return Worker()
+
+    def name_fresh(w, fresh, source):
+        seen.append(("ready", inside[0]))
+        return fresh, None
+    monkeypatch.setattr(p, "_spawn", spawn)
+    monkeypatch.setattr(p, "_name_fresh", name_fresh)
+    w, ext = p._spawn_for(HONEST, (None, None))
+    assert isinstance(w, Worker) and ext is not None
+    assert seen == [("spawn", True), ("ready", False)]
