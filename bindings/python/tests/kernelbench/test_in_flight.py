@@ -431,8 +431,14 @@ def test_a_hung_candidate_in_flight_is_frozen_past_overdue_and_aborted_alone(tmp
     try:
         threads = {t: threading.Thread(target=run, args=(t, src)) for t, src in (("hung", hung),
                                                                                   ("good", good))}
-        for t in threads.values():
-            t.start()
+        threads["hung"].start()
+        # the good one starts once the hung one is in verify (a candidate's
+        # shared step: its worker's start holds the gate for its spawn only)
+        deadline = time.monotonic() + 120
+        while not any(overdue is not None for _, overdue in list(lane.gate._reading.values())):
+            assert time.monotonic() < deadline, "the hung candidate never reached verify"
+            time.sleep(0.01)
+        threads["good"].start()
         threads["good"].join(600)
         # timed while the other hung in verify: not waited for past overdue, frozen meanwhile
         assert got["good"]["verdict"] == "pass", got["good"].get("feedback")
