@@ -77,7 +77,8 @@ class Evaluator(Backend):
     default in_flight), "prepare_ahead" (True: with in_flight > 1, a queued
     problem's baseline started while the lane's candidates run),
     "affinity_s" (30: a lane keeps to the problem it ran last for queued
-    candidates submitted up to this long after the oldest),
+    candidates submitted up to this long after the oldest; 0: in
+    submission order),
     "max_attempts" (3), "job_timeout_s" (the backstop,
     default the Runner's evaluation limit plus its timeout), "problems"
     (folders of KernelBench files to register by name)."""

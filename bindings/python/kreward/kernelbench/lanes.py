@@ -15,6 +15,7 @@ is an InFlightRunner, the lane has one gate and one cap on spares
 evaluate() is called from that many scheduler threads at once:
 abort(token) then ends one evaluation, abort() all of them."""
 import collections
+import math
 import os
 import threading
 import time
@@ -242,7 +243,7 @@ def make_scheduler(options=None, cache_dir=None, no_device=False):
     problem's Runner and baseline started while the lane's candidates run,
     scheduler.py), "affinity_s" (30: how much later a queued candidate of
     the problem a lane ran last may have been submitted than the oldest
-    one and still be taken before it),
+    one and still be taken before it; 0: in submission order),
     "max_attempts" (3), "job_timeout_s" (the backstop:
     default the Runner's evaluation limit plus its timeout), "builds" (the
     compile stage, builds.py: False for none, or a dict of "workers"
@@ -286,7 +287,7 @@ def make_scheduler(options=None, cache_dir=None, no_device=False):
     if not isinstance(prepare_ahead, bool):  # ("false" would read as true)
         raise ValueError(f'the kernelbench option "prepare_ahead" is true or false, not {prepare_ahead!r}')
     affinity = o.get("affinity_s", 30.0)
-    if isinstance(affinity, bool) or not isinstance(affinity, (int, float)) or not affinity >= 0:
+    if isinstance(affinity, bool) or not isinstance(affinity, (int, float)) or not 0 <= affinity < math.inf:
         raise ValueError(f'the kernelbench option "affinity_s" is a number of seconds >= 0, not {affinity!r}')
     return Scheduler(lanes, max_attempts=o.get("max_attempts", 3), job_timeout_s=backstop,
                      builds=builds, in_flight=in_flight, prepare_ahead=prepare_ahead,

@@ -252,10 +252,12 @@ class Processes:
                 self.ipc_why = why
             return None, why
 
-    def _spawn(self, source=None, ext=None):
+    def _spawn(self, source=None, ext=None, launchers=False):
         """A worker process, told to get ready (torch, CUDA) at once. The
         "start" sandbox needs its write folder now (the source's, or ext: a
-        fresh one for a source not yet known); "init" gets it at load."""
+        fresh one for a source not yet known); "init" gets it at load.
+        launchers: its ready builds Triton launchers for later candidates
+        (_launchers_ahead: a spare's, never on a waiting candidate's path)."""
         if ext is None and source is not None:
             ext = self._folder(source)
         if self.sandbox != "start":  # (again: the mark may have been removed since)
@@ -305,11 +307,12 @@ class Processes:
         # never reads more than twice the largest case's inputs and outputs
         # (a scaled case may grow a size: "odd" rounds up)
         w.max_payload = 2 * self.max_call_bytes + (1 << 20)
+        w.launchers_asked = self._launchers_ahead(env, source) if launchers else []  # (settled by _name_fresh)
         try:
             w.send({"op": "ready", "device": self.device, "library": library_path(),
                     "shared_bytes": w.shared.nbytes if w.shared is not None else None,
                     "triton_driver": self._trusted_cache(env, source), "tracer": self.attribution,
-                    "launchers": self._launchers_ahead(env, source)})
+                    "launchers": w.launchers_asked})
         except BaseException:
             w.end()
             raise
@@ -334,7 +337,8 @@ class Processes:
         (triton_launchers.to_build): only a "start" worker's fresh folder,
         which is remembered after its ready (_name_fresh) and planted in
         every later candidate's; none on the CPU."""
-        if self.device == "cpu" or env is None or source is not None or not self._no_unsandboxed_writers():
+        if self.device == "cpu" or env is None or source is not None or not self._no_unsandboxed_writers() \
+                or not triton_cache.launcher_room():
             return []
         return triton_launchers.to_build()
 
@@ -453,11 +457,24 @@ class Processes:
         w.clock = self.clock
         w.limit_until(*limit)
         try:
-            if again:
-                w.send({"op": "launch"}, timeout_s=self.timeout_s)
-            self._send_load(w, source, class_name, ext)
-            # (read already where the evaluation before waited for it)
-            ready = w.receive_ready(self.timeout_s)
+            try:
+                if again:
+                    w.send({"op": "launch"}, timeout_s=self.timeout_s)
+                self._send_load(w, source, class_name, ext)
+                # (read already where the evaluation before waited for it,
+                # or its fresh folder was named)
+                ready = w.receive_ready(self.timeout_s)
+            except (WorkerDied, WorkerTimeout, WorkerProtocolError, OSError) as e:
+                if not ahead:
+                    raise
+                # a spare that died or hung before its ready's reply (no
+                # source has run in it: the worker takes load after ready)
+                # is the harness's loss, never the candidate's: in flight
+                # nothing waited for it before (the gate froze it instead)
+                w.end()
+                w, loaded = self.start_candidate(source, class_name, limit)
+                loaded["spare_failed"] = printable(f"{type(e).__name__}: {e}")[:400]
+                return w, loaded
             if not ready["ok"] and self.sandbox == "start" and self._may_fall_back and \
                     start_sandbox_refused(ready):
                 # the worker failed in its ready, before it ran any source
@@ -528,9 +545,11 @@ class Processes:
             # 0.83 s a candidate at four in flight on an H100 at dc3b6f0)
             with self.start_step():
                 w = self._spawn(ext=fresh)
-            self.candidate = w  # close() from another thread ends it, also during its ready
-            w.clock = self.clock
-            w.limit_until(*limit)
+                # (before any other thread's freeze can pause it: its clock
+                # gets that time back; a close() ends it from now on)
+                self.candidate = w
+                w.clock = self.clock
+                w.limit_until(*limit)
             ext, failed = self._name_fresh(w, fresh, source)
         except BaseException:
             if w is not None:
@@ -569,8 +588,11 @@ class Processes:
         if failed is not None:
             return None, failed
         if self._remember_library(fresh):
-            # (its ready's word, said before any candidate's code ran there)
-            triton_launchers.present((w.ready_reply or {}).get("launchers_ready"))
+            # (its ready's word, said before any candidate's code ran there:
+            # what it built, and where, against what the memo kept)
+            triton_launchers.settle(getattr(w, "launchers_asked", None),
+                                    (w.ready_reply or {}).get("launchers_ready"),
+                                    triton_cache.remembered_names())
         return folders.adopt(self.cache_dir, fresh, source), None
 
     def _remember_library(self, ext):
@@ -650,7 +672,7 @@ class Processes:
             return self._spawn(next_source), next_source, None
         ext = folders.fresh_folder(self.cache_dir)
         try:
-            return self._spawn(ext=ext), None, ext
+            return self._spawn(ext=ext, launchers=True), None, ext
         except BaseException:
             folders.discard(ext)
             raise

@@ -13,7 +13,8 @@ The rules are the C pool's (docs/pool.md), for the other kind of worker:
   oldest one (so a batch submitted at once runs problem by problem), and
   names the next queued candidate of the same problem to its Runner, so
   that candidate's worker starts ahead (the "start" sandbox needs its
-  source early); that candidate is then held for the lane;
+  source early); that candidate is then held for the lane, and taken
+  next by the same rule (else its hold goes);
 - what the candidate did is its verdict (a crash is `crash`, a hang
   `timeout`: the Runner's deadlines); what the environment did (verdict
   `error`, or an exception out of the lane) is tried again on a lane that
@@ -269,14 +270,14 @@ class Scheduler:
             # a preparation ahead included (a worker's start beside it)
             return None if self._on_lane[name] or self._ahead_running[name] else waiting
         last = self._last_problem.get(name)
-        oldest = same = None
+        oldest = same = held = None
         for job in self._queue:
             if job.held_by not in (None, name) or name in job.failed_on:
                 continue
-            if job.held_by == name:
-                return job
             if oldest is None:
                 oldest = job
+            if held is None and job.held_by == name:
+                held = job
             if same is None and last is not None and job.problem.key == last:
                 same = job
         # the problem it ran last passes the oldest only with a job submitted
@@ -287,9 +288,15 @@ class Scheduler:
         # after it (a waiting time that counted from the submission made
         # the batch's lanes take one of each problem in turn once its
         # oldest job had waited affinity_s: 14 of 64 candidates found their
-        # worker started ahead on an H100 at 8a6e5fe)
-        if same is not None and same.submitted - oldest.submitted < self.affinity_s:
-            return same
+        # worker started ahead on an H100 at 8a6e5fe). A job held for this
+        # lane (named ahead to its Runner) keeps to the same rule: each take
+        # holds the next of its problem, so a hold that passed the rule
+        # would chain one problem's stream past every other job for good
+        for job in (held, same):
+            if job is not None and (job is oldest or job.submitted - oldest.submitted < self.affinity_s):
+                return job
+        if held is not None:
+            held.held_by = None  # passed over: any lane may take it
         return oldest
 
     def _alone_waiting(self, name):

@@ -186,6 +186,11 @@ def _write_new(name, data, dir_fd):
 # is read (the caller's rule), so a problem's reference cannot reach the
 # workers of another problem through this memo.
 MAX_REMEMBERED_BYTES = 64 << 20
+# Triton's launchers of the candidates' signatures (triton_launchers.py)
+# among them, at most: every entry kept is planted in every later worker's
+# folder (~25 KB and two files each), and a candidate chooses what it reports
+MAX_LAUNCHERS = 64
+LAUNCHER = f"__triton_launcher{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
 _remembered, _remembered_bytes = {}, 0
 # the entries' names read and not kept (another kernel, such as the warm's
 # own: every fresh folder has it), so a folder holding nothing new is not
@@ -215,6 +220,8 @@ def remember(cache):
         with _remembered_lock:
             if entry in _remembered or _remembered_bytes + size > MAX_REMEMBERED_BYTES:
                 continue
+            if LAUNCHER in files and _launchers() >= MAX_LAUNCHERS:
+                continue
             _remembered[entry] = files
             _remembered_bytes += size
             new += 1
@@ -243,10 +250,27 @@ def _foreign(path):
     return bool(kernels) and not kernels <= LIBRARY_KERNELS
 
 
+def _launchers():
+    """How many launchers the memo holds (lock held)."""
+    return sum(1 for files in _remembered.values() if LAUNCHER in files)
+
+
+def launcher_room():
+    """Whether the memo keeps another launcher (MAX_LAUNCHERS)."""
+    with _remembered_lock:
+        return _launchers() < MAX_LAUNCHERS
+
+
 def remembered():
     """A copy of what remember kept ({entry: {file: bytes}})."""
     with _remembered_lock:
         return dict(_remembered)
+
+
+def remembered_names():
+    """The entries remember kept, by name."""
+    with _remembered_lock:
+        return frozenset(_remembered)
 
 
 def forget():

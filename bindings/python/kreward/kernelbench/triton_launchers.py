@@ -18,35 +18,47 @@ How, and why it is sound:
   code) and says them in its seal reply. That is the candidate's word: the
   caller keeps only well-formed ones (signature: argument types of Triton's
   own spelling, at most MAX_ARGS) and never anything built by a candidate;
-- the caller's wish list (want, to_build: process-wide, bounded, the most
-  reported first) goes to the next spare started in a fresh folder: in its
-  ready (before any candidate's code runs in it, the folder written by the
-  library's code alone) it makes each launcher's source with Triton's own
-  make_launcher and builds it (build): the same source, so the same file,
-  Triton would build in a candidate's process for that signature;
+- the caller's wish list (want: process-wide, each report counted once,
+  MAX_WANTED signatures; to_build: the most reported first, each leased to
+  one ready at a time) goes to the next spare started in a fresh folder: in
+  its ready (before any candidate's code runs in it, the folder written by
+  the library's code alone) it makes each launcher's source with Triton's
+  own make_launcher and builds it (build): the same source, so the same
+  file, Triton would build in a candidate's process for that signature;
 - that folder's Triton host modules are then remembered with the
-  library's kernels (triton_cache.remember) and planted in every later
-  candidate's folder, where Triton finds the launcher by its source's hash
-  and loads it instead of running gcc.
+  library's kernels (triton_cache.remember, MAX_LAUNCHERS of them) and
+  planted in every later candidate's folder, where Triton finds the
+  launcher by its source's hash and loads it instead of running gcc; the
+  ready's word settles each signature asked (settle): kept, present; not
+  built, refused; neither is asked again.
 A candidate can at most make the spares build launchers for well-formed
-signatures it chose (BUILD_PER_READY a ready, MAX_WANTED remembered): CPU
-time of the harness's, never code of its own in another candidate.
+signatures it chose (BUILD_PER_READY a ready, MAX_LAUNCHERS kept): CPU
+time of the harness's, never code of its own in another candidate; a full
+wish list gives a signature named once its place, so one candidate's
+reports do not keep the others' out.
 
 Standard library only at import (the worker loads it by path); Triton is
 imported where a launcher is recorded or built."""
 import collections
 import re
 import threading
+import time
 
-# Triton's names of argument types in a kernel's signature
-# (triton/runtime/jit.py mangle_type, triton/language/core.py dtype names):
-# a pointer is "*" and the element type; "constexpr" an argument compiled in
-_TYPE = r"(?:i1|[iu](?:8|16|32|64)|fp(?:16|32|64)|bf16|fp8e4nv|fp8e5|fp8e4b15|fp8e4b8|fp8e5b16)"
-_TOKEN = re.compile(rf"(?:\*{_TYPE}|{_TYPE}|constexpr)\Z")
+# Triton's names of argument types in a kernel's signature, as Triton 3.6
+# spells them (triton/runtime/jit.py mangle_type; the launcher's C types:
+# triton/backends/nvidia/driver.py ty_to_cpp): a scalar one of _SCALAR, a
+# pointer "*" (or "*k", a constant one) and an element type (the fp8 ones
+# only behind a pointer: make_launcher has no C type for a scalar fp8),
+# "constexpr" an argument compiled in
+_SCALAR = r"(?:[iu](?:1|8|16|32|64)|fp(?:16|32|64)|bf16)"
+_FP8 = r"(?:fp8e4nv|fp8e5|fp8e4b15|fp8e4b8|fp8e5b16)"
+_TOKEN = re.compile(rf"(?:\*k?(?:{_SCALAR}|{_FP8})|{_SCALAR}|constexpr)\Z")
 MAX_ARGS = 64         # a kernel's arguments (Triton's own kernels take < 30)
 MAX_SEEN = 16         # signatures a worker reports (its kernels' launchers)
 MAX_WANTED = 256      # signatures the caller keeps count of
+MAX_SETTLED = 4096    # signatures kept as built (or refused) before the oldest are forgotten
 BUILD_PER_READY = 4   # launchers one spare's ready builds (each ~0.3 s of gcc)
+LEASE_S = 60.0        # a signature handed to a ready is not handed to another for this long
 
 
 def signature(x):
@@ -63,53 +75,97 @@ def signature(x):
 
 # ---- the caller's wish list (process-wide, like triton_cache's memo)
 _lock = threading.Lock()
-_wanted = collections.Counter()   # signature -> how many seal replies named it
-_present = set()                  # signatures a remembered fresh folder holds
+_wanted = collections.Counter()          # signature -> how many seal replies named it
+_settled = collections.OrderedDict()     # signature -> "present" or "refused", oldest first
+_leased = {}                             # signature -> when a ready was asked to build it
 
 
 def want(reported):
     """Counts the well-formed signatures of a worker's report (its seal
-    reply's "launchers": anything, checked here); how many were kept."""
+    reply's "launchers": anything, checked here), each once however often
+    the report names it; how many were counted. Where the list is full, a
+    signature named once only makes room (the first of those): one
+    candidate's reports cannot keep the others' out for good."""
     if not isinstance(reported, list):
         return 0
-    kept = 0
+    sigs = []
     for x in reported[:MAX_SEEN]:
         sig = signature(x)
-        if sig is None:
-            continue
-        with _lock:
-            if sig in _present or (sig not in _wanted and len(_wanted) >= MAX_WANTED):
+        if sig is not None and sig not in sigs:
+            sigs.append(sig)
+    kept = 0
+    with _lock:
+        for sig in sigs:
+            if sig in _settled:
                 continue
+            if sig not in _wanted and len(_wanted) >= MAX_WANTED:
+                once = next((k for k, n in _wanted.items() if n <= 1), None)
+                if once is None:
+                    continue
+                del _wanted[once]
             _wanted[sig] += 1
             kept += 1
     return kept
 
 
-def to_build(n=BUILD_PER_READY):
-    """The n most reported signatures no remembered folder holds yet, as
-    lists (a ready request's "launchers")."""
+def to_build(n=BUILD_PER_READY, now=None):
+    """The n most reported signatures not built (or refused) yet and not
+    handed to another ready in the last LEASE_S, as lists (a ready
+    request's "launchers"); they are leased to that ready."""
+    now = time.monotonic() if now is None else now
     with _lock:
-        return [list(sig) for sig, _ in _wanted.most_common() if sig not in _present][:n]
+        out = [sig for sig, _ in _wanted.most_common()
+               if now - _leased.get(sig, -LEASE_S) >= LEASE_S][:n]
+        for sig in out:
+            _leased[sig] = now
+        return [list(sig) for sig in out]
 
 
-def present(signatures):
-    """Marks the signatures whose launchers a fresh folder held when it was
-    remembered (its ready's word: no candidate code had run in it)."""
-    if not isinstance(signatures, list):
-        return
-    with _lock:
-        for x in signatures[:MAX_WANTED]:
-            sig = signature(x)
+def settle(asked, built, kept):
+    """After a fresh folder's ready: of the signatures `asked` of it, those
+    `built` (its ready's word: [[signature, entry], ...], no candidate code
+    had run there) whose entry the process remembered (`kept`: entry names)
+    are present, asked no more; one asked and not built is refused (Triton
+    could not make it) and asked no more either; one built but not kept
+    (the memo's room) stays wanted, its lease running out."""
+    built_entries = {}
+    for x in built if isinstance(built, list) else ():
+        if isinstance(x, list) and len(x) == 2 and isinstance(x[1], str):
+            sig = signature(x[0])
             if sig is not None:
-                _present.add(sig)
-                _wanted.pop(sig, None)
+                built_entries[sig] = x[1]
+    with _lock:
+        for x in asked or ():
+            sig = signature(x)
+            if sig is None:
+                continue
+            entry = built_entries.get(sig)
+            if entry is None:
+                state = "refused"
+            elif entry in kept:
+                state = "present"
+            else:
+                continue
+            _wanted.pop(sig, None)
+            _leased.pop(sig, None)
+            _settled[sig] = state
+            _settled.move_to_end(sig)
+            while len(_settled) > MAX_SETTLED:
+                _settled.popitem(last=False)
+
+
+def settled(sig):
+    """"present", "refused" or None (tests, the docs)."""
+    with _lock:
+        return _settled.get(signature(sig))
 
 
 def forget():
     """Drops the wish list (tests)."""
     with _lock:
         _wanted.clear()
-        _present.clear()
+        _settled.clear()
+        _leased.clear()
 
 
 # ---- in a worker
@@ -125,14 +181,16 @@ class LauncherLog:
         from triton.backends.nvidia import driver
         make = driver.make_launcher
 
-        def make_launcher(constants, signature_, tensordesc_meta, *args, **kw):
+        def make_launcher(*args, **kw):
             try:
-                sig = tuple(signature_.values())
-                if not tensordesc_meta and sig not in self.seen and len(self.seen) < MAX_SEEN:
+                sig = args[1] if len(args) > 1 else kw.get("signature")
+                sig = tuple(sig.values())
+                meta = args[2] if len(args) > 2 else kw.get("tensordesc_meta")
+                if not meta and sig not in self.seen and len(self.seen) < MAX_SEEN:
                     self.seen.append(sig)
             except Exception:  # noqa: BLE001 - the record is a hint: never the launch's failure
                 pass
-            return make(constants, signature_, tensordesc_meta, *args, **kw)
+            return make(*args, **kw)
         make_launcher.kr_original = make
         driver.make_launcher = make_launcher
 
@@ -143,8 +201,11 @@ class LauncherLog:
 
 def build(signatures):
     """Builds (or finds, in TRITON_CACHE_DIR) the launcher of each
-    signature as Triton's CudaLauncher does; the signatures whose launcher
-    loaded, as lists. One that fails is skipped (its candidate builds it)."""
+    signature as Triton's CudaLauncher does: [[signature, entry], ...] for
+    those whose launcher loaded, entry the cache folder it is in (named by
+    its source's hash). One that fails is left out (its candidates build
+    it, or cannot)."""
+    import os
     from triton.backends.nvidia import driver
     from triton.runtime.build import compile_module_from_src
     make = getattr(driver.make_launcher, "kr_original", driver.make_launcher)
@@ -155,9 +216,10 @@ def build(signatures):
             continue
         try:
             src = make({}, dict(enumerate(sig)), None)
-            compile_module_from_src(src=src, name="__triton_launcher", library_dirs=driver.library_dirs(),
-                                    include_dirs=driver.include_dirs, libraries=driver.libraries)
+            mod = compile_module_from_src(src=src, name="__triton_launcher", library_dirs=driver.library_dirs(),
+                                          include_dirs=driver.include_dirs, libraries=driver.libraries)
+            entry = os.path.basename(os.path.dirname(mod.__file__))
         except Exception:  # noqa: BLE001 - no launcher ahead: the candidate's first launch builds it
             continue
-        done.append(list(sig))
+        done.append([list(sig), entry])
     return done

@@ -116,19 +116,45 @@ def test_a_waiting_candidate_is_passed_only_by_those_submitted_within_affinity_s
     assert calls == ["a", "a", "b", "a", "a", "a"]
 
 
+def test_a_stream_of_one_problem_never_starves_another_through_the_lanes_holds():
+    """helper-40: each take holds the next queued candidate of its problem
+    for the lane (named ahead to its Runner); a hold that skipped the
+    affinity rule chained a steady stream of one problem past a waiting
+    candidate of another for good. A held candidate passes the oldest only
+    within affinity_s of it, like any other."""
+    lane = FakeLane("cuda:0")
+    a, b = Problem("a"), Problem("b")
+    with Scheduler({"cuda:0": lane}, affinity_s=0.1) as s:
+        s.submit(a, "sleep:0.06")
+        time.sleep(0.01)
+        tb = s.submit(b, "pass")
+        stream = []
+        for _ in range(30):  # an a every 30 ms, each taking 60: a queue of a's builds up
+            stream.append(s.submit(a, "sleep:0.06"))
+            time.sleep(0.03)
+        for t in [tb] + stream:
+            s.wait(t, 20)
+    calls = [k for k, _ in lane.calls]
+    # b waited only for the a's submitted within affinity_s of it (and the
+    # one running, and the one held when its time came)
+    assert calls.index("b") <= 8, calls
+
+
 def test_a_batch_submitted_at_once_runs_problem_by_problem_however_long_it_waits():
     """A GRPO step's batch, interleaved (every problem's k-th candidate
     before any k+1-th) and submitted at once: each problem's candidates in
     turn, also once the oldest waited far past affinity_s (a waiting time
     counted from the submission made the lane take one of each problem in
-    turn from then on)."""
-    lane = FakeLane("cuda:0")
-    problems = [Problem(k) for k in "abc"]
-    with Scheduler({"cuda:0": lane}, affinity_s=0.05) as s:
-        tickets = [s.submit(p, "sleep:0.03") for _ in range(4) for p in problems]
-        for t in tickets:
-            s.wait(t, 10)
-    assert [k for k, _ in lane.calls] == ["a"] * 4 + ["b"] * 4 + ["c"] * 4
+    turn from then on); affinity_s 0: in submission order (a candidate
+    held for the lane included)."""
+    for affinity, want in [(0.05, ["a"] * 4 + ["b"] * 4 + ["c"] * 4), (0.0, ["a", "b", "c"] * 4)]:
+        lane = FakeLane("cuda:0")
+        problems = [Problem(k) for k in "abc"]
+        with Scheduler({"cuda:0": lane}, affinity_s=affinity) as s:
+            tickets = [s.submit(p, "sleep:0.03") for _ in range(4) for p in problems]
+            for t in tickets:
+                s.wait(t, 10)
+        assert [k for k, _ in lane.calls] == want, affinity
 
 
 def test_the_environments_errors_move_to_a_healthy_lane_and_the_broken_one_retires():

@@ -16,7 +16,7 @@ pytest.importorskip("torch", reason="the ModelNew runner needs torch")
 from kreward.kernelbench import folders, import_problem  # noqa: E402
 from kreward.kernelbench.processes import Processes  # noqa: E402
 from kreward.kernelbench.runner import Runner  # noqa: E402
-from kreward.kernelbench.worker_process import WorkerProcess  # noqa: E402
+from kreward.kernelbench.worker_process import WorkerDied, WorkerProcess, WorkerTimeout  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 KB = ROOT / "examples" / "kernelbench"
@@ -364,3 +364,38 @@ def test_in_flight_a_fresh_start_holds_the_gate_for_its_spawn_only(tmp_path, mon
     w, ext = p._spawn_for(HONEST, (None, None))
     assert isinstance(w, Worker) and ext is not None
     assert seen == [("spawn", True), ("ready", False)]
+
+
+@pytest.mark.parametrize("failure", [WorkerTimeout("the worker did not answer in time"),
+                                     WorkerDied("the worker exited with -9")])
+def test_a_spare_whose_ready_never_answers_is_not_the_next_candidates_outcome(relu, tmp_path, monkeypatch,
+                                                                            failure):
+    """helper-40: a spare taken with its ready unread (in "init", where it
+    starts once its candidate has ended; in flight any, since nothing waits
+    for it before a timed phase any more) whose ready never answers, or
+    which dies before the reply, ran no source (a worker takes load after
+    its ready): the candidate gets a worker of its own and is judged, the
+    spare's failure in its notes, where it was the candidate's `timeout`
+    or `crash`."""
+    send, readies = WorkerProcess.send, []
+
+    def second_ready_fails(self, obj, *a, **k):
+        if obj["op"] == "ready":
+            readies.append(self)
+            if len(readies) == 2:  # the spare started after the first candidate
+
+                def receive_ready(timeout_s):
+                    raise failure
+                self.receive_ready = receive_ready
+        return send(self, obj, *a, **k)
+    monkeypatch.setattr(WorkerProcess, "send", second_ready_fails)
+    with Runner(relu, "cpu", cache_dir=str(tmp_path / "cache"), timeout_s=60, call_timeout_s=30,
+                sandbox="init") as r:
+        first = r.evaluate(HONEST, **KW)
+        assert first["verdict"] == "pass", first
+        assert r._processes.spare is readies[1]
+        after = r.evaluate(OTHER, **KW)
+        assert after["verdict"] == "pass" and after["started_ahead"] is False, after
+        assert any("the spare worker did not start" in n and type(failure).__name__ in n
+                   for n in after["notes"]), after["notes"]
+        assert readies[1].ended is not None
