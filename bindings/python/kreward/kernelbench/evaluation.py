@@ -175,8 +175,9 @@ class Evaluation:
             base_us = self.processes.baseline_facts.get("per_call_us") if not why_no_baseline else None
             if self.processes.starts_ahead and not self.gate.freezes:
                 # (in flight the gate freezes a spare still starting with the
-                # lane's other workers: its ready goes on beside the shared
-                # steps, waited for before the baseline's phase below)
+                # lane's other workers, and waits until it is seen stopped:
+                # its ready goes on beside the shared steps, the next
+                # candidate waits for it at its start)
                 self._spare_ready(w, res)
                 phase("spare_ready")
             # in flight (gate.py): alone on the GPU for the candidate's timed
@@ -218,14 +219,11 @@ class Evaluation:
                                     "they were ended before the baseline was timed")
             if why_no_baseline is None:
                 if gated is not None:  # alone on the GPU again, for the baseline
-                    if self.processes.starts_ahead:
-                        # its own spare's ready over first (nearly always by
-                        # now): a candidate could otherwise time its verify
-                        # so that its spare's start, frozen but perhaps in a
-                        # driver call the freeze waits out, overlaps its own
-                        # baseline's timing (helper-40)
-                        self._spare_ready(None, res)
-                        phase("spare_ready")
+                    # (its own spare may still be starting: frozen with the
+                    # others, the freeze waiting until it is seen stopped,
+                    # out of any driver call: freezer.SETTLE_S; waiting for
+                    # its whole ready here cost 0.97 s a candidate, H100,
+                    # f3146c5)
                     res["gate_baseline"] = self.gate.enter_exclusive(keep=(self.processes.baseline,))
                     phase("gate_baseline")
                     _idle_or_error(res["gate_baseline"], "its baseline's timing")
@@ -278,7 +276,7 @@ class Evaluation:
         the candidate's own limit (eval_timeout_s) moves by as much."""
         t0 = time.monotonic()
         why = self.processes.spare_ready()
-        if w is not None and w.deadline is not None:
+        if w.deadline is not None:
             w.deadline += time.monotonic() - t0
         if why:
             res["notes"].append(f"no spare worker: it did not start ({why}); the next candidate's "

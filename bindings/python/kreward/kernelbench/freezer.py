@@ -39,6 +39,17 @@ STOP_WAIT_S = 0.5
 # rounds of walk-and-stop: a process that forked just before its SIGSTOP
 # has a child the next walk finds
 MAX_ROUNDS = 20
+# then how long a freeze waits, at most, for every process it signalled to
+# be seen stopped before the exclusive phase goes on: one inside a long
+# driver call (a CUDA context's creation, a large mapping: a worker still
+# starting) stops only when the call returns, and until then runs beside
+# the timed phase (helper-40: a candidate's own spare, started ahead, could
+# be made to start in its baseline's). Past it the phase goes on and says
+# how many were not seen stopped (Freezer.unsettled; the gate's facts). A
+# process that outlasted it once is not waited for again (a candidate's
+# process kept in an uninterruptible wait would otherwise cost every
+# later timed phase of the lane SETTLE_S)
+SETTLE_S = 5.0
 
 
 def descendants(root):
@@ -112,7 +123,9 @@ class Freezer:
         self._since = None
         self._by = None           # the thread that froze the others
         self._frozen_workers = []
-        self.counters = {"freezes": 0, "stopped": 0}
+        self.unsettled = 0        # processes of the last freeze not seen stopped within SETTLE_S
+        self._slow = set()        # pids that outlasted SETTLE_S once: not waited for again
+        self.counters = {"freezes": 0, "stopped": 0, "unsettled": 0}
 
     def track(self, worker):
         """A worker started by one of the lane's evaluations; stopped at once
@@ -123,8 +136,10 @@ class Freezer:
             self._workers.add(worker)
             if self._stopped is not None and threading.get_ident() != self._by:
                 pause(worker)
+                before = set(self._stopped)
                 self._stop_trees([worker])
                 self._frozen_workers.append(worker)
+                self._settle([p for p in self._stopped if p not in before])
 
     def freeze(self, keep=()):
         """Stops every process below each tracked worker's supervisor except
@@ -140,9 +155,22 @@ class Freezer:
             for w in others:
                 pause(w)
             self._stop_trees(others)
+            self.unsettled = 0
+            self._settle(list(self._stopped))
             self.counters["freezes"] += 1
             self.counters["stopped"] += len(self._stopped)
             return len(self._stopped)
+
+    def _settle(self, pids):
+        """Waits until each of pids is seen stopped (or gone), SETTLE_S at
+        most (none for one that outlasted it before); those that were not
+        are counted in unsettled."""
+        self._slow = {pid for pid in self._slow if _stat(pid)[0] is not None}  # (the gone ones' pids may return)
+        _wait_stopped([pid for pid in pids if pid not in self._slow], time.monotonic() + SETTLE_S)
+        late = [pid for pid in pids if _stat(pid)[0] not in _STOPPED]
+        self._slow.update(late)
+        self.unsettled += len(late)
+        self.counters["unsettled"] += len(late)
 
     def _stop_trees(self, workers):
         roots = [w.proc.pid for w in workers]
@@ -198,10 +226,12 @@ class Freezer:
             return time.monotonic() - self._since
 
 
+_STOPPED = (None, "T", "t", "Z", "X")  # a process's state once stopped (or gone)
+
+
 def _wait_stopped(pids, deadline):
     """Until every one of pids is seen stopped or gone (or the deadline)."""
-    while time.monotonic() < deadline and any(_stat(pid)[0] not in (None, "T", "t", "Z", "X")
-                                              for pid in pids):
+    while time.monotonic() < deadline and any(_stat(pid)[0] not in _STOPPED for pid in pids):
         time.sleep(0.0005)
 
 

@@ -155,6 +155,10 @@ class Gate:
         try:
             if self.freezer is not None:
                 facts["stopped"] = self.freezer.freeze(keep)
+                if getattr(self.freezer, "unsettled", 0):
+                    # (a process not seen stopped within SETTLE_S: said,
+                    # the idle probe below still asks the GPU)
+                    facts["not_stopped"] = self.freezer.unsettled
             if self.probe is not None:
                 note = self.probe()
                 if note:
