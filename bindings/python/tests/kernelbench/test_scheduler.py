@@ -98,13 +98,17 @@ def test_a_lane_runs_one_problem_on_and_names_the_next_candidate_ahead():
     assert lane.next_sources[:3] == [None, "pass", None]
 
 
+def _b_behind_a_running(s, a, b, first):
+    """An a taken by the lane at once, then a b waiting behind it: b's ticket."""
+    s.submit(a, first)
+    time.sleep(0.02)
+    return s.submit(b, "pass")
+
+
 def test_a_waiting_candidate_is_passed_only_by_those_submitted_within_affinity_s_after_it():
-    lane = FakeLane("cuda:0")
-    a, b = Problem("a"), Problem("b")
+    lane, a, b = FakeLane("cuda:0"), Problem("a"), Problem("b")
     with Scheduler({"cuda:0": lane}, affinity_s=0.1) as s:
-        s.submit(a, "sleep:0.15")
-        time.sleep(0.02)
-        tb = s.submit(b, "pass")
+        tb = _b_behind_a_running(s, a, b, "sleep:0.15")
         soon = s.submit(a, "sleep:0.15")  # within affinity_s of b: may pass it
         time.sleep(0.25)                  # a's keep coming, later than that
         late = [s.submit(a, "sleep:0.05") for _ in range(3)]
@@ -122,12 +126,9 @@ def test_a_stream_of_one_problem_never_starves_another_through_the_lanes_holds()
     affinity rule chained a steady stream of one problem past a waiting
     candidate of another for good. A held candidate passes the oldest only
     within affinity_s of it, like any other."""
-    lane = FakeLane("cuda:0")
-    a, b = Problem("a"), Problem("b")
+    lane, a, b = FakeLane("cuda:0"), Problem("a"), Problem("b")
     with Scheduler({"cuda:0": lane}, affinity_s=0.1) as s:
-        s.submit(a, "sleep:0.06")
-        time.sleep(0.01)
-        tb = s.submit(b, "pass")
+        tb = _b_behind_a_running(s, a, b, "sleep:0.06")
         stream = []
         for _ in range(30):  # an a every 30 ms, each taking 60: a queue of a's builds up
             stream.append(s.submit(a, "sleep:0.06"))
