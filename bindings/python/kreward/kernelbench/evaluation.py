@@ -187,6 +187,9 @@ class Evaluation:
                 res["gate"] = gated
                 phase("gate")
                 _idle_or_error(gated, "its timed batches")
+                if gated.get("not_stopped"):
+                    res["notes"].append(f"{gated['not_stopped']} process(es) of the lane's other workers "
+                                        "were not seen stopped when its timed batches began")
             schedule = self._time_candidate(w, rng, lifted, base_us, batches, calls, checks, res)
             if schedule is None:
                 return res
@@ -230,8 +233,11 @@ class Evaluation:
                 warm, n = schedule
                 # (the candidate's processes were all ended, but one that
                 # left some running gives the memo nothing: see share)
+                # (a process the freeze could not see stopped ran beside
+                # it: its samples stay out of the memo, as a stray's do)
+                disturbed = bool(ended["strays"]) or bool((res.get("gate_baseline") or {}).get("not_stopped"))
                 self._time_baseline(res, warm, batches, n, checks, rng, lifted[0],
-                                    disturbed=bool(ended["strays"]), use_memo=baseline_memo)
+                                    disturbed=disturbed, use_memo=baseline_memo)
                 phase("baseline_timed")
                 self._launch_luck(res)
             elif baseline:

@@ -45,10 +45,12 @@ MAX_ROUNDS = 20
 # starting) stops only when the call returns, and until then runs beside
 # the timed phase (helper-40: a candidate's own spare, started ahead, could
 # be made to start in its baseline's). Past it the phase goes on and says
-# how many were not seen stopped (Freezer.unsettled; the gate's facts). A
-# process that outlasted it once is not waited for again (a candidate's
-# process kept in an uninterruptible wait would otherwise cost every
-# later timed phase of the lane SETTLE_S)
+# how many were not seen stopped (Freezer.unsettled; the gate's facts).
+# Every thread of a process counts (a driver call is a thread's). A
+# worker's tree that outlasted it once is not waited for again, whatever
+# processes it makes later: a candidate that keeps processes in an
+# uninterruptible wait (a vfork's parent, its child stopped) would
+# otherwise cost every later timed phase of the lane SETTLE_S (helper-41)
 SETTLE_S = 5.0
 
 
@@ -124,7 +126,7 @@ class Freezer:
         self._by = None           # the thread that froze the others
         self._frozen_workers = []
         self.unsettled = 0        # processes of the last freeze not seen stopped within SETTLE_S
-        self._slow = set()        # pids that outlasted SETTLE_S once: not waited for again
+        self._slow = weakref.WeakSet()  # workers whose tree outlasted SETTLE_S once: not waited for again
         self.counters = {"freezes": 0, "stopped": 0, "unsettled": 0}
 
     def track(self, worker):
@@ -136,10 +138,9 @@ class Freezer:
             self._workers.add(worker)
             if self._stopped is not None and threading.get_ident() != self._by:
                 pause(worker)
-                before = set(self._stopped)
                 self._stop_trees([worker])
                 self._frozen_workers.append(worker)
-                self._settle([p for p in self._stopped if p not in before])
+                self._settle([worker])
 
     def freeze(self, keep=()):
         """Stops every process below each tracked worker's supervisor except
@@ -156,21 +157,31 @@ class Freezer:
                 pause(w)
             self._stop_trees(others)
             self.unsettled = 0
-            self._settle(list(self._stopped))
+            self._settle(others)
             self.counters["freezes"] += 1
             self.counters["stopped"] += len(self._stopped)
             return len(self._stopped)
 
-    def _settle(self, pids):
-        """Waits until each of pids is seen stopped (or gone), SETTLE_S at
-        most (none for one that outlasted it before); those that were not
-        are counted in unsettled."""
-        self._slow = {pid for pid in self._slow if _stat(pid)[0] is not None}  # (the gone ones' pids may return)
-        _wait_stopped([pid for pid in pids if pid not in self._slow], time.monotonic() + SETTLE_S)
-        late = [pid for pid in pids if _stat(pid)[0] not in _STOPPED]
-        self._slow.update(late)
-        self.unsettled += len(late)
-        self.counters["unsettled"] += len(late)
+    def _settle(self, workers):
+        """Waits until every process this freeze stopped in the workers'
+        trees is seen stopped, each of its threads (or gone), SETTLE_S at
+        most (no wait for a worker whose tree outlasted it before); the
+        processes that were not are counted in unsettled."""
+        def late(w):
+            pids = [pid for pid, _ in descendants(w.proc.pid)] + [w.proc.pid]
+            return [pid for pid in pids if pid in self._stopped and not _all_threads_stopped(pid)]
+        deadline = time.monotonic() + SETTLE_S
+        waiting = [w for w in workers if w not in self._slow]
+        while waiting and time.monotonic() < deadline:
+            waiting = [w for w in waiting if late(w)]
+            if waiting:
+                time.sleep(0.001)
+        for w in workers:
+            n = len(late(w))
+            if n:
+                self._slow.add(w)
+                self.unsettled += n
+                self.counters["unsettled"] += n
 
     def _stop_trees(self, workers):
         roots = [w.proc.pid for w in workers]
@@ -227,6 +238,25 @@ class Freezer:
 
 
 _STOPPED = (None, "T", "t", "Z", "X")  # a process's state once stopped (or gone)
+
+
+def _all_threads_stopped(pid):
+    """Whether every thread of pid is stopped (or gone): /proc/<pid>/stat
+    is the group leader's alone, which may read stopped (or a zombie, its
+    thread exited) while another thread is still in a driver call."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in _STOPPED:
+            return False
+    return True
 
 
 def _wait_stopped(pids, deadline):

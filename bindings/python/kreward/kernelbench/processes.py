@@ -458,19 +458,20 @@ class Processes:
         w.limit_until(*limit)
         try:
             try:
-                if again:
-                    w.send({"op": "launch"}, timeout_s=self.timeout_s)
-                self._send_load(w, source, class_name, ext)
                 # (read already where the evaluation before waited for it,
-                # or its fresh folder was named)
+                # or its fresh folder was named). Read before the load is
+                # sent: once the candidate's code runs in the worker it could
+                # read an unread reply off its pipe and write its own
+                # (helper-41), a failed ready among them
                 ready = w.receive_ready(self.timeout_s)
+                probe = w.request({"op": "launch"}, self.timeout_s)[0] if again and ready["ok"] else None
             except (WorkerDied, WorkerTimeout, WorkerProtocolError, OSError) as e:
-                if not ahead:
+                if not ahead or self.candidate is not w:  # (closed meanwhile: an abort stands)
                     raise
-                # a spare that died or hung before its ready's reply (no
-                # source has run in it: the worker takes load after ready)
-                # is the harness's loss, never the candidate's: in flight
-                # nothing waited for it before (the gate froze it instead)
+                # a spare that died or hung before its ready's reply, no
+                # source sent to it yet, is the harness's loss, never the
+                # candidate's: in flight nothing waited for it before (the
+                # gate froze it instead)
                 w.end()
                 w, loaded = self.start_candidate(source, class_name, limit)
                 loaded["spare_failed"] = printable(f"{type(e).__name__}: {e}")[:400]
@@ -497,9 +498,9 @@ class Processes:
             if self.sandbox == "start":
                 self._may_fall_back = False  # decided: it starts here
             launch_us = ready.get("launch_us")
-            if again:
-                probe = w.receive(self.timeout_s)[0]
+            if probe is not None:
                 launch_us = probe["launch_us"] if probe["ok"] else None
+            self._send_load(w, source, class_name, ext)
             loaded = w.receive(self.timeout_s)[0]
             loaded["no_subreaper"] = ready.get("no_subreaper")
             loaded["launch_us"] = launch_us
@@ -698,7 +699,8 @@ class Processes:
         starting during a timed phase (its own, the attribution's or the
         baseline's). None, or why there is no spare now: one that failed or
         took too long is ended (the next candidate starts a worker of its
-        own), never the candidate's outcome."""
+        own), never the candidate's outcome. In flight nothing asks: the
+        gate freezes a spare still starting (evaluation.py)."""
         w = self.spare
         if w is None:
             return None

@@ -205,8 +205,8 @@ class Worker:
         comes."""
         if self.sandbox.error:  # "start": entered before this, and failed
             raise RuntimeError(self.sandbox.error)
-        # load refuses to run a source after a failed ready (the runner
-        # sends load before it reads ready's reply)
+        # load refuses to run a source after a failed ready (a caller that
+        # sent it anyway)
         self.ready_failed = True
         self.device = req["device"]
         self.inputs.use_library(req.get("library"))  # the region's mask of host memory

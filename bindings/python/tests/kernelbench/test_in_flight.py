@@ -967,6 +967,9 @@ class _Spawned:
     def receive(self, timeout_s):
         return [{"ok": True, "launch_us": 1.0}]
 
+    def request(self, obj, timeout_s):
+        return self.receive(timeout_s)[0], b""
+
 
 def _spare_lane(tmp_path, monkeypatch, cap):
     """A lane's LaneSpares, the live fake processes, and a maker of its
@@ -976,7 +979,7 @@ def _spare_lane(tmp_path, monkeypatch, cap):
     from kreward.kernelbench.processes import Processes
 
     live = []
-    monkeypatch.setattr(Processes, "_spawn", lambda self, source=None, ext=None: _Spawned(live))
+    monkeypatch.setattr(Processes, "_spawn", lambda self, source=None, ext=None, **kw: _Spawned(live))
 
     def processes():
         return Processes(device="cpu", sandbox="init", staging="auto", cache_dir=str(tmp_path), ref_source="",
@@ -1377,26 +1380,28 @@ def test_a_candidate_gets_the_idle_slot_whose_spare_was_started_for_it(tmp_path,
 
 
 def test_a_freeze_waits_for_a_process_slow_to_stop_once_and_says_so(monkeypatch):
-    """helper-40: a process inside a long driver call (a worker still
-    starting) stops only when the call returns; the freeze waits until it
-    is seen stopped (SETTLE_S at most), so no timed phase starts beside it.
-    One that outlasts SETTLE_S is counted (the gate's facts say
-    not_stopped) and not waited for again: a process kept in an
-    uninterruptible wait does not cost every later timed phase."""
+    """helper-40/41: a process with a thread inside a long driver call (a
+    worker still starting) stops only when the call returns; the freeze
+    waits until every thread of every process it stopped is seen stopped
+    (SETTLE_S at most), so no timed phase starts beside one. A worker whose
+    tree outlasts SETTLE_S is counted (the gate's facts say not_stopped)
+    and not waited for again, whatever processes it makes later: a
+    candidate keeping processes in an uninterruptible wait does not cost
+    every later timed phase."""
     class Worker:
         ended, deadline = None, 10.0
 
     procs = [subprocess.Popen(["sh", "-c", "sleep 30 & wait"], start_new_session=True) for _ in range(2)]
     slow_until = {}
-    real_stat = freezer_mod._stat
+    real = freezer_mod._all_threads_stopped
 
-    def stat(pid):  # a process that reads as running for a while after its SIGSTOP
-        state, parent = real_stat(pid)
+    def all_stopped(pid):  # a thread that reads as running for a while after the SIGSTOP
         if pid in slow_until and time.monotonic() < slow_until[pid]:
-            return "D", parent
-        return state, parent
-    monkeypatch.setattr(freezer_mod, "_stat", stat)
-    monkeypatch.setattr(freezer_mod, "SETTLE_S", 1.0)
+            return False
+        return real(pid)
+    monkeypatch.setattr(freezer_mod, "_all_threads_stopped", all_stopped)
+    monkeypatch.setattr(freezer_mod, "SETTLE_S", 1.5)
+    workers = []  # (held here: the freezer keeps its workers weakly)
     try:
         deadline = time.monotonic() + 5
         while not all(freezer_mod.descendants(p.pid) for p in procs) and time.monotonic() < deadline:
@@ -1404,18 +1409,21 @@ def test_a_freeze_waits_for_a_process_slow_to_stop_once_and_says_so(monkeypatch)
         late, stuck = (freezer_mod.descendants(p.pid)[0][0] for p in procs)
         f = freezer_mod.Freezer()
         for p in procs:
-            w = Worker()
-            w.proc = p
-            f.track(w)
-        slow_until.update({late: time.monotonic() + 0.4, stuck: time.monotonic() + 3600})
+            workers.append(Worker())
+            workers[-1].proc = p
+            f.track(workers[-1])
+        # late: past the freeze's own STOP_WAIT_S, within SETTLE_S
+        slow_until.update({late: time.monotonic() + 0.8, stuck: time.monotonic() + 3600})
         t0 = time.monotonic()
-        f.freeze()
+        assert f.freeze() == 2
         waited = time.monotonic() - t0
-        assert 0.9 <= waited < 3.0 and f.unsettled == 1, (waited, f.unsettled)  # late waited for, stuck past SETTLE_S
+        assert 1.4 <= waited < 3.0, waited                  # waited for both: late got there, stuck did not
+        assert f.unsettled == 1 and freezer_mod._stat(late)[0] == "T"
         f.thaw()
+        slow_until[late] = time.monotonic() + 0.8            # slow again: waited for again
         t0 = time.monotonic()
         f.freeze()
-        assert time.monotonic() - t0 < 0.9 and f.unsettled == 1  # stuck not waited for again
+        assert 0.7 <= time.monotonic() - t0 < 1.4 and f.unsettled == 1  # stuck's tree not waited for
         f.thaw()
         gate = Gate(freezer=f)
         facts = gate.enter_exclusive()

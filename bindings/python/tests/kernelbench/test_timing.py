@@ -136,8 +136,10 @@ def test_batches_grow_to_the_target_within_the_memory_budget(matmul):
     src = model_as_candidate(MATMUL)
     with runner_for(imp, d, batch_ms=200.0) as runner:
         res = runner.evaluate(src, seed=1, verify_seeds=1, batches=2, checks=1)
-        # three 4 MB tensors a call; at 2-40 ms a call, 200 ms wants 5-100 calls
-        assert res["verdict"] == "pass" and res["calls"] >= 5, res
+        # three 4 MB tensors a call; at 2-60 ms a call (a busy two-core CI
+        # host: one run read 4 calls), 200 ms wants 4-100: grown past the
+        # 2 calls a batch starts from, and filling the target below
+        assert res["verdict"] == "pass" and res["calls"] >= 3, res
         assert res["calls"] * res["time_us"] >= 0.3 * 200e3, res
     with runner_for(imp, d, batch_ms=200.0, batch_bytes=3 * (12 << 20)) as runner:
         res = runner.evaluate(src, seed=1, verify_seeds=1, batches=2, checks=1)
