@@ -121,6 +121,7 @@ class Freezer:
         self._lock = threading.Lock()
         self._workers = weakref.WeakSet()
         self._stopped = None      # {pid: _Stopped} while frozen, else None
+        self._trees = {}          # while frozen: each worker's root pid -> the pids stopped in its tree
         self._kept = ()
         self._since = None
         self._by = None           # the thread that froze the others
@@ -150,6 +151,7 @@ class Freezer:
                 raise RuntimeError("already frozen")
             self._stopped, self._kept, self._since = {}, tuple(k for k in keep if k is not None), \
                 time.monotonic()
+            self._trees = {}
             self._by = threading.get_ident()
             others = [w for w in list(self._workers) if w not in self._kept and _alive(w)]
             self._frozen_workers = others
@@ -168,8 +170,7 @@ class Freezer:
         most (no wait for a worker whose tree outlasted it before); the
         processes that were not are counted in unsettled."""
         def late(w):
-            pids = [pid for pid, _ in descendants(w.proc.pid)] + [w.proc.pid]
-            return [pid for pid in pids if pid in self._stopped and not _all_threads_stopped(pid)]
+            return [pid for pid in self._trees.get(w.proc.pid, ()) if not _all_threads_stopped(pid)]
         deadline = time.monotonic() + SETTLE_S
         waiting = [w for w in workers if w not in self._slow]
         while waiting and time.monotonic() < deadline:
@@ -199,6 +200,7 @@ class Freezer:
                 except ProcessLookupError:
                     continue
                 self._stopped[root] = s
+                self._trees.setdefault(root, []).append(root)
                 s.signal(signal.SIGSTOP)
                 stopped_roots.append(root)
         # seen stopped before the walk: a fork in progress when the signal
@@ -206,20 +208,21 @@ class Freezer:
         # forks its worker within microseconds of its own start)
         _wait_stopped(stopped_roots, deadline)
         for _ in range(MAX_ROUNDS):
-            new = [(pid, parent) for root in roots for pid, parent in descendants(root)
+            new = [(pid, parent, root) for root in roots for pid, parent in descendants(root)
                    if pid not in self._stopped]
             if not new:
                 return
-            for pid, parent in new:
+            for pid, parent, root in new:
                 try:
                     s = _Stopped(pid, parent)
                 except ProcessLookupError:
                     continue
                 self._stopped[pid] = s
+                self._trees.setdefault(root, []).append(pid)
                 s.signal(signal.SIGSTOP)
             # stopped processes fork no more: wait until they are seen
             # stopped, so the next walk's list is complete
-            _wait_stopped([pid for pid, _ in new], deadline)
+            _wait_stopped([pid for pid, _, _ in new], deadline)
 
     def thaw(self):
         """Continues every process the freeze stopped; the seconds frozen

@@ -57,8 +57,8 @@ GROUP_PREFIX = "__grp__"    # Triton's file listing an entry's files, by absolut
 # Triton's host modules (triton/runtime/build.py compile_module_from_src):
 # one file in a folder named by the sha256 of its C source and platform, in
 # base32 without padding (triton/runtime/cache.py get_cache_manager)
-HOST_MODULES = frozenset(f"{name}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
-                         for name in ("cuda_utils", "__triton_launcher"))
+_EXT = sysconfig.get_config_var("EXT_SUFFIX") or ".so"  # a Python extension module's file suffix
+HOST_MODULES = frozenset(f"{name}{_EXT}" for name in ("cuda_utils", "__triton_launcher"))
 MAX_MODULE_BYTES = 4 << 20  # a launcher is ~20-60 KB
 _MODULE_ENTRY = re.compile(r"[A-Z2-7]{52}\Z")
 
@@ -190,7 +190,7 @@ MAX_REMEMBERED_BYTES = 64 << 20
 # among them, at most: every entry kept is planted in every later worker's
 # folder (~25 KB and two files each), and a candidate chooses what it reports
 MAX_LAUNCHERS = 64
-LAUNCHER = f"__triton_launcher{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
+LAUNCHER = f"__triton_launcher{_EXT}"
 _remembered, _remembered_bytes = {}, 0
 # the entries' names read and not kept (another kernel, such as the warm's
 # own: every fresh folder has it), so a folder holding nothing new is not
