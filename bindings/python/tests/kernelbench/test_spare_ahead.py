@@ -399,3 +399,26 @@ def test_a_spare_whose_ready_never_answers_is_not_the_next_candidates_outcome(re
         assert any("the spare worker did not start" in n and type(failure).__name__ in n
                    for n in after["notes"]), after["notes"]
         assert readies[1].ended is not None
+
+
+def test_a_spares_unread_ready_is_read_before_its_load_is_sent(relu, tmp_path, log):
+    """helper-41: a spare taken with its ready reply still unread (in
+    "init", where it starts once its candidate has ended and nothing waits
+    for it; in flight, where nothing waits for any) has that reply read, and
+    its launch probe's too, before the load is sent: from the load on, the
+    candidate's module code runs in that worker and could read an unread
+    reply off its pipe and write one of its own (a failed ready: the
+    sandbox's fallback)."""
+    with Runner(relu, "cpu", cache_dir=str(tmp_path / "cache"), timeout_s=60, call_timeout_s=30,
+                sandbox="init") as r:
+        assert r.evaluate(HONEST, **KW)["verdict"] == "pass"
+        spare = r._processes.spare
+        assert spare is not None and spare.ready_reply is None  # unread: nobody waited for it
+        n = len(log)
+        after = r.evaluate(OTHER, **KW)
+        assert after["verdict"] == "pass" and after["started_ahead"] is True, after
+        pid = spare.proc.pid
+        load = at(log, "send", pid, "load", n)
+        assert at(log, "receive", pid, "ready", n) < load
+        # nothing of it left unread when the candidate's code gets the worker
+        assert not [e for e in log[n:load] if e[1] == pid and e[0] == "send" and e[2] != "launch"]
