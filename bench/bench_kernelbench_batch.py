@@ -41,6 +41,7 @@ Without a GPU it says so and exits 0; `--cpu` runs the torch-only
 candidates on the CPU device (no timing credit there: a smoke test of the
 bench itself, small counts advised)."""
 import argparse
+import collections
 import asyncio
 import json
 import pathlib
@@ -193,7 +194,7 @@ def run_variant(name, options, problems, batch, reward):
     wrong = [(p, r.verdict, want, (r.message or "")[:160]) for (p, _, want, _), r in zip(batch, reports)
              if r.verdict != want]
     phases, ops, identical, profiled = {}, {}, [], set()
-    spares = {True: 0, False: 0}
+    spares, cold = {True: 0, False: 0}, collections.Counter()
     for (p, _, _, same), r in zip(batch, reports):
         for key, value in r.metrics().items():
             if key.startswith("phase_") and key.endswith("_s"):
@@ -211,6 +212,11 @@ def run_variant(name, options, problems, batch, reward):
         # spare), the rest started theirs at their turn (start_and_load)
         if "started_ahead" in result:
             spares[bool(result["started_ahead"])] += 1
+            if isinstance(result.get("ready_wait_s"), (int, float)):
+                ops.setdefault(f"(ready wait at its turn: {'ahead' if result['started_ahead'] else 'cold'})",
+                               []).append(result["ready_wait_s"])
+            if not result["started_ahead"]:
+                cold[result.get("started_cold_why") or "unsaid"] += 1
         # where verify's go spent its time (the caller's KR_PROFILE=1): each
         # problem's first report, every case's parts, the first case's profile
         prof = result.get("verify_go_profile")
@@ -246,7 +252,8 @@ def run_variant(name, options, problems, batch, reward):
             "rate": len(reports) / wall if wall > 0 else float("inf"), "wrong": wrong,
             "phases": {k: statistics.median(v) for k, v in phases.items()},
             "ops": {k: statistics.median(v) for k, v in ops.items()},
-            "identical_speedups": identical, "started_ahead": spares[True], "started_cold": spares[False]}
+            "identical_speedups": identical, "started_ahead": spares[True], "started_cold": spares[False],
+            "started_cold_why": dict(cold)}
 
 
 def parse_args(argv=None):
@@ -306,7 +313,7 @@ def main(argv=None):
         r = rows[-1]
         print(f"{name}: {r['n']} candidates in {r['wall_s']:.1f} s, {r['rate']:.2f}/s, "
               f"{r['n'] - len(r['wrong'])} right; {r['started_ahead']} found a worker started ahead, "
-              f"{r['started_cold']} started theirs", flush=True)
+              f"{r['started_cold']} started theirs ({json.dumps(r['started_cold_why'])})", flush=True)
     kb = None
     if a.kernelbench_method > 0:
         per = {p: candidates(p, a.per_problem, a.wrong_every, not a.cpu) for p in problems}

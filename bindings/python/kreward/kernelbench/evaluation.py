@@ -294,6 +294,9 @@ class Evaluation:
         # the candidate's worker was the spare (torch and CUDA up before
         # it was asked for): start_and_load is then mostly the load
         res["started_ahead"] = loaded["started_ahead"]
+        if not loaded["started_ahead"]:
+            res["started_cold_why"] = loaded.get("started_cold_why")
+        res["ready_wait_s"] = loaded.get("ready_wait_s")
         # forked from the Runner's zygote (torch imported there) or exec'd
         res["worker_start"] = loaded.get("worker_start")
         # what its ready paid for the libraries' first use (cuBLAS, cuDNN,

@@ -419,6 +419,9 @@ class Processes:
         # with a fresh folder (no source named) takes a source that has
         # none yet
         ext = spare_failed = None
+        # why this candidate's worker starts now, at its turn (None: a spare
+        # takes it): the bench counts them, so where starts go cold shows
+        cold = "no spare in its slot" if w is None else None
         if w is not None and self.sandbox == "start" and spare_source != source:
             # its ready over first (read once, kept: receive_ready): a
             # fresh folder's spare warms the library's kernels there in
@@ -436,9 +439,11 @@ class Processes:
                 w.end()
                 folders.discard(spare_ext)
                 w = None
+                cold = "its spare's ready failed" if spare_failed else "its spare was started for another source"
         if w is not None and not w.alive():
             w.end()
             w = None
+            cold = "its spare had ended"
         ahead = w is not None
         # a spare whose ready ran beside the candidate before it measured its
         # launch time against that one's work: it is measured again now,
@@ -463,7 +468,9 @@ class Processes:
                 # sent: once the candidate's code runs in the worker it could
                 # read an unread reply off its pipe and write its own
                 # (helper-41), a failed ready among them
+                t_ready = time.monotonic()
                 ready = w.receive_ready(self.timeout_s)
+                t_ready = time.monotonic() - t_ready
                 probe = w.request({"op": "launch"}, self.timeout_s)[0] if again and ready["ok"] else None
             except (WorkerDied, WorkerTimeout, WorkerProtocolError, OSError) as e:
                 if not ahead or self.candidate is not w:  # (closed meanwhile: an abort stands)
@@ -506,6 +513,8 @@ class Processes:
             loaded["launch_us"] = launch_us
             loaded["launch_overlapped"] = overlapped
             loaded["started_ahead"] = ahead
+            loaded["started_cold_why"] = cold
+            loaded["ready_wait_s"] = t_ready  # (a spare's: what its ready still took at its turn)
             loaded["worker_start"] = w.started_by
             loaded["warm_s"] = optional_number(ready.get("warm_s"))
             steps = ready.get("warm_steps_s")

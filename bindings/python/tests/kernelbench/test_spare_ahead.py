@@ -73,6 +73,7 @@ def test_the_spare_starts_once_the_candidate_loaded_and_is_ready_before_its_time
         first = r.evaluate(HONEST, **dict(KW, baseline=True))
         assert first["verdict"] == "pass", first
         assert first["started_ahead"] is False and first["worker_warm_s"] == 0.0  # (nothing to warm on the CPU)
+        assert first["started_cold_why"] == "no spare in its slot" and first["ready_wait_s"] > 0
         cand, spare = candidate_pid(log), r._processes.spare.proc.pid
         base = next(e[1] for e in log if e[2] == "load" and e[3] == "Model")
         assert len({cand, spare, base}) == 3
@@ -92,7 +93,8 @@ def test_the_spare_starts_once_the_candidate_loaded_and_is_ready_before_its_time
         n = len(log)
         second = r.evaluate(OTHER, **KW)
         assert second["verdict"] == "pass" and second["started_ahead"] is True, second
-        assert candidate_pid(log, n) == spare
+        assert candidate_pid(log, n) == spare and "started_cold_why" not in second
+        assert 0 <= second["ready_wait_s"] < first["ready_wait_s"]  # (read in the evaluation before)
         # its ready was read once, in the evaluation before; its launch time
         # measured again before its load (its ready's ran beside the first
         # candidate's verify)
