@@ -218,6 +218,37 @@ class LaneSpares:
             self.counters["refused"] += 1
         return None
 
+    def full(self):
+        """Whether every place is held (a new spare would end an idle one)."""
+        with self._lock:
+            return len(self._places) >= self.cap
+
+    def hand_over(self, taker):
+        """Gives taker (a slot's Processes with no spare) the spare of
+        another problem's idle slot that fits it (Processes.spare_fits),
+        place and all: True if one was handed over.
+
+        Why: a slot's spare is started for the next candidate of its own
+        problem, so a lane that goes on to the next problem (the scheduler
+        takes a batch problem by problem) left its K spares idle in the last
+        problem's slots and started the new problem's first K candidates
+        cold (~1.5-4 s of start_and_load each, 63 of issue 31's GRPO batch
+        of 128 on an H100 at f3146c5), while what a fresh folder's spare
+        did in its ready (CUDA, the libraries' warm-up, the library's
+        kernels and launchers in a folder no candidate wrote) is the same
+        for every problem. The same problem's idle slots are not taken
+        from: the slot choice (_idle_slot) already prefers them."""
+        with self._lock:
+            holders = [p.holder for p in self._places if p.holder is not None and p.holder is not taker]
+            runners = list(self._runners)
+        for holder in holders:
+            for runner in runners:
+                if runner.hand_over_spare(holder, taker):
+                    with self._lock:
+                        self.counters["handed_over"] += 1
+                    return True
+        return False
+
     def _give_back(self, place):
         with self._lock:
             self._places.pop(place, None)
@@ -358,6 +389,22 @@ class InFlightRunner:
         finally:
             with self._lock:
                 self._idle.insert(0, slot)  # (taken last: the idle slots with a spare go first)
+        return True
+
+    def hand_over_spare(self, processes, taker):
+        """Hands the spare of this Runner's idle slot whose workers are
+        `processes` to taker, another Runner's slot (LaneSpares.hand_over),
+        where it fits: True if it did. Under this Runner's lock, so no
+        evaluation takes that slot meanwhile; a slot in use is never
+        touched (its evaluation's thread owns its spare), nor one of this
+        Runner's own (taker is never this Runner's)."""
+        with self._lock:
+            mine = any(s.own is taker for s in self._busy.values())
+            slot = next((s for s in self._idle if s.own is processes), None)
+            if mine or slot is None or not processes.spare_fits(taker):
+                return False
+            w, folder = processes.give_spare()
+        taker.take_spare(w, folder)
         return True
 
     def evaluate(self, token, source, next_source=None, **options):

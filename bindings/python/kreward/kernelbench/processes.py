@@ -303,10 +303,7 @@ class Processes:
         w.beside = False  # whether its ready ran beside another candidate (start_spare)
         if region and self.staged and w.shared is None and w.staging is None:
             w.staging = f"host ({why})"
-        # a reply carries at most one call's outputs (a fetch): the caller
-        # never reads more than twice the largest case's inputs and outputs
-        # (a scaled case may grow a size: "odd" rounds up)
-        w.max_payload = 2 * self.max_call_bytes + (1 << 20)
+        w.max_payload = self._payload_bound()
         w.launchers_asked = self._launchers_ahead(env, source) if launchers else []  # (settled by _name_fresh)
         try:
             w.send({"op": "ready", "device": self.device, "library": library_path(),
@@ -317,6 +314,12 @@ class Processes:
             w.end()
             raise
         return w
+
+    def _payload_bound(self):
+        # a reply carries at most one call's outputs (a fetch): the caller
+        # never reads more than twice the largest case's inputs and outputs
+        # (a scaled case may grow a size: "odd" rounds up)
+        return 2 * self.max_call_bytes + (1 << 20)
 
     def _trusted_cache(self, env, source):
         """Whether a worker may load from its Triton cache in ready, before
@@ -405,6 +408,9 @@ class Processes:
         this source) and its load reply. limit: (time.monotonic() deadline,
         why) past which no reply of this worker is waited for
         (WorkerProcess.limit_until)."""
+        if self.spare is None and self.lane_spares is not None:
+            # in flight: another problem's idle slot's spare, where one fits
+            self.lane_spares.hand_over(self)
         w, self.spare = self.spare, None
         # taken, the spare is this slot's candidate worker (a lane has K at
         # most, one per evaluation in flight): its place in the cap is free;
@@ -658,6 +664,10 @@ class Processes:
             return
         place = None
         if self.lane_spares is not None:
+            # a full lane would end another problem's idle spare to start
+            # this one: that spare, where it fits, is this slot's instead
+            if self.lane_spares.full() and self.lane_spares.hand_over(self):
+                return
             place = self.lane_spares.take(self)
             if place is None:
                 return
@@ -731,6 +741,54 @@ class Processes:
         folders.discard(self.spare_folder)
         self.spare, self.spare_source, self.spare_folder = None, None, None
         _give_back_place(spare)
+
+    # ---- a spare handed to another problem's slot of the lane (in_flight.LaneSpares.hand_over)
+    def _start_spec(self):
+        """What a worker's start fixed that another slot's workers must
+        share for it to take this slot's spare."""
+        return (self.device, self.sandbox, self.cache_dir, self.inputs_from, self.staged, self.attribution,
+                self.cuda_arch, self.pch_dir, self.use_zygote, self.ipc_why)
+
+    def spare_fits(self, taker):
+        """Whether this slot's spare could be taker's (another Processes,
+        another problem's): started for no source (in the "start" sandbox a
+        fresh folder's, which no candidate has written: a source's folder
+        stays with its source; in "init" any, its folder comes at load),
+        by the same start, and with an input region and a device buffer at
+        least as large as taker's workers get. What ready did in it (CUDA,
+        the libraries' warm-up, the library's kernels and launchers in its
+        folder) is the same for every problem: the problem comes with load."""
+        w = self.spare
+        if w is None or not w.alive() or self._start_spec() != taker._start_spec():
+            return False
+        if self.sandbox == "start" and (self.spare_source is not None or not self.spare_folder):
+            return False
+        if taker.inputs_from == "caller":
+            if w.region is None or len(w.region) < taker.region_bytes:
+                return False
+            if taker.staged and w.shared is not None and \
+                    w.shared.nbytes < min(taker.staging_bytes, SHARED_BYTES):
+                return False
+        return True
+
+    def give_spare(self):
+        """This slot's spare and its fresh folder, no longer this slot's
+        (take_spare gives them to another; its lane place goes with it)."""
+        w, folder = self.spare, self.spare_folder
+        self.spare, self.spare_source, self.spare_folder = None, None, None
+        return w, folder
+
+    def take_spare(self, w, folder):
+        """Another slot's spare (give_spare), this slot's from now on: its
+        replies bounded by this problem's outputs, its launch time measured
+        again before its load (its ready ran beside other work), its place
+        in the lane's cap held for this slot."""
+        w.max_payload = self._payload_bound()
+        w.beside = True
+        place = getattr(w, "lane_place", None)
+        if place is not None:
+            place.holder = self
+        self.spare, self.spare_source, self.spare_folder = w, None, folder
 
     @property
     def starts_ahead(self):

@@ -971,33 +971,42 @@ class _Spawned:
         return self.receive(timeout_s)[0], b""
 
 
-def _spare_lane(tmp_path, monkeypatch, cap):
+def _spare_lane(tmp_path, monkeypatch, cap, region=None):
     """A lane's LaneSpares, the live fake processes, and a maker of its
-    problems' InFlightRunners (real Processes and Slots, fake workers)."""
+    problems' InFlightRunners (real Processes and Slots, fake workers).
+    region: the fake workers' input region's size (None: they have none,
+    so no slot's spare fits another's: Processes.spare_fits); a Runner
+    made with region_bytes=n asks that much of its workers."""
     pytest.importorskip("torch", reason="kreward.kernelbench.processes needs torch")
     from kreward.kernelbench.in_flight import InFlightRunner, LaneSpares
     from kreward.kernelbench.processes import Processes
 
     live = []
-    monkeypatch.setattr(Processes, "_spawn", lambda self, source=None, ext=None, **kw: _Spawned(live))
 
-    def processes():
+    def spawn(self, source=None, ext=None, **kw):
+        w = _Spawned(live)
+        w.region, w.shared = (None if region is None else bytearray(region)), None
+        return w
+    monkeypatch.setattr(Processes, "_spawn", spawn)
+
+    def processes(region_bytes):
         return Processes(device="cpu", sandbox="init", staging="auto", cache_dir=str(tmp_path), ref_source="",
-                         problem={}, inputs_from="caller", staged=False, region_bytes=0, max_call_bytes=1,
-                         spare=True, compile_baseline=False, timeout_s=5, zygote=False)
+                         problem={}, inputs_from="caller", staged=False, region_bytes=region_bytes,
+                         max_call_bytes=1, spare=True, compile_baseline=False, timeout_s=5, zygote=False)
 
     class Runner:
-        def __init__(self):
-            self._processes = processes()
+        def __init__(self, region_bytes=0):
+            self.region_bytes = region_bytes
+            self._processes = processes(region_bytes)
 
         def slot_processes(self):
-            return processes()
+            return processes(self.region_bytes)
 
         def close(self):
             self._processes.close()
 
     spares = LaneSpares(cap)
-    return spares, live, lambda: InFlightRunner(Runner(), Gate(), spares)
+    return spares, live, lambda region_bytes=0: InFlightRunner(Runner(region_bytes), Gate(), spares)
 
 
 def _alive(live):
@@ -1043,6 +1052,55 @@ def test_a_lanes_spares_stay_under_its_cap_and_go_to_the_slots_in_use(tmp_path, 
             runner._release(t)
         runner.close()
     assert spares.held() == 0 and _alive(live) == 0
+
+
+def test_another_problems_idle_spare_goes_to_a_slot_without_one_instead_of_a_new_start(tmp_path, monkeypatch):
+    """LaneSpares.hand_over: a lane going on to its next problem takes the
+    spares the last problem's idle slots hold (started for no source: the
+    problem comes with load), for a candidate with none and for a spare
+    asked for while every place is held, where they fit; a slot in use
+    keeps its own, and one whose workers get less (a smaller input region)
+    is not given to a problem that needs more."""
+    spares, live, new_runner = _spare_lane(tmp_path, monkeypatch, cap=2, region=1 << 20)
+    p, q = new_runner(), new_runner(region_bytes=1 << 20)
+    a, b = p._acquire("a"), p._acquire("b")
+    a.start_spare(ahead=True)
+    b.start_spare(ahead=True)
+    held = {a.spare, b.spare}
+    p._release("a")
+    # b is still in use: q's first candidate gets a's idle spare, no new process
+    c = q._acquire("c")
+    w, loaded = c.start_candidate("class ModelNew: pass", "ModelNew")
+    assert loaded["started_ahead"] and w in held and w.alive() and len(live) == 2
+    assert a.spare is None and b.spare is not None and spares.counters["handed_over"] == 1
+    assert spares.held() == 1  # taken by a candidate, its place given back
+    # its launch time measured again before its load (its ready ran beside other work)
+    assert loaded["launch_us"] == 1.0
+    p._release("b")
+    # a place is free: a spare asked for ahead starts, b's idle one stays b's
+    c.start_spare(ahead=True)
+    assert len(live) == 3 and b.spare is not None and spares.held() == 2
+    # every place held: the next one asked for is b's idle spare, handed over, none ended
+    d = q._acquire("d")
+    d.start_spare(ahead=True)
+    assert d.spare in held and b.spare is None and len(live) == 3 and _alive(live) == 3
+    assert spares.counters["handed_over"] == 2 and not spares.counters.get("reclaimed")
+    assert d.spare.lane_place.holder is d.own  # its place is d's now (reclaim, give back)
+    # a problem whose workers need a larger region than p's spares have takes none of them
+    q._release("c")
+    q._release("d")
+    p2 = p._acquire("a2")
+    p2.start_spare(ahead=True)  # (the lane full: one of q's idle spares)
+    assert p2.spare is not None and spares.counters["handed_over"] == 3 and len(live) == 3
+    p._release("a2")
+    big = new_runner(region_bytes=2 << 20)
+    e = big._acquire("e")
+    w, loaded = e.start_candidate("class ModelNew: pass", "ModelNew")
+    assert not loaded["started_ahead"] and p2.spare is not None and spares.counters["handed_over"] == 3
+    big._release("e")
+    for runner in (p, q, big):
+        runner.close()
+    assert _alive(live) == 0 and spares.held() == 0
 
 
 def test_no_spare_without_a_place_and_a_failed_start_gives_its_place_back(tmp_path, monkeypatch):
@@ -1148,9 +1206,10 @@ def test_a_lane_with_four_in_flight_keeps_its_workers_under_the_cap(tmp_path, mo
     else:
         assert seen["peak"] <= bound, (seen, bound)
     if max_spares is None:
-        # every slot in use that asked for a spare got one (ending idle
-        # ones), and candidates took them
-        assert counters.get("refused", 0) == 0 and counters["reclaimed"] > 0, counters
+        # every slot in use that asked for a spare got one (the other
+        # problem's idle ones handed over: LaneSpares.hand_over), and
+        # candidates took them
+        assert counters.get("refused", 0) == 0 and counters["handed_over"] > 0, counters
         assert any(r["started_ahead"] for _, r in got)
     assert not live and lane.spares.held() == 0  # every worker ended with the lane
 
