@@ -257,7 +257,7 @@ class LaneSpares:
 
 class _Place:
     """One spare's place in its lane's cap (LaneSpares.take), kept with its
-    worker (processes._give_back_place); given back once."""
+    worker (spare_workers._give_back_place); given back once."""
 
     def __init__(self, spares, holder):
         self.spares, self.holder = spares, holder

@@ -12,19 +12,16 @@
   one) and what their builds depend on besides (build_env.py: the CUDA
   architectures and the precompiled header, as the compile stage had
   them), their input region and shared device buffer (one per worker);
-- in flight, the lane's cap on spares (in_flight.LaneSpares): a slot's
-  spare starts only with a place taken there, given back once it is
-  taken by a candidate or ended;
-- ending them: close(), the baseline replaced, and the Runners past
-  KEEP_WARM ending theirs (keep_warm);
-- the baseline memo (baseline_memo.py): the baseline worker's recent
-  times, forgotten whenever that worker ends or is replaced.
-What the workers are asked once started is the evaluation's
+- ending them: close(), and the Runners past KEEP_WARM ending theirs
+  (keep_warm).
+The spare's own life (started ahead, waited for, kept under the lane's
+cap, handed to another problem's slot) is spare_workers.py's; the
+baseline's worker and its memo baseline_worker.py's: both mixins of
+Processes. What the workers are asked once started is the evaluation's
 (evaluation.py, timing.py, verification.py)."""
 import collections
 import contextlib
 import os
-import random
 import re
 import threading
 import time
@@ -35,8 +32,10 @@ import torch
 from .. import _lib
 from . import folders, triton_cache, triton_launchers
 from .baseline_memo import BaselineMemo
-from .build_env import build_env, needs_build
+from .baseline_worker import BaselineWorker
+from .build_env import build_env
 from .cuda_ipc import OUT_OF_MEMORY, new_buffer
+from .spare_workers import SpareWorkers, _give_back_place
 from .worker_process import (WorkerDied, WorkerProcess, WorkerProtocolError, WorkerTimeout, optional_number,
                              printable, worker_environment)
 from .zygote import ZygoteLost, ZygoteUnavailable, shared_zygote
@@ -96,16 +95,7 @@ def keep_warm(processes):
                 other.lock.release()
 
 
-def _give_back_place(spare):
-    """A spare taken by a candidate, or ended (its process gone): the place
-    it held in its lane's cap given back (in flight: in_flight.LaneSpares).
-    Once: a place given back again frees nothing."""
-    place = getattr(spare, "lane_place", None)
-    if place is not None:
-        place.give_back()
-
-
-class Processes:
+class Processes(SpareWorkers, BaselineWorker):
     """The workers of one Runner: the baseline's and the spare between
     evaluations, the candidate's during one. `lock` is held while an
     evaluation uses them (keep_warm leaves such workers alone).
@@ -245,12 +235,16 @@ class Processes:
         try:
             # (on the CPU, host memory: only a Runner told to stage as a
             # GPU's does gets here, to test the protocol without one)
-            return new_buffer(torch, self.device, min(self.staging_bytes, SHARED_BYTES)), None
+            return new_buffer(torch, self.device, self._shared_bytes()), None
         except Exception as e:  # noqa: BLE001 - any refusal (a driver without the calls: AttributeError)
             why = f"no shared device buffer: {type(e).__name__}: {e}"[:400]
             if getattr(e, "code", None) != OUT_OF_MEMORY:
                 self.ipc_why = why
             return None, why
+
+    def _shared_bytes(self):
+        """The size of the device buffer each of these workers gets."""
+        return min(self.staging_bytes, SHARED_BYTES)
 
     def _spawn(self, source=None, ext=None, launchers=False):
         """A worker process, told to get ready (torch, CUDA) at once. The
@@ -648,227 +642,3 @@ class Processes:
         if self.baseline is not None:
             self.end_baseline()
             self.start_baseline()
-
-    def start_spare(self, next_source=None, ahead=False):
-        """The next candidate's worker, started now: any source's in the
-        "init" sandbox (it gets its write folder at load); in the "start"
-        one next_source's where that source needs its own folder
-        (_needs_own_folder), else one with a fresh folder that the next
-        source without a folder of its own takes (a new candidate, as
-        nearly every one in training is). ahead: asked while a candidate
-        runs, after its load (only where spare_ahead is on): its ready is
-        waited for before that candidate's timed batches (spare_ready).
-        In flight, none where the lane has no place for it (lane_spares:
-        the next candidate's worker then starts at its turn)."""
-        if not self.keep_spare or self.spare is not None or (ahead and not self.spare_ahead):
-            return
-        place = None
-        if self.lane_spares is not None:
-            # a full lane would end another problem's idle spare to start
-            # this one: that spare, where it fits, is this slot's instead
-            if self.lane_spares.full() and self.lane_spares.hand_over(self):
-                return
-            place = self.lane_spares.take(self)
-            if place is None:
-                return
-        try:
-            w, source, folder = self._spawn_spare(next_source)
-        except BaseException:
-            if place is not None:
-                place.give_back()
-            raise
-        # the place goes with the process (given back where it is taken or
-        # ended): a close() from another thread frees the place of the spare
-        # it ends, never that of one still starting
-        w.beside, w.lane_place = ahead, place
-        self.spare, self.spare_source, self.spare_folder = w, source, folder
-
-    def _spawn_spare(self, next_source):
-        """A spare's worker, the source it was started for and its fresh
-        folder (start_spare says which it gets)."""
-        if self.sandbox != "start":
-            return self._spawn(), None, None
-        if next_source is not None and self._needs_own_folder(next_source):
-            return self._spawn(next_source), next_source, None
-        ext = folders.fresh_folder(self.cache_dir)
-        try:
-            return self._spawn(ext=ext, launchers=True), None, ext
-        except BaseException:
-            folders.discard(ext)
-            raise
-
-    def _needs_own_folder(self, source):
-        """Whether a "start" spare for `source` must start in the source's
-        own folder: one it has (an earlier worker's, the compile stage's
-        build: adopt gives no name in use) or one the compile stage will
-        write before its turn (a source that builds). Any other source, as
-        nearly every new candidate, takes a fresh folder's spare at its
-        turn: a folder no candidate can have written, so that spare's ready
-        warms the library's kernels (a source's folder may hold another
-        worker's modules, loaded by nothing before the isolation filter:
-        its first verify batch paid that warm, 0.6-0.9 s of verify on an
-        H100 at 5403e83)."""
-        return needs_build(source) or folders.has_folder(self.cache_dir, source)
-
-    def spare_ready(self):
-        """Waits for the spare's ready reply (kept by its handle for the
-        candidate that takes it), at most until its start's limit
-        (timeout_s from its start): the evaluation asks before its
-        candidate's first timed batch, so a spare started ahead is never
-        starting during a timed phase (its own, the attribution's or the
-        baseline's). None, or why there is no spare now: one that failed or
-        took too long is ended (the next candidate starts a worker of its
-        own), never the candidate's outcome. In flight nothing asks: the
-        gate freezes a spare still starting (evaluation.py)."""
-        w = self.spare
-        if w is None:
-            return None
-        try:
-            ready = w.receive_ready(max(w.started + self.timeout_s - time.monotonic(), 0.1))
-            why = None if ready["ok"] else f"its ready failed: {printable(ready['error'])[:400]}"
-        except (WorkerDied, WorkerTimeout, WorkerProtocolError) as e:
-            why = printable(e)[:400]
-        if why:
-            self.end_spare()
-        return why
-
-    def end_spare(self):
-        """Ends the spare and removes its fresh folder, if it has one (it ran
-        no candidate code); in flight its place goes back to the lane."""
-        spare = self.spare
-        if spare is not None:
-            spare.end()
-        folders.discard(self.spare_folder)
-        self.spare, self.spare_source, self.spare_folder = None, None, None
-        _give_back_place(spare)
-
-    # ---- a spare handed to another problem's slot of the lane (in_flight.LaneSpares.hand_over)
-    def _start_spec(self):
-        """What a worker's start fixed that another slot's workers must
-        share for it to take this slot's spare."""
-        return (self.device, self.sandbox, self.cache_dir, self.inputs_from, self.staged, self.attribution,
-                self.cuda_arch, self.pch_dir, self.use_zygote, self.ipc_why)
-
-    def spare_fits(self, taker):
-        """Whether this slot's spare could be taker's (another Processes,
-        another problem's): started for no source (in the "start" sandbox a
-        fresh folder's, which no candidate has written: a source's folder
-        stays with its source; in "init" any, its folder comes at load),
-        by the same start, and with an input region and a device buffer at
-        least as large as taker's workers get. What ready did in it (CUDA,
-        the libraries' warm-up, the library's kernels and launchers in its
-        folder) is the same for every problem: the problem comes with load."""
-        w = self.spare
-        if w is None or not w.alive() or self._start_spec() != taker._start_spec():
-            return False
-        if self.sandbox == "start" and (self.spare_source is not None or not self.spare_folder):
-            return False
-        if taker.inputs_from == "caller":
-            if w.region is None or len(w.region) < taker.region_bytes:
-                return False
-            if taker.staged and w.shared is not None and \
-                    w.shared.nbytes < min(taker.staging_bytes, SHARED_BYTES):
-                return False
-        return True
-
-    def give_spare(self):
-        """This slot's spare and its fresh folder, no longer this slot's
-        (take_spare gives them to another; its lane place goes with it)."""
-        w, folder = self.spare, self.spare_folder
-        self.spare, self.spare_source, self.spare_folder = None, None, None
-        return w, folder
-
-    def take_spare(self, w, folder):
-        """Another slot's spare (give_spare), this slot's from now on: its
-        replies bounded by this problem's outputs, its launch time measured
-        again before its load (its ready ran beside other work), its place
-        in the lane's cap held for this slot."""
-        w.max_payload = self._payload_bound()
-        w.beside = True
-        place = getattr(w, "lane_place", None)
-        if place is not None:
-            place.holder = self
-        self.spare, self.spare_source, self.spare_folder = w, None, folder
-
-    @property
-    def starts_ahead(self):
-        """Whether an evaluation starts the next candidate's worker while its
-        own candidate runs (start_spare ahead, then spare_ready)."""
-        # not in the "init" sandbox: there a spare runs unsandboxed until its
-        # own load, and beside a running candidate it could be traced or
-        # its memory read where Yama and Landlock are missing (review
-        # helper-15); it starts after the candidate's tree has ended
-        return bool(self.keep_spare and self.spare_ahead and self.sandbox != "init")
-
-    # ---- the baseline's worker
-    def start_baseline(self):
-        """The reference's worker, started (its requests sent, the replies
-        read by baseline_ready): it loads Model, builds and seals, and
-        times two small batches for a first estimate of a call."""
-        if self.baseline is not None and self.baseline.alive():
-            return
-        if self.baseline is not None:
-            self.baseline.end()
-        self._baseline_gone()  # (a worker that died: its replacement starts without its times)
-        self.baseline = w = self._spawn(self._ref_source)
-        self.baseline_facts = {"ready": False}
-        try:
-            self._send_load(w, self._ref_source, "Model")
-            w.send({"op": "build", "case": 0, "compile": self.compile_baseline})
-            w.send({"op": "seal"})
-            rng = random.Random(0)
-            for _ in range(2):
-                w.send({"op": "prepare", "case": 0, "seeds": [rng.getrandbits(62) for _ in range(2)]})
-                w.send({"op": "go", "case": 0})
-                w.send({"op": "times"})
-                w.send({"op": "drop"})
-        except WorkerDied as e:
-            self.baseline_facts["failed"] = str(e)  # said by baseline_ready
-
-    def baseline_ready(self):
-        """Waits for the baseline worker's start (before any timed batch:
-        its start must not compete with the candidate's); None, or why it
-        cannot time the baseline."""
-        if self.baseline_facts.get("ready"):
-            return None
-        w = self.baseline
-        failed = self.baseline_facts.get("failed")
-        if failed:
-            self.end_baseline()
-            return f"the reference's worker did not start: {failed}"
-        try:
-            replies = [w.receive(self.timeout_s)[0] for _ in range(w.pending)]
-        except (WorkerDied, WorkerTimeout, WorkerProtocolError) as e:
-            # the reference's worker: never the candidate's outcome
-            self.end_baseline()
-            return str(e)
-        failed = [r for r in replies if not r["ok"]]
-        if failed:
-            self.end_baseline()
-            return f"the reference does not run in a worker: {failed[0]['error']}"
-        build, seal, calibration = replies[2], replies[3], replies[-2]
-        self.baseline_facts = {"ready": True, "lifted": build["lifted"], "gpu_paths": seal["gpu_paths"],
-                               "launch_us": replies[0].get("launch_us"),
-                               "per_call_us": calibration["event_us"] / 2,
-                               "compile_seconds": optional_number(build.get("compile_seconds")),
-                               "graphs": optional_number(build.get("graphs"))}
-        return None
-
-    def note_baseline(self, **facts):
-        """What an evaluation measured of the baseline's worker, kept with it
-        for the next: its launch time with the candidate gone (launch_us),
-        its last per-call time (per_call_us: the next batches' size)."""
-        self.baseline_facts.update(facts)
-
-    def end_baseline(self):
-        if self.baseline is not None:
-            self.baseline.end()
-        self.baseline = None
-        self._baseline_gone()
-
-    def _baseline_gone(self):
-        """What was known of the baseline worker forgotten: its facts and
-        its memo."""
-        self.baseline_facts = {}
-        if self.baseline_memo is not None:
-            self.baseline_memo.clear()
