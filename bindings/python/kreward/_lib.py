@@ -409,6 +409,10 @@ _FUNCTIONS = [
     ("kr_sandbox_enter", [c_char_p, PP(c_void_p), PP(c_void_p)], c_int, status(why=2)),
     ("kr_sandbox_isolate", [PP(c_void_p), PP(c_void_p)], c_int, status(why=1)),
     ("kr_keystream_xor", [c_void_p, c_size_t, c_void_p, c_uint64, c_int], c_int, _S),
+    # sys/exchange.h: its status is the caller's to read (no exception: a
+    # timeout or an ended reply is the worker's, said by its handle)
+    ("kr_exchange_timed", [PP(c_uint64), PP(c_size_t), c_void_p, c_size_t, c_int, c_char_p, c_size_t,
+                           c_int, c_int, c_int], c_int, None),
     ("kr_evaluate_batch", [PP(c_void_p), _H, PP(Job), c_size_t], c_int, _S),
 ]
 

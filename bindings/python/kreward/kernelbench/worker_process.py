@@ -7,6 +7,7 @@ evaluation's components (processes.py, transfer.py, timing.py,
 verification.py, evaluation.py); this file only carries it."""
 import collections
 import contextlib
+import ctypes
 import fcntl
 import json
 import math
@@ -27,6 +28,10 @@ from .zygote_main import ready
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 F_SETPIPE_SZ = 1031       # fcntl: outputs of 64 MB in 1 MB reads, not 64 kB ones
 MAX_LINE = 16 << 20       # a reply's JSON line (a load error's trace, a profile's kernel list)
+# a timed request's reply line read by kr_exchange_timed (request_timed): a
+# go's commitments are ~90 bytes a call, 1024 calls at most
+EXCHANGE_ROOM = 1 << 20
+_EIO = -9  # kreward/common.h KR_EIO
 MAX_PAYLOAD = 4 << 30     # a reply's binary payload unless the request names its own bound
 MAX_DIMS = 64             # of an output's shape in a fetch's reply
 SEND_TIMEOUT_S = 60.0     # a request's write, when its sender names no timeout
@@ -205,6 +210,22 @@ def go_profile(reply):
             "top": top[:PROFILE_TEXT] if isinstance(top, str) else ""}
 
 
+_EXCHANGE = []  # [kr_exchange_timed or None], found once
+
+
+def _exchange():
+    """libkreward's kr_exchange_timed through ctypes (which lets the
+    interpreter lock go for the call), or None where this process has no
+    library loaded (request_timed then times with this thread's clock)."""
+    if not _EXCHANGE:
+        try:
+            from .. import _lib
+            _EXCHANGE.append(_lib.fn.exchange_timed)
+        except Exception:  # noqa: BLE001 - no library here: the clock of this thread
+            _EXCHANGE.append(None)
+    return _EXCHANGE[0]
+
+
 def check_reply(op, reply, max_payload, ipc_asked=False):
     """Raises WorkerProtocolError unless reply is what op's request gets
     back (REPLIES), with a payload of at most max_payload bytes; a fetch's
@@ -374,6 +395,7 @@ class WorkerProcess:
         # worker's work, the pipes, the payloads), for where a batch's
         # time goes (results' ops_s: timing.py clocks); whoever reads it resets it
         self.op_s = collections.Counter()
+        self._exchange_room = None  # (request_timed)
         if watcher is not None:
             watcher(self)
 
@@ -490,12 +512,69 @@ class WorkerProcess:
         return self.ready_reply
 
     def request(self, obj, timeout_s, max_payload=None):
+        """One request and its reply: (reply, payload)."""
         t0 = time.perf_counter()
         try:
-            self.send(obj, max_payload, timeout_s)
-            return self.receive(timeout_s)
+            return self._request(obj, timeout_s, max_payload)
         finally:
             self.op_s[obj.get("op")] += time.perf_counter() - t0
+
+    def _request(self, obj, timeout_s, max_payload):
+        self.send(obj, max_payload, timeout_s)
+        return self.receive(timeout_s)
+
+    def request_timed(self, obj, timeout_s, max_payload=None):
+        """request(), and the seconds from its first byte written to its
+        reply's line read, both clock readings taken by libkreward's
+        kr_exchange_timed with this process's interpreter lock let go: a
+        thread that wakes when a reply arrives must take that lock back
+        first, and any other thread of this process busy meanwhile (another
+        candidate's bookkeeping, the trainer's own) added up to the switch
+        interval (5 ms) to the time read after it, at random, on either side
+        of a timed batch (+5.05 ms a 2 ms round trip beside one busy thread,
+        this project's CPU machine). The reply is then read and checked as
+        every reply is (receive); where the exchange could not time it (an
+        unanswered request before it, a line longer than its room, the
+        worker's end) the time is this thread's clock, as before.
+        (reply, payload, seconds)."""
+        t0 = time.perf_counter()
+        exchange = _exchange()
+        try:
+            if exchange is None or self.pending or self._buf:
+                reply, payload = self._request(obj, timeout_s, max_payload)
+                return reply, payload, time.perf_counter() - t0
+            data = (json.dumps(obj) + "\n").encode()
+            start = time.monotonic()
+            deadline = start + timeout_s
+            capped = self.deadline is not None and self.deadline < deadline
+            if capped:
+                deadline = self.deadline
+            times, counts = (ctypes.c_uint64 * 2)(), (ctypes.c_size_t * 2)()
+            room = self._room()
+            rc = exchange(times, counts, room, len(room), self._w, data, len(data), self._r, self._ctl,
+                          max(0, math.ceil((deadline - start) * 1000)))
+            self._buf += bytes(room[:counts[1]])
+            if counts[0] < len(data):  # the request did not go whole: as send() says it
+                if rc == _EIO:
+                    raise WorkerDied(self.exit_reason())
+                raise WorkerTimeout(self.deadline_why if capped else
+                                    "the worker did not read its requests in time")
+            self._asked.append((obj["op"], max_payload, "ipc" in obj))
+            self.pending += 1
+            # (a timeout, an end, a line past the room: receive meets it and says so)
+            reply, payload = self.receive(max(deadline - time.monotonic(), 0.001) if not capped else timeout_s)
+            seconds = (times[1] - times[0]) / 1e9 if rc == 0 and times[1] >= times[0] else \
+                time.perf_counter() - t0
+            return reply, payload, seconds
+        finally:
+            self.op_s[obj.get("op")] += time.perf_counter() - t0
+
+    def _room(self):
+        """The buffer kr_exchange_timed reads a reply's first line into
+        (the line's end timed there; made once per worker)."""
+        if self._exchange_room is None:
+            self._exchange_room = (ctypes.c_char * EXCHANGE_ROOM)()
+        return self._exchange_room
 
     def alive(self):
         return self.ended is None and self.proc.poll() is None

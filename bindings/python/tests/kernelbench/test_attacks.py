@@ -910,13 +910,17 @@ def staged_relu_runner(tmp_path_factory):
 def _requests(monkeypatch):
     """Every request any worker is sent from now on, in order."""
     from kreward.kernelbench import worker_process
-    sent, real = [], worker_process.WorkerProcess.request
+    sent = []
 
-    def request(self, obj, *a, **kw):
-        sent.append(dict(obj))
-        return real(self, obj, *a, **kw)
+    def logging(real):
+        def request(self, obj, *a, **kw):
+            sent.append(dict(obj))
+            return real(self, obj, *a, **kw)
+        return request
 
-    monkeypatch.setattr(worker_process.WorkerProcess, "request", request)
+    for name in ("request", "request_timed"):
+        real = getattr(worker_process.WorkerProcess, name)
+        monkeypatch.setattr(worker_process.WorkerProcess, name, logging(real))
     return sent
 
 

@@ -219,13 +219,15 @@ def baseline_ops(monkeypatch):
             self.append([])
 
     log = Log()
-    request = WorkerProcess.request
 
-    def logged(self, obj, timeout_s, max_payload=None):
-        if log and log.processes is not None and self is log.processes.baseline:
-            log[-1].append(obj["op"])
-        return request(self, obj, timeout_s, max_payload)
-    monkeypatch.setattr(WorkerProcess, "request", logged)
+    def logging(real):
+        def logged(self, obj, timeout_s, max_payload=None):
+            if log and log.processes is not None and self is log.processes.baseline:
+                log[-1].append(obj["op"])
+            return real(self, obj, timeout_s, max_payload)
+        return logged
+    monkeypatch.setattr(WorkerProcess, "request", logging(WorkerProcess.request))
+    monkeypatch.setattr(WorkerProcess, "request_timed", logging(WorkerProcess.request_timed))
     return log
 
 

@@ -40,12 +40,16 @@ def log(monkeypatch):
     """Every request and reply of every worker, in order:
     (what, the worker's supervisor pid, op, class_name of a load)."""
     events = []
-    send, receive = WorkerProcess.send, WorkerProcess.receive
+    send, receive, timed = WorkerProcess.send, WorkerProcess.receive, WorkerProcess.request_timed
 
     def logged_send(self, obj, *a, **k):
         out = send(self, obj, *a, **k)
         events.append(("send", self.proc.pid, obj["op"], obj.get("class_name")))
         return out
+
+    def logged_timed(self, obj, *a, **k):  # (a timed batch's go: written by libkreward, not send)
+        events.append(("send", self.proc.pid, obj["op"], None))
+        return timed(self, obj, *a, **k)
 
     def logged_receive(self, *a, **k):
         op = self._asked[0][0] if self._asked else None
@@ -55,6 +59,7 @@ def log(monkeypatch):
 
     monkeypatch.setattr(WorkerProcess, "send", logged_send)
     monkeypatch.setattr(WorkerProcess, "receive", logged_receive)
+    monkeypatch.setattr(WorkerProcess, "request_timed", logged_timed)
     return events
 
 

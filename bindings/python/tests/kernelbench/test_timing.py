@@ -394,6 +394,9 @@ class _AnsweringWorker:
             return {"ok": True, "event_us": 3.0}, b""
         return {"ok": True}, b""
 
+    def request_timed(self, req, timeout_s):
+        return (*self.request(req, timeout_s), 0.001)
+
     def release_region(self):
         self.released += 1
 
@@ -434,3 +437,88 @@ def test_a_timing_alone_runs_a_batch_and_sizes_the_next(monkeypatch):
     # schedule (the baseline memo's key): 100 and 106 calls both make 112
     assert t.calls_for(100.0) == t.calls_for(94.5) == 112 == timing.on_grid(100)
     assert [timing.on_grid(n) for n in (7, 8, 9, 17, 33, 513, 1000)] == [7, 8, 10, 20, 40, 640, 1024]
+
+
+def _piped_worker(child_code):
+    """A WorkerProcess's pipes to a small child that speaks the reply protocol
+    (no supervisor, no torch): what request and request_timed use of it."""
+    import collections
+    import subprocess
+    import sys
+    from kreward.kernelbench.worker_process import WorkerProcess
+    proc = subprocess.Popen([sys.executable, "-c", child_code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    ctl_r, ctl_w = os.pipe()
+    w = WorkerProcess.__new__(WorkerProcess)
+    w.proc, w._w, w._r, w._ctl, w._ctl_w = proc, proc.stdin.fileno(), proc.stdout.fileno(), ctl_r, ctl_w
+    w._buf, w._ctl_buf, w._asked, w.pending = bytearray(), b"", collections.deque(), 0
+    w.deadline = w.deadline_why = w.exited = None
+    w.ctl_closed, w.max_payload, w.op_s, w._exchange_room = False, 1 << 20, collections.Counter(), None
+    return w
+
+
+# answers each request line after 2 ms of its own work, as a worker's times reply
+_TWO_MS = """
+import os, time
+while True:
+    line = b""
+    while not line.endswith(b"\\n"):
+        b = os.read(0, 4096)
+        if not b:
+            raise SystemExit
+        line += b
+    t = time.perf_counter()
+    while time.perf_counter() - t < 0.002:
+        pass
+    os.write(1, b'{"ok": true, "event_us": 2000.0}\\n')
+"""
+
+
+def test_a_timed_round_trip_is_not_the_other_threads_to_lengthen():
+    """A batch's time is its go's round trip. Read by this thread after its
+    reply came, it waited for the interpreter lock whenever another thread of
+    the caller was busy: +5 ms (the switch interval) on a 2 ms round trip
+    here. request_timed takes both readings in libkreward with the lock let
+    go (kr_exchange_timed): the same round trip beside a busy thread reads
+    as it does alone. Both ways are measured in this run, so the test also
+    shows the lengthening it guards against is real on this machine."""
+    import sys
+    import threading
+    w = _piped_worker(_TWO_MS)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.005)  # (CPython's default, whatever the process set)
+    stop = threading.Event()
+
+    def busy():
+        x = 0
+        while not stop.is_set():
+            x += 1
+
+    def python_clock():
+        t0 = time.perf_counter()
+        r, _ = w.request({"op": "times"}, 5)
+        assert r["ok"]
+        return (time.perf_counter() - t0) * 1e3
+
+    def library_clock():
+        r, payload, seconds = w.request_timed({"op": "times"}, 5)
+        assert r == {"ok": True, "event_us": 2000.0} and payload == b"" and not w.pending
+        return seconds * 1e3
+    try:
+        alone = statistics.median(library_clock() for _ in range(40))
+        spinner = threading.Thread(target=busy, daemon=True)
+        spinner.start()
+        try:
+            beside_python = statistics.median(python_clock() for _ in range(40))
+            beside_library = statistics.median(library_clock() for _ in range(40))
+        finally:
+            stop.set()
+            spinner.join()
+    finally:
+        sys.setswitchinterval(interval)
+        w.proc.stdin.close()
+        w.proc.wait(10)
+        os.close(w._ctl)
+        os.close(w._ctl_w)
+    assert 2.0 <= alone < 4.0, alone
+    assert beside_python > alone + 2.5, (alone, beside_python)       # the lock's wait, read by Python
+    assert beside_library < alone + 1.0, (alone, beside_library)     # and not by the library
