@@ -30,7 +30,7 @@ static int wait_for(int fd, short events, int watch_fd, uint64_t deadline)
         struct pollfd p[2] = {{.fd = fd, .events = events}, {.fd = watch_fd, .events = POLLIN}};
         int rc = poll(p, watch_fd >= 0 ? 2 : 1, left_ms > 1000000u ? 1000000 : (int)left_ms);
         if (rc < 0 && errno == EINTR)
-            continue;
+            return KR_ECANCELED; /* a signal: the caller's handlers run before it waits again */
         if (rc < 0)
             return KR_EIO;
         if (p[0].revents)
@@ -61,7 +61,7 @@ KR_API int kr_exchange_timed(uint64_t times_ns[2], size_t counts[2], void *reply
             continue;
         }
         if (n < 0 && errno == EINTR)
-            continue;
+            return KR_ECANCELED;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             int rc = wait_for(wfd, POLLOUT, watch_fd, deadline);
             if (rc != KR_OK)
@@ -77,7 +77,11 @@ KR_API int kr_exchange_timed(uint64_t times_ns[2], size_t counts[2], void *reply
         if (rc != KR_OK)
             return rc;
         ssize_t n = read(rfd, rep + counts[1], reply_cap - counts[1]);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+        if (n < 0 && errno == EINTR)
+            return KR_ECANCELED;
+        /* (another reader of the pipe took what poll saw: a non-blocking
+         * rfd waits again, under the deadline) */
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             continue;
         if (n <= 0)
             return KR_EIO;

@@ -1,6 +1,7 @@
 /* kr_exchange_timed: a request written and its reply's first line read over
  * a child's pipes, the two clock readings around the child's own work; a
- * reply that ends (EOF), a reader that is gone (EPIPE), a deadline, a watched
+ * reply that ends (EOF), a reader that is gone (EPIPE), a deadline, a signal
+ * (back to the caller at once, whose handlers must run), a watched
  * descriptor that speaks first, a reply with no newline in the room given,
  * and the arguments it refuses. */
 #include <kreward/kreward.h>
@@ -14,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -159,6 +161,37 @@ static void a_watched_descriptor_that_speaks_first_ends_the_wait(void **state)
     end_child(c);
 }
 
+static void on_alarm(int sig)
+{
+    (void)sig;
+}
+
+static void a_signal_returns_to_the_caller_at_once(void **state)
+{
+    (void)state;
+    child c = start_child(NEVER_ANSWER);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm; /* no SA_RESTART: as an interpreter's handlers */
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
+    struct itimerval in_50ms = {{0, 0}, {0, 50000}};
+    assert_int_equal(setitimer(ITIMER_REAL, &in_50ms, NULL), 0);
+    uint64_t t[2];
+    size_t n[2];
+    char reply[8];
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    assert_int_equal(kr_exchange_timed(t, n, reply, sizeof reply, c.wfd, "go\n", 3, c.rfd, -1, 5000),
+                     KR_ECANCELED);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    assert_int_equal(n[0], 3); /* the request went; what it read so far is said */
+    assert_int_equal(n[1], 0);
+    assert_true(b.tv_sec - a.tv_sec < 2); /* not the 5 s deadline */
+    signal(SIGALRM, SIG_DFL);
+    end_child(c);
+}
+
 static void refuses_what_it_cannot_use(void **state)
 {
     (void)state;
@@ -182,6 +215,7 @@ int main(void)
         cmocka_unit_test(a_line_in_pieces_is_timed_at_its_newline),
         cmocka_unit_test(an_ended_reply_a_deadline_and_no_room_say_so),
         cmocka_unit_test(a_watched_descriptor_that_speaks_first_ends_the_wait),
+        cmocka_unit_test(a_signal_returns_to_the_caller_at_once),
         cmocka_unit_test(refuses_what_it_cannot_use),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

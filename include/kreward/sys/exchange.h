@@ -35,11 +35,16 @@ extern "C" {
  * bytes read, which may go past the newline (the caller keeps them all).
  * watch_fd (-1: none) is a descriptor that ends the wait when it becomes
  * readable first (a supervisor's events): KR_ESTATE, the caller reads it.
- * KR_ETIMEOUT past timeout_ms from the call; KR_EIO when the reader of wfd
- * is gone (EPIPE: the caller ignores SIGPIPE) or rfd ends (EOF) or fails;
- * KR_ETOOBIG when reply_cap bytes hold no newline; KR_EINVAL for a NULL out
- * pointer, a NULL buffer with a size, a negative descriptor or timeout.
- * Whatever the status, counts say what was written and read. */
+ * KR_ETIMEOUT past timeout_ms from the call; KR_ECANCELED when a signal
+ * interrupted a wait, a read or a write (the caller's handlers run, then it
+ * goes on by other means); KR_EIO when the reader of wfd is gone (EPIPE: the
+ * caller ignores SIGPIPE) or rfd ends (EOF) or fails; KR_ETOOBIG when
+ * reply_cap bytes hold no newline; KR_EINVAL for a NULL out pointer, a NULL
+ * buffer with a size, a negative descriptor or timeout. Whatever the status,
+ * counts say what was written and read. The deadline holds for a
+ * non-blocking wfd and rfd (a blocking rfd that another reader of the pipe
+ * empties between the wait and the read blocks in that read; a blocking wfd
+ * blocks in its write). */
 KR_API int kr_exchange_timed(uint64_t times_ns[2], size_t counts[2], void *reply, size_t reply_cap,
                              int wfd, const void *request, size_t request_bytes, int rfd,
                              int watch_fd, int timeout_ms);

@@ -223,10 +223,11 @@ class LaneSpares:
         with self._lock:
             return len(self._places) >= self.cap
 
-    def hand_over(self, taker):
+    def hand_over(self, taker, source=None):
         """Gives taker (a slot's Processes with no spare) the spare of
-        another problem's idle slot that fits it (Processes.spare_fits),
-        place and all: True if one was handed over.
+        another problem's idle slot that fits it and the source it is for,
+        where known (Processes.spare_fits), place and all: True if one was
+        handed over.
 
         Why: a slot's spare is started for the next candidate of its own
         problem, so a lane that goes on to the next problem (the scheduler
@@ -243,7 +244,7 @@ class LaneSpares:
             runners = list(self._runners)
         for holder in holders:
             for runner in runners:
-                if runner.hand_over_spare(holder, taker):
+                if runner.hand_over_spare(holder, taker, source):
                     with self._lock:
                         self.counters["handed_over"] += 1
                     return True
@@ -391,7 +392,7 @@ class InFlightRunner:
                 self._idle.insert(0, slot)  # (taken last: the idle slots with a spare go first)
         return True
 
-    def hand_over_spare(self, processes, taker):
+    def hand_over_spare(self, processes, taker, source=None):
         """Hands the spare of this Runner's idle slot whose workers are
         `processes` to taker, another Runner's slot (LaneSpares.hand_over),
         where it fits: True if it did. Under this Runner's lock, so no
@@ -401,7 +402,7 @@ class InFlightRunner:
         with self._lock:
             mine = any(s.own is taker for s in self._busy.values())
             slot = next((s for s in self._idle if s.own is processes), None)
-            if mine or slot is None or not processes.spare_fits(taker):
+            if mine or slot is None or not processes.spare_fits(taker, source):
                 return False
             w, folder = processes.give_spare()
         taker.take_spare(w, folder)

@@ -402,9 +402,10 @@ class Processes(SpareWorkers, BaselineWorker):
         this source) and its load reply. limit: (time.monotonic() deadline,
         why) past which no reply of this worker is waited for
         (WorkerProcess.limit_until)."""
-        if self.spare is None and self.lane_spares is not None:
+        t_turn = time.monotonic()
+        if self.spare is None and self.lane_spares is not None and self.keep_spare:
             # in flight: another problem's idle slot's spare, where one fits
-            self.lane_spares.hand_over(self)
+            self.lane_spares.hand_over(self, source)
         w, self.spare = self.spare, None
         # taken, the spare is this slot's candidate worker (a lane has K at
         # most, one per evaluation in flight): its place in the cap is free;
@@ -468,9 +469,10 @@ class Processes(SpareWorkers, BaselineWorker):
                 # sent: once the candidate's code runs in the worker it could
                 # read an unread reply off its pipe and write its own
                 # (helper-41), a failed ready among them
-                t_ready = time.monotonic()
                 ready = w.receive_ready(self.timeout_s)
-                t_ready = time.monotonic() - t_ready
+                # (a fresh folder's spare was waited for at its naming, a
+                # worker started now at its start: all of it since the turn)
+                t_ready = time.monotonic() - t_turn
                 probe = w.request({"op": "launch"}, self.timeout_s)[0] if again and ready["ok"] else None
             except (WorkerDied, WorkerTimeout, WorkerProtocolError, OSError) as e:
                 if not ahead or self.candidate is not w:  # (closed meanwhile: an abort stands)
@@ -514,7 +516,7 @@ class Processes(SpareWorkers, BaselineWorker):
             loaded["launch_overlapped"] = overlapped
             loaded["started_ahead"] = ahead
             loaded["started_cold_why"] = cold
-            loaded["ready_wait_s"] = t_ready  # (a spare's: what its ready still took at its turn)
+            loaded["ready_wait_s"] = t_ready  # (its turn's wait until its worker was ready)
             loaded["worker_start"] = w.started_by
             loaded["warm_s"] = optional_number(ready.get("warm_s"))
             steps = ready.get("warm_steps_s")

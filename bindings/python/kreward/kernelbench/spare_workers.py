@@ -45,7 +45,7 @@ class SpareWorkers:
         if self.lane_spares is not None:
             # a full lane would end another problem's idle spare to start
             # this one: that spare, where it fits, is this slot's instead
-            if self.lane_spares.full() and self.lane_spares.hand_over(self):
+            if self.lane_spares.full() and self.lane_spares.hand_over(self, next_source):
                 return
             place = self.lane_spares.take(self)
             if place is None:
@@ -128,13 +128,14 @@ class SpareWorkers:
         return (self.device, self.sandbox, self.cache_dir, self.inputs_from, self.staged, self.attribution,
                 self.cuda_arch, self.pch_dir, self.use_zygote, self.ipc_why)
 
-    def spare_fits(self, taker):
+    def spare_fits(self, taker, source=None):
         """Whether this slot's spare could be taker's (another Processes,
         another problem's): started for no source (in the "start" sandbox a
         fresh folder's, which no candidate has written: a source's folder
         stays with its source; in "init" any, its folder comes at load),
         by the same start, and with an input region and a device buffer at
-        least as large as taker's workers get. What ready did in it (CUDA,
+        least as large as taker's workers get; never for a source that needs
+        a folder of its own in the "start" sandbox (_needs_own_folder). What ready did in it (CUDA,
         the libraries' warm-up, the library's kernels and launchers in its
         folder) is the same for every problem: the problem comes with load."""
         w = self.spare
@@ -142,12 +143,20 @@ class SpareWorkers:
             return False
         if self.sandbox == "start" and (self.spare_source is not None or not self.spare_folder):
             return False
+        if self.sandbox == "start" and source is not None and taker._needs_own_folder(source):
+            # (a fresh folder's spare cannot take a source with a folder of
+            # its own: it would wait for its ready, then be ended unused)
+            return False
         if taker.inputs_from == "caller":
             if w.region is None or len(w.region) < taker.region_bytes:
                 return False
-            if taker.staged and w.shared is not None and \
-                    w.shared.nbytes < taker._shared_bytes():
-                return False
+            if taker.staged:
+                # (one without a buffer, where taker's workers get one, would
+                # stage its candidate's batches through the host)
+                if w.shared is None and taker.ipc_why is None:
+                    return False
+                if w.shared is not None and w.shared.nbytes < taker._shared_bytes():
+                    return False
         return True
 
     def give_spare(self):

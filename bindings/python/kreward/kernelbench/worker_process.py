@@ -31,7 +31,6 @@ MAX_LINE = 16 << 20       # a reply's JSON line (a load error's trace, a profile
 # a timed request's reply line read by kr_exchange_timed (request_timed): a
 # go's commitments are ~90 bytes a call, 1024 calls at most
 EXCHANGE_ROOM = 1 << 20
-_EIO = -9  # kreward/common.h KR_EIO
 MAX_PAYLOAD = 4 << 30     # a reply's binary payload unless the request names its own bound
 MAX_DIMS = 64             # of an output's shape in a fetch's reply
 SEND_TIMEOUT_S = 60.0     # a request's write, when its sender names no timeout
@@ -211,6 +210,7 @@ def go_profile(reply):
 
 
 _EXCHANGE = []  # [kr_exchange_timed or None], found once
+_STATUS = {}    # the library's status codes request_timed reads ("EIO": -9, ...)
 
 
 def _exchange():
@@ -220,6 +220,8 @@ def _exchange():
     if not _EXCHANGE:
         try:
             from .. import _lib
+            from ..constants import Status
+            _STATUS.update((name, int(Status[name])) for name in ("EIO", "ESTATE", "ECANCELED"))
             _EXCHANGE.append(_lib.fn.exchange_timed)
         except Exception:  # noqa: BLE001 - no library here: the clock of this thread
             _EXCHANGE.append(None)
@@ -306,6 +308,10 @@ class WorkerProcess:
         to_w, self._w = os.pipe()
         os.set_blocking(self._w, False)  # (send: a write never waits past its deadline)
         self._r, from_w = os.pipe()
+        # (a candidate can open its end of this pipe for reading too, by
+        # /proc/self/fd, and take what a wait here saw: a blocking read would
+        # then wait past every deadline)
+        os.set_blocking(self._r, False)
         try:
             fcntl.fcntl(self._r, F_SETPIPE_SZ, 1 << 20)
         except OSError:
@@ -415,8 +421,13 @@ class WorkerProcess:
                 raise WorkerDied(self.exit_reason())
 
     def _fill(self, deadline):
-        self._wait(deadline)
-        chunk = os.read(self._r, 1 << 20)
+        while True:
+            self._wait(deadline)
+            try:
+                chunk = os.read(self._r, 1 << 20)
+                break
+            except BlockingIOError:  # another reader took what the wait saw: wait again
+                continue
         if not chunk:
             raise WorkerDied(self.exit_reason())
         self._buf += chunk
@@ -430,7 +441,10 @@ class WorkerProcess:
         view = memoryview(out)
         while have < n:
             self._wait(deadline)
-            got = os.readv(self._r, [view[have:]])
+            try:
+                got = os.readv(self._r, [view[have:]])
+            except BlockingIOError:  # (as _fill)
+                continue
             if not got:
                 raise WorkerDied(self.exit_reason())
             have += got
@@ -460,6 +474,13 @@ class WorkerProcess:
         capped = self.deadline is not None and self.deadline < deadline
         if capped:
             deadline = self.deadline
+        self._write_all(data, deadline, capped)
+        self._asked.append((obj["op"], max_payload, "ipc" in obj))
+        self.pending += 1
+
+    def _write_all(self, data, deadline, capped):
+        """data (a memoryview) written to the request pipe by deadline
+        (capped: the evaluation's limit, whose reason a timeout gives)."""
         while data:
             left = deadline - time.monotonic()
             if left <= 0 or not ready([self._w], select.POLLOUT, left):
@@ -471,8 +492,6 @@ class WorkerProcess:
                 continue
             except BrokenPipeError:
                 raise WorkerDied(self.exit_reason()) from None
-        self._asked.append((obj["op"], max_payload, "ipc" in obj))
-        self.pending += 1
 
     def limit_until(self, deadline, why):
         """No reply after `deadline` (time.monotonic()): a request that would
@@ -534,9 +553,10 @@ class WorkerProcess:
         of a timed batch (+5.05 ms a 2 ms round trip beside one busy thread,
         this project's CPU machine). The reply is then read and checked as
         every reply is (receive); where the exchange could not time it (an
-        unanswered request before it, a line longer than its room, the
-        worker's end) the time is this thread's clock, as before.
-        (reply, payload, seconds)."""
+        unanswered request or unread bytes before it, a line longer than its
+        room, a signal, a timeout, the worker's end or its supervisor's word)
+        the time is this thread's clock, as before, which only makes it
+        longer. (reply, payload, seconds)."""
         t0 = time.perf_counter()
         exchange = _exchange()
         try:
@@ -552,10 +572,15 @@ class WorkerProcess:
             times, counts = (ctypes.c_uint64 * 2)(), (ctypes.c_size_t * 2)()
             room = self._room()
             rc = exchange(times, counts, room, len(room), self._w, data, len(data), self._r, self._ctl,
-                          max(0, math.ceil((deadline - start) * 1000)))
+                          min(max(0, math.ceil((deadline - start) * 1000)), 2**31 - 1))
             self._buf += bytes(room[:counts[1]])
+            if counts[0] < len(data) and rc == _STATUS["ECANCELED"]:
+                # a signal (its handler has run by now): the rest written as
+                # send() writes, the reply read and timed as request() does
+                self._write_all(memoryview(data)[counts[0]:], deadline, capped)
+                counts[0] = len(data)
             if counts[0] < len(data):  # the request did not go whole: as send() says it
-                if rc == _EIO:
+                if rc in (_STATUS["EIO"], _STATUS["ESTATE"]):  # its reader gone, or the supervisor's word
                     raise WorkerDied(self.exit_reason())
                 raise WorkerTimeout(self.deadline_why if capped else
                                     "the worker did not read its requests in time")

@@ -1103,6 +1103,45 @@ def test_another_problems_idle_spare_goes_to_a_slot_without_one_instead_of_a_new
     assert _alive(live) == 0 and spares.held() == 0
 
 
+def test_a_spare_is_handed_over_only_where_it_can_serve(tmp_path, monkeypatch):
+    """helper-42: in the "start" sandbox a fresh folder's spare cannot take a
+    source with a folder of its own (one that builds, or was built): handed
+    to it, it was waited for and ended unused. Nor does a spare without a
+    device buffer go to a slot whose workers get one (its candidate would
+    stage through the host), nor any to a slot that keeps no spares."""
+    from kreward.kernelbench.processes import Processes
+    spares, live, new_runner = _spare_lane(tmp_path, monkeypatch, cap=2, region=1 << 20)
+    p, q = new_runner(), new_runner()
+    a = p._acquire("a")
+    a.start_spare(ahead=True)
+    p._release("a")
+    given = a.own.spare
+    c = q._acquire("c")
+    for own in (a.own, c.own):
+        own.sandbox = "start"
+    a.own.spare_folder = str(tmp_path / "fresh")
+    monkeypatch.setattr(Processes, "_needs_own_folder", lambda self, source: source == "BUILDS")
+    assert not spares.hand_over(c.own, "BUILDS") and a.own.spare is given
+    # staged workers that get a device buffer: one without is not handed over
+    for own in (a.own, c.own):
+        own.staged = True
+    assert given.shared is None and c.own.ipc_why is None
+    assert not spares.hand_over(c.own, "NEW") and a.own.spare is given
+    for own in (a.own, c.own):
+        own.ipc_why = "asked for"  # (staging "host": no device buffer for anyone)
+    # a slot that keeps no spares takes none at its start
+    c.own.keep_spare = False
+    monkeypatch.setattr(Processes, "_spawn_for", lambda self, source, limit: (_Spawned(live), None))
+    w, loaded = c.start_candidate("NEW", "ModelNew")
+    assert w is not given and a.own.spare is given and not loaded["started_ahead"]
+    c.own.keep_spare = True
+    assert spares.hand_over(c.own, "NEW") and c.own.spare is given and a.own.spare is None
+    assert c.own.spare_folder == str(tmp_path / "fresh")
+    q._release("c")
+    p.close()
+    q.close()
+
+
 def test_no_spare_without_a_place_and_a_failed_start_gives_its_place_back(tmp_path, monkeypatch):
     spares, live, new_runner = _spare_lane(tmp_path, monkeypatch, cap=0)
     r = new_runner()
