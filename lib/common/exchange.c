@@ -40,7 +40,7 @@ static int wait_for(int fd, short events, int watch_fd, uint64_t deadline)
     }
 }
 
-KR_API int kr_exchange_timed(uint64_t times_ns[2], size_t counts[2], void *reply, size_t reply_cap,
+KR_API int kr_exchange_timed(uint64_t *times_ns, size_t *counts, void *reply, size_t reply_cap,
                              int wfd, const void *request, size_t request_bytes, int rfd,
                              int watch_fd, int timeout_ms)
 {

@@ -268,6 +268,12 @@ def _judged(rc, args):
     return rc == _code("ENODEVICE") and fn.report_verdict(args[0]) == _verdict("NOT_RUN")
 
 
+def _exchanged(rc, args):
+    """kr_exchange_timed: every status but KR_EINVAL says how the exchange
+    ended (its counts say how far it got): the caller's to read."""
+    return rc != _code("EINVAL")
+
+
 # ---- functions: (name, argtypes, restype, errcheck) ----
 _H = c_void_p  # every handle is opaque
 _S = status()  # a status, no context to read the message from
@@ -409,10 +415,10 @@ _FUNCTIONS = [
     ("kr_sandbox_enter", [c_char_p, PP(c_void_p), PP(c_void_p)], c_int, status(why=2)),
     ("kr_sandbox_isolate", [PP(c_void_p), PP(c_void_p)], c_int, status(why=1)),
     ("kr_keystream_xor", [c_void_p, c_size_t, c_void_p, c_uint64, c_int], c_int, _S),
-    # sys/exchange.h: its status is the caller's to read (no exception: a
-    # timeout or an ended reply is the worker's, said by its handle)
-    ("kr_exchange_timed", [PP(c_uint64), PP(c_size_t), c_void_p, c_size_t, c_int, c_char_p, c_size_t,
-                           c_int, c_int, c_int], c_int, None),
+    # sys/exchange.h: a timeout, an ended reply, a signal... are answers the
+    # caller reads (the worker's, said by its handle); only KR_EINVAL raises
+    ("kr_exchange_timed", [PP(c_uint64), PP(c_size_t), c_void_p, c_size_t, c_int, c_void_p, c_size_t,
+                           c_int, c_int, c_int], c_int, status(outcome=_exchanged)),
     ("kr_evaluate_batch", [PP(c_void_p), _H, PP(Job), c_size_t], c_int, _S),
 ]
 

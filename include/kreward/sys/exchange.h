@@ -26,7 +26,8 @@
 extern "C" {
 #endif
 
-/* Writes request_bytes bytes of request to wfd (a non-blocking descriptor is
+/* times_ns and counts are arrays of two.
+ * Writes request_bytes bytes of request to wfd (a non-blocking descriptor is
  * waited for), then reads rfd into reply (reply_cap bytes at most) until the
  * bytes read hold a newline: the end of the reply's first line.
  * times_ns[0] is CLOCK_MONOTONIC just before the first byte was written,
@@ -45,7 +46,7 @@ extern "C" {
  * non-blocking wfd and rfd (a blocking rfd that another reader of the pipe
  * empties between the wait and the read blocks in that read; a blocking wfd
  * blocks in its write). */
-KR_API int kr_exchange_timed(uint64_t times_ns[2], size_t counts[2], void *reply, size_t reply_cap,
+KR_API int kr_exchange_timed(uint64_t *times_ns, size_t *counts, void *reply, size_t reply_cap,
                              int wfd, const void *request, size_t request_bytes, int rfd,
                              int watch_fd, int timeout_ms);
 
