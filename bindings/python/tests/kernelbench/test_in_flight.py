@@ -1222,7 +1222,7 @@ def test_a_lane_with_four_in_flight_keeps_its_workers_under_the_cap(tmp_path, mo
         # (and no spare handed between problems: a slot per problem and
         # evaluation in flight, each with its spare, as before the cap)
         from kreward.kernelbench.in_flight import LaneSpares
-        monkeypatch.setattr(LaneSpares, "hand_over", lambda self, taker: False)
+        monkeypatch.setattr(LaneSpares, "hand_over", lambda self, taker, source=None: False)
     k, problems = 4, _relu_problems(tmp_path, 2)
     lane = RunnerLane("cpu", {"cache_dir": str(tmp_path), "timeout_s": 120, "call_timeout_s": 60,
                               "sandbox": sandbox}, in_flight=k, max_spares=max_spares)
