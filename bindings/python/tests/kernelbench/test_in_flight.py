@@ -1109,8 +1109,8 @@ def test_a_spare_is_handed_over_only_where_it_can_serve(tmp_path, monkeypatch):
     to it, it was waited for and ended unused. Nor does a spare without a
     device buffer go to a slot whose workers get one (its candidate would
     stage through the host), nor any to a slot that keeps no spares."""
+    spares, live, new_runner = _spare_lane(tmp_path, monkeypatch, cap=2, region=1 << 20)  # (skips without torch)
     from kreward.kernelbench.processes import Processes
-    spares, live, new_runner = _spare_lane(tmp_path, monkeypatch, cap=2, region=1 << 20)
     p, q = new_runner(), new_runner()
     a = p._acquire("a")
     a.start_spare(ahead=True)
