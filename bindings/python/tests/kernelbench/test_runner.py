@@ -351,6 +351,45 @@ def test_a_worker_whose_ready_failed_runs_no_source():
     assert not loaded["ok"] and "did not start" in loaded["error"], loaded
 
 
+def test_a_reply_taken_by_another_reader_meets_the_deadline():
+    """A candidate can open its worker's reply pipe for reading too (by
+    /proc/self/fd) and take the bytes a wait here saw arrive. The caller's
+    read must then not wait for more: the wait is told it saw data (the
+    stolen reply) while the pipe is empty, and receive must still raise
+    WorkerTimeout at its deadline, where a blocking read would hold the
+    caller until the worker wrote again, past every deadline."""
+    import threading
+    from kreward.kernelbench.worker_process import WorkerProcess, WorkerTimeout
+    w = WorkerProcess()
+    real_wait, fooled = w._wait, []
+
+    def wait_that_saw_a_stolen_reply(deadline):
+        if not fooled:
+            fooled.append(True)
+            return
+        real_wait(deadline)
+
+    w._wait = wait_that_saw_a_stolen_reply
+    got = []
+
+    def receive():
+        try:
+            w.receive(0.5)
+        except Exception as e:  # noqa: BLE001 - what it raised is the assertion's
+            got.append(e)
+
+    t = threading.Thread(target=receive, daemon=True)
+    try:
+        t.start()
+        t.join(10)
+        held = t.is_alive()
+    finally:
+        w.end()  # (a read still blocked ends at the pipe's EOF)
+        t.join(10)
+    assert fooled and not held, "the caller's read waited past the deadline"
+    assert len(got) == 1 and isinstance(got[0], WorkerTimeout), got
+
+
 def test_a_spare_folder_is_adopted_by_a_link_that_resolves(tmp_path, monkeypatch):
     """folders.adopt links a source's name to a "start" spare's fresh folder
     with a relative link: with a relative cache_dir an absolute-looking
