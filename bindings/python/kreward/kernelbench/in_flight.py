@@ -374,6 +374,11 @@ class InFlightRunner:
         finally:
             lock.release()
 
+    def _idle_slot_of(self, processes):
+        """The idle slot whose workers are `processes`, or None (under
+        self._lock)."""
+        return next((s for s in self._idle if s.own is processes), None)
+
     def reclaim_spare(self, processes):
         """Ends the spare of this Runner's idle slot whose workers are
         `processes` (LaneSpares: its place goes to a slot in use): True if
@@ -381,7 +386,7 @@ class InFlightRunner:
         no evaluation takes it (and that spare) meanwhile; a slot in use is
         never touched here (its evaluation's thread owns its spare)."""
         with self._lock:
-            slot = next((s for s in self._idle if s.own is processes), None)
+            slot = self._idle_slot_of(processes)
             if slot is None or processes.spare is None:
                 return False
             self._idle.remove(slot)
@@ -401,7 +406,7 @@ class InFlightRunner:
         Runner's own (taker is never this Runner's)."""
         with self._lock:
             mine = any(s.own is taker for s in self._busy.values())
-            slot = next((s for s in self._idle if s.own is processes), None)
+            slot = self._idle_slot_of(processes)
             if mine or slot is None or not processes.spare_fits(taker, source):
                 return False
             w, folder = processes.give_spare()
