@@ -108,7 +108,7 @@ class Processes(SpareWorkers, BaselineWorker):
     (each worker gets an input region of region_bytes) or "worker";
     staged: whether a worker stages its inputs to its device (then it gets
     a shared device buffer where the driver allows, of staging_bytes or
-    SHARED_BYTES, the smaller; staging_bytes: the most a batch's inputs
+    shared_bytes (default SHARED_BYTES), the smaller; staging_bytes: the most a batch's inputs
     take in the region, None: region_bytes); max_call_bytes: the
     largest case's inputs and outputs (a reply's bound); spare: start the
     next candidate's worker ahead; spare_ahead: start it while the
@@ -128,10 +128,11 @@ class Processes(SpareWorkers, BaselineWorker):
     def __init__(self, *, device, sandbox, staging, cache_dir, ref_source, problem, inputs_from, staged,
                  region_bytes, max_call_bytes, spare, compile_baseline, timeout_s, cuda_arch=None,
                  pch_dir=None, baseline_memo=True, spare_ahead=True, attribution="cupti", zygote=True,
-                 staging_bytes=None):
+                 staging_bytes=None, shared_bytes=None):
         self.device, self.cache_dir, self._ref_source, self._problem = device, cache_dir, ref_source, problem
         self.inputs_from, self.staged, self.region_bytes = inputs_from, staged, region_bytes
         self.staging_bytes = region_bytes if staging_bytes is None else min(staging_bytes, region_bytes)
+        self.shared_bytes = SHARED_BYTES if shared_bytes is None else shared_bytes
         self.max_call_bytes, self.keep_spare, self.compile_baseline = max_call_bytes, spare, compile_baseline
         self.spare_ahead, self.attribution = spare_ahead, attribution
         self.timeout_s = timeout_s
@@ -244,7 +245,7 @@ class Processes(SpareWorkers, BaselineWorker):
 
     def _shared_bytes(self):
         """The size of the device buffer each of these workers gets."""
-        return min(self.staging_bytes, SHARED_BYTES)
+        return min(self.staging_bytes, self.shared_bytes)
 
     def _spawn(self, source=None, ext=None, launchers=False):
         """A worker process, told to get ready (torch, CUDA) at once. The

@@ -129,7 +129,7 @@ class Runner:
     def __init__(self, imported, device="cuda", cache_dir=None, timeout_s=600.0, call_timeout_s=60.0,
                  sandbox="auto", batch_ms=10.0, batch_bytes=None, spare=True, baseline="eager",
                  inputs=None, staging="auto", eval_timeout_s=None, cuda_arch=None, pch_dir=None,
-                 baseline_memo=True, spare_ahead=True, attribution="cupti", zygote=True):
+                 baseline_memo=True, spare_ahead=True, attribution="cupti", zygote=True, piece_bytes=None):
         """sandbox: "auto" (the default): "start" where a worker starts in
         it, else "init" from then on, said in every result's notes (CUDA
         failed to start inside the sandbox on driver 570+ until the grants
@@ -199,7 +199,13 @@ class Runner:
         skips Python's and torch's (False: each worker is a fresh Python
         that imports torch);
         results' worker_start says how the candidate's worker started
-        ("exec (why)" where the zygote could not)."""
+        ("exec (why)" where the zygote could not).
+        piece_bytes: the most of a batch's inputs handed to a GPU worker at
+        once: the size of each worker's shared device buffer (default
+        processes.SHARED_BYTES) and at least the chunk made and masked at
+        once here (transfer.STAGE_CHUNK). Larger: fewer stage requests a
+        batch (each a copy, a wait and a round trip), more device memory
+        per worker (every worker has one: baselines, candidates, spares)."""
         _check_attribution(attribution)
         if sandbox not in ("auto", "start", "init", None):
             raise ValueError(f"sandbox must be 'auto', 'start', 'init' or None, not {sandbox!r}")
@@ -261,6 +267,9 @@ class Runner:
             ref_source = f.read()
         self.batch_us = batch_ms * 1e3
         self.batch_bytes = batch_bytes or ((1 << 30) if device == "cpu" else (4 << 30))
+        if piece_bytes is not None and (type(piece_bytes) is not int or piece_bytes < (1 << 20)):
+            raise ValueError(f"piece_bytes must be an int of at least 1 MiB, not {piece_bytes!r}")
+        self.piece_bytes = piece_bytes
         self.call_bytes = _call_bytes(imported)
         self.max_call_bytes = max(_call_bytes(imported, c) for c in range(n))
         # kept: an in-flight Runner (in_flight.py) makes a candidate slot of
@@ -278,7 +287,7 @@ class Runner:
                                        self.max_call_bytes),
             max_call_bytes=self.max_call_bytes, spare=spare, compile_baseline=baseline == "compile",
             timeout_s=timeout_s, cuda_arch=cuda_arch, pch_dir=pch_dir, baseline_memo=baseline_memo,
-            spare_ahead=spare_ahead, attribution=attribution, zygote=zygote)
+            spare_ahead=spare_ahead, attribution=attribution, zygote=zygote, shared_bytes=piece_bytes)
         self._processes = Processes(**self._processes_args)
 
     def slot_processes(self):
@@ -405,7 +414,8 @@ class Runner:
         (processes: an in-flight slot's, in_flight.Slot; gate: its lane's)."""
         caller_s = collections.Counter()  # this process's own seconds per step (results' ops_s)
         transfer = Transfer(layouts=self.layouts, device=self.device, staged=self.staged,
-                            call_timeout_s=self.call_timeout_s, caller_s=caller_s)
+                            call_timeout_s=self.call_timeout_s, caller_s=caller_s,
+                            chunk_bytes=self.piece_bytes)
         timing = Timing(transfer=transfer, inputs_from=self.inputs_from, staged=self.staged,
                         call_timeout_s=self.call_timeout_s, caller_s=caller_s, batch_us=self.batch_us,
                         batch_bytes=self.batch_bytes, call_bytes=self.call_bytes)

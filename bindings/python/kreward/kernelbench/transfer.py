@@ -43,10 +43,13 @@ class Transfer:
     tensors are views of the region itself); call_timeout_s: a stage or
     fetch request's limit; caller_s: a Counter that gets this process's own
     seconds ("write_region"), beside the workers' requests (timing.py
-    clocks)."""
+    clocks); chunk_bytes: a batch's inputs are made and masked here this
+    many bytes at a time at most (STAGE_CHUNK at least: the Runner's
+    piece_bytes, so a chunk fills a worker's larger buffer)."""
 
-    def __init__(self, *, layouts, device, staged, call_timeout_s, caller_s):
+    def __init__(self, *, layouts, device, staged, call_timeout_s, caller_s, chunk_bytes=None):
         self.layouts, self.device, self.staged = layouts, device, staged
+        self.chunk_bytes = max(STAGE_CHUNK, chunk_bytes or 0)
         self.call_timeout_s, self.caller_s = call_timeout_s, caller_s
         self._staging_s = 0.0  # of a write_region's time, its stage requests'
 
@@ -65,7 +68,7 @@ class Transfer:
         if not total:  # every input empty: nothing to write (frombuffer refuses a count of 0)
             return base64.b64encode(key.raw).decode()
         # consecutive calls' spans (contiguous in the region) are made in
-        # one buffer of up to STAGE_CHUNK bytes here, then masked and handed
+        # one buffer of up to chunk_bytes here, then masked and handed
         # over at once: one mask launch and one copy a chunk, not a call
         # (16b7c39: ~5 ms a call of 1.5 MB on the H200, most of a batch's
         # overhead). The keystream is by position in the region, so a chunk
@@ -76,7 +79,7 @@ class Transfer:
         # (stage_call writes every byte of a call's span, its tensors'
         # padding as zeros: a reused stage is not cleared between chunks,
         # 2 GB of memset a batch of the 4096^2 problems)
-        stage = torch.empty(min(total, max(STAGE_CHUNK, max(e - s for s, e in spans))),
+        stage = torch.empty(min(total, max(self.chunk_bytes, max(e - s for s, e in spans))),
                             dtype=torch.uint8, device=self.device)
         lo = hi = None  # the region's bytes the stage holds
 

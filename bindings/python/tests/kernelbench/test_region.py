@@ -710,3 +710,64 @@ def test_the_gpu_unmasks_with_the_hosts_stream_in_about_one_pass():
     # 5.3x a copy on the H200 (479fce0): the unmasking inside both clocks
     # squashed memory-bound speedups
     assert times["chacha8 (triton)"] < 2 * times["copy"], times
+
+
+FOUR_MB_RELU = """
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(1024, 1024)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+_STAGE_REQUESTS = {}  # piece size -> stage requests of its evaluation (the test below)
+
+
+@pytest.mark.parametrize("piece", [None, 1 << 20], ids=["default", "one_mib"])
+def test_the_piece_size_sizes_the_workers_buffers_and_the_stage_requests(tmp_path, monkeypatch, piece):
+    """Runner(piece_bytes=): each worker's shared buffer is that size, and a
+    batch's inputs reach a staged worker in pieces of it (4 MiB calls in
+    1 MiB pieces: at least four stage requests a call; by default a chunk
+    of calls goes in one), the verdict unchanged. The workers stage as a
+    GPU's do on the CPU (the buffer is host memory there)."""
+    from kreward.kernelbench import transfer
+    (tmp_path / "p.py").write_text(FOUR_MB_RELU)
+    pieces = []
+    real_stage = transfer.Transfer._stage
+    monkeypatch.setattr(transfer.Transfer, "_stage",
+                        lambda self, w, req: (pieces.append(req["n"]), real_stage(self, w, req))[1])
+    with Runner(import_problem(str(tmp_path / "p.py")), "cpu", cache_dir=str(tmp_path / "ext"),
+                timeout_s=120, call_timeout_s=30, spare=False, piece_bytes=piece) as runner:
+        runner.staged = True
+        res = runner.evaluate(FOUR_MB_RELU.replace("class Model(", "class ModelNew("), seed=3, batches=2,
+                              checks=1)
+        sizes = {w.shared.nbytes for w in (runner._processes.baseline, runner._processes.candidate)
+                 if w is not None and w.shared is not None}
+    assert res["verdict"] == "pass", res
+    assert res["staging"]["candidate"] == "ipc", res["staging"]
+    if piece:
+        assert sizes == {1 << 20}, sizes
+        assert max(pieces) == 1 << 20 and len(pieces) >= 4 * 2 * 2, len(pieces)
+    else:
+        assert sizes and min(sizes) > 1 << 20, sizes
+        assert max(pieces) > 1 << 20, pieces
+    _STAGE_REQUESTS[piece] = len(pieces)
+    if len(_STAGE_REQUESTS) == 2:  # (both sizes ran: the smaller pieces are more requests)
+        assert _STAGE_REQUESTS[1 << 20] > 2 * _STAGE_REQUESTS[None], _STAGE_REQUESTS
+
+
+def test_a_piece_smaller_than_a_mib_is_refused(tmp_path):
+    (tmp_path / "p.py").write_text(FOUR_MB_RELU)
+    with pytest.raises(ValueError, match="piece_bytes"):
+        Runner(import_problem(str(tmp_path / "p.py")), "cpu", cache_dir=str(tmp_path / "ext"),
+               piece_bytes=4096)
