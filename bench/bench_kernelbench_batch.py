@@ -194,7 +194,7 @@ def run_variant(name, options, problems, batch, reward):
     wrong = [(p, r.verdict, want, (r.message or "")[:160]) for (p, _, want, _), r in zip(batch, reports)
              if r.verdict != want]
     phases, ops, identical, profiled = {}, {}, [], set()
-    spares, cold = {True: 0, False: 0}, collections.Counter()
+    spares, cold, memo_use = {True: 0, False: 0}, collections.Counter(), collections.Counter()
     for (p, _, _, same), r in zip(batch, reports):
         for key, value in r.metrics().items():
             if key.startswith("phase_") and key.endswith("_s"):
@@ -205,6 +205,12 @@ def run_variant(name, options, problems, batch, reward):
         for side, steps in (result.get("ops_s") or {}).items():
             for op, seconds in steps.items():
                 ops.setdefault(f"{side}.{op}", []).append(seconds)
+        # whether the baseline's memo stood in for most of its batches
+        # (used), its fresh batches disagreed, or there was none to hold
+        # them against (full: the schedule timed whole)
+        memo = result.get("baseline_memo")
+        if isinstance(memo, dict):
+            memo_use["used" if memo.get("used") else "disagreed" if memo.get("compared") else "full"] += 1
         for key in ("calls", "batches"):
             if isinstance(result.get(key), (int, float)):
                 ops.setdefault(f"({key})", []).append(result[key])
@@ -253,7 +259,7 @@ def run_variant(name, options, problems, batch, reward):
             "phases": {k: statistics.median(v) for k, v in phases.items()},
             "ops": {k: statistics.median(v) for k, v in ops.items()},
             "identical_speedups": identical, "started_ahead": spares[True], "started_cold": spares[False],
-            "started_cold_why": dict(cold)}
+            "started_cold_why": dict(cold), "baseline_memo": dict(memo_use)}
 
 
 def parse_args(argv=None):
@@ -313,7 +319,8 @@ def main(argv=None):
         r = rows[-1]
         print(f"{name}: {r['n']} candidates in {r['wall_s']:.1f} s, {r['rate']:.2f}/s, "
               f"{r['n'] - len(r['wrong'])} right; {r['started_ahead']} found a worker started ahead, "
-              f"{r['started_cold']} started theirs ({json.dumps(r['started_cold_why'])})", flush=True)
+              f"{r['started_cold']} started theirs ({json.dumps(r['started_cold_why'])}); "
+              f"baseline memo {json.dumps(r['baseline_memo'])}", flush=True)
     kb = None
     if a.kernelbench_method > 0:
         per = {p: candidates(p, a.per_problem, a.wrong_every, not a.cpu) for p in problems}
