@@ -712,22 +712,7 @@ def test_the_gpu_unmasks_with_the_hosts_stream_in_about_one_pass():
     assert times["chacha8 (triton)"] < 2 * times["copy"], times
 
 
-FOUR_MB_RELU = """
-import torch
-
-
-class Model(torch.nn.Module):
-    def forward(self, x):
-        return torch.relu(x)
-
-
-def get_inputs():
-    return [torch.randn(1024, 1024)]
-
-
-def get_init_inputs():
-    return []
-"""
+FOUR_MB_RELU = TINY_RELU.replace("torch.randn(64, 256)", "torch.randn(1024, 1024)")
 
 
 _STAGE_REQUESTS = {}  # piece size -> stage requests of its evaluation (the test below)
