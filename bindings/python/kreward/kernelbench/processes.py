@@ -46,11 +46,17 @@ KEEP_WARM = 8             # Runners whose workers stay between evaluations (the 
 # inputs are: staging_bytes): one per worker, on the caller's GPU. A piece
 # costs a copy, a wait and a request: at 32 MiB a 2 GiB batch was 64 of
 # them, and `stage` took as long as write_region (0.13 s a side of a
-# 4096^2 relu's timed phase, 9d75b9e on an H100); 128 MiB is 16. Workers
-# kept: KEEP_WARM Runners' three (3 GiB at most); with K in flight a lane's
-# Runners' baselines, K candidate workers and at most its max_spares spares
-# (in_flight.LaneSpares: 16 workers, 2 GiB, at K = 4 and the defaults)
-SHARED_BYTES = 128 << 20
+# 4096^2 relu's timed phase, 9d75b9e on an H100); at 128 MiB 16, and a
+# side's stage 0.044 s against 0.018 at 512 MiB (4), its write_region 0.053
+# against 0.034 (the chunk as large: fewer mask launches), the GRPO batch
+# 1.18 against 1.47 candidates/s (0c05482, H100; docs/results.md). Workers
+# kept: KEEP_WARM Runners' three (12 GiB at most, only where a problem's
+# batches are that large); with K in flight a lane's Runners' baselines, K
+# candidate workers and at most its max_spares spares (in_flight.LaneSpares:
+# 16 workers, 8 GiB, at K = 4 and the defaults). A worker whose buffer the
+# device refuses (out of memory) stages through the host region instead:
+# slower, never wrong. Runner(piece_bytes=) sets it per Runner.
+SHARED_BYTES = 512 << 20
 
 
 def library_path():
