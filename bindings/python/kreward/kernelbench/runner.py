@@ -415,7 +415,7 @@ class Runner:
         caller_s = collections.Counter()  # this process's own seconds per step (results' ops_s)
         transfer = Transfer(layouts=self.layouts, device=self.device, staged=self.staged,
                             call_timeout_s=self.call_timeout_s, caller_s=caller_s,
-                            chunk_bytes=self.piece_bytes)
+                            chunk_bytes=self._processes.shared_bytes)  # (a chunk fills a buffer)
         timing = Timing(transfer=transfer, inputs_from=self.inputs_from, staged=self.staged,
                         call_timeout_s=self.call_timeout_s, caller_s=caller_s, batch_us=self.batch_us,
                         batch_bytes=self.batch_bytes, call_bytes=self.call_bytes)
