@@ -80,7 +80,7 @@ NO_LANE_MESSAGE = "no GPU lane can evaluate ModelNew candidates"
 
 class Job:
     __slots__ = ("ticket", "problem", "source", "options", "submitted", "attempts", "failed_on",
-                 "held_by", "started", "lane", "result", "done", "on_done", "shared", "alone")
+                 "held_by", "held_for", "started", "lane", "result", "done", "on_done", "shared", "alone")
 
     def __init__(self, ticket, problem, source, options, on_done):
         self.ticket, self.problem, self.source, self.options = ticket, problem, source, options
@@ -88,6 +88,9 @@ class Job:
         self.attempts = 0
         self.failed_on = set()   # lanes that failed it for the environment's reasons
         self.held_by = None      # the lane whose spare was started for it
+        # in flight: the lane's thread that named it to its evaluation as the
+        # next source (its spare was started for it), which takes it next
+        self.held_for = None
         self.started = None
         self.lane = None
         self.result = None
@@ -270,9 +273,16 @@ class Scheduler:
             # a preparation ahead included (a worker's start beside it)
             return None if self._on_lane[name] or self._ahead_running[name] else waiting
         last = self._last_problem.get(name)
-        oldest = same = held = None
+        oldest = same = held = others = None
+        me = threading.get_ident()
         for job in self._queue:
             if job.held_by not in (None, name) or name in job.failed_on:
+                continue
+            if job.held_for not in (None, me):
+                # named as the next source by another of this lane's threads:
+                # if this thread took it, that one's spare (started for it, or
+                # in its folder once it had one) would serve nothing
+                others = others or job
                 continue
             if oldest is None:
                 oldest = job
@@ -296,7 +306,12 @@ class Scheduler:
             if job is not None and (job is oldest or job.submitted - oldest.submitted < self.affinity_s):
                 return job
         if held is not None:
-            held.held_by = None  # passed over: any lane may take it
+            held.held_by = held.held_for = None  # passed over: any lane may take it
+        if oldest is None and others is not None:
+            # nothing else for this thread (a batch's last jobs): the other
+            # thread's guess gives way rather than this thread idle
+            others.held_for = None
+            return others
         return oldest
 
     def _alone_waiting(self, name):
@@ -311,6 +326,8 @@ class Scheduler:
             if other.problem.key == job.problem.key and other.held_by is None and \
                     name not in other.failed_on:
                 other.held_by = name
+                if self.in_flight > 1:
+                    other.held_for = threading.get_ident()
                 return other
         return None
 
@@ -327,7 +344,7 @@ class Scheduler:
                     self._cond.wait(0.5)
                 self._queue.remove(job)
                 nxt = None if job.alone else self._next_same_problem(name, job)
-                job.held_by, job.lane, job.started = name, name, time.monotonic()
+                job.held_by, job.held_for, job.lane, job.started = name, None, name, time.monotonic()
                 job.attempts += 1
                 self._last_problem[name] = job.problem.key
                 running = self._on_lane[name]
@@ -435,7 +452,7 @@ class Scheduler:
             if (job.shared and not job.alone and name not in self._retired
                     and job.ticket not in self._interrupted and _needs_alone(result)):
                 # once, on this lane, with nothing beside it: what it gets there stands
-                job.alone, job.lane, job.held_by = True, None, name
+                job.alone, job.lane, job.held_by, job.held_for = True, None, name, None
                 self._queue.appendleft(job)
                 self.counters["alone_reruns"] += 1
                 self._cond.notify_all()
@@ -459,7 +476,7 @@ class Scheduler:
                                        f"({healthy})")
                 finish = job.attempts >= self.max_attempts or not self._can_run(job)
                 if not finish:
-                    job.held_by = None
+                    job.held_by = job.held_for = None
                     self._queue.appendleft(job)
                     self.counters["retries"] += 1
                     self._cond.notify_all()
@@ -492,7 +509,7 @@ class Scheduler:
                               if j.lane == name and not j.done.is_set()}
         for job in self._queue:
             if job.held_by == name:
-                job.held_by = None
+                job.held_by = job.held_for = None
         threading.Thread(target=self._close_lane, args=(name,), daemon=True).start()
         if not self._live_lanes():
             orphans = list(self._queue)
