@@ -63,6 +63,7 @@ import collections
 import contextlib
 import json
 import os
+import numbers
 
 import torch
 
@@ -267,9 +268,10 @@ class Runner:
             ref_source = f.read()
         self.batch_us = batch_ms * 1e3
         self.batch_bytes = batch_bytes or ((1 << 30) if device == "cpu" else (4 << 30))
-        if piece_bytes is not None and (type(piece_bytes) is not int or piece_bytes < (1 << 20)):
-            raise ValueError(f"piece_bytes must be an int of at least 1 MiB, not {piece_bytes!r}")
-        self.piece_bytes = piece_bytes
+        if piece_bytes is not None and (not isinstance(piece_bytes, numbers.Integral) or isinstance(piece_bytes, bool)
+                                        or piece_bytes < (1 << 20)):
+            raise ValueError(f"piece_bytes must be an integer of at least 1 MiB, not {piece_bytes!r}")
+        self.piece_bytes = None if piece_bytes is None else int(piece_bytes)
         self.call_bytes = _call_bytes(imported)
         self.max_call_bytes = max(_call_bytes(imported, c) for c in range(n))
         # kept: an in-flight Runner (in_flight.py) makes a candidate slot of
@@ -287,7 +289,7 @@ class Runner:
                                        self.max_call_bytes),
             max_call_bytes=self.max_call_bytes, spare=spare, compile_baseline=baseline == "compile",
             timeout_s=timeout_s, cuda_arch=cuda_arch, pch_dir=pch_dir, baseline_memo=baseline_memo,
-            spare_ahead=spare_ahead, attribution=attribution, zygote=zygote, shared_bytes=piece_bytes)
+            spare_ahead=spare_ahead, attribution=attribution, zygote=zygote, shared_bytes=self.piece_bytes)
         self._processes = Processes(**self._processes_args)
 
     def slot_processes(self):

@@ -302,14 +302,20 @@ class Scheduler:
         # lane (named ahead to its Runner) keeps to the same rule: each take
         # holds the next of its problem, so a hold that passed the rule
         # would chain one problem's stream past every other job for good
+        # (a job held for another thread counts as the oldest here too)
+        first = others if others is not None and (oldest is None or others.submitted < oldest.submitted) \
+            else oldest
         for job in (held, same):
-            if job is not None and (job is oldest or job.submitted - oldest.submitted < self.affinity_s):
+            if job is not None and (job is first or job.submitted - first.submitted < self.affinity_s):
                 return job
         if held is not None:
             held.held_by = held.held_for = None  # passed over: any lane may take it
-        if oldest is None and others is not None:
-            # nothing else for this thread (a batch's last jobs): the other
-            # thread's guess gives way rather than this thread idle
+        if others is not None and (oldest is None or oldest.submitted - others.submitted >= self.affinity_s):
+            # the other thread's guess gives way: when nothing else is
+            # queued for this thread (a batch's last jobs), and when it was
+            # submitted affinity_s or more before what this thread would
+            # take (its namer busy with a long evaluation: the rule above,
+            # as for a job held for a lane)
             others.held_for = None
             return others
         return oldest

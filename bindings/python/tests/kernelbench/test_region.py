@@ -751,8 +751,12 @@ def test_the_piece_size_sizes_the_workers_buffers_and_the_stage_requests(tmp_pat
         assert _STAGE_REQUESTS[1 << 20] > 2 * _STAGE_REQUESTS[None], _STAGE_REQUESTS
 
 
-def test_a_piece_smaller_than_a_mib_is_refused(tmp_path):
+def test_a_piece_smaller_than_a_mib_or_not_an_integer_is_refused(tmp_path):
+    import numpy as np
     (tmp_path / "p.py").write_text(FOUR_MB_RELU)
-    with pytest.raises(ValueError, match="piece_bytes"):
-        Runner(import_problem(str(tmp_path / "p.py")), "cpu", cache_dir=str(tmp_path / "ext"),
-               piece_bytes=4096)
+    imp = import_problem(str(tmp_path / "p.py"))
+    for bad in (4096, True, 1.5e9, "512M"):
+        with pytest.raises(ValueError, match="piece_bytes"):
+            Runner(imp, "cpu", cache_dir=str(tmp_path / "ext"), piece_bytes=bad)
+    with Runner(imp, "cpu", cache_dir=str(tmp_path / "ext"), piece_bytes=np.int64(2 << 20)) as r:
+        assert r.piece_bytes == 2 << 20 and type(r.piece_bytes) is int

@@ -286,3 +286,45 @@ def test_in_flight_the_next_source_named_goes_to_the_thread_that_named_it(seed):
     elsewhere = [src for src, t in lane.named.items() if lane.by[src] != t]
     assert len(elsewhere) <= 2, elsewhere
 
+
+
+def test_a_candidate_held_for_a_busy_thread_is_passed_only_within_affinity_s():
+    """The hold for a thread keeps the affinity rule: while the thread that
+    named a candidate runs a long evaluation, the lane's other thread takes
+    that candidate once later work was submitted affinity_s or more after
+    it, instead of passing it for as long as the namer is busy (helper-43:
+    63rd of 84 in a stream of later jobs, without this rule)."""
+    lane = ThreadNamingLane("cuda:0")
+    gates, slow, order = threading.Event(), threading.Event(), []
+
+    def evaluate(problem, source, next_source=None, options=None, token=None):
+        order.append(source)
+        if source == "gate":  # both threads busy while the jobs below are queued
+            gates.wait(5)
+        if source == "slow":
+            slow.set()
+            time.sleep(1.0)
+        if source == "filler":
+            time.sleep(0.3)
+        return ThreadNamingLane.evaluate(lane, problem, source, next_source, options, token)
+
+    lane.evaluate = evaluate
+    p, q, g = Problem("p"), Problem("q"), Problem("g")
+    with Scheduler({"cuda:0": lane}, in_flight=2, affinity_s=0.1, prepare_ahead=False) as s:
+        s.submit(g, "gate")
+        s.submit(g, "gate")
+        while order.count("gate") < 2:
+            time.sleep(0.005)
+        s.submit(p, "slow")    # one thread takes it and holds "held" for itself
+        held = s.submit(p, "held")
+        s.submit(q, "filler")  # the other takes this meanwhile
+        gates.set()
+        assert slow.wait(5)
+        stop = time.monotonic() + 1.2
+        while time.monotonic() < stop:  # a stream of later work
+            s.submit(q, "later")
+            time.sleep(0.02)
+        assert s.wait(held, 10)["verdict"] == "pass"
+    # passed only by the later jobs submitted within affinity_s of it (~5 at
+    # one every 20 ms), never by the whole second of the stream (~50)
+    assert order.index("held") <= 15, order[:20]
