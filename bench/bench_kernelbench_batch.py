@@ -262,6 +262,37 @@ def run_variant(name, options, problems, batch, reward):
             "started_cold_why": dict(cold), "baseline_memo": dict(memo_use)}
 
 
+TINY = """import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.{op}(x)
+
+
+def get_inputs():
+    return [torch.randn(64, 256)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def tiny_problems(n):
+    """n tiny elementwise problems in a temporary folder (absolute paths:
+    KB / path is the path itself); their candidates are their Models."""
+    import tempfile
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="kb-tiny-"))
+    ops = ["relu", "sigmoid", "tanh", "abs", "exp", "neg", "sin", "cos"]
+    out = []
+    for i in range(n):
+        path = folder / f"tiny_{i}_{ops[i % len(ops)]}.py"
+        path.write_text(TINY.format(op=ops[i % len(ops)]))
+        out.append(str(path))
+    return out
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--problems", type=int, default=8, help="how many problems of the list (default 8)")
@@ -278,6 +309,10 @@ def parse_args(argv=None):
     p.add_argument("--kernelbench-method", type=int, default=0, metavar="N",
                    help="also run KernelBench's own method on N fresh candidates of the batch, one "
                         "after another, and print each variant's rate against it")
+    p.add_argument("--tiny", type=int, default=0, metavar="N",
+                   help="N tiny problems (64 x 256 elementwise, written to a temporary folder) instead "
+                        "of the bundled ones: the scheduling and the spares' hand-offs measured where "
+                        "the candidates' own work is nothing (with --cpu: on this machine)")
     p.add_argument("--json", help="write the variants' results to this file")
     return p.parse_args(argv)
 
@@ -298,7 +333,9 @@ def main(argv=None):
         name, _, js = v.partition("=")
         variants.append((name, json.loads(js or "{}")))
     problems = PROBLEMS[:a.problems]
-    if a.only:
+    if a.tiny > 0:
+        problems = tiny_problems(a.tiny)
+    elif a.only:
         stems = [x.strip() for x in a.only.split(",") if x.strip()]
         problems = [p for p in PROBLEMS if pathlib.Path(p).stem in stems]
         if len(problems) != len(stems):
