@@ -62,8 +62,8 @@ verdict `denied`, and a layer the kernel lacks is said in the notes."""
 import collections
 import contextlib
 import json
-import os
 import numbers
+import os
 
 import torch
 
@@ -268,8 +268,8 @@ class Runner:
             ref_source = f.read()
         self.batch_us = batch_ms * 1e3
         self.batch_bytes = batch_bytes or ((1 << 30) if device == "cpu" else (4 << 30))
-        if piece_bytes is not None and (not isinstance(piece_bytes, numbers.Integral) or isinstance(piece_bytes, bool)
-                                        or piece_bytes < (1 << 20)):
+        if piece_bytes is not None and (not isinstance(piece_bytes, numbers.Integral)
+                                        or isinstance(piece_bytes, bool) or piece_bytes < (1 << 20)):
             raise ValueError(f"piece_bytes must be an integer of at least 1 MiB, not {piece_bytes!r}")
         self.piece_bytes = None if piece_bytes is None else int(piece_bytes)
         self.call_bytes = _call_bytes(imported)
