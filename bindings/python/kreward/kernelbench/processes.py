@@ -114,8 +114,9 @@ class Processes(SpareWorkers, BaselineWorker):
     (each worker gets an input region of region_bytes) or "worker";
     staged: whether a worker stages its inputs to its device (then it gets
     a shared device buffer where the driver allows, of staging_bytes or
-    shared_bytes (default SHARED_BYTES), the smaller; staging_bytes: the most a batch's inputs
-    take in the region, None: region_bytes); max_call_bytes: the
+    shared_bytes (default SHARED_BYTES), the smaller; staging_bytes: the
+    most a batch's inputs take in the region, None: region_bytes);
+    max_call_bytes: the
     largest case's inputs and outputs (a reply's bound); spare: start the
     next candidate's worker ahead; spare_ahead: start it while the
     candidate before it runs, once that one is loaded (else once it is

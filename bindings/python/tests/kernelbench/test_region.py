@@ -715,11 +715,7 @@ def test_the_gpu_unmasks_with_the_hosts_stream_in_about_one_pass():
 FOUR_MB_RELU = TINY_RELU.replace("torch.randn(64, 256)", "torch.randn(1024, 1024)")
 
 
-_STAGE_REQUESTS = {}  # piece size -> stage requests of its evaluation (the test below)
-
-
-@pytest.mark.parametrize("piece", [None, 1 << 20], ids=["default", "one_mib"])
-def test_the_piece_size_sizes_the_workers_buffers_and_the_stage_requests(tmp_path, monkeypatch, piece):
+def test_the_piece_size_sizes_the_workers_buffers_and_the_stage_requests(tmp_path, monkeypatch):
     """Runner(piece_bytes=): each worker's shared buffer is that size, and a
     batch's inputs reach a staged worker in pieces of it (4 MiB calls in
     1 MiB pieces: at least four stage requests a call; by default a chunk
@@ -731,24 +727,26 @@ def test_the_piece_size_sizes_the_workers_buffers_and_the_stage_requests(tmp_pat
     real_stage = transfer.Transfer._stage
     monkeypatch.setattr(transfer.Transfer, "_stage",
                         lambda self, w, req: (pieces.append(req["n"]), real_stage(self, w, req))[1])
-    with Runner(import_problem(str(tmp_path / "p.py")), "cpu", cache_dir=str(tmp_path / "ext"),
-                timeout_s=120, call_timeout_s=30, spare=False, piece_bytes=piece) as runner:
-        runner.staged = True
-        res = runner.evaluate(FOUR_MB_RELU.replace("class Model(", "class ModelNew("), seed=3, batches=2,
-                              checks=1)
-        sizes = {w.shared.nbytes for w in (runner._processes.baseline, runner._processes.candidate)
-                 if w is not None and w.shared is not None}
-    assert res["verdict"] == "pass", res
-    assert res["staging"]["candidate"] == "ipc", res["staging"]
-    if piece:
-        assert sizes == {1 << 20}, sizes
-        assert max(pieces) == 1 << 20 and len(pieces) >= 4 * 2 * 2, len(pieces)
-    else:
-        assert sizes and min(sizes) > 1 << 20, sizes
-        assert max(pieces) > 1 << 20, pieces
-    _STAGE_REQUESTS[piece] = len(pieces)
-    if len(_STAGE_REQUESTS) == 2:  # (both sizes ran: the smaller pieces are more requests)
-        assert _STAGE_REQUESTS[1 << 20] > 2 * _STAGE_REQUESTS[None], _STAGE_REQUESTS
+    requests = {}  # piece size -> stage requests of its evaluation
+    for piece in (None, 1 << 20):
+        pieces.clear()
+        with Runner(import_problem(str(tmp_path / "p.py")), "cpu", cache_dir=str(tmp_path / f"ext-{piece}"),
+                    timeout_s=120, call_timeout_s=30, spare=False, piece_bytes=piece) as runner:
+            runner.staged = True
+            res = runner.evaluate(FOUR_MB_RELU.replace("class Model(", "class ModelNew("), seed=3, batches=2,
+                                  checks=1)
+            sizes = {w.shared.nbytes for w in (runner._processes.baseline, runner._processes.candidate)
+                     if w is not None and w.shared is not None}
+        assert res["verdict"] == "pass", (piece, res)
+        assert res["staging"]["candidate"] == "ipc", (piece, res["staging"])
+        if piece:
+            assert sizes == {1 << 20}, sizes
+            assert max(pieces) == 1 << 20 and len(pieces) >= 4 * 2 * 2, len(pieces)
+        else:
+            assert sizes and min(sizes) > 1 << 20, sizes
+            assert max(pieces) > 1 << 20, pieces
+        requests[piece] = len(pieces)
+    assert requests[1 << 20] > 2 * requests[None], requests  # the smaller pieces are more requests
 
 
 def test_a_piece_smaller_than_a_mib_or_not_an_integer_is_refused(tmp_path):

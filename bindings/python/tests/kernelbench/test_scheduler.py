@@ -287,7 +287,6 @@ def test_in_flight_the_next_source_named_goes_to_the_thread_that_named_it(seed):
     assert len(elsewhere) <= 2, elsewhere
 
 
-
 def test_a_candidate_held_for_a_busy_thread_is_passed_only_within_affinity_s():
     """The hold for a thread keeps the affinity rule: while the thread that
     named a candidate runs a long evaluation, the lane's other thread takes
