@@ -103,6 +103,8 @@ static const char *const PROBLEM_KEYS[] = {
     "profile_gpu_candidate_ms", "profile_gpu_baseline_ms"};
 #define NUM_PROBLEM_KEYS (sizeof PROBLEM_KEYS / sizeof PROBLEM_KEYS[0])
 
+#define MAX_HOST_KEYS 96
+
 typedef struct {
     double wall;
     size_t total, right, faults, hangs;
@@ -119,7 +121,33 @@ typedef struct {
     /* the same per problem, passed reports (PROBLEM_KEYS) */
     size_t by_problem_n[NUM_PROBLEMS];
     double by_problem[NUM_PROBLEMS][NUM_PROBLEM_KEYS];
+    /* every profiled report's wait sites and the worker's time around its
+     * evaluations (profile_site_*, profile_worker_*), summed by name */
+    size_t num_host;
+    char host_key[MAX_HOST_KEYS][96];
+    double host_sum[MAX_HOST_KEYS];
 } outcome;
+
+static void add_host(outcome *o, const char *key, double v)
+{
+    size_t i = 0;
+    while (i < o->num_host && strcmp(o->host_key[i], key) != 0)
+        i++;
+    if (i == o->num_host) {
+        if (o->num_host == MAX_HOST_KEYS)
+            return;
+        snprintf(o->host_key[o->num_host++], sizeof o->host_key[0], "%s", key);
+    }
+    o->host_sum[i] += v;
+}
+
+static double host_mean(const outcome *o, const char *key)
+{
+    for (size_t i = 0; i < o->num_host; i++)
+        if (strcmp(o->host_key[i], key) == 0)
+            return o->host_sum[i] / (double)o->profiled_all;
+    return 0;
+}
 
 static void add_problem_profile(outcome *o, const kr_report *r, size_t p)
 {
@@ -142,6 +170,12 @@ static void add_profile(outcome *o, const kr_report *r, int passed)
             total += v;
     o->profiled_all++;
     o->worker_ms_all += total;
+    for (size_t i = 0; i < kr_report_metric_count(r); i++) {
+        const char *name = kr_report_metric_name(r, i);
+        if ((!strncmp(name, "profile_site_", 13) || !strncmp(name, "profile_worker_", 15)) &&
+            kr_report_get(&v, r, name) == KR_OK)
+            add_host(o, name, v);
+    }
     if (kr_report_get(&v, r, "profile_engine_wait_ms") == KR_OK)
         o->wait_ms_all += v;
     if (!passed)
@@ -322,6 +356,37 @@ static void print_phases(const char *what, const outcome *o)
            1e3 * o->compile_s / (double)o->passed, 1e3 * o->bench_s / (double)o->passed);
 }
 
+/* --profile: the engine's waits by call site over every profiled report
+ * (lib/run/wait_sites.h): the host's own time before each is GPU idle, so
+ * this names what to overlap or remove; then the worker's time around an
+ * evaluation (its wait for the next job, reading it, sending the result). */
+static void print_sites(const char *what, const outcome *o)
+{
+    if (!o->profiled_all)
+        return;
+    printf("\n| %s: waits by site, a candidate (mean of %zu reports) | waits | waiting ms | host ms "
+           "before it |\n|---|---|---|---|\n", what, o->profiled_all);
+    double host = 0;
+    for (size_t i = 0; i < o->num_host; i++) {
+        const char *k = o->host_key[i];
+        size_t len = strlen(k);
+        if (strncmp(k, "profile_site_", 13) != 0 || len < 21 || strcmp(k + len - 8, "_host_ms") != 0)
+            continue;
+        char base[96], key[128];
+        snprintf(base, sizeof base, "%.*s", (int)(len - 8), k);
+        snprintf(key, sizeof key, "%s_n", base);
+        double n = host_mean(o, key);
+        snprintf(key, sizeof key, "%s_wait_ms", base);
+        double wait = host_mean(o, key), h = o->host_sum[i] / (double)o->profiled_all;
+        host += h;
+        printf("| %s | %.1f | %.2f | %.2f |\n", base + 13, n, wait, h);
+    }
+    printf("  host work between the engine's waits %.1f ms a candidate; the worker: waiting for its "
+           "next job %.2f ms, reading it %.2f ms, sending a result %.2f ms\n", host,
+           host_mean(o, "profile_worker_idle_ms"), host_mean(o, "profile_worker_load_ms"),
+           host_mean(o, "profile_worker_send_ms"));
+}
+
 /* --profile: where a GPU worker's time goes per passed candidate, and the
  * batch's floor: one GPU worker cannot do better than its own time per
  * candidate, nor the GPU than its waits (the engine waiting on the device:
@@ -383,6 +448,7 @@ static void print_profile(const char *what, const outcome *o)
         }
         printf(" | %.1f |\n", o->by_problem[p][3] / n - busy);
     }
+    print_sites(what, o);
 }
 
 static double status(kr_pool *pool, const char *key)

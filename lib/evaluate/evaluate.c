@@ -124,6 +124,7 @@ typedef struct {
     double start, mark, phase[PH_N], engine0[KR__PROF_N];
     unsigned long waits0, allocs0, frees0;
     double generated0, gpu0[KR__GPU_N], pairs0[KR__GPU_N], bytes0[KR__GPU_N];
+    kr__wait_sites sites0;
 } profile;
 
 static void profile_begin(profile *pr, kr_context *ctx)
@@ -142,7 +143,34 @@ static void profile_begin(profile *pr, kr_context *ctx)
         memcpy(pr->gpu0, kr__engine_of(ctx)->gpu.gpu_s, sizeof pr->gpu0);
         memcpy(pr->pairs0, kr__engine_of(ctx)->gpu.pairs, sizeof pr->pairs0);
         memcpy(pr->bytes0, kr__engine_of(ctx)->gpu.bytes, sizeof pr->bytes0);
+        /* the host's time before this evaluation's first wait counts from here */
+        kr__engine_of(ctx)->sites.last_end = pr->start;
+        pr->sites0 = kr__engine_of(ctx)->sites;
     }
+}
+
+/* Each wait site's share of this evaluation (wait_sites.h), and the host's
+ * time after the last wait (scoring, facts, the report). */
+static void profile_sites(const profile *pr, const kr__engine *e, kr_report *r)
+{
+    char key[96], slug[40];
+    for (size_t i = 0; i < e->sites.num; i++) {
+        const kr__wait_site *now = &e->sites.site[i];
+        kr__wait_site was = {0};
+        if (i < pr->sites0.num)
+            was = pr->sites0.site[i];
+        if (now->n <= was.n)
+            continue;
+        kr__wait_site_slug(now->what, slug, sizeof slug);
+        snprintf(key, sizeof key, "profile_site_%s_n", slug);
+        kr_report_set(r, key, now->n - was.n);
+        snprintf(key, sizeof key, "profile_site_%s_wait_ms", slug);
+        kr_report_set(r, key, 1e3 * (now->wait_s - was.wait_s));
+        snprintf(key, sizeof key, "profile_site_%s_host_ms", slug);
+        kr_report_set(r, key, 1e3 * (now->host_s - was.host_s));
+    }
+    if (e->sites.last_end >= pr->start)
+        kr_report_set(r, "profile_site_tail_host_ms", 1e3 * (kr__now() - e->sites.last_end));
 }
 
 static void profile_phase(profile *pr, int phase)
@@ -178,6 +206,8 @@ static void profile_metrics(const profile *pr, const kr__engine *e, kr_report *r
             snprintf(key, sizeof key, "profile_gpu_%s_mb", kr__gpu_names[i]);
             kr_report_set(r, key, (e->gpu.bytes[i] - pr->bytes0[i]) / 1e6);
         }
+        if (e->sites.on)
+            profile_sites(pr, e, r);
     }
 }
 

@@ -49,6 +49,7 @@ typedef struct {
     kr__sandbox_status sandbox;
     const kr__job_spec *job;     /* the job running (for golden requests) */
     int problem_weak;            /* the last job's problem soundness if checked, else -1 */
+    double load_s;               /* the job's problem, program and plan read (profile mode) */
     char why[512];
 } worker;
 
@@ -126,6 +127,8 @@ static int run_job(worker *w, const kr__job_spec *job, int binary_fd, kr_report 
     kr_plan *plan = NULL;
     kr_program *program = NULL;
     w->problem_weak = -1;
+    double t0 = kr__now();
+    w->load_s = 0;
     int rc = kr_problem_parse(&problem, w->ctx, job->problem, strlen(job->problem),
                               job->name ? job->name : "problem.json", NULL);
     if (rc != KR_OK) {
@@ -157,6 +160,7 @@ static int run_job(worker *w, const kr__job_spec *job, int binary_fd, kr_report 
             kr__blob_unmap(data, len);
         if (rc == KR_OK && job->plan)
             rc = kr_plan_parse_json(&plan, w->ctx, job->plan, strlen(job->plan), "plan.json");
+        w->load_s = kr__now() - t0;
         if (rc == KR_OK)
             rc = kr_evaluate_program(r, w->ctx, problem, program, plan, &o);
         else if (kr_report_verdict(r) == KR_VERDICT_NONE) {
@@ -211,11 +215,28 @@ static int send_result(worker *w, uint64_t id, int status, kr_report *r)
     return rc;
 }
 
+/* Profile mode: the worker's time around an evaluation, into its report:
+ * waiting for this job since the last result went (the pool's turnaround:
+ * the GPU idles meanwhile), reading its problem, program and plan, and
+ * sending the previous result. */
+static void profile_worker(const worker *w, kr_report *r, double idle_s, double send_s)
+{
+    if (!kr__profile_mode() || !w->gpu)
+        return;
+    if (idle_s >= 0)
+        kr_report_set(r, "profile_worker_idle_ms", 1e3 * idle_s);
+    if (send_s >= 0)
+        kr_report_set(r, "profile_worker_send_ms", 1e3 * send_s);
+    kr_report_set(r, "profile_worker_load_ms", 1e3 * w->load_s);
+}
+
 static int serve(worker *w)
 {
+    double sent = -1, send_s = -1; /* when the last result had gone, and its sending */
     for (;;) {
         kr__frame f;
         int rc = kr__frame_recv(w->sock, &f, -1, w->why, sizeof w->why);
+        double received = kr__now();
         if (rc != KR_OK)
             return rc == KR_EIO ? 0 : 3; /* the pool went away: nothing to report to */
         if (f.type == KR__MSG_BYE) {
@@ -231,7 +252,11 @@ static int serve(worker *w)
         }
         int status = run_job(w, &job, f.num_fds ? f.fds[0] : -1, r);
         kr__frame_clear(&f);
+        profile_worker(w, r, sent >= 0 ? received - sent : -1, send_s);
+        double t_send = kr__now();
         rc = send_result(w, job.id, status, r);
+        sent = kr__now();
+        send_s = sent - t_send;
         kr_report_free(r);
         kr__job_spec_free(&job);
         if (rc != KR_OK)

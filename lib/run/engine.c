@@ -127,7 +127,7 @@ int kr__engine_get(kr_context *ctx, kr__engine **out)
             return kr__fail(ctx, KR_ENOMEM, "out of memory");
         ctx->engine = e;
         ctx->engine_free = engine_free;
-        e->gpu.on = kr__profile_mode() != NULL;
+        e->gpu.on = e->sites.on = kr__profile_mode() != NULL;
         const char *special = getenv("KR_GEN_SPECIALISED");
         e->gen_generic_only = special && !strcmp(special, "0");
         ctx->device_write = kr__k_device_write;
@@ -254,6 +254,7 @@ static int wait_for(kr_context *ctx, CUevent ev, double timeout_s, const char *w
         CUresult r = query(e, ev);
         if (r == CUDA_SUCCESS) {
             kr__prof_add(ctx, KR__PROF_WAIT, t0);
+            kr__wait_sites_note(&e->sites, what, t0, kr__now());
             if (ev)
                 kr__gpu_timer_harvest_done(&e->gpu);
             else

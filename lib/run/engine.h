@@ -13,6 +13,7 @@
 #include "run/gen_kernels.h"
 #include "run/gpu_profile.h"
 #include "run/profile.h"
+#include "run/wait_sites.h"
 
 /* bench/baseline_memo.h defines it; the state only holds bench's table. */
 struct kr__memo_table;
@@ -112,6 +113,7 @@ typedef struct kr__engine {
     unsigned long mem_allocs, mem_frees; /* cuMemAlloc / cuMemFree calls (spares missed), for the profile */
     double generated_bytes;     /* inputs written by the generator, for the profile */
     kr__gpu_timer gpu;          /* the GPU's time per category, in profile mode */
+    kr__wait_sites sites;       /* where the host works between waits, in profile mode */
     struct kr__memo_table *memo; /* baseline samples shared between benchmarks, made on first use */
     kr__spare spare[KR__SPARE_BUFFERS]; /* freed buffers kept for reuse (dbuf.c) */
     size_t num_spare;
