@@ -227,6 +227,8 @@ int kr_pool_new(kr_pool **out, const kr_pool_options *opts, char **why)
      * caller may be changing */
     const char *affinity = getenv("KR_POOL_AFFINITY");
     pool->no_affinity = affinity && strcmp(affinity, "0") == 0;
+    const char *ahead = getenv("KR_POOL_AHEAD");
+    pool->no_ahead = ahead && strcmp(ahead, "0") == 0;
     char reason[1024] = "";
     int rc = kr__options_read(&pool_version, &pool->o, &pool_defaults, opts, reason, sizeof reason);
     if (rc == KR_OK)

@@ -52,6 +52,8 @@ typedef struct kr__worker {
     pid_t pid;
     int sock;                   /* -1 when none */
     kr__pjob *job;              /* running */
+    kr__pjob *ahead;            /* a GPU worker's next job, already in its socket (pool_loop.c) */
+    int write_closed;           /* sending it a job ahead failed: it gets nothing more */
     double started, deadline;   /* wall clock */
     char last_problem[33];      /* the hash of the problem of its last job ("" after a start) */
     char arch[32];
@@ -68,6 +70,7 @@ struct kr_pool {
     char no_gpu_why[320];       /* num_gpus 0: why, for the not_run reports */
     char arch[32];              /* the GPU workers' compile target (compile workers use it) */
     int no_affinity;            /* $KR_POOL_AFFINITY=0: GPU workers take jobs in order */
+    int no_ahead;               /* $KR_POOL_AHEAD=0: no job sent to a busy GPU worker */
     kr__worker *workers;
     size_t num_workers;
     pthread_t thread;

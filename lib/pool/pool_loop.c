@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -157,7 +158,7 @@ static void sound_learn(kr_pool *pool, const kr__pjob *j, const json_t *result)
     grown[pool->num_sound++].weak = json_integer_value(weak) != 0;
 }
 
-static int send_job(kr_pool *pool, kr__worker *w, kr__pjob *j)
+static int send_job(kr_pool *pool, kr__worker *w, kr__pjob *j, size_t max_len)
 {
     const char *stage = w->kind == KR__COMPILE_WORKER ? "compile" : "gpu";
     json_t *body = kr__job_encode(&j->job, j->plan_json, j->ticket, stage, j->binary != NULL);
@@ -169,8 +170,8 @@ static int send_job(kr_pool *pool, kr__worker *w, kr__pjob *j)
     if (rc == KR_OK && j->binary)
         rc = kr__blob_create("kreward-binary", j->binary, j->job.binary_len, &fd, why, sizeof why);
     if (rc == KR_OK)
-        rc = kr__frame_send(w->sock, KR__MSG_JOB, body, fd >= 0 ? &fd : NULL, fd >= 0, why,
-                            sizeof why);
+        rc = kr__frame_send_capped(w->sock, KR__MSG_JOB, body, fd >= 0 ? &fd : NULL, fd >= 0,
+                                   max_len, why, sizeof why);
     if (fd >= 0)
         close(fd);
     json_decref(body);
@@ -197,6 +198,43 @@ static void fail_queued(kr_pool *pool, int queued, const char *kind)
                                                  "any more (%s)", kind, pool->last_start_error));
 }
 
+/* A busy GPU worker is sent its next job while it runs the one it has: it
+ * reads it the moment its result is out, where it used to wait for the
+ * pool's thread to take the result in, pick and encode the next job, and
+ * for its problem, program and plan to arrive (the GPU idle meanwhile).
+ * Only a frame that fits the socket's buffer at once goes ahead (the
+ * thread must never wait on a busy worker), and never behind a job with
+ * golden outputs, whose requests the worker answers on the same socket.
+ * The job waits in the socket, not started: a worker that dies hands it
+ * back to the queue with no attempt counted (spawn.c, kr__worker_kill). */
+#define AHEAD_MAX_FRAME (64 * 1024)
+
+static void send_ahead(kr_pool *pool, kr__worker *w)
+{
+    if (pool->no_ahead || w->kind != KR__GPU_WORKER || w->state != KR__W_BUSY || !w->job ||
+        w->ahead || w->write_closed || kr_problem_reference_kind(w->job->job.problem) == KR_REFERENCE_GOLDEN)
+        return;
+    kr__pjob *j = next_job_for(pool, KR__JOB_GPU_QUEUED, w);
+    if (!j)
+        return;
+    int rc = send_job(pool, w, j, AHEAD_MAX_FRAME);
+    if (rc == KR_ETOOBIG)
+        return; /* it goes when the worker is idle */
+    if (rc != KR_OK) {
+        /* the worker may have answered and exited (a poisoned context):
+         * its result is still to be read, and its running job is not to be
+         * charged for this. Nothing more is sent to it: it reads the end
+         * of its input once it answers, and ends */
+        shutdown(w->sock, SHUT_WR);
+        w->write_closed = 1;
+        return;
+    }
+    j->state = KR__JOB_RUNNING;
+    if (kr_problem_hash(j->job.problem))
+        snprintf(w->last_problem, sizeof w->last_problem, "%s", kr_problem_hash(j->job.problem));
+    w->ahead = j;
+}
+
 static void dispatch(kr_pool *pool)
 {
     int gpu_alive = kr__pool_workers_alive(pool, KR__GPU_WORKER);
@@ -217,7 +255,7 @@ static void dispatch(kr_pool *pool)
             j = next_job(pool, KR__JOB_COMPILE_QUEUED);
         if (!j)
             continue;
-        if (send_job(pool, w, j) != KR_OK) {
+        if (send_job(pool, w, j, SIZE_MAX) != KR_OK) {
             kr__worker_kill(w); /* the job stays queued; the worker is replaced */
             continue;
         }
@@ -229,13 +267,16 @@ static void dispatch(kr_pool *pool)
         w->deadline = kr__now() + (w->kind == KR__COMPILE_WORKER ? pool->o.compile_timeout_s
                                                                  : pool->o.job_timeout_s);
     }
+    /* after every idle worker had its pick */
+    for (size_t i = 0; i < pool->num_workers; i++)
+        send_ahead(pool, &pool->workers[i]);
 }
 
 /* ---- what workers say ---- */
 
 static void on_death(kr_pool *pool, kr__worker *w, const char *what);
 
-static void on_result(kr_pool *pool, kr__worker *w, kr__frame *f)
+static void take_result(kr_pool *pool, kr__worker *w, kr__frame *f)
 {
     kr__pjob *j = w->job;
     if (!j || (uint64_t)json_integer_value(json_object_get(f->body, "id")) != j->ticket) {
@@ -288,6 +329,20 @@ static void on_result(kr_pool *pool, kr__worker *w, kr__frame *f)
     kr__pool_finish(pool, j, r);
     if (json_is_true(json_object_get(f->body, "poisoned")))
         kr__worker_kill(w); /* it exits anyway: its CUDA context is gone */
+}
+
+/* A result taken in, the job sent ahead is the one running (the worker
+ * read it as soon as the result was out): its deadline counts from now. A
+ * worker killed over the result gave it back to the queue already. */
+static void on_result(kr_pool *pool, kr__worker *w, kr__frame *f)
+{
+    take_result(pool, w, f);
+    if (w->state != KR__W_IDLE || !w->ahead)
+        return;
+    w->job = w->ahead;
+    w->ahead = NULL;
+    w->state = KR__W_BUSY;
+    w->deadline = kr__now() + pool->o.job_timeout_s;
 }
 
 /* The caller's golden callback on the inputs the worker generated; the

@@ -60,6 +60,11 @@ int kr__frame_decode(const void *buf, size_t len, uint16_t *type, json_t **body,
  * short writes and EINTR; KR_EIO with why when the peer is gone. */
 int kr__frame_send(int sock, uint16_t type, const json_t *body, const int *fds, size_t num_fds,
                    char *why, size_t why_size);
+/* The same, only when the encoded frame is at most max_len bytes (KR_ETOOBIG
+ * otherwise, nothing sent): a frame that fits the socket's buffer is sent
+ * without waiting for the peer to read. */
+int kr__frame_send_capped(int sock, uint16_t type, const json_t *body, const int *fds,
+                          size_t num_fds, size_t max_len, char *why, size_t why_size);
 /* Receives one frame, waiting at most timeout_s (< 0: forever). KR_OK,
  * KR_ETIMEOUT (nothing complete in time), KR_EIO (peer closed or read
  * error), KR_EPARSE (a defective frame). Descriptors beyond

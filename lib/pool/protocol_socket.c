@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -43,6 +44,12 @@ static int wait_for(int sock, short events, double deadline)
 int kr__frame_send(int sock, uint16_t type, const json_t *body, const int *fds, size_t num_fds,
                    char *why, size_t why_size)
 {
+    return kr__frame_send_capped(sock, type, body, fds, num_fds, SIZE_MAX, why, why_size);
+}
+
+int kr__frame_send_capped(int sock, uint16_t type, const json_t *body, const int *fds,
+                          size_t num_fds, size_t max_len, char *why, size_t why_size)
+{
     if (num_fds > KR__FRAME_MAX_FDS || (num_fds && !fds)) {
         say(why, why_size, "%zu descriptors, at most %d per frame", num_fds, KR__FRAME_MAX_FDS);
         return KR_EINVAL;
@@ -57,6 +64,11 @@ int kr__frame_send(int sock, uint16_t type, const json_t *body, const int *fds, 
     int rc = kr__frame_encode(type, body, &buf, &len, why, why_size);
     if (rc != KR_OK)
         return rc;
+    if (len > max_len) {
+        say(why, why_size, "a frame of %zu bytes, over the %zu allowed here", len, max_len);
+        free(buf);
+        return KR_ETOOBIG;
+    }
     union {
         struct cmsghdr align;
         char bytes[CMSG_SPACE(sizeof(int) * KR__FRAME_MAX_FDS)];

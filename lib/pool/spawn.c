@@ -250,5 +250,12 @@ void kr__worker_kill(kr__worker *w)
     w->sock = -1;
     w->state = KR__W_DEAD;
     w->job = NULL;
+    /* a job sent ahead never started here: back to the queue, no attempt
+     * counted (whatever ended the worker was its running job's doing) */
+    if (w->ahead) {
+        w->ahead->state = KR__JOB_GPU_QUEUED;
+        w->ahead = NULL;
+    }
+    w->write_closed = 0; /* for the worker started in its place */
     w->last_problem[0] = '\0'; /* its successor holds nothing of the problem warm */
 }

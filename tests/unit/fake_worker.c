@@ -16,9 +16,12 @@
  *   weak1    a passed report whose result says the problem's soundness check
  *            completed and found it weak ("problem_weak": 1)
  *   sleep    ok after 0.3 s (GPU stage): the queue fills meanwhile
+ *   nap      ok after 0.05 s (GPU stage)
  * Every report has the metrics fake_told: the "problem_weak" the job came
- * with (-1 without one), and fake_seq: how many GPU-stage jobs this
- * process had answered before (the order it served them in).
+ * with (-1 without one), fake_seq: how many GPU-stage jobs this process
+ * had answered before (the order it served them in), and fake_waiting: 1
+ * where its next frame was already in its socket as it answered (a job
+ * sent ahead).
  * Started by the pool exactly as kreward-worker is (same arguments). */
 #include "pool/protocol.h"
 #include "kreward/common.h"
@@ -26,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -43,10 +47,13 @@ static long g_seq;              /* GPU-stage jobs answered so far */
 
 static void send_report_weak(int sock, json_int_t id, const char *verdict, int poisoned, int weak)
 {
-    char report[256];
+    char report[320];
+    struct pollfd p = {sock, POLLIN, 0};
+    int waiting = poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
     snprintf(report, sizeof report, "{\"format\": 1, \"verdict\": \"%s\", \"flags\": [], "
-             "\"metrics\": {\"fake_pid\": %d, \"fake_told\": %lld, \"fake_seq\": %ld}, "
-             "\"texts\": {}}", verdict, (int)getpid(), (long long)g_told, g_seq);
+             "\"metrics\": {\"fake_pid\": %d, \"fake_told\": %lld, \"fake_seq\": %ld, "
+             "\"fake_waiting\": %d}, \"texts\": {}}", verdict, (int)getpid(), (long long)g_told,
+             g_seq, waiting);
     json_t *body = json_object();
     json_object_set_new(body, "id", json_integer(id));
     json_object_set_new(body, "status", json_integer(0));
@@ -157,6 +164,8 @@ int main(int argc, char **argv)
             id += 1000;
         if (!strcmp(name, "sleep") && !compile)
             usleep(300000);
+        if (!strcmp(name, "nap") && !compile)
+            usleep(50000);
         size_t golden_tensors = !strcmp(name, "golden") ? 1 : !strcmp(name, "golden12") ? 12 : 0;
         if (golden_tensors && !compile && !golden(sock, id, golden_tensors)) {
             send_report(sock, id, "error", 0);

@@ -394,6 +394,110 @@ static void a_gpu_worker_keeps_to_its_problem(void **state)
     kr_problem_free(b);
 }
 
+/* A report's metric (-1 when absent), the report collected by ticket. */
+static double metric_of(kr_pool *pool, uint64_t t, const char *key, char *verdict, size_t size)
+{
+    kr_report *r = NULL;
+    assert_int_equal(kr_pool_wait(&r, pool, t, 60), KR_OK);
+    double v = -1;
+    kr_report_get(&v, r, key);
+    snprintf(verdict, size, "%s", kr_verdict_name(kr_report_verdict(r)));
+    kr_report_free(r);
+    return v;
+}
+
+/* A busy GPU worker is sent its next job while it runs one (it finds the
+ * job in its socket as it answers), except behind a job with golden
+ * outputs (its requests share the socket); KR_POOL_AHEAD=0 sends none.
+ * In submission order (no problem affinity), so the golden job is the
+ * seventh served. */
+static void a_busy_gpu_worker_is_sent_its_next_job(void **state)
+{
+    (void)state;
+    kr_problem *src = NULL;
+    assert_int_equal(kr_problem_parse(&src, g_ctx, PROBLEM_SOURCE, strlen(PROBLEM_SOURCE),
+                                      "ps.json", NULL), KR_OK);
+    kr_problem_set_golden(g_problem, golden_42, NULL, NULL);
+    setenv("KR_POOL_AFFINITY", "0", 1);
+    for (int off = 0; off < 2; off++) {
+        if (off)
+            setenv("KR_POOL_AHEAD", "0", 1);
+        kr_pool *pool = fake_pool(0, 30);
+        uint64_t t[8];
+        for (int i = 0; i < 6; i++) {
+            char text[32];
+            snprintf(text, sizeof text, "ahead %d", i);
+            t[i] = submit_to(pool, src, "nap", text);
+        }
+        t[6] = submit_to(pool, g_problem, "golden", NULL);
+        t[7] = submit_to(pool, src, "nap", "after the golden one");
+        char v[32];
+        for (int i = 0; i < 8; i++) {
+            double waiting = metric_of(pool, t[i], "fake_waiting", v, sizeof v);
+            assert_string_equal(v, "passed");
+            /* the first five had the next in the socket; the sixth had the
+             * golden one, and nothing goes behind that (nor after the last) */
+            double want = !off && i < 6 ? 1 : 0;
+            if (waiting != want)
+                fail_msg("job %d (ahead %s): fake_waiting %.0f, expected %.0f", i,
+                         off ? "off" : "on", waiting, want);
+        }
+        kr_pool_free(pool);
+        unsetenv("KR_POOL_AHEAD");
+    }
+    unsetenv("KR_POOL_AFFINITY");
+    kr_problem_set_golden(g_problem, NULL, NULL, NULL);
+    kr_problem_free(src);
+}
+
+/* A job sent ahead never started: when its worker dies of the job it was
+ * running (a crash, a poisoned context, a hang past the deadline), it goes
+ * back to the queue with no attempt counted. With one attempt allowed, a
+ * charged attempt would make it a fault. Every job one report. */
+static void a_job_sent_ahead_is_not_charged_for_its_workers_death(void **state)
+{
+    (void)state;
+    kr_problem *src = NULL;
+    assert_int_equal(kr_problem_parse(&src, g_ctx, PROBLEM_SOURCE, strlen(PROBLEM_SOURCE),
+                                      "ps.json", NULL), KR_OK);
+    kr_pool_options o;
+    kr_pool_options_init(&o, KR_POOL_OPTIONS_VERSION);
+    o.worker_path = getenv("KR_FAKE_WORKER");
+    o.gpus = "0";
+    o.compile_workers = 1;
+    o.job_timeout_s = 2;
+    o.max_attempts = 1;
+    kr_pool *pool = NULL;
+    char *why = NULL;
+    if (kr_pool_new(&pool, &o, &why) != KR_OK)
+        fail_msg("pool: %s", why);
+    static const char *const names[] = {"nap", "crash", "nap", "poison", "nap", "hang", "nap", "nap"};
+    static const char *const want[] = {"passed", "fault", "passed", "passed", "passed", "timeout",
+                                       "passed", "passed"};
+    uint64_t t[8];
+    for (int i = 0; i < 8; i++) {
+        char text[32];
+        snprintf(text, sizeof text, "death %d", i);
+        t[i] = submit_to(pool, src, names[i], text);
+    }
+    for (int i = 0; i < 8; i++) {
+        kr_report *r = NULL;
+        uint64_t got = 0;
+        assert_int_equal(kr_pool_next(&r, &got, pool, 60), KR_OK);
+        assert_true(got == t[i]);
+        if (strcmp(kr_verdict_name(kr_report_verdict(r)), want[i]) != 0)
+            fail_msg("job %d (%s): %s, expected %s (%s)", i, names[i],
+                     kr_verdict_name(kr_report_verdict(r)), want[i],
+                     kr_report_text(r, "message") ? kr_report_text(r, "message") : "");
+        kr_report_free(r);
+    }
+    kr_report *r = NULL;
+    uint64_t got;
+    assert_int_equal(kr_pool_next(&r, &got, pool, 0), KR_ENOTFOUND); /* nothing twice */
+    kr_pool_free(pool);
+    kr_problem_free(src);
+}
+
 /* A caller environment too large for the worker's is refused with the
  * reason, not passed on in part (CUDA_VISIBLE_DEVICES used to come last and
  * could be the one dropped). */
@@ -700,6 +804,8 @@ int main(void)
         cmocka_unit_test(golden_of_many_tensors_through_the_pool),
         cmocka_unit_test(soundness_is_learnt_from_completed_checks_only),
         cmocka_unit_test(a_gpu_worker_keeps_to_its_problem),
+        cmocka_unit_test(a_busy_gpu_worker_is_sent_its_next_job),
+        cmocka_unit_test(a_job_sent_ahead_is_not_charged_for_its_workers_death),
         cmocka_unit_test(oversized_environment_is_refused),
         cmocka_unit_test(soak_of_a_thousand_mixed_jobs),
         cmocka_unit_test(free_with_jobs_in_flight),
