@@ -75,15 +75,22 @@ int kr__check_bitdiff(kr_context *ctx, const kr__dbuf *a, const kr__dbuf *b, int
     return rc == KR_OK ? kr__k_bitdiff(ctx, a->ptr, b->ptr, a->bytes / elem, elem, s) : rc;
 }
 
-int kr__checks_fetch(kr_context *ctx)
+int kr__checks_fetch_queued(kr_context *ctx)
 {
     kr__engine *e = kr__engine_of(ctx);
     if (!e->slots_used)
         return KR_OK;
     CUresult r = kr__cuda()->cuMemcpyDtoHAsync(e->slots, e->slots_dev, e->slots_used * 8, e->stream);
-    if (r != CUDA_SUCCESS)
-        return kr__cuda_fail(ctx, r, "cuMemcpyDtoHAsync (check results)");
-    return kr__engine_wait(ctx, 30, "reading check results");
+    return r == CUDA_SUCCESS ? KR_OK : kr__cuda_fail(ctx, r, "cuMemcpyDtoHAsync (check results)");
+}
+
+int kr__checks_fetch(kr_context *ctx)
+{
+    kr__engine *e = kr__engine_of(ctx);
+    if (!e->slots_used)
+        return KR_OK;
+    int rc = kr__checks_fetch_queued(ctx);
+    return rc == KR_OK ? kr__engine_wait(ctx, 30, "reading check results") : rc;
 }
 
 uint64_t *kr__checks_snapshot(kr_context *ctx)

@@ -28,6 +28,9 @@ int kr__check_bitdiff(kr_context *ctx, const kr__dbuf *a, const kr__dbuf *b, int
                       kr__check *out);
 /* Copies every queued result to the host (waits for the stream). */
 int kr__checks_fetch(kr_context *ctx);
+/* Queues that copy only: the results are valid after the caller's next
+ * wait for the stream (one wait for a run and its checks). */
+int kr__checks_fetch_queued(kr_context *ctx);
 
 /* Results (after kr__checks_fetch). */
 uint64_t kr__check_guard_bytes(kr_context *ctx, kr__check c);  /* canary bytes changed */

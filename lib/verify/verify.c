@@ -37,7 +37,9 @@ int kr__verify_options_read(kr_verify_options *dst, const kr_verify_options *src
     return kr__options_read(&verify_version, dst, &verify_defaults, src, why, why_size);
 }
 
-/* The inputs of the unit, and their hashes as the candidate must leave them. */
+/* The inputs of the unit, and their hashes as the candidate must leave
+ * them: read to the host before any candidate code runs (an expected value
+ * left in device memory would be the candidate's to find). */
 static int inputs_and_hashes(vstate *v, vunit *u)
 {
     const kr_problem *p = v->p;
@@ -104,10 +106,10 @@ static void free_checks(vchecks *m)
 }
 
 /* What a run can be checked for without the reference: guard zones
- * (inputs, outputs, scratch) and the inputs' hashes, fetched now, so a
- * kernel that changed its inputs gets them back for the next run (that run
- * then judges the kernel, not the damage). */
-static int checks_after_run(vstate *v, vunit *u, int run, const kr__run *cr, vchecks *m)
+ * (inputs, outputs, scratch) and the inputs' hashes, queued behind the run
+ * with the copy of their results, so one wait serves the run and its
+ * checks (a round trip less a run); read by checks_read. */
+static int checks_queue(vstate *v, vunit *u, int run, const kr__run *cr, vchecks *m)
 {
     const kr_problem *p = v->p;
     kr_context *ctx = v->ctx;
@@ -128,9 +130,18 @@ static int checks_after_run(vstate *v, vunit *u, int run, const kr__run *cr, vch
     for (size_t t = 0; t < p->num_tensors && rc == KR_OK && run == 0; t++)
         if (u->out[0].buf[t].base)
             rc = kr__check_hash(ctx, &u->out[0].buf[t], v->key, &m->out_hash[t]);
-    if (rc == KR_OK)
-        rc = kr__checks_fetch(ctx);
-    if (rc == KR_OK && !(m->after_run = kr__checks_snapshot(ctx)))
+    return rc == KR_OK ? kr__checks_fetch_queued(ctx) : rc;
+}
+
+/* The run's checks, its wait done: a kernel that changed its inputs gets
+ * them back for the next run (that run then judges the kernel, not the
+ * damage). */
+static int checks_read(vstate *v, vunit *u, vchecks *m)
+{
+    const kr_problem *p = v->p;
+    kr_context *ctx = v->ctx;
+    int rc = KR_OK;
+    if (!(m->after_run = kr__checks_snapshot(ctx)))
         rc = kr__fail(ctx, KR_ENOMEM, "out of memory");
     int changed = 0;
     for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++)
@@ -165,7 +176,12 @@ static int candidate_run(vstate *v, vunit *u, int run, vchecks *m, int *err, siz
         rc = kr__run_launch(ctx, &cr, failed);
         kr__gpu_end(kr__engine_of(ctx), slot);
     }
+    int queued = KR_OK;
     if (rc == KR_OK) {
+        /* the checks run behind the plan, under its deadline: a hang or
+         * fault the wait meets is still the run's (they are the library's
+         * kernels, on buffers it made) */
+        queued = checks_queue(v, u, run, &cr, m);
         rc = kr__engine_wait(ctx, u->deadline_s, "the plan");
     } else if (*failed != SIZE_MAX && *failed > 0) {
         /* a later launch refused: the ones before it run, and one that
@@ -179,7 +195,7 @@ static int candidate_run(vstate *v, vunit *u, int run, vchecks *m, int *err, siz
         *err = rc;
         return KR_OK;
     }
-    rc = checks_after_run(v, u, run, &cr, m);
+    rc = queued == KR_OK ? checks_read(v, u, m) : queued;
     kr__run_free(ctx, &cr);
     return rc;
 }
@@ -306,8 +322,8 @@ static vunit *unit_new(vstate *v, size_t c, size_t s, uint64_t seed)
 
 static void unit_free(vstate *v, vunit *u)
 {
-    if (u->want.buf && !v->ctx->poisoned)
-        kr__tset_scrub(v->ctx, &u->want); /* freed memory keeps no answer */
+    /* freed memory keeps no answer: kr__dbuf_free zeroes every buffer it
+     * keeps or gives back (dbuf.c) */
     kr__tset_free(v->ctx, &u->in);
     kr__tset_free(v->ctx, &u->out[0]);
     kr__tset_free(v->ctx, &u->out[1]);
