@@ -147,7 +147,7 @@ class Runner:
         says so).
         batch_ms: a timed batch grows until it takes this long (at least
         MIN_CALLS calls), within batch_bytes of fresh inputs and outputs
-        (default 1 GiB on the CPU, 4 GiB on a GPU).
+        (default 1 GiB on the CPU, 2 GiB on a GPU).
         spare: start the next candidate's worker (torch imported, CUDA up,
         cuBLAS, cuDNN and Triton warmed) ahead, so the next one does not
         wait for it (in the "start" sandbox for the next source if named,
@@ -267,7 +267,7 @@ class Runner:
         with open(imported.path) as f:
             ref_source = f.read()
         self.batch_us = batch_ms * 1e3
-        self.batch_bytes = batch_bytes or ((1 << 30) if device == "cpu" else (4 << 30))
+        self.batch_bytes = batch_bytes or ((1 << 30) if device == "cpu" else (2 << 30))
         if piece_bytes is not None and (not isinstance(piece_bytes, numbers.Integral)
                                         or isinstance(piece_bytes, bool) or piece_bytes < (1 << 20)):
             raise ValueError(f"piece_bytes must be an integer of at least 1 MiB, not {piece_bytes!r}")
