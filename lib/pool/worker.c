@@ -49,7 +49,7 @@ typedef struct {
     kr__sandbox_status sandbox;
     const kr__job_spec *job;     /* the job running (for golden requests) */
     int problem_weak;            /* the last job's problem soundness if checked, else -1 */
-    double load_s;               /* the job's problem, program and plan read (profile mode) */
+    double load_s;               /* the job's problem (and a binary's program and plan) read */
     char why[512];
 } worker;
 
@@ -148,6 +148,7 @@ static int run_job(worker *w, const kr__job_spec *job, int binary_fd, kr_report 
     o.bench = &job->bench;
     o.name = job->name;
     w->job = job;
+    w->load_s = kr__now() - t0; /* the problem; a binary job adds its program and plan below */
     if (job->source) {
         rc = kr_evaluate(r, w->ctx, problem, job->source, job->source_len, &o);
     } else {
