@@ -28,6 +28,15 @@ static const char *PROBLEM_SOURCE =
 static kr_context *g_ctx;
 static kr_problem *g_problem;
 
+/* PROBLEM_SOURCE parsed (the caller frees it). */
+static kr_problem *source_problem(void)
+{
+    kr_problem *p = NULL;
+    assert_int_equal(kr_problem_parse(&p, g_ctx, PROBLEM_SOURCE, strlen(PROBLEM_SOURCE), "ps.json",
+                                      NULL), KR_OK);
+    return p;
+}
+
 /* A pool of fake workers on the fake GPUs `gpus`. */
 static kr_pool *fake_pool_on(const char *gpus, uint32_t flags, double job_timeout)
 {
@@ -315,9 +324,7 @@ static double told_for(kr_pool *pool, kr_problem *p, const char *name)
 static void soundness_is_learnt_from_completed_checks_only(void **state)
 {
     (void)state;
-    kr_problem *src = NULL;
-    assert_int_equal(kr_problem_parse(&src, g_ctx, PROBLEM_SOURCE, strlen(PROBLEM_SOURCE),
-                                      "ps.json", NULL), KR_OK);
+    kr_problem *src = source_problem();
     kr_pool *pool = fake_pool(0, 30);
     assert_true(told_for(pool, src, "ok1") == -1);
     assert_true(told_for(pool, src, "ok2") == -1); /* "ok" said nothing about the check */
@@ -348,9 +355,7 @@ static double seq_of(kr_pool *pool, uint64_t t)
 static void a_gpu_worker_keeps_to_its_problem(void **state)
 {
     (void)state;
-    kr_problem *b = NULL;
-    assert_int_equal(kr_problem_parse(&b, g_ctx, PROBLEM_SOURCE, strlen(PROBLEM_SOURCE),
-                                      "ps.json", NULL), KR_OK);
+    kr_problem *b = source_problem();
     kr_pool *pool = fake_pool(0, 30);
     /* alternating A B A B ...: served as A A A A A B B B B */
     uint64_t t[9];
@@ -414,9 +419,7 @@ static double metric_of(kr_pool *pool, uint64_t t, const char *key, char *verdic
 static void a_busy_gpu_worker_is_sent_its_next_job(void **state)
 {
     (void)state;
-    kr_problem *src = NULL;
-    assert_int_equal(kr_problem_parse(&src, g_ctx, PROBLEM_SOURCE, strlen(PROBLEM_SOURCE),
-                                      "ps.json", NULL), KR_OK);
+    kr_problem *src = source_problem();
     kr_problem_set_golden(g_problem, golden_42, NULL, NULL);
     setenv("KR_POOL_AFFINITY", "0", 1);
     for (int off = 0; off < 2; off++) {
@@ -457,9 +460,7 @@ static void a_busy_gpu_worker_is_sent_its_next_job(void **state)
 static void a_job_sent_ahead_is_not_charged_for_its_workers_death(void **state)
 {
     (void)state;
-    kr_problem *src = NULL;
-    assert_int_equal(kr_problem_parse(&src, g_ctx, PROBLEM_SOURCE, strlen(PROBLEM_SOURCE),
-                                      "ps.json", NULL), KR_OK);
+    kr_problem *src = source_problem();
     kr_pool_options o;
     kr_pool_options_init(&o, KR_POOL_OPTIONS_VERSION);
     o.worker_path = getenv("KR_FAKE_WORKER");
