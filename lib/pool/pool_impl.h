@@ -36,6 +36,7 @@ typedef struct kr__pjob {
     struct kr__pjob *same_as;   /* an identical earlier job: its report is copied */
     int attempts;               /* times a worker died under it */
     int passed_over;            /* times a GPU worker took a later job of its last problem */
+    int not_ahead;              /* its frame is over what may be sent ahead (pool_loop.c) */
     kr_report *report;
 } kr__pjob;
 

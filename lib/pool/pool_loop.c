@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -202,33 +204,70 @@ static void fail_queued(kr_pool *pool, int queued, const char *kind)
  * reads it the moment its result is out, where it used to wait for the
  * pool's thread to take the result in, pick and encode the next job, and
  * for its problem, program and plan to arrive (the GPU idle meanwhile).
- * Only a frame that fits the socket's buffer at once goes ahead (the
- * thread must never wait on a busy worker), and never behind a job with
- * golden outputs, whose requests the worker answers on the same socket.
- * The job waits in the socket, not started: a worker that dies hands it
- * back to the queue with no attempt counted (spawn.c, kr__worker_kill). */
+ * A job sent ahead cannot be taken back: behind a slow or hung job it
+ * waits while other GPU workers may run out of work. So one goes only
+ * while, after it, the queue still holds two jobs for every other busy GPU
+ * worker without one ahead (one GPU: always; at a batch's tail the last
+ * jobs go to whichever worker is free first). Only a frame under AHEAD_MAX_FRAME goes,
+ * into a socket the worker has emptied (the pool's thread must never wait
+ * on a busy worker), and never behind a job with golden outputs, whose
+ * requests the worker answers on the same socket. The job waits in the
+ * socket, not started: a worker that dies hands it back to the queue with
+ * no attempt counted (spawn.c, kr__worker_kill). */
 #define AHEAD_MAX_FRAME (64 * 1024)
+
+/* Whether sending a job ahead to w leaves two queued jobs for every other
+ * busy GPU worker that has none ahead. */
+static int ahead_spares_the_others(const kr_pool *pool, const kr__worker *w)
+{
+    size_t queued = 0, wanting = 0;
+    for (size_t i = 0; i < pool->num_jobs; i++) {
+        const kr__pjob *j = pool->jobs[i];
+        queued += j && !j->same_as && j->state == KR__JOB_GPU_QUEUED;
+    }
+    for (size_t i = 0; i < pool->num_workers; i++) {
+        const kr__worker *o = &pool->workers[i];
+        wanting += o != w && o->kind == KR__GPU_WORKER && o->state == KR__W_BUSY && !o->ahead;
+    }
+    return queued > 2 * wanting;
+}
+
+/* Whether the worker has read everything sent to it (unknown where the
+ * kernel does not say: the frame cap alone then keeps a send from waiting,
+ * two such frames being far under a socket's default buffer). */
+static int socket_drained(int sock)
+{
+    int pending = 0;
+    return ioctl(sock, SIOCOUTQ, &pending) != 0 || pending == 0;
+}
 
 static void send_ahead(kr_pool *pool, kr__worker *w)
 {
     if (pool->no_ahead || w->kind != KR__GPU_WORKER || w->state != KR__W_BUSY || !w->job ||
-        w->ahead || w->write_closed || kr_problem_reference_kind(w->job->job.problem) == KR_REFERENCE_GOLDEN)
+        w->ahead || w->write_closed ||
+        kr_problem_reference_kind(w->job->job.problem) == KR_REFERENCE_GOLDEN ||
+        !ahead_spares_the_others(pool, w) || !socket_drained(w->sock))
         return;
     kr__pjob *j = next_job_for(pool, KR__JOB_GPU_QUEUED, w);
-    if (!j)
+    if (!j || j->not_ahead)
         return;
     int rc = send_job(pool, w, j, AHEAD_MAX_FRAME);
-    if (rc == KR_ETOOBIG)
-        return; /* it goes when the worker is idle */
-    if (rc != KR_OK) {
+    if (rc == KR_ETOOBIG) {
+        j->not_ahead = 1; /* it goes when a worker is idle; not encoded again for this */
+        return;
+    }
+    if (rc == KR_EIO) {
         /* the worker may have answered and exited (a poisoned context):
          * its result is still to be read, and its running job is not to be
-         * charged for this. Nothing more is sent to it: it reads the end
-         * of its input once it answers, and ends */
+         * charged for this. Nothing more is sent to it (a frame may have
+         * gone in part): it reads the end of its input once it answers,
+         * and ends */
         shutdown(w->sock, SHUT_WR);
         w->write_closed = 1;
         return;
     }
+    if (rc != KR_OK)
+        return; /* the pool's own trouble (memory, descriptors): not the worker's; later */
     j->state = KR__JOB_RUNNING;
     if (kr_problem_hash(j->job.problem))
         snprintf(w->last_problem, sizeof w->last_problem, "%s", kr_problem_hash(j->job.problem));

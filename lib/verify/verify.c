@@ -38,8 +38,8 @@ int kr__verify_options_read(kr_verify_options *dst, const kr_verify_options *src
 }
 
 /* The inputs of the unit, and their hashes as the candidate must leave
- * them: read to the host before any candidate code runs (an expected value
- * left in device memory would be the candidate's to find). */
+ * them, read to the host before any candidate code runs: the runs are
+ * judged against that copy (u->in_hash), never against device memory. */
 static int inputs_and_hashes(vstate *v, vunit *u)
 {
     const kr_problem *p = v->p;
@@ -178,7 +178,8 @@ static int candidate_run(vstate *v, vunit *u, int run, vchecks *m, int *err, siz
     }
     int queued = KR_OK;
     if (rc == KR_OK) {
-        /* the checks run behind the plan, under its deadline: a hang or
+        /* the checks run behind the plan, under its deadline (they take
+         * milliseconds at most; a deadline is 0.25 s or more): a hang or
          * fault the wait meets is still the run's (they are the library's
          * kernels, on buffers it made) */
         queued = checks_queue(v, u, run, &cr, m);

@@ -3,6 +3,7 @@
  * a compile-only pool. Every job must get exactly one report, in order,
  * whatever its worker did. */
 #include "pool_test.h"
+#include "common/clock.h"
 
 #include <dirent.h>
 #include <jansson.h>
@@ -499,6 +500,36 @@ static void a_job_sent_ahead_is_not_charged_for_its_workers_death(void **state)
     kr_problem_free(src);
 }
 
+/* Two GPUs, a hang first: with nothing else queued in plenty, no job goes
+ * ahead behind it (it would wait the hang's whole deadline while the other
+ * GPU idles); the short jobs all run on the other GPU at once. */
+static void no_job_waits_ahead_behind_a_hang_while_a_gpu_idles(void **state)
+{
+    (void)state;
+    kr_problem *src = source_problem();
+    kr_pool *pool = fake_pool_on("0,1", 0, 3);
+    double t0 = kr__now();
+    uint64_t hang = submit_to(pool, src, "hang", "tail hang");
+    uint64_t naps[3];
+    for (int i = 0; i < 3; i++) {
+        char text[32];
+        snprintf(text, sizeof text, "tail nap %d", i);
+        naps[i] = submit_to(pool, src, "nap", text);
+    }
+    char v[32];
+    for (int i = 0; i < 3; i++) {
+        metric_of(pool, naps[i], "fake_seq", v, sizeof v);
+        assert_string_equal(v, "passed");
+    }
+    double naps_done = kr__now() - t0;
+    if (naps_done > 2.0)
+        fail_msg("the short jobs took %.2f s: one waited behind the hang (3 s deadline)", naps_done);
+    metric_of(pool, hang, "fake_seq", v, sizeof v);
+    assert_string_equal(v, "timeout");
+    kr_pool_free(pool);
+    kr_problem_free(src);
+}
+
 /* A caller environment too large for the worker's is refused with the
  * reason, not passed on in part (CUDA_VISIBLE_DEVICES used to come last and
  * could be the one dropped). */
@@ -807,6 +838,7 @@ int main(void)
         cmocka_unit_test(a_gpu_worker_keeps_to_its_problem),
         cmocka_unit_test(a_busy_gpu_worker_is_sent_its_next_job),
         cmocka_unit_test(a_job_sent_ahead_is_not_charged_for_its_workers_death),
+        cmocka_unit_test(no_job_waits_ahead_behind_a_hang_while_a_gpu_idles),
         cmocka_unit_test(oversized_environment_is_refused),
         cmocka_unit_test(soak_of_a_thousand_mixed_jobs),
         cmocka_unit_test(free_with_jobs_in_flight),
