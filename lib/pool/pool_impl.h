@@ -72,6 +72,7 @@ struct kr_pool {
     char arch[32];              /* the GPU workers' compile target (compile workers use it) */
     int no_affinity;            /* $KR_POOL_AFFINITY=0: GPU workers take jobs in order */
     int no_ahead;               /* $KR_POOL_AHEAD=0: no job sent to a busy GPU worker */
+    int ahead_retry;            /* a job waits to go ahead into a socket not yet read: poll soon */
     kr__worker *workers;
     size_t num_workers;
     pthread_t thread;

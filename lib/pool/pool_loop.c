@@ -215,6 +215,7 @@ static void fail_queued(kr_pool *pool, int queued, const char *kind)
  * socket, not started: a worker that dies hands it back to the queue with
  * no attempt counted (spawn.c, kr__worker_kill). */
 #define AHEAD_MAX_FRAME (64 * 1024)
+#define AHEAD_RETRY_S 0.0005
 
 /* Whether sending a job ahead to w leaves two queued jobs for every other
  * busy GPU worker that has none ahead. */
@@ -246,8 +247,12 @@ static void send_ahead(kr_pool *pool, kr__worker *w)
     if (pool->no_ahead || w->kind != KR__GPU_WORKER || w->state != KR__W_BUSY || !w->job ||
         w->ahead || w->write_closed ||
         kr_problem_reference_kind(w->job->job.problem) == KR_REFERENCE_GOLDEN ||
-        !ahead_spares_the_others(pool, w) || !socket_drained(w->sock))
+        !ahead_spares_the_others(pool, w))
         return;
+    if (!socket_drained(w->sock)) {
+        pool->ahead_retry = 1; /* it reads its job in a moment: the thread looks again then */
+        return;
+    }
     kr__pjob *j = next_job_for(pool, KR__JOB_GPU_QUEUED, w);
     if (!j || j->not_ahead)
         return;
@@ -307,6 +312,7 @@ static void dispatch(kr_pool *pool)
                                                                  : pool->o.job_timeout_s);
     }
     /* after every idle worker had its pick */
+    pool->ahead_retry = 0;
     for (size_t i = 0; i < pool->num_workers; i++)
         send_ahead(pool, &pool->workers[i]);
 }
@@ -605,6 +611,8 @@ void *kr__pool_thread(void *arg)
             if (w->state == KR__W_BUSY && w->deadline < next)
                 next = w->deadline;
         }
+        if (pool->ahead_retry && kr__now() + AHEAD_RETRY_S < next)
+            next = kr__now() + AHEAD_RETRY_S;
         pthread_mutex_unlock(&pool->lock);
         double wait = next - kr__now();
         int ready = poll(fds, n, wait > 0 ? (int)(wait * 1000) + 1 : 0);
