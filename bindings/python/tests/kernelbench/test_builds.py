@@ -339,7 +339,11 @@ def test_the_scheduler_builds_ahead_of_the_gpu_turns(tmp_path):
     assert [r["verdict"] for r in results] == ["pass", "pass", "compile_error", "pass"], results
     t1, b2 = lane.turns[c1], spans[builds.source_key(c2)]
     assert b2[0] < t1[1] and b2[1] > t1[0], (b2, t1)   # build 2 during GPU turn 1
-    assert results[1]["build"]["state"] == "built" and results[1]["build_wait_s"] < 1.0, results[1]
+    # its turn waited for what was left of its build after turn 1, nothing
+    # more (a busy host makes the build outlast the turn: CI ran it at 7 s)
+    left = max(0.0, b2[1] - t1[1])
+    assert results[1]["build"]["state"] == "built", results[1]
+    assert results[1]["build_wait_s"] < left + 1.0, (results[1]["build_wait_s"], left, b2, t1)
     assert bad not in lane.turns and "nonsense" in results[2]["feedback"]
     assert "build" not in results[3] and plain in lane.turns        # nothing to build: no stage
     assert s.counters["settled_by_build"] == 1 and pool._closed
