@@ -208,12 +208,12 @@ static void fail_queued(kr_pool *pool, int queued, const char *kind)
  * waits while other GPU workers may run out of work. So one goes only
  * while, after it, the queue still holds two jobs for every other busy GPU
  * worker without one ahead (one GPU: always; at a batch's tail the last
- * jobs go to whichever worker is free first). Only a frame under AHEAD_MAX_FRAME goes,
- * into a socket the worker has emptied (the pool's thread must never wait
- * on a busy worker), and never behind a job with golden outputs, whose
- * requests the worker answers on the same socket. The job waits in the
- * socket, not started: a worker that dies hands it back to the queue with
- * no attempt counted (spawn.c, kr__worker_kill). */
+ * jobs go to whichever worker is free first). Only a frame under
+ * AHEAD_MAX_FRAME goes, into a socket the worker has emptied (the pool's
+ * thread must never wait on a busy worker), and never behind a job with
+ * golden outputs, whose requests the worker answers on the same socket.
+ * The job waits in the socket, not started: a worker that dies hands it
+ * back to the queue with no attempt counted (spawn.c, kr__worker_kill). */
 #define AHEAD_MAX_FRAME (64 * 1024)
 #define AHEAD_RETRY_S 0.0005
 
