@@ -217,15 +217,22 @@ static void fail_queued(kr_pool *pool, int queued, const char *kind)
 #define AHEAD_MAX_FRAME (64 * 1024)
 #define AHEAD_RETRY_S 0.0005
 
-/* Whether sending a job ahead to w leaves two queued jobs for every other
- * busy GPU worker that has none ahead. */
-static int ahead_spares_the_others(const kr_pool *pool, const kr__worker *w)
+/* The jobs waiting for a GPU worker (duplicates ride on their first). */
+static size_t gpu_queued(const kr_pool *pool)
 {
-    size_t queued = 0, wanting = 0;
+    size_t queued = 0;
     for (size_t i = 0; i < pool->num_jobs; i++) {
         const kr__pjob *j = pool->jobs[i];
         queued += j && !j->same_as && j->state == KR__JOB_GPU_QUEUED;
     }
+    return queued;
+}
+
+/* Whether sending one of `queued` jobs ahead to w leaves two for every
+ * other busy GPU worker that has none ahead. */
+static int ahead_spares_the_others(const kr_pool *pool, const kr__worker *w, size_t queued)
+{
+    size_t wanting = 0;
     for (size_t i = 0; i < pool->num_workers; i++) {
         const kr__worker *o = &pool->workers[i];
         wanting += o != w && o->kind == KR__GPU_WORKER && o->state == KR__W_BUSY && !o->ahead;
@@ -242,24 +249,25 @@ static int socket_drained(int sock)
     return ioctl(sock, SIOCOUTQ, &pending) != 0 || pending == 0;
 }
 
-static void send_ahead(kr_pool *pool, kr__worker *w)
+/* 1 when a job went ahead to w. */
+static int send_ahead(kr_pool *pool, kr__worker *w, size_t queued)
 {
     if (pool->no_ahead || w->kind != KR__GPU_WORKER || w->state != KR__W_BUSY || !w->job ||
         w->ahead || w->write_closed ||
         kr_problem_reference_kind(w->job->job.problem) == KR_REFERENCE_GOLDEN ||
-        !ahead_spares_the_others(pool, w))
-        return;
+        !ahead_spares_the_others(pool, w, queued))
+        return 0;
     if (!socket_drained(w->sock)) {
         pool->ahead_retry = 1; /* it reads its job in a moment: the thread looks again then */
-        return;
+        return 0;
     }
     kr__pjob *j = next_job_for(pool, KR__JOB_GPU_QUEUED, w);
     if (!j || j->not_ahead)
-        return;
+        return 0;
     int rc = send_job(pool, w, j, AHEAD_MAX_FRAME);
     if (rc == KR_ETOOBIG) {
         j->not_ahead = 1; /* it goes when a worker is idle; not encoded again for this */
-        return;
+        return 0;
     }
     if (rc == KR_EIO) {
         /* the worker may have answered and exited (a poisoned context):
@@ -269,14 +277,15 @@ static void send_ahead(kr_pool *pool, kr__worker *w)
          * and ends */
         shutdown(w->sock, SHUT_WR);
         w->write_closed = 1;
-        return;
+        return 0;
     }
     if (rc != KR_OK)
-        return; /* the pool's own trouble (memory, descriptors): not the worker's; later */
+        return 0; /* the pool's own trouble (memory, descriptors): not the worker's; later */
     j->state = KR__JOB_RUNNING;
     if (kr_problem_hash(j->job.problem))
         snprintf(w->last_problem, sizeof w->last_problem, "%s", kr_problem_hash(j->job.problem));
     w->ahead = j;
+    return 1;
 }
 
 static void dispatch(kr_pool *pool)
@@ -313,8 +322,9 @@ static void dispatch(kr_pool *pool)
     }
     /* after every idle worker had its pick */
     pool->ahead_retry = 0;
-    for (size_t i = 0; i < pool->num_workers; i++)
-        send_ahead(pool, &pool->workers[i]);
+    size_t queued = pool->no_ahead ? 0 : gpu_queued(pool);
+    for (size_t i = 0; i < pool->num_workers && queued; i++)
+        queued -= (size_t)send_ahead(pool, &pool->workers[i], queued);
 }
 
 /* ---- what workers say ---- */

@@ -86,11 +86,10 @@ int kr__checks_fetch_queued(kr_context *ctx)
 
 int kr__checks_fetch(kr_context *ctx)
 {
-    kr__engine *e = kr__engine_of(ctx);
-    if (!e->slots_used)
-        return KR_OK;
     int rc = kr__checks_fetch_queued(ctx);
-    return rc == KR_OK ? kr__engine_wait(ctx, 30, "reading check results") : rc;
+    if (rc != KR_OK || !kr__engine_of(ctx)->slots_used)
+        return rc;
+    return kr__engine_wait(ctx, 30, "reading check results");
 }
 
 uint64_t *kr__checks_snapshot(kr_context *ctx)

@@ -116,11 +116,10 @@ class Processes(SpareWorkers, BaselineWorker):
     a shared device buffer where the driver allows, of staging_bytes or
     shared_bytes (default SHARED_BYTES), the smaller; staging_bytes: the
     most a batch's inputs take in the region, None: region_bytes);
-    max_call_bytes: the
-    largest case's inputs and outputs (a reply's bound); spare: start the
-    next candidate's worker ahead; spare_ahead: start it while the
-    candidate before it runs, once that one is loaded (else once it is
-    done); compile_baseline: the baseline is
+    max_call_bytes: the largest case's inputs and outputs (a reply's
+    bound); spare: start the next candidate's worker ahead; spare_ahead:
+    start it while the candidate before it runs, once that one is loaded
+    (else once it is done); compile_baseline: the baseline is
     torch.compile(Model); timeout_s: a start's or a load's limit;
     cuda_arch: TORCH_CUDA_ARCH_LIST for load_inline builds (None: torch's
     own choice); pch_dir: the precompiled header's folder (pch.py), used
