@@ -133,7 +133,7 @@ static int rejudge(bstate *b, size_t k, bcheck *c)
     }
     if (!differ)
         return KR_OK;
-    int rc = kr__reference_run_kernel(ctx, &b->ref, b->c, b->set_seed[k], &b->want, 0);
+    int rc = kr__reference_queue_kernel(ctx, &b->ref, b->c, b->set_seed[k], &b->want, 0);
     for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++) {
         const kr__tensor *x = &p->tensors[t];
         if (kr__is_output(x))
@@ -142,7 +142,7 @@ static int rejudge(bstate *b, size_t k, bcheck *c)
     }
     if (rc == KR_OK)
         rc = kr__tset_scrub(ctx, &b->want);
-    return rc == KR_OK ? kr__checks_fetch(ctx) : rc;
+    return rc == KR_OK ? kr__reference_fetch_checks(ctx) : rc;
 }
 
 int kr__bench_check_end(bstate *b, size_t k, bcheck *c)
@@ -161,7 +161,7 @@ int kr__bench_check_end(bstate *b, size_t k, bcheck *c)
      * regenerates them: what the candidate's must still be */
     kr__input_hashes want_in = {b->key, c->pre};
     if (rc == KR_OK)
-        rc = kr__reference_run_hashed(ctx, &b->ref, b->c, b->set_seed[k], &b->want, &want_in);
+        rc = kr__reference_queue(ctx, &b->ref, b->c, b->set_seed[k], &b->want, &want_in);
     for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++) {
         const kr__tensor *x = &p->tensors[t];
         if (kr__is_output(x))
@@ -174,7 +174,7 @@ int kr__bench_check_end(bstate *b, size_t k, bcheck *c)
     if (rc == KR_OK)
         rc = kr__tset_scrub(ctx, &b->want);
     if (rc == KR_OK)
-        rc = kr__checks_fetch(ctx);
+        rc = kr__reference_fetch_checks(ctx);
     if (rc == KR_OK && b->ref.use_fast)
         rc = rejudge(b, k, c);
     if (rc == KR_OK) {

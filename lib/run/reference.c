@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REFERENCE_TIMEOUT_S 60
+#define REFERENCE_TIMEOUT_S KR__REFERENCE_TIMEOUT_S
 
 int kr__reference_build(kr_context *ctx, const kr_problem *p, int fast, kr_program **prog,
                         kr_plan **plan)
@@ -182,8 +182,15 @@ static void launch_events(CUevent ev[2])
     ev[0] = ev[1] = NULL;
 }
 
+/* One run of the reference (or its fast kernel) for (c, seed) into want,
+ * its inputs and scratch scrubbed behind it. wait 0: queued only, for a
+ * caller that queues its comparison behind it and waits for both
+ * (kr__checks_fetch_after_reference): one round trip a comparison less; a
+ * launch refused still fails here, a fault or hang at that wait is the
+ * library's (the candidate's calls were waited for before). An event-timed
+ * run (time_launch) always waits. */
 static int run_source(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
-                      const kr__tset *want, int fast, const kr__input_hashes *h)
+                      const kr__tset *want, int fast, const kr__input_hashes *h, int wait)
 {
     kr__run *run = fast ? &ref->fast_runs[c] : &ref->runs[c];
     size_t failed;
@@ -208,7 +215,7 @@ static int run_source(kr_context *ctx, kr__reference *ref, size_t c, uint64_t se
             kr__cuda()->cuEventRecord(ev[1], e->stream);
         kr__gpu_end(e, slot);
     }
-    if (rc == KR_OK)
+    if (rc == KR_OK && (wait || ev[0]))
         rc = kr__engine_wait(ctx, REFERENCE_TIMEOUT_S, "the reference");
     float ms = 0;
     if (rc == KR_OK && ev[0] && kr__cuda()->cuEventElapsedTime(&ms, ev[0], ev[1]) == CUDA_SUCCESS)
@@ -275,32 +282,58 @@ static void free_host(const kr_problem *p, void **host)
 }
 
 static int reference_run(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
-                         const kr__tset *want, const kr__input_hashes *h);
+                         const kr__tset *want, const kr__input_hashes *h, int wait);
 
-int kr__reference_run_hashed(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
-                             const kr__tset *want, const kr__input_hashes *h)
+/* Whether queued runs are waited for all the same: KR_REFERENCE_QUEUED=0,
+ * to measure what queueing saves (read once). */
+static int queued_runs_wait(void)
+{
+    static int wait = -1;
+    if (wait < 0) {
+        const char *v = getenv("KR_REFERENCE_QUEUED");
+        wait = v && strcmp(v, "0") == 0;
+    }
+    return wait;
+}
+
+int kr__reference_queue(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
+                        const kr__tset *want, const kr__input_hashes *h)
 {
     double t0 = kr__now();
-    int rc = reference_run(ctx, ref, c, seed, want, h);
+    int rc = reference_run(ctx, ref, c, seed, want, h, queued_runs_wait());
     kr__prof_add(ctx, KR__PROF_REFERENCE, t0);
     return rc;
 }
 
-int kr__reference_run(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
-                      const kr__tset *want)
+int kr__reference_fetch_checks(kr_context *ctx)
 {
-    return kr__reference_run_hashed(ctx, ref, c, seed, want, NULL);
+    int rc = kr__checks_fetch_queued(ctx);
+    return rc == KR_OK ? kr__engine_wait(ctx, REFERENCE_TIMEOUT_S + 30,
+                                         "the reference and the checks against it")
+                       : rc;
+}
+
+static int run_kernel(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
+                      const kr__tset *want, int fast, int wait)
+{
+    double t0 = kr__now();
+    int rc = case_state(ctx, ref, c, fast);
+    if (rc == KR_OK)
+        rc = run_source(ctx, ref, c, seed, want, fast, NULL, wait);
+    kr__prof_add(ctx, KR__PROF_REFERENCE, t0);
+    return rc;
 }
 
 int kr__reference_run_kernel(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
                              const kr__tset *want, int fast)
 {
-    double t0 = kr__now();
-    int rc = case_state(ctx, ref, c, fast);
-    if (rc == KR_OK)
-        rc = run_source(ctx, ref, c, seed, want, fast, NULL);
-    kr__prof_add(ctx, KR__PROF_REFERENCE, t0);
-    return rc;
+    return run_kernel(ctx, ref, c, seed, want, fast, 1);
+}
+
+int kr__reference_queue_kernel(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
+                               const kr__tset *want, int fast)
+{
+    return run_kernel(ctx, ref, c, seed, want, fast, queued_runs_wait());
 }
 
 /* A trusted fast kernel that failed on case c while the context lives: not
@@ -322,25 +355,27 @@ static void drop_fast(kr_context *ctx, kr__reference *ref, size_t c, int rc)
  * trusted; one that fails on a later seed while the context lives is
  * dropped for the reference (fast_reference.c). */
 static int run_serving(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
-                       const kr__tset *want, const kr__input_hashes *h)
+                       const kr__tset *want, const kr__input_hashes *h, int wait)
 {
     if (ref->use_fast) {
         int rc = case_state(ctx, ref, c, 1);
         if (rc == KR_OK)
-            rc = run_source(ctx, ref, c, seed, want, 1, h);
+            rc = run_source(ctx, ref, c, seed, want, 1, h, wait);
         if (rc == KR_OK || ctx->poisoned)
             return rc;
         drop_fast(ctx, ref, c, rc);
     }
     int rc = case_state(ctx, ref, c, 0);
-    return rc == KR_OK ? run_source(ctx, ref, c, seed, want, 0, h) : rc;
+    return rc == KR_OK ? run_source(ctx, ref, c, seed, want, 0, h, wait) : rc;
 }
 
+/* Golden outputs are made on the host (the wait is inside), whatever wait
+ * says. */
 static int reference_run(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
-                         const kr__tset *want, const kr__input_hashes *h)
+                         const kr__tset *want, const kr__input_hashes *h, int wait)
 {
     if (!ref->golden)
-        return run_serving(ctx, ref, c, seed, want, h);
+        return run_serving(ctx, ref, c, seed, want, h, wait);
     int rc = case_state(ctx, ref, c, 0);
     if (rc != KR_OK)
         return rc;
@@ -422,7 +457,7 @@ int kr__reference_outputs_host(kr_context *ctx, kr__reference *ref, size_t c, ui
         kr__tset want;
         rc = kr__tset_alloc(ctx, &want, p, c, KR__SET_OUTPUTS, "reference output");
         if (rc == KR_OK)
-            rc = run_serving(ctx, ref, c, seed, &want, NULL);
+            rc = run_serving(ctx, ref, c, seed, &want, NULL, 1);
         if (rc == KR_OK)
             rc = download(ctx, &want, host);
         kr__tset_free(ctx, &want);

@@ -39,11 +39,9 @@ typedef struct kr__reference {
 int kr__reference_open(kr_context *ctx, kr__reference *ref, const kr_problem *p);
 void kr__reference_close(kr_context *ctx, kr__reference *ref);
 
-/* The reference's outputs for (case c, seed) in want's output buffers
- * (want holds at least the outputs of case c). The buffers holding the
- * reference's inputs and scratch are scrubbed afterwards. */
-int kr__reference_run(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
-                      const kr__tset *want);
+/* How long a reference run may take before it is a hang (seconds). */
+#define KR__REFERENCE_TIMEOUT_S 60
+
 /* Keyed hashes (check slots, one per tensor; inputs only) of the inputs a
  * reference run regenerates, queued before the reference reads them: what a
  * candidate's inputs of the same seed must still hash to after its call, so
@@ -52,9 +50,20 @@ typedef struct kr__input_hashes {
     uint64_t key;
     kr__check *ids;
 } kr__input_hashes;
-/* kr__reference_run, queueing h's hashes (NULL: none). */
-int kr__reference_run_hashed(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
-                             const kr__tset *want, const kr__input_hashes *h);
+/* The reference's outputs for (case c, seed) in want's output buffers
+ * (want holds at least the outputs of case c), queued on the engine's
+ * stream with h's hashes (NULL: none); the buffers holding the reference's
+ * inputs and scratch are scrubbed behind it. Queued only: the outputs are
+ * there once the caller's next wait, of at least KR__REFERENCE_TIMEOUT_S
+ * (kr__reference_fetch_checks), succeeds, and a fault or hang met
+ * there is the library's error. A refused launch fails here. Golden
+ * outputs are uploaded before it returns. */
+int kr__reference_queue(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
+                        const kr__tset *want, const kr__input_hashes *h);
+/* kr__checks_fetch behind queued reference runs: copies every queued
+ * check result to the host and waits for the stream (always, checks or
+ * not), as long as a reference run may take and the checks' time. */
+int kr__reference_fetch_checks(kr_context *ctx);
 /* The same outputs in malloc'd host memory (host[t] for each output and
  * in-out tensor, NULL for inputs; the caller frees them), which the device
  * cannot reach; nothing of them is left on the device or in pinned memory. */
@@ -84,8 +93,13 @@ int kr__reference_open_serving(kr_context *ctx, kr__reference *ref, const kr_pro
 double kr__reference_tolerance_share(const kr__reference *ref);
 
 /* One run of the reference (fast 0) or of its fast kernel (1) for (case
- * c, seed) into want, no fallback: fast_reference.c compares the two. */
+ * c, seed) into want, no fallback, waited for: fast_reference.c compares
+ * the two, and a failure here is the kernel's own. */
 int kr__reference_run_kernel(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
                              const kr__tset *want, int fast);
+/* The same, queued only, as kr__reference_queue (the rejudges: the
+ * reference itself again after its fast kernel's outputs failed). */
+int kr__reference_queue_kernel(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
+                               const kr__tset *want, int fast);
 
 #endif

@@ -202,7 +202,8 @@ static int candidate_run(vstate *v, vunit *u, int run, vchecks *m, int *err, siz
 }
 
 /* Compares every run's outputs with want (the second's also bit for bit
- * with the first's) into a snapshot each run's checks point to. */
+ * with the first's) into a snapshot each run's checks point to; the wait
+ * for them is also the wait for the reference run queued before them. */
 static int compare_runs(vstate *v, vunit *u, int runs, vchecks *m, double share)
 {
     const kr_problem *p = v->p;
@@ -227,7 +228,7 @@ static int compare_runs(vstate *v, vunit *u, int runs, vchecks *m, double share)
                                        &m[1].diff[t]);
         }
     if (rc == KR_OK)
-        rc = kr__checks_fetch(ctx);
+        rc = kr__reference_fetch_checks(ctx);
     for (int run = 0; run < runs && rc == KR_OK; run++) {
         free(m[run].compared);
         if (!(m[run].compared = kr__checks_snapshot(ctx)))
@@ -255,7 +256,7 @@ static int judge_against_reference(vstate *v, vunit *u, int runs, vchecks *m)
         differ |= values_differ(v, &m[run]);
     if (rc == KR_OK && differ && v->ref.use_fast && u->want_on_device) {
         u->by_reference = 1;
-        rc = kr__reference_run_kernel(v->ctx, &v->ref, u->c, u->seed, &u->want, 0);
+        rc = kr__reference_queue_kernel(v->ctx, &v->ref, u->c, u->seed, &u->want, 0);
         if (rc == KR_OK)
             rc = compare_runs(v, u, runs, m, 1.0);
     }

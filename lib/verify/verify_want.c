@@ -12,15 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The unit's reference outputs: a source reference runs into want and they
- * stay there; a golden one's come from the host. */
+/* The unit's reference outputs: a source reference's run is queued into
+ * want (compare_runs waits for it with its comparison) and they stay there;
+ * a golden one's come from the host. */
 int kr__vwant_compute(vstate *v, vunit *u)
 {
     if (v->ref.golden)
         return kr__reference_outputs_host(v->ctx, &v->ref, u->c, u->seed, u->host_want);
     int rc = kr__tset_alloc(v->ctx, &u->want, v->p, u->c, KR__SET_OUTPUTS, "reference output");
     if (rc == KR_OK)
-        rc = kr__reference_run(v->ctx, &v->ref, u->c, u->seed, &u->want);
+        rc = kr__reference_queue(v->ctx, &v->ref, u->c, u->seed, &u->want, NULL);
     u->want_on_device = rc == KR_OK;
     return rc;
 }
