@@ -242,6 +242,11 @@ def run_variant(name, options, problems, batch, reward):
         for step, seconds in (result.get("worker_warm_steps_s") or {}).items():
             if isinstance(seconds, (int, float)):
                 ops.setdefault(f"(worker ready warm: {step})", []).append(seconds)
+        # its whole start: spawn to ready, the ready's wall (freezes in it)
+        # and ready's steps outside the warm
+        for step, seconds in (result.get("worker_start_s") or {}).items():
+            if isinstance(seconds, (int, float)):
+                ops.setdefault(f"(worker start: {step})", []).append(seconds)
         # the Model timed as its own candidate: how far from 1 the speedup
         # is, with each worker's launch time (measured in its ready) beside it
         if same and r.verdict == "passed" and r.get("speedup", float("nan")) == r.get("speedup"):

@@ -147,11 +147,33 @@ class Evaluation:
         try:
             if baseline:
                 self.processes.start_baseline()  # side by side with the candidate's worker
-            w, loaded = self.processes.start_candidate(source, class_name, limit)
+            # in flight the next candidate's spare starts as soon as this
+            # one has taken its worker: its start (~1.3 s of a fresh
+            # worker's ready, slowed by the lane's freezes) then has this
+            # candidate's wait, load and evaluation to run in; started after
+            # the load it still had ~1 s to go at its turn (issue 31's batch
+            # on an H200). With one candidate at a time (no freezes) it
+            # starts after the load, as before: its ready would otherwise
+            # run beside the candidate's launch-time probe, which nothing
+            # else runs beside there
+            early = self.processes.starts_ahead and self.gate.freezes
+            spare_s = [0.0]
+
+            def start_next_spare():
+                t0 = time.perf_counter()
+                self._start_spare(next_source, res)
+                spare_s[0] = time.perf_counter() - t0
+
+            w, loaded = self.processes.start_candidate(source, class_name, limit,
+                                                       on_taken=start_next_spare if early else None)
             phase("start_and_load")
+            if early:
+                # (its start's own time shown apart, as where it came after the load)
+                res["phases_s"]["start_and_load"] = round(res["phases_s"]["start_and_load"] - spare_s[0], 4)
+                res["phases_s"]["start_spare"] = round(spare_s[0], 4)
             if not self._loaded(loaded, res):
                 return res
-            if self.processes.starts_ahead:
+            if self.processes.starts_ahead and not early:
                 self._start_spare(next_source, res)
                 phase("start_spare")
             # (a shared step: the copy's CPU work never beside another
@@ -310,6 +332,8 @@ class Evaluation:
                                 "loads them); a cache_dir of its own for \"start\" Runners brings that back")
         if loaded.get("warm_steps_s"):
             res["worker_warm_steps_s"] = loaded["warm_steps_s"]
+        if loaded.get("worker_start_s"):
+            res["worker_start_s"] = loaded["worker_start_s"]
         if self.processes.fresh_failed:
             res["notes"].append(f"a worker in a fresh folder did not start ({self.processes.fresh_failed}): "
                                 "candidates without a spare start in their own folders (their verify "

@@ -101,6 +101,24 @@ def keep_warm(processes):
                 other.lock.release()
 
 
+def _start_split(w, ready):
+    """Where a worker's start went, seconds (the worker's word on its own
+    clock readings, kept as numbers in range; for the record only): from
+    its spawn to the start of its ready (fork, sandbox, modules), the
+    ready's wall (frozen time included) and its steps outside the warm."""
+    began, ended = optional_number(ready.get("began_at")), optional_number(ready.get("ended_at"))
+    split = {}
+    if began is not None and ended is not None and w.started <= began <= ended <= time.monotonic():
+        split = {"to_ready": round(began - w.started, 4), "ready": round(ended - began, 4)}
+    steps = ready.get("ready_steps_s")
+    if isinstance(steps, dict):
+        for k, v in list(steps.items())[:6]:
+            v = optional_number(v)
+            if v is not None and 0 <= v < 1e4:
+                split[f"ready.{str(k)[:24]}"] = round(v, 4)
+    return split
+
+
 class Processes(SpareWorkers, BaselineWorker):
     """The workers of one Runner: the baseline's and the spare between
     evaluations, the candidate's during one. `lock` is held while an
@@ -404,11 +422,16 @@ class Processes(SpareWorkers, BaselineWorker):
                timeout_s=self.timeout_s)
 
     # ---- the candidate's worker and the spare
-    def start_candidate(self, source, class_name, limit=(None, None)):
+    def start_candidate(self, source, class_name, limit=(None, None), on_taken=None):
         """The candidate's worker (the spare if there is one that can take
         this source) and its load reply. limit: (time.monotonic() deadline,
         why) past which no reply of this worker is waited for
-        (WorkerProcess.limit_until)."""
+        (WorkerProcess.limit_until). on_taken: called once the slot's spare
+        is taken (or, with none, once the candidate's own worker is
+        spawned), before any wait for that worker's ready: the evaluation
+        starts the next candidate's spare there, so its start has the
+        wait, the load and the whole evaluation to run in, not what is
+        left after the load."""
         t_turn = time.monotonic()
         if self.spare is None and self.lane_spares is not None and self.keep_spare:
             # in flight: another problem's idle slot's spare, where one fits
@@ -422,6 +445,9 @@ class Processes(SpareWorkers, BaselineWorker):
         self.candidate = w
         spare_source, self.spare_source = self.spare_source, None
         spare_ext, self.spare_folder = self.spare_folder, None
+        if w is not None and on_taken is not None:
+            on_taken, taken = None, on_taken
+            taken()
         # a "start" worker's sandbox lets it write one build folder only: a
         # spare started for another source cannot take this one; one started
         # with a fresh folder (no source named) takes a source that has
@@ -466,6 +492,8 @@ class Processes(SpareWorkers, BaselineWorker):
             self._plant(w.folder if self.sandbox == "start" else None, source)
         if w is None:
             w, ext = self._spawn_for(source, limit)
+        if on_taken is not None:
+            on_taken()
         self.candidate = w  # close() from another thread ends it
         w.clock = self.clock
         w.limit_until(*limit)
@@ -529,6 +557,7 @@ class Processes(SpareWorkers, BaselineWorker):
             steps = ready.get("warm_steps_s")
             if isinstance(steps, dict):  # (the worker's word: numbers only, a few names)
                 loaded["warm_steps_s"] = {str(k)[:40]: optional_number(v) for k, v in list(steps.items())[:8]}
+            loaded["worker_start_s"] = _start_split(w, ready)
             if spare_failed:
                 loaded["spare_failed"] = spare_failed
             return w, loaded

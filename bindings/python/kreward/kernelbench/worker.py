@@ -208,6 +208,9 @@ class Worker:
         # load refuses to run a source after a failed ready (a caller that
         # sent it anyway)
         self.ready_failed = True
+        began_at = time.monotonic()  # (the caller's clock too: where a spare's start goes)
+        ready_steps = {}  # the steps of ready outside the warm, seconds each
+        t_step = self.perf()
         self.device = req["device"]
         self.inputs.use_library(req.get("library"))  # the region's mask of host memory
         warm_s = 0.0  # the CPU's libraries need no first call of their own
@@ -221,6 +224,7 @@ class Worker:
             if self.torch.device(self.device).index is not None:
                 self.torch.cuda.set_device(self.torch.device(self.device))
             self.torch.empty(1, device=self.device)
+            ready_steps["cuda_init"] = self.perf() - t_step
             # the C function itself: torch.cuda.synchronize is a Python
             # function the candidate could replace with one that returns
             # before the GPU is done, ending the caller's clock early
@@ -231,9 +235,11 @@ class Worker:
             self.commit_stream = self.torch.cuda.Stream(device=self.device)
             _load_sibling("libcuda_path").point_triton_at_loaded_libcuda()
             warm_s = self._warm_libraries(bool(req.get("triton_driver")), warm_steps)
+            t_step = self.perf()
             self.trace = _load_sibling("kernel_trace")
             if req.get("tracer", "cupti") == "cupti":
                 self._bind_tracer()
+            ready_steps["tracer"] = self.perf() - t_step
             if self.tracer is None:
                 # torch.profiler's entry points taken now, before the
                 # candidate's code can replace them in torch's modules
@@ -272,11 +278,16 @@ class Worker:
                     warm_steps["launchers"] = self.perf() - t0
                     warm_s += warm_steps["launchers"]
             self._log_launchers()
+        t_step = self.perf()
         self._map_shared(req.get("shared_bytes"))
+        ready_steps["shared_map"] = self.perf() - t_step
+        t_step = self.perf()
         launch_us = self._launch_probe()  # (a failure here is a failed ready too)
+        ready_steps["launch_probe"] = self.perf() - t_step
         self.ready_failed = False
         return {"no_subreaper": NO_SUBREAPER, "launch_us": launch_us, "warm_s": warm_s,
-                "warm_steps_s": warm_steps, "launchers_ready": self.launchers_ready}
+                "warm_steps_s": warm_steps, "launchers_ready": self.launchers_ready,
+                "ready_steps_s": ready_steps, "began_at": began_at, "ended_at": time.monotonic()}
 
     def _log_launchers(self):
         """The record of the signatures Triton makes launchers for in this

@@ -474,11 +474,24 @@ def test_two_candidates_in_flight_through_the_real_runner_on_the_cpu(tmp_path, m
     # (its load): a freeze during the load is the lane's time
     from kreward.kernelbench.processes import Processes
     loads, real_send_load = [], Processes._send_load
+    # per slot, in order: its spares' starts asked for ahead, its loads
+    by_slot, real_start_spare = {}, Processes.start_spare
 
     def send_load(self, w, *args, **kw):
         loads.append(getattr(w, "clock", None))
+        if class_name_of(args, kw) == "ModelNew":
+            by_slot.setdefault(id(self), []).append("load")
         return real_send_load(self, w, *args, **kw)
+
+    def start_spare(self, next_source=None, ahead=False):
+        if ahead:
+            by_slot.setdefault(id(self), []).append("spare")
+        return real_start_spare(self, next_source, ahead=ahead)
+
+    def class_name_of(args, kw):
+        return kw.get("class_name", args[1] if len(args) > 1 else None)
     monkeypatch.setattr(Processes, "_send_load", send_load)
+    monkeypatch.setattr(Processes, "start_spare", start_spare)
     problem = _tiny_relu(tmp_path)
     good = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
             "        return x.clamp_min(0)\n")
@@ -506,6 +519,10 @@ def test_two_candidates_in_flight_through_the_real_runner_on_the_cpu(tmp_path, m
     phases = [list(r["phases_s"]) for _, r in got]
     assert any("start_spare" in p for p in phases), phases
     assert not any("spare_ready" in p for p in phases), phases
+    # each evaluation asked for the next spare before its candidate's load
+    # was sent (as soon as its worker was taken), not after its load
+    assert by_slot and all(seq[0] == "spare" and seq.count("spare") == seq.count("load")
+                           for seq in by_slot.values()), by_slot
 
 
 def test_a_worker_started_during_a_freeze_is_stopped_unless_the_freezing_thread_started_it():
