@@ -153,10 +153,11 @@ class Evaluation:
             # candidate's wait, load and evaluation to run in; started after
             # the load it still had ~1 s to go at its turn (issue 31's batch
             # on an H200). With one candidate at a time (no freezes) it
-            # starts after the load, as before: its ready would otherwise
-            # run beside the candidate's launch-time probe, which nothing
-            # else runs beside there
-            early = self.processes.starts_ahead and self.gate.freezes
+            # starts after the load: its ready would otherwise run beside
+            # the candidate's launch-time probe, which nothing else runs
+            # beside there (spare_ahead="after_load" so in flight too)
+            early = (self.processes.starts_ahead and self.gate.freezes and
+                     self.processes.spare_ahead != "after_load")
             spare_s = [0.0]
 
             def start_next_spare():

@@ -153,11 +153,14 @@ class Runner:
         wait for it (in the "start" sandbox for the next source if named,
         else with a fresh folder the next new source takes).
         spare_ahead (with spare): start it while the candidate before it
-        runs, as soon as that one is loaded, its start over (its ready
-        read) before that candidate's first timed batch, so no timed phase
-        runs beside a starting worker; False: once that candidate is done
-        (its baseline timed), as before (to measure the gain: results'
-        phases_s start_and_load).
+        runs: with one candidate at a time as soon as that one is loaded,
+        its start over (its ready read) before that candidate's first
+        timed batch, so no timed phase runs beside a starting worker; in
+        flight (where the lane's gate freezes a starting spare in every
+        timed phase) as soon as that candidate has taken its worker;
+        "after_load": after the load in flight too (to measure the gain);
+        False: once that candidate is done (its baseline timed), as before
+        (to measure the gain: results' phases_s start_and_load).
         baseline: what the speedup is against: "eager" (the reference Model
         as written, KernelBench's default) or "compile" (torch.compile of
         it, compiled in the baseline worker before its seal; the result's

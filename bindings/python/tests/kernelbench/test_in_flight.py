@@ -454,14 +454,15 @@ def test_a_hung_candidate_in_flight_is_frozen_past_overdue_and_aborted_alone(tmp
         lane.close()
 
 
-# zygote: every slot's workers forked from the Runner's one zygote
-@pytest.mark.parametrize("zygote", [False, True])
-def test_two_candidates_in_flight_through_the_real_runner_on_the_cpu(tmp_path, monkeypatch, zygote):
+# zygote: every slot's workers forked from the Runner's one zygote;
+# spare_ahead "after_load": the next spare asked for after the load
+@pytest.mark.parametrize("zygote,spare_ahead", [(False, True), (True, True), (True, "after_load")])
+def test_two_candidates_in_flight_through_the_real_runner_on_the_cpu(tmp_path, monkeypatch, zygote, spare_ahead):
     pytest.importorskip("torch", reason="the ModelNew runner needs torch")
     from kreward.kernelbench.lanes import RunnerLane
 
     lane = RunnerLane("cpu", {"cache_dir": str(tmp_path), "timeout_s": 120, "call_timeout_s": 30,
-                              "zygote": zygote}, in_flight=2)
+                              "zygote": zygote, "spare_ahead": spare_ahead}, in_flight=2)
     freezes = []
     real_freeze = lane.gate.freezer.freeze
 
@@ -521,7 +522,8 @@ def test_two_candidates_in_flight_through_the_real_runner_on_the_cpu(tmp_path, m
     assert not any("spare_ready" in p for p in phases), phases
     # each evaluation asked for the next spare before its candidate's load
     # was sent (as soon as its worker was taken), not after its load
-    assert by_slot and all(seq[0] == "spare" and seq.count("spare") == seq.count("load")
+    first = "load" if spare_ahead == "after_load" else "spare"
+    assert by_slot and all(seq[0] == first and seq.count("spare") == seq.count("load")
                            for seq in by_slot.values()), by_slot
 
 
