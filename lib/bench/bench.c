@@ -124,9 +124,11 @@ static int setup_buffers(bstate *b)
         rc = kr__dbuf_alloc(b->ctx, &b->flush, flush, "the L2 flush buffer");
     if (rc != KR_OK)
         return rc;
-    KR__CU(b->ctx, cu->cuEventCreate(&b->ev_start, CU_EVENT_DEFAULT), "cuEventCreate");
-    KR__CU(b->ctx, cu->cuEventCreate(&b->ev_stop, CU_EVENT_DEFAULT), "cuEventCreate");
-    KR__CU(b->ctx, cu->cuEventCreate(&b->ev_done, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    for (int i = 0; i < 2; i++) {
+        KR__CU(b->ctx, cu->cuEventCreate(&b->ev_start[i], CU_EVENT_DEFAULT), "cuEventCreate");
+        KR__CU(b->ctx, cu->cuEventCreate(&b->ev_stop[i], CU_EVENT_DEFAULT), "cuEventCreate");
+        KR__CU(b->ctx, cu->cuEventCreate(&b->ev_done[i], CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    }
     /* persisting-L2 windows survive memset flushes: disable and reset them */
     cu->cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0);
     cu->cuCtxResetPersistingL2Cache();
@@ -221,12 +223,14 @@ static void teardown(bstate *b)
     kr__dbuf_free(b->ctx, &b->flush);
     if (b->has_ref)
         kr__reference_close(b->ctx, &b->ref);
-    if (alive && b->ev_start)
-        cu->cuEventDestroy(b->ev_start);
-    if (alive && b->ev_stop)
-        cu->cuEventDestroy(b->ev_stop);
-    if (alive && b->ev_done)
-        cu->cuEventDestroy(b->ev_done);
+    for (int i = 0; i < 2; i++) {
+        if (alive && b->ev_start[i])
+            cu->cuEventDestroy(b->ev_start[i]);
+        if (alive && b->ev_stop[i])
+            cu->cuEventDestroy(b->ev_stop[i]);
+        if (alive && b->ev_done[i])
+            cu->cuEventDestroy(b->ev_done[i]);
+    }
     free(b->order);
 }
 
@@ -269,6 +273,9 @@ static int read_options(bstate *b, const kr_bench_options *opts, const kr_baseli
      * would have taken their place in the cache */
     const char *ahead = getenv("KR_BENCH_AHEAD");
     b->ahead = !(ahead && !strcmp(ahead, "0")) && !(b->o.flags & KR_BENCH_NO_FLUSH);
+    /* KR_BENCH_PAIR=0: each sample read before the next is queued */
+    const char *pair = getenv("KR_BENCH_PAIR");
+    b->pair = !(pair && !strcmp(pair, "0"));
     b->seeds = b->o.seed ? b->o.seed : kr__random64();
     b->key = b->key ? b->key : kr__random64();
     return KR_OK;

@@ -48,8 +48,12 @@ typedef struct bstate {
     unsigned char ready[KR__BENCH_MAX_SETS];
     int ahead;                    /* the next sample's values queued ahead (KR_BENCH_AHEAD) */
     kr__dbuf flush;
-    CUevent ev_start, ev_stop;
-    CUevent ev_done;              /* after the clock probe: the sample is done, the next one's values may not be */
+    /* per sample in flight (two where a round's samples are queued
+     * together, bench_sample.c): its start and stop, and ev_done after its
+     * clock probe (the sample is done, the next one's values may not be) */
+    CUevent ev_start[2], ev_stop[2];
+    CUevent ev_done[2];
+    int pair;                     /* a round's two samples queued before either is read (KR_BENCH_PAIR) */
     bside s[2];
     /* timed-output checks against the reference */
     kr__reference ref;

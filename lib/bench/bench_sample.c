@@ -114,8 +114,9 @@ static int push_sample(bstate *b, bside *s, double us, double mhz)
 }
 
 /* Flush, spin, start event, the side's work, stop event, clock probe,
- * release: everything between the spin and the probe is timed. */
-static int timed_enqueue(bstate *b, bside *s, size_t k)
+ * release: everything between the spin and the probe is timed. slot: the
+ * sample's events and probe place (two samples may be in flight). */
+static int timed_enqueue(bstate *b, bside *s, size_t k, int slot)
 {
     const kr__cuda_api *cu = kr__cuda();
     kr__engine *e = b->e;
@@ -134,27 +135,27 @@ static int timed_enqueue(bstate *b, bside *s, size_t k)
                                       NULL), "launching the spin kernel");
     /* from here on the flag is released whatever fails: a spin left
      * waiting would hold the stream for SPIN_TIMEOUT_NS */
-    CUresult r = cu->cuEventRecord(b->ev_start, e->stream);
+    CUresult r = cu->cuEventRecord(b->ev_start[slot], e->stream);
     int rc = r == CUDA_SUCCESS ? KR_OK : kr__cuda_fail(b->ctx, r, "cuEventRecord (start)");
     if (rc == KR_OK && (rc = enqueue_side(b, s, k)) != KR_OK && s == &b->s[SIDE_CANDIDATE])
         b->candidate_failed = 1;
-    if (rc == KR_OK && (r = cu->cuEventRecord(b->ev_stop, e->stream)) != CUDA_SUCCESS)
+    if (rc == KR_OK && (r = cu->cuEventRecord(b->ev_stop[slot], e->stream)) != CUDA_SUCCESS)
         rc = kr__cuda_fail(b->ctx, r, "cuEventRecord (stop)");
     long long cycles = PROBE_CYCLES;
-    CUdeviceptr ns_out = e->flag_dev + KR__PROBE_NS_OFFSET;
-    CUdeviceptr cyc_out = e->flag_dev + KR__PROBE_CYCLES_OFFSET;
+    CUdeviceptr ns_out = e->flag_dev + KR__PROBE_NS_OFFSET(slot);
+    CUdeviceptr cyc_out = e->flag_dev + KR__PROBE_CYCLES_OFFSET(slot);
     void *probe_params[] = {&cycles, &ns_out, &cyc_out};
     if (rc == KR_OK && (r = cu->cuLaunchKernel(e->f_spin_cycles, 1, 1, 1, 1, 1, 1, 0, e->stream,
                                                probe_params, NULL)) != CUDA_SUCCESS)
         rc = kr__cuda_fail(b->ctx, r, "launching the clock probe");
-    if (rc == KR_OK && (r = cu->cuEventRecord(b->ev_done, e->stream)) != CUDA_SUCCESS)
+    if (rc == KR_OK && (r = cu->cuEventRecord(b->ev_done[slot], e->stream)) != CUDA_SUCCESS)
         rc = kr__cuda_fail(b->ctx, r, "cuEventRecord (done)");
     atomic_store((_Atomic int *)e->flag, 1); /* release: the queued work runs back to back */
     return rc;
 }
 
 /* Reads the sample's time (events) and SM clock (probe) after it ran. */
-static int read_sample(bstate *b, bside *s, double *us, double *mhz)
+static int read_sample(bstate *b, bside *s, int slot, double *us, double *mhz)
 {
     const kr__cuda_api *cu = kr__cuda();
     /* a callback may have put work on other streams: let it finish inside
@@ -162,8 +163,8 @@ static int read_sample(bstate *b, bside *s, double *us, double *mhz)
     if (s->callback)
         KR__CU(b->ctx, cu->cuCtxSynchronize(), "cuCtxSynchronize after the baseline callback");
     float ms = 0;
-    KR__CU(b->ctx, cu->cuEventElapsedTime(&ms, b->ev_start, b->ev_stop), "cuEventElapsedTime");
-    volatile uint64_t *probe = (volatile uint64_t *)((char *)b->e->flag + KR__PROBE_NS_OFFSET);
+    KR__CU(b->ctx, cu->cuEventElapsedTime(&ms, b->ev_start[slot], b->ev_stop[slot]), "cuEventElapsedTime");
+    volatile uint64_t *probe = (volatile uint64_t *)((char *)b->e->flag + KR__PROBE_NS_OFFSET(slot));
     *mhz = probe[0] ? (double)probe[1] / (double)probe[0] * 1e3 : 0;
     *us = ms * 1e3;
     /* profile mode: the sample's own event pair, timed or not */
@@ -172,21 +173,33 @@ static int read_sample(bstate *b, bside *s, double *us, double *mhz)
     return KR_OK;
 }
 
-/* One call of a side, on the set made ready for it. timed: the sample
- * counts; check: the candidate's call is checked (bench_check.c). Its
- * set's values were queued behind the previous call (made here otherwise),
- * and another set's are queued behind this one: the wait is for this call
- * only, so the GPU makes them while the host reads this sample, checks it
- * and queues the next call (one sample's host round trip, ~70 us, was GPU
- * idle, a candidate's ~30 samples a tenth of its GPU worker's time). The
- * values are made after the call before: no call sees the next one's
- * inputs. */
-static int one_sample(bstate *b, int which, int timed, int check)
+/* A sample queued and not yet read (sample_queue, sample_read). */
+typedef struct pending {
+    int which, timed, check, slot;
+    size_t k;      /* its set */
+    int ahead_rc;  /* the next set's values, queued behind it */
+    bcheck c;
+} pending;
+
+/* One call of a side, on the set made ready for it, queued with what
+ * follows it (timed: the sample counts; check: the candidate's call is
+ * checked, bench_check.c). Its set's values were queued behind the
+ * previous call (made here otherwise), and another set's are queued behind
+ * this one: the wait (sample_read) is for this call only, so the GPU makes
+ * them while the host reads this sample, checks it and queues the next
+ * call (one sample's host round trip, ~70 us, was GPU idle, a candidate's
+ * ~30 samples a tenth of its GPU worker's time). The values are made
+ * after the call before: no call sees the next one's inputs. On failure
+ * nothing is left to read. */
+static int sample_queue(bstate *b, int which, int timed, int check, int slot, pending *q)
 {
     bside *s = &b->s[which];
-    bcheck c;
-    memset(&c, 0, sizeof c);
-    size_t k = b->next;
+    memset(q, 0, sizeof *q);
+    q->which = which;
+    q->timed = timed;
+    q->check = check;
+    q->slot = slot;
+    size_t k = q->k = b->next;
     int rc = b->ready[k] ? KR_OK : prepare_set(b, k);
     b->ready[k] = 0;
     b->next = kr__bench_next_set(k, b->sets, kr__random64());
@@ -194,33 +207,87 @@ static int one_sample(bstate *b, int which, int timed, int check)
      * hash comes from the reference's regenerated copy, after): a kernel
      * reading %globaltimer finds no gap that tells a checked call */
     if (rc == KR_OK && check)
-        rc = kr__bench_check_begin(b, k, &c);
+        rc = kr__bench_check_begin(b, k, &q->c);
     if (rc == KR_OK && !s->callback)
         rc = kr__run_reset(b->ctx, &s->run[k]);
     /* a launch refused after others were queued: one of those that hangs
      * is this sample's hang, not teardown's (a free that would block on it) */
-    if (rc == KR_OK && (rc = timed_enqueue(b, s, k)) != KR_OK && b->candidate_failed)
+    if (rc == KR_OK && (rc = timed_enqueue(b, s, k, slot)) != KR_OK && b->candidate_failed)
         rc = kr__engine_settle_refused(b->ctx, rc, 10 + b->o.max_time_s,
                                        "a timed sample's queued launches");
-    if (rc == KR_OK) {
-        /* the call's own error (a fault surfaces at the first sync) comes
-         * before the next set's */
-        int ahead = b->ahead && b->next != k ? prepare_set(b, b->next) : KR_OK;
-        rc = kr__engine_wait_event(b->ctx, b->ev_done, 10 + b->o.max_time_s, "a timed sample");
-        if (rc == KR_OK)
-            rc = ahead;
+    /* (the call's own error, a fault surfacing at the first sync, comes
+     * before the next set's: sample_read) */
+    if (rc == KR_OK)
+        q->ahead_rc = b->ahead && b->next != k ? prepare_set(b, b->next) : KR_OK;
+    if (rc != KR_OK)
+        kr__bench_check_free(&q->c);
+    return rc;
+}
+
+/* Waits for a queued sample, reads it, and checks it where it was drawn
+ * for a check; keep 0: only waits (another sample's failure ends the
+ * benchmark; a poisoned context is not waited on). */
+static int sample_read(bstate *b, pending *q, int keep)
+{
+    bside *s = &b->s[q->which];
+    int rc = keep || !b->ctx->poisoned
+                 ? kr__engine_wait_event(b->ctx, b->ev_done[q->slot], 10 + b->o.max_time_s, "a timed sample")
+                 : KR_OK;
+    if (!keep) {
+        kr__bench_check_free(&q->c);
+        return rc;
     }
+    if (rc == KR_OK)
+        rc = q->ahead_rc;
     double us = 0, mhz = 0;
     if (rc == KR_OK)
-        rc = read_sample(b, s, &us, &mhz);
-    if (rc == KR_OK && timed && (rc = record_order(b, which)) == KR_OK)
+        rc = read_sample(b, s, q->slot, &us, &mhz);
+    if (rc == KR_OK && q->timed && (rc = record_order(b, q->which)) == KR_OK)
         rc = push_sample(b, s, us, mhz);
-    if (rc == KR_OK && check)
-        rc = kr__bench_check_end(b, k, &c);
-    if (which == SIDE_CANDIDATE)
-        b->last_checked = check;
-    kr__bench_check_free(&c);
+    if (rc == KR_OK && q->check)
+        rc = kr__bench_check_end(b, q->k, &q->c);
+    if (q->which == SIDE_CANDIDATE)
+        b->last_checked = q->check;
+    kr__bench_check_free(&q->c);
     return rc;
+}
+
+static int one_sample(bstate *b, int which, int timed, int check)
+{
+    pending q;
+    int rc = sample_queue(b, which, timed, check, 0, &q);
+    return rc == KR_OK ? sample_read(b, &q, 1) : rc;
+}
+
+/* A round's two samples (sides w[0], w[1], checks check[]), in order. Both
+ * are queued before the first is read, so the host's reading of the first
+ * and its queueing of the second overlap the GPU's work (a round trip a
+ * round less), unless the first is checked (its check reads its set after
+ * the second's call, whose next values may be that set's), a side is the
+ * caller's callback (read after a context synchronize), the next values
+ * are not made ahead, or KR_BENCH_PAIR=0. Each call's time is its own event
+ * pair and probe (slots 0 and 1), and the samples are recorded in the
+ * order they ran (the CUPTI records' order). */
+static int round_samples(bstate *b, const int w[2], const int check[2], int n)
+{
+    int paired = n == 2 && b->pair && b->ahead && !b->occupy && !check[0] &&
+                 !b->s[w[0]].callback && !b->s[w[1]].callback;
+    if (!paired) {
+        int rc = KR_OK;
+        for (int i = 0; i < n && rc == KR_OK; i++)
+            rc = one_sample(b, w[i], 1, check[i]);
+        return rc;
+    }
+    pending q[2];
+    int rc = sample_queue(b, w[0], 1, check[0], 0, &q[0]);
+    if (rc != KR_OK)
+        return rc;
+    int second = sample_queue(b, w[1], 1, check[1], 1, &q[1]);
+    rc = sample_read(b, &q[0], 1);
+    if (second != KR_OK)
+        return rc != KR_OK ? rc : second;
+    int rc1 = sample_read(b, &q[1], rc == KR_OK);
+    return rc != KR_OK ? rc : rc1;
 }
 
 /* Whether a timed candidate call is checked: drawn at random per call. */
@@ -359,19 +426,26 @@ int kr__bench_measure(bstate *b, double *wall)
         /* both sides draw their sets from the same ones (no side is tied
          * to buffers that happen to sit better in memory), and take turns
          * going first in a round (no side always follows the other) */
-        for (size_t i = 0; i < 2 && rc == KR_OK; i++) {
-            int w = (int)((round + i) & 1);
+        /* which sides sample this round: each side's rule reads its own
+         * samples and the memo's state (checked after the round), so both
+         * are known before either sample runs */
+        int w[2], check[2], n = 0;
+        for (size_t i = 0; i < 2; i++) {
+            int side = (int)((round + i) & 1);
             /* rounds 0 and 9 of every 16: one even, one odd, so a done
              * side's samples still go first half of the time; a baseline
              * the memo stands for is done with its fresh samples (each a
              * naive reference's full run: 2-3 ms a call on the bundled
              * large cases, the most of what a memo leaves) */
-            int memo_done = w == SIDE_BASELINE && b->memo_state == MEMO_AGREED;
-            if (b->s[w].active && b->s[w].n < b->o.max_samples &&
-                (!side_done(b, w) || (!memo_done && (round % (2 * DONE_PERIOD) == 0 ||
-                                                     round % (2 * DONE_PERIOD) == DONE_PERIOD + 1))))
-                rc = one_sample(b, w, 1, draw(b, w));
+            int memo_done = side == SIDE_BASELINE && b->memo_state == MEMO_AGREED;
+            if (b->s[side].active && b->s[side].n < b->o.max_samples &&
+                (!side_done(b, side) || (!memo_done && (round % (2 * DONE_PERIOD) == 0 ||
+                                                        round % (2 * DONE_PERIOD) == DONE_PERIOD + 1)))) {
+                w[n] = side;
+                check[n++] = draw(b, side);
+            }
         }
+        rc = round_samples(b, w, check, n);
         check_memo(b);
         int done = side_done(b, 0) && side_done(b, 1);
         if (rc == KR_OK && too_slow(b)) {

@@ -45,10 +45,12 @@ typedef struct kr__cmp_stats {
 #define KR__PRINTF_FIFO_BYTES (64u << 10)
 
 /* The host-mapped flag page: [0] the flag kr_spin_until waits on, the
- * clock probe's nanoseconds and cycles at these byte offsets. */
+ * clock probe's nanoseconds and cycles at these byte offsets, one pair per
+ * benchmark sample in flight (slot 0 or 1: bench_sample.c); 32 is
+ * KR__OCCUPY_FLAG_OFFSET. */
 #define KR__FLAG_PAGE_BYTES 64
-#define KR__PROBE_NS_OFFSET 16
-#define KR__PROBE_CYCLES_OFFSET 24
+#define KR__PROBE_NS_OFFSET(slot) ((slot) ? 40 : 16)
+#define KR__PROBE_CYCLES_OFFSET(slot) ((slot) ? 48 : 24)
 
 /* A problem's soundness, computed once per context (sanity.c). */
 typedef struct kr__sound_entry {
