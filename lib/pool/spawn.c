@@ -113,7 +113,8 @@ static char **environment(const kr__worker *w, char *storage, size_t size)
                                          "KREWARD_NVRTC_LIBRARY", "KREWARD_CUPTI_LIBRARY",
                                          "KREWARD_CUDA_MAJOR", "KREWARD_CACHE_MAX_BYTES",
                                          "TMPDIR", "LANG", "KR_PROFILE", "KR_WAIT_SPIN_US",
-                                         "KR_FAST_REFERENCE", "KR_GEN_SPECIALISED", "KR_BENCH_AHEAD"};
+                                         "KR_FAST_REFERENCE", "KR_GEN_SPECIALISED", "KR_BENCH_AHEAD",
+                                         "KR_BENCH_PAIR", "KR_REFERENCE_QUEUED"};
     size_t num_passed = sizeof passed / sizeof passed[0];
     char **env = calloc(num_passed + 3, sizeof *env); /* + ours + NULL */
     size_t n = 0, used = 0;
