@@ -284,10 +284,12 @@ static int read_options(bstate *b, const kr_bench_options *opts, const kr_baseli
 /* A failure the candidate caused is its verdict, and the benchmark returns
  * KR_OK (judged): a fault or hang during timing, a program that may not run
  * as a candidate, a plan or scratch that does not fit, a refused launch.
- * Anything else is the environment's (KR_VERDICT_ERROR stays for that). */
+ * Anything else is the environment's (KR_VERDICT_ERROR stays for that):
+ * a timed call's check failing after the call was waited for among it. */
 static int judge_failure(bstate *b, kr_report *r, int rc)
 {
-    int verdict = rc == KR_EFAULT ? KR_VERDICT_FAULT
+    int verdict = b->library_failed ? KR_VERDICT_NONE
+                : rc == KR_EFAULT ? KR_VERDICT_FAULT
                 : rc == KR_ETIMEOUT ? KR_VERDICT_TIMEOUT
                 : rc == KR_ECOMPILE ? KR_VERDICT_COMPILE_ERROR
                 : !b->candidate_failed ? KR_VERDICT_NONE

@@ -142,7 +142,7 @@ static int rejudge(bstate *b, size_t k, bcheck *c)
     }
     if (rc == KR_OK)
         rc = kr__tset_scrub(ctx, &b->want);
-    return rc == KR_OK ? kr__reference_fetch_checks(ctx) : rc;
+    return rc == KR_OK ? kr__reference_fetch_checks(ctx, &b->ref, b->c) : rc;
 }
 
 int kr__bench_check_end(bstate *b, size_t k, bcheck *c)
@@ -174,12 +174,15 @@ int kr__bench_check_end(bstate *b, size_t k, bcheck *c)
     if (rc == KR_OK)
         rc = kr__tset_scrub(ctx, &b->want);
     if (rc == KR_OK)
-        rc = kr__reference_fetch_checks(ctx);
+        rc = kr__reference_fetch_checks(ctx, &b->ref, b->c);
     if (rc == KR_OK && b->ref.use_fast)
         rc = rejudge(b, k, c);
     if (rc == KR_OK) {
         b->checks++;
         judge(b, k, c);
     }
+    /* the candidate's call was waited for before: a failure here (the
+     * reference's run, the checks', their wait) is the library's */
+    b->library_failed |= rc != KR_OK;
     return rc;
 }

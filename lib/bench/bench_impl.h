@@ -65,6 +65,7 @@ typedef struct bstate {
     int last_checked;             /* the candidate's latest call was checked */
     uint64_t check_flags;         /* what the failed checks found */
     int candidate_failed;         /* the failure came from the candidate's plan or launch */
+    int library_failed;           /* it came from a check of a call already waited for (the reference's run, the checks') */
     int slow;                     /* stopped early by the time budget */
     char check_failure[600];
     /* sample order, for attributing CUPTI records */
@@ -133,6 +134,9 @@ void kr__bench_memo_disagree(bstate *b);
  * checks use the current set), so whatever the schedule every side meets
  * every set. */
 size_t kr__bench_next_set(size_t current, size_t sets, uint64_t r);
+/* The same, never `avoid` either (a set a sample in flight still needs)
+ * where there are three sets or more; SIZE_MAX avoids nothing. */
+size_t kr__bench_next_set_avoiding(size_t current, size_t avoid, size_t sets, uint64_t r);
 
 /* Runs the warm-up and the timed rounds until the stopping rule holds. */
 int kr__bench_measure(bstate *b, double *wall);

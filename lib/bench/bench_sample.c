@@ -54,6 +54,17 @@ size_t kr__bench_next_set(size_t current, size_t sets, uint64_t r)
     return sets < 2 ? 0 : (current + 1 + (size_t)(r % (sets - 1))) % sets;
 }
 
+size_t kr__bench_next_set_avoiding(size_t current, size_t avoid, size_t sets, uint64_t r)
+{
+    if (avoid >= sets || avoid == current || sets < 3)
+        return kr__bench_next_set(current, sets, r);
+    size_t pick = (size_t)(r % (sets - 2)); /* among the sets - 2 others */
+    for (size_t k = 0; k < sets; k++)
+        if (k != current && k != avoid && pick-- == 0)
+            return k;
+    return current; /* (not reached) */
+}
+
 static int enqueue_side(bstate *b, bside *s, size_t k)
 {
     size_t failed;
@@ -128,14 +139,21 @@ static int timed_enqueue(bstate *b, bside *s, size_t k, int slot)
         if (r != CUDA_SUCCESS)
             return kr__cuda_fail(b->ctx, r, "flushing L2");
     }
-    atomic_store((_Atomic int *)e->flag, 0);
+    /* a flag per sample in flight: a second sample's queueing never holds
+     * the first's spin */
+    _Atomic int *flag = (_Atomic int *)((char *)e->flag + KR__SPIN_FLAG_OFFSET(slot));
+    CUdeviceptr flag_dev = e->flag_dev + KR__SPIN_FLAG_OFFSET(slot);
+    atomic_store(flag, 0);
     uint64_t timeout = SPIN_TIMEOUT_NS;
-    void *spin_params[] = {&e->flag_dev, &timeout};
-    KR__CU(b->ctx, cu->cuLaunchKernel(e->f_spin_until, 1, 1, 1, 1, 1, 1, 0, e->stream, spin_params,
-                                      NULL), "launching the spin kernel");
+    void *spin_params[] = {&flag_dev, &timeout};
+    CUresult r = cu->cuLaunchKernel(e->f_spin_until, 1, 1, 1, 1, 1, 1, 0, e->stream, spin_params, NULL);
+    if (r != CUDA_SUCCESS) {
+        atomic_store(flag, 1);
+        return kr__cuda_fail(b->ctx, r, "launching the spin kernel");
+    }
     /* from here on the flag is released whatever fails: a spin left
      * waiting would hold the stream for SPIN_TIMEOUT_NS */
-    CUresult r = cu->cuEventRecord(b->ev_start[slot], e->stream);
+    r = cu->cuEventRecord(b->ev_start[slot], e->stream);
     int rc = r == CUDA_SUCCESS ? KR_OK : kr__cuda_fail(b->ctx, r, "cuEventRecord (start)");
     if (rc == KR_OK && (rc = enqueue_side(b, s, k)) != KR_OK && s == &b->s[SIDE_CANDIDATE])
         b->candidate_failed = 1;
@@ -150,7 +168,7 @@ static int timed_enqueue(bstate *b, bside *s, size_t k, int slot)
         rc = kr__cuda_fail(b->ctx, r, "launching the clock probe");
     if (rc == KR_OK && (r = cu->cuEventRecord(b->ev_done[slot], e->stream)) != CUDA_SUCCESS)
         rc = kr__cuda_fail(b->ctx, r, "cuEventRecord (done)");
-    atomic_store((_Atomic int *)e->flag, 1); /* release: the queued work runs back to back */
+    atomic_store(flag, 1); /* release: the queued work runs back to back */
     return rc;
 }
 
@@ -189,9 +207,10 @@ typedef struct pending {
  * them while the host reads this sample, checks it and queues the next
  * call (one sample's host round trip, ~70 us, was GPU idle, a candidate's
  * ~30 samples a tenth of its GPU worker's time). The values are made
- * after the call before: no call sees the next one's inputs. On failure
- * nothing is left to read. */
-static int sample_queue(bstate *b, int which, int timed, int check, int slot, pending *q)
+ * after the call before: no call sees the next one's inputs. avoid: a set
+ * the next values may not go to (a sample in flight's: its check reads it
+ * after this call; SIZE_MAX none). On failure nothing is left to read. */
+static int sample_queue(bstate *b, int which, int timed, int check, int slot, size_t avoid, pending *q)
 {
     bside *s = &b->s[which];
     memset(q, 0, sizeof *q);
@@ -202,7 +221,7 @@ static int sample_queue(bstate *b, int which, int timed, int check, int slot, pe
     size_t k = q->k = b->next;
     int rc = b->ready[k] ? KR_OK : prepare_set(b, k);
     b->ready[k] = 0;
-    b->next = kr__bench_next_set(k, b->sets, kr__random64());
+    b->next = kr__bench_next_set_avoiding(k, avoid, b->sets, kr__random64());
     /* nothing of a check is queued before the call (its inputs' expected
      * hash comes from the reference's regenerated copy, after): a kernel
      * reading %globaltimer finds no gap that tells a checked call */
@@ -255,22 +274,25 @@ static int sample_read(bstate *b, pending *q, int keep)
 static int one_sample(bstate *b, int which, int timed, int check)
 {
     pending q;
-    int rc = sample_queue(b, which, timed, check, 0, &q);
+    int rc = sample_queue(b, which, timed, check, 0, SIZE_MAX, &q);
     return rc == KR_OK ? sample_read(b, &q, 1) : rc;
 }
 
 /* A round's two samples (sides w[0], w[1], checks check[]), in order. Both
  * are queued before the first is read, so the host's reading of the first
  * and its queueing of the second overlap the GPU's work (a round trip a
- * round less), unless the first is checked (its check reads its set after
- * the second's call, whose next values may be that set's), a side is the
- * caller's callback (read after a context synchronize), the next values
- * are not made ahead, or KR_BENCH_PAIR=0. Each call's time is its own event
- * pair and probe (slots 0 and 1), and the samples are recorded in the
- * order they ran (the CUPTI records' order). */
+ * round less). Whether a round is paired never depends on its checks (a
+ * call that could see the host queue the next sample would otherwise know
+ * it is not checked): the second's next values go to a set other than the
+ * first's, which the first's check reads after the second's call (so at
+ * least three sets). Not paired: a side that is the caller's callback
+ * (read after a context synchronize), values not made ahead, co-running
+ * kernels, or KR_BENCH_PAIR=0. Each call's time is its own event pair and
+ * probe (slots 0 and 1), and the samples are recorded in the order they
+ * ran (the CUPTI records' order). */
 static int round_samples(bstate *b, const int w[2], const int check[2], int n)
 {
-    int paired = n == 2 && b->pair && b->ahead && !b->occupy && !check[0] &&
+    int paired = n == 2 && b->pair && b->ahead && !b->occupy && b->sets >= 3 &&
                  !b->s[w[0]].callback && !b->s[w[1]].callback;
     if (!paired) {
         int rc = KR_OK;
@@ -279,10 +301,10 @@ static int round_samples(bstate *b, const int w[2], const int check[2], int n)
         return rc;
     }
     pending q[2];
-    int rc = sample_queue(b, w[0], 1, check[0], 0, &q[0]);
+    int rc = sample_queue(b, w[0], 1, check[0], 0, SIZE_MAX, &q[0]);
     if (rc != KR_OK)
         return rc;
-    int second = sample_queue(b, w[1], 1, check[1], 1, &q[1]);
+    int second = sample_queue(b, w[1], 1, check[1], 1, q[0].k, &q[1]);
     rc = sample_read(b, &q[0], 1);
     if (second != KR_OK)
         return rc != KR_OK ? rc : second;

@@ -44,11 +44,12 @@ typedef struct kr__cmp_stats {
 /* Device printf output per launch (what does not fit is dropped). */
 #define KR__PRINTF_FIFO_BYTES (64u << 10)
 
-/* The host-mapped flag page: [0] the flag kr_spin_until waits on, the
- * clock probe's nanoseconds and cycles at these byte offsets, one pair per
+/* The host-mapped flag page: the flag kr_spin_until waits on, the clock
+ * probe's nanoseconds and cycles at these byte offsets, one of each per
  * benchmark sample in flight (slot 0 or 1: bench_sample.c); 32 is
  * KR__OCCUPY_FLAG_OFFSET. */
 #define KR__FLAG_PAGE_BYTES 64
+#define KR__SPIN_FLAG_OFFSET(slot) ((slot) ? 8 : 0)
 #define KR__PROBE_NS_OFFSET(slot) ((slot) ? 40 : 16)
 #define KR__PROBE_CYCLES_OFFSET(slot) ((slot) ? 48 : 24)
 

@@ -185,7 +185,7 @@ static void launch_events(CUevent ev[2])
 /* One run of the reference (or its fast kernel) for (c, seed) into want,
  * its inputs and scratch scrubbed behind it. wait 0: queued only, for a
  * caller that queues its comparison behind it and waits for both
- * (kr__checks_fetch_after_reference): one round trip a comparison less; a
+ * (kr__reference_fetch_checks): one round trip a comparison less; a
  * launch refused still fails here, a fault or hang at that wait is the
  * library's (the candidate's calls were waited for before). An event-timed
  * run (time_launch) always waits. */
@@ -305,12 +305,16 @@ int kr__reference_queue(kr_context *ctx, kr__reference *ref, size_t c, uint64_t 
     return rc;
 }
 
-int kr__reference_fetch_checks(kr_context *ctx)
+int kr__reference_fetch_checks(kr_context *ctx, const kr__reference *ref, size_t c)
 {
     int rc = kr__checks_fetch_queued(ctx);
-    return rc == KR_OK ? kr__engine_wait(ctx, REFERENCE_TIMEOUT_S + 30,
-                                         "the reference and the checks against it")
-                       : rc;
+    if (rc == KR_OK)
+        rc = kr__engine_wait(ctx, REFERENCE_TIMEOUT_S + 30, "the reference and the checks against it");
+    if (rc == KR_OK)
+        return rc;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", kr_context_errmsg(ctx));
+    return kr__fail(ctx, rc, "case '%s': %s", ref->p->cases[c].name, msg);
 }
 
 static int run_kernel(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,

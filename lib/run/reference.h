@@ -60,10 +60,11 @@ typedef struct kr__input_hashes {
  * outputs are uploaded before it returns. */
 int kr__reference_queue(kr_context *ctx, kr__reference *ref, size_t c, uint64_t seed,
                         const kr__tset *want, const kr__input_hashes *h);
-/* kr__checks_fetch behind queued reference runs: copies every queued
- * check result to the host and waits for the stream (always, checks or
- * not), as long as a reference run may take and the checks' time. */
-int kr__reference_fetch_checks(kr_context *ctx);
+/* kr__checks_fetch behind ref's queued runs of case c: copies every
+ * queued check result to the host and waits for the stream (always, checks
+ * or not), as long as a reference run may take and the checks' time; a
+ * failure says the case. */
+int kr__reference_fetch_checks(kr_context *ctx, const kr__reference *ref, size_t c);
 /* The same outputs in malloc'd host memory (host[t] for each output and
  * in-out tensor, NULL for inputs; the caller frees them), which the device
  * cannot reach; nothing of them is left on the device or in pinned memory. */

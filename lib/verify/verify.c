@@ -228,7 +228,7 @@ static int compare_runs(vstate *v, vunit *u, int runs, vchecks *m, double share)
                                        &m[1].diff[t]);
         }
     if (rc == KR_OK)
-        rc = kr__reference_fetch_checks(ctx);
+        rc = kr__reference_fetch_checks(ctx, &v->ref, u->c);
     for (int run = 0; run < runs && rc == KR_OK; run++) {
         free(m[run].compared);
         if (!(m[run].compared = kr__checks_snapshot(ctx)))

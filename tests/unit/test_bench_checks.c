@@ -123,10 +123,40 @@ static void next_set_is_another_and_every_side_meets_all(void **state)
     }
 }
 
+/* With a sample in flight the next values avoid its set too (its check
+ * reads it after the next call): never the current or the avoided set,
+ * every other one reached; avoiding nothing (SIZE_MAX, or the current set)
+ * draws as kr__bench_next_set, and so do two sets (nothing else to take). */
+static void next_set_avoids_a_set_in_flight(void **state)
+{
+    (void)state;
+    for (size_t sets = 2; sets <= KR__BENCH_MAX_SETS; sets++)
+        for (size_t cur = 0; cur < sets; cur++)
+            for (size_t avoid = 0; avoid < sets; avoid++) {
+                unsigned reached = 0;
+                for (uint64_t r = 0; r < 4 * sets; r++) {
+                    size_t k = kr__bench_next_set_avoiding(cur, avoid, sets, r);
+                    assert_true(k < sets && k != cur);
+                    if (sets >= 3)
+                        assert_true(k != avoid);
+                    if (avoid == cur || sets < 3)
+                        assert_int_equal(k, kr__bench_next_set(cur, sets, r));
+                    reached |= 1u << k;
+                }
+                unsigned want = ((1u << sets) - 1) & ~(1u << cur);
+                if (sets >= 3)
+                    want &= ~(1u << avoid);
+                assert_int_equal(reached, want);
+                assert_int_equal(kr__bench_next_set_avoiding(cur, SIZE_MAX, sets, 7),
+                                 kr__bench_next_set(cur, sets, 7));
+            }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(floor_is_that_many_calls_below_min_samples),
+        cmocka_unit_test(next_set_avoids_a_set_in_flight),
         cmocka_unit_test(floor_moves_from_benchmark_to_benchmark),
         cmocka_unit_test(draw_says_yes_on_the_floor_calls),
         cmocka_unit_test(next_set_is_another_and_every_side_meets_all),

@@ -156,8 +156,10 @@ class Evaluation:
             # starts after the load: its ready would otherwise run beside
             # the candidate's launch-time probe, which nothing else runs
             # beside there (spare_ahead="after_load" so in flight too)
+            # (a source named next that is this one: after the load, once
+            # this one's folder exists, which its spare must start in)
             early = (self.processes.starts_ahead and self.gate.freezes and
-                     self.processes.spare_ahead != "after_load")
+                     self.processes.spare_ahead != "after_load" and next_source != source)
             spare_s = [0.0]
 
             def start_next_spare():

@@ -422,7 +422,15 @@ class Processes(SpareWorkers, BaselineWorker):
                timeout_s=self.timeout_s)
 
     # ---- the candidate's worker and the spare
-    def start_candidate(self, source, class_name, limit=(None, None), on_taken=None):
+    def _after_taken(self, w, on_taken):
+        """on_taken (start_candidate), then: a close() from another thread
+        meanwhile (an abort) ended w, which the wait for its ready says; the
+        spare started for the next candidate after that close goes too."""
+        on_taken()
+        if self.candidate is not w:
+            self.end_spare()
+
+    def start_candidate(self, source, class_name, limit=(None, None), on_taken=None, take_spare=True):
         """The candidate's worker (the spare if there is one that can take
         this source) and its load reply. limit: (time.monotonic() deadline,
         why) past which no reply of this worker is waited for
@@ -431,23 +439,27 @@ class Processes(SpareWorkers, BaselineWorker):
         spawned), before any wait for that worker's ready: the evaluation
         starts the next candidate's spare there, so its start has the
         wait, the load and the whole evaluation to run in, not what is
-        left after the load."""
+        left after the load. take_spare False: a worker of its own (a retry
+        after the spare failed: the spare there now is the next
+        candidate's)."""
         t_turn = time.monotonic()
-        if self.spare is None and self.lane_spares is not None and self.keep_spare:
-            # in flight: another problem's idle slot's spare, where one fits
-            self.lane_spares.hand_over(self, source)
-        w, self.spare = self.spare, None
-        # taken, the spare is this slot's candidate worker (a lane has K at
-        # most, one per evaluation in flight): its place in the cap is free;
-        # and close() from another thread ends it from now on, also while
-        # its ready is waited for below (helper-34)
-        _give_back_place(w)
+        w = spare_source = spare_ext = None
+        if take_spare:
+            if self.spare is None and self.lane_spares is not None and self.keep_spare:
+                # in flight: another problem's idle slot's spare, where one fits
+                self.lane_spares.hand_over(self, source)
+            w, self.spare = self.spare, None
+            # taken, the spare is this slot's candidate worker (a lane has K
+            # at most, one per evaluation in flight): its place in the cap is
+            # free; and close() from another thread ends it from now on, also
+            # while its ready is waited for below (helper-34)
+            _give_back_place(w)
+            spare_source, self.spare_source = self.spare_source, None
+            spare_ext, self.spare_folder = self.spare_folder, None
         self.candidate = w
-        spare_source, self.spare_source = self.spare_source, None
-        spare_ext, self.spare_folder = self.spare_folder, None
         if w is not None and on_taken is not None:
             on_taken, taken = None, on_taken
-            taken()
+            self._after_taken(w, taken)
         # a "start" worker's sandbox lets it write one build folder only: a
         # spare started for another source cannot take this one; one started
         # with a fresh folder (no source named) takes a source that has
@@ -492,11 +504,11 @@ class Processes(SpareWorkers, BaselineWorker):
             self._plant(w.folder if self.sandbox == "start" else None, source)
         if w is None:
             w, ext = self._spawn_for(source, limit)
-        if on_taken is not None:
-            on_taken()
         self.candidate = w  # close() from another thread ends it
         w.clock = self.clock
         w.limit_until(*limit)
+        if on_taken is not None:
+            self._after_taken(w, on_taken)
         try:
             try:
                 # (read already where the evaluation before waited for it,
@@ -517,7 +529,7 @@ class Processes(SpareWorkers, BaselineWorker):
                 # candidate's: in flight nothing waited for it before (the
                 # gate froze it instead)
                 w.end()
-                w, loaded = self.start_candidate(source, class_name, limit)
+                w, loaded = self.start_candidate(source, class_name, limit, take_spare=False)
                 loaded["spare_failed"] = printable(f"{type(e).__name__}: {e}")[:400]
                 return w, loaded
             if not ready["ok"] and self.sandbox == "start" and self._may_fall_back and \
@@ -534,7 +546,7 @@ class Processes(SpareWorkers, BaselineWorker):
                 # a spare that did not start is the harness's loss, never the
                 # candidate's: it gets a worker of its own, started now
                 w.end()
-                w, loaded = self.start_candidate(source, class_name, limit)
+                w, loaded = self.start_candidate(source, class_name, limit, take_spare=False)
                 loaded["spare_failed"] = printable(ready["error"])[:400]
                 return w, loaded
             if not ready["ok"]:
