@@ -73,7 +73,7 @@ step_gpu() {
   lim=$(limit 240)
   # shellcheck disable=SC2046
   timeout -k 5 "$lim" meson test -C "$b" --no-rebuild --print-errorlogs --num-processes 1 \
-    ${GR_GPU_TESTS:-$(for t in program generator checks verify bench sanity fault fault_late hang hang_refused pool counters; do printf 'gpu_%s ' $t; done) gpu_suite} \
+    ${GR_GPU_TESTS:-$(for t in program generator checks verify bench sanity fault fault_late fault_reference hang hang_refused pool counters; do printf 'gpu_%s ' $t; done) gpu_suite} \
     > "$out/gpu.log" 2>&1
   rc=$?
   cp "$b/meson-logs/testlog.txt" "$out/gpu-testlog.txt" 2>/dev/null  # every test's whole output
