@@ -429,3 +429,51 @@ def test_a_spares_unread_ready_is_read_before_its_load_is_sent(relu, tmp_path, l
         assert at(log, "receive", pid, "ready", n) < load
         # nothing of it left unread when the candidate's code gets the worker
         assert not [e for e in log[n:load] if e[1] == pid and e[0] == "send" and e[2] != "launch"]
+
+
+# "start": a fresh folder's spare whose ready failed is met at its naming;
+# "init": at the candidate's own wait for it, which starts it again
+@pytest.mark.parametrize("sandbox", ["start", "init"])
+def test_a_retry_after_a_failed_spare_leaves_the_next_candidates_spare(relu, tmp_path, monkeypatch, sandbox):
+    """In flight the next candidate's spare starts as soon as a candidate
+    has taken its worker (start_candidate's on_taken), before that
+    worker's ready is read: where that ready failed, the candidate's retry
+    starts a worker of its own and leaves the new spare to the candidate
+    it was started for (taking it, it had left that one to start cold)."""
+    send = WorkerProcess.send
+    spoiled = []  # the spares started ahead (None until its ready is sent)
+
+    def spoil_next_ready(self, obj, *a, **k):
+        if obj["op"] == "ready" and spoiled and spoiled[-1] is None:
+            spoiled[-1] = self
+            obj = dict(obj, device="cuda:999")
+        return send(self, obj, *a, **k)
+
+    start_spare = Processes.start_spare
+
+    def first_with_no_device(self, next_source=None, ahead=False):
+        if not spoiled:
+            spoiled.append(None)  # the first spare only
+        start_spare(self, next_source, ahead)
+
+    monkeypatch.setattr(WorkerProcess, "send", spoil_next_ready)
+    monkeypatch.setattr(Processes, "start_spare", first_with_no_device)
+    with runner(relu, tmp_path, sandbox=sandbox) as r:
+        # the first candidate wrong in its verify: its spare's failed ready is left unread
+        assert r.evaluate(WRONG, **KW)["verdict"] == "wrong"
+        failed = r._processes.spare
+        assert failed is spoiled[0] and failed.ready_reply is None
+        started = []
+
+        def start_next():  # what Evaluation.run does in flight
+            r._processes.start_spare(None, ahead=True)
+            started.append(r._processes.spare)
+
+        w, loaded = r._processes.start_candidate(OTHER, "ModelNew", on_taken=start_next)
+        try:
+            assert loaded["ok"] and loaded.get("spare_failed"), loaded
+            assert started and started[0] is not None and started[0] is not failed
+            assert w is not started[0] and w is not failed
+            assert r._processes.spare is started[0]  # still the next candidate's
+        finally:
+            w.end()
