@@ -284,8 +284,9 @@ static int read_options(bstate *b, const kr_bench_options *opts, const kr_baseli
 /* A failure the candidate caused is its verdict, and the benchmark returns
  * KR_OK (judged): a fault or hang during timing, a program that may not run
  * as a candidate, a plan or scratch that does not fit, a refused launch.
- * Anything else is the environment's (KR_VERDICT_ERROR stays for that):
- * a timed call's check failing after the call was waited for among it. */
+ * Anything else is the environment's (KR_VERDICT_ERROR stays for that),
+ * a timed call's check that failed after the call itself was waited for
+ * among it. */
 static int judge_failure(bstate *b, kr_report *r, int rc)
 {
     int verdict = b->library_failed ? KR_VERDICT_NONE

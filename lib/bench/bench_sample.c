@@ -133,9 +133,9 @@ static int timed_enqueue(bstate *b, bside *s, size_t k, int slot)
     kr__engine *e = b->e;
     if (!(b->o.flags & KR_BENCH_NO_FLUSH)) {
         kr__gpu_bytes(e, KR__GPU_FILL, (double)b->flush.bytes);
-        int slot = kr__gpu_begin(e, KR__GPU_FILL); /* before the spin: outside the clock */
+        int timer = kr__gpu_begin(e, KR__GPU_FILL); /* before the spin: outside the clock */
         CUresult r = cu->cuMemsetD32Async(b->flush.ptr, (unsigned)b->seeds, b->flush.bytes / 4, e->stream);
-        kr__gpu_end(e, slot);
+        kr__gpu_end(e, timer);
         if (r != CUDA_SUCCESS)
             return kr__cuda_fail(b->ctx, r, "flushing L2");
     }
