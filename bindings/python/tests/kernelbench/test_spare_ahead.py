@@ -165,13 +165,12 @@ def test_a_spare_that_dies_leaves_the_candidate_alone(relu, tmp_path, monkeypatc
         assert wrong["started_ahead"] is True
 
 
-def test_a_spare_whose_ready_failed_leaves_the_candidates_alone(relu, tmp_path, monkeypatch):
-    """Its ready fails (a device it cannot get up): read before the timed
-    batches, it is ended and noted; left unread (the candidate before it
-    failed its verify first), the next candidate gets a worker of its own
-    instead of an error."""
-    send = WorkerProcess.send
-    spoiled = []  # the spares started ahead (None until its ready is sent)
+def spares_with_no_device(monkeypatch, which):
+    """The ready of each spare which(ahead, spoiled so far) picks asks for
+    a device it cannot get up (its ready fails); the list of those spares
+    (None until its ready is sent)."""
+    send, start_spare = WorkerProcess.send, Processes.start_spare
+    spoiled = []
 
     def spoil_next_ready(self, obj, *a, **k):
         if obj["op"] == "ready" and spoiled and spoiled[-1] is None:
@@ -179,15 +178,22 @@ def test_a_spare_whose_ready_failed_leaves_the_candidates_alone(relu, tmp_path, 
             obj = dict(obj, device="cuda:999")
         return send(self, obj, *a, **k)
 
-    start_spare = Processes.start_spare
-
-    def ahead_with_no_device(self, next_source=None, ahead=False):
-        if ahead:
+    def picked_with_no_device(self, next_source=None, ahead=False):
+        if which(ahead, spoiled):
             spoiled.append(None)
         start_spare(self, next_source, ahead)
 
     monkeypatch.setattr(WorkerProcess, "send", spoil_next_ready)
-    monkeypatch.setattr(Processes, "start_spare", ahead_with_no_device)
+    monkeypatch.setattr(Processes, "start_spare", picked_with_no_device)
+    return spoiled
+
+
+def test_a_spare_whose_ready_failed_leaves_the_candidates_alone(relu, tmp_path, monkeypatch):
+    """Its ready fails (a device it cannot get up): read before the timed
+    batches, it is ended and noted; left unread (the candidate before it
+    failed its verify first), the next candidate gets a worker of its own
+    instead of an error."""
+    spoiled = spares_with_no_device(monkeypatch, lambda ahead, spoiled: ahead)
     with runner(relu, tmp_path) as r:
         res = r.evaluate(HONEST, **KW)
         assert res["verdict"] == "pass", res
@@ -440,24 +446,7 @@ def test_a_retry_after_a_failed_spare_leaves_the_next_candidates_spare(relu, tmp
     worker's ready is read: where that ready failed, the candidate's retry
     starts a worker of its own and leaves the new spare to the candidate
     it was started for (taking it, it had left that one to start cold)."""
-    send = WorkerProcess.send
-    spoiled = []  # the spares started ahead (None until its ready is sent)
-
-    def spoil_next_ready(self, obj, *a, **k):
-        if obj["op"] == "ready" and spoiled and spoiled[-1] is None:
-            spoiled[-1] = self
-            obj = dict(obj, device="cuda:999")
-        return send(self, obj, *a, **k)
-
-    start_spare = Processes.start_spare
-
-    def first_with_no_device(self, next_source=None, ahead=False):
-        if not spoiled:
-            spoiled.append(None)  # the first spare only
-        start_spare(self, next_source, ahead)
-
-    monkeypatch.setattr(WorkerProcess, "send", spoil_next_ready)
-    monkeypatch.setattr(Processes, "start_spare", first_with_no_device)
+    spoiled = spares_with_no_device(monkeypatch, lambda ahead, spoiled: not spoiled)  # the first only
     with runner(relu, tmp_path, sandbox=sandbox) as r:
         # the first candidate wrong in its verify: its spare's failed ready is left unread
         assert r.evaluate(WRONG, **KW)["verdict"] == "wrong"
