@@ -271,11 +271,9 @@ static int read_options(bstate *b, const kr_bench_options *opts, const kr_baseli
      * comparisons. Warm-L2 timing (no flush) makes them right before its
      * call: a checked call's work, queued after the next set's values,
      * would have taken their place in the cache */
-    const char *ahead = getenv("KR_BENCH_AHEAD");
-    b->ahead = !(ahead && !strcmp(ahead, "0")) && !(b->o.flags & KR_BENCH_NO_FLUSH);
+    b->ahead = !kr__knob_off("KR_BENCH_AHEAD") && !(b->o.flags & KR_BENCH_NO_FLUSH);
     /* KR_BENCH_PAIR=0: each sample read before the next is queued */
-    const char *pair = getenv("KR_BENCH_PAIR");
-    b->pair = !(pair && !strcmp(pair, "0"));
+    b->pair = !kr__knob_off("KR_BENCH_PAIR");
     b->seeds = b->o.seed ? b->o.seed : kr__random64();
     b->key = b->key ? b->key : kr__random64();
     return KR_OK;

@@ -3,6 +3,7 @@
 #include "kreward/common.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int known(const kr__versioned *v, uint32_t version)
@@ -37,4 +38,10 @@ int kr__options_init(const kr__versioned *v, void *dst, const void *defaults, ui
     memcpy(dst, defaults, v->sizes[version]);
     memcpy(dst, &version, sizeof version);
     return KR_OK;
+}
+
+int kr__knob_off(const char *name)
+{
+    const char *v = getenv(name);
+    return v && strcmp(v, "0") == 0;
 }

@@ -35,4 +35,8 @@ int kr__options_read(const kr__versioned *v, void *dst, const void *defaults, co
  * and sets its version field. KR_EINVAL for NULL, KR_EVERSION when newer. */
 int kr__options_init(const kr__versioned *v, void *dst, const void *defaults, uint32_t version);
 
+/* Whether the environment turns a mechanism off for a measurement: the
+ * variable `name` is "0" (KR_POOL_AHEAD=0, KR_BENCH_PAIR=0, ...). */
+int kr__knob_off(const char *name);
+
 #endif

@@ -225,10 +225,8 @@ int kr_pool_new(kr_pool **out, const kr_pool_options *opts, char **why)
     pool->first_ticket = pool->next_ticket = pool->next_collect = 1;
     /* read once, here: the pool's thread must not read the environment the
      * caller may be changing */
-    const char *affinity = getenv("KR_POOL_AFFINITY");
-    pool->no_affinity = affinity && strcmp(affinity, "0") == 0;
-    const char *ahead = getenv("KR_POOL_AHEAD");
-    pool->no_ahead = ahead && strcmp(ahead, "0") == 0;
+    pool->no_affinity = kr__knob_off("KR_POOL_AFFINITY");
+    pool->no_ahead = kr__knob_off("KR_POOL_AHEAD");
     char reason[1024] = "";
     int rc = kr__options_read(&pool_version, &pool->o, &pool_defaults, opts, reason, sizeof reason);
     if (rc == KR_OK)

@@ -3,6 +3,7 @@
 #include "run/engine.h"
 #include "run/profile.h"
 #include "common/clock.h"
+#include "common/options.h"
 #include "compile/program_impl.h"
 #include "driver/trace.h"
 
@@ -128,8 +129,7 @@ int kr__engine_get(kr_context *ctx, kr__engine **out)
         ctx->engine = e;
         ctx->engine_free = engine_free;
         e->gpu.on = e->sites.on = kr__profile_mode() != NULL;
-        const char *special = getenv("KR_GEN_SPECIALISED");
-        e->gen_generic_only = special && !strcmp(special, "0");
+        e->gen_generic_only = kr__knob_off("KR_GEN_SPECIALISED");
         ctx->device_write = kr__k_device_write;
         if ((rc = create(ctx, e)) != KR_OK) {
             engine_free(ctx);

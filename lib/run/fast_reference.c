@@ -20,6 +20,7 @@
  * serves and the report says why. One that breaks the GPU context is the
  * problem's fault, as a faulting reference is: an error that names it. */
 #include "run/reference.h"
+#include "common/options.h"
 #include "common/random.h"
 #include "run/checks.h"
 #include "run/engine.h"
@@ -153,8 +154,7 @@ int kr__fast_reference_open(kr_context *ctx, kr__reference *ref)
     const kr_problem *p = ref->p;
     ref->use_fast = 0;
     ref->fast_why[0] = '\0';
-    const char *env = getenv("KR_FAST_REFERENCE");
-    if (env && strcmp(env, "0") == 0) {
+    if (kr__knob_off("KR_FAST_REFERENCE")) {
         snprintf(ref->fast_why, sizeof ref->fast_why, "turned off ($KR_FAST_REFERENCE=0)");
         return KR_OK;
     }

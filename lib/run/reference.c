@@ -1,13 +1,12 @@
 /* Reference and golden runs (reference.h). */
 #include "run/reference.h"
+#include "common/options.h"
 #include "run/profile.h"
 #include "kreward/plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define REFERENCE_TIMEOUT_S KR__REFERENCE_TIMEOUT_S
 
 int kr__reference_build(kr_context *ctx, const kr_problem *p, int fast, kr_program **prog,
                         kr_plan **plan)
@@ -216,7 +215,7 @@ static int run_source(kr_context *ctx, kr__reference *ref, size_t c, uint64_t se
         kr__gpu_end(e, slot);
     }
     if (rc == KR_OK && (wait || ev[0]))
-        rc = kr__engine_wait(ctx, REFERENCE_TIMEOUT_S, "the reference");
+        rc = kr__engine_wait(ctx, KR__REFERENCE_TIMEOUT_S, "the reference");
     float ms = 0;
     if (rc == KR_OK && ev[0] && kr__cuda()->cuEventElapsedTime(&ms, ev[0], ev[1]) == CUDA_SUCCESS)
         ref->last_launch_s = ms * 1e-3;
@@ -246,7 +245,7 @@ static int run_golden_host(kr_context *ctx, kr__reference *ref, size_t c, uint64
     if (rc == KR_OK)
         rc = hash_inputs(ctx, in, h);
     if (rc == KR_OK)
-        rc = kr__engine_wait(ctx, REFERENCE_TIMEOUT_S, "generating golden inputs");
+        rc = kr__engine_wait(ctx, KR__REFERENCE_TIMEOUT_S, "generating golden inputs");
     for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++) {
         const kr__tensor *x = &p->tensors[t];
         bytes[t] = p->cases[c].bytes[t];
@@ -289,10 +288,8 @@ static int reference_run(kr_context *ctx, kr__reference *ref, size_t c, uint64_t
 static int queued_runs_wait(void)
 {
     static int wait = -1;
-    if (wait < 0) {
-        const char *v = getenv("KR_REFERENCE_QUEUED");
-        wait = v && strcmp(v, "0") == 0;
-    }
+    if (wait < 0)
+        wait = kr__knob_off("KR_REFERENCE_QUEUED");
     return wait;
 }
 
@@ -309,7 +306,8 @@ int kr__reference_fetch_checks(kr_context *ctx, const kr__reference *ref, size_t
 {
     int rc = kr__checks_fetch_queued(ctx);
     if (rc == KR_OK)
-        rc = kr__engine_wait(ctx, REFERENCE_TIMEOUT_S + 30, "the reference and the checks against it");
+        rc = kr__engine_wait(ctx, KR__REFERENCE_TIMEOUT_S + 30,
+                             "the reference and the checks against it");
     if (rc == KR_OK)
         return rc;
     char msg[1024];
@@ -429,7 +427,7 @@ static int download(kr_context *ctx, const kr__tset *want, void **host)
     if (rc == KR_OK)
         rc = kr__tset_scrub(ctx, want);
     if (rc == KR_OK)
-        rc = kr__engine_wait(ctx, REFERENCE_TIMEOUT_S, "copying reference outputs");
+        rc = kr__engine_wait(ctx, KR__REFERENCE_TIMEOUT_S, "copying reference outputs");
     off = 0;
     for (size_t t = 0; t < p->num_tensors && rc == KR_OK; t++) {
         if (!kr__is_output(&p->tensors[t]))
